@@ -1,0 +1,160 @@
+"""Wagers on the boxes of a Pai Gow table: who may wager where, limits, and who controls a box.
+
+Limits, read literally per profile:
+- Below the minimum: valid if not rejected before the dice are exposed (NSW 10.2-10.3); paid or
+  collected after the result (ACT 5.1(c)); NZ is silent, so the wager stands as placed.
+- Above the maximum: paid or collected to the maximum (NSW 10.3, ACT 5.1(d)); NZ is silent and we
+  apply the same rule, the excess standing off. No maximum applies when a player banks alone
+  (NSW 10.2, NZ 6.8, ACT 5.3).
+- Multiples of the table minimum unless a notice says otherwise (ACT 5.1(b)).
+- NZ 6.12-6.13: only the part of a wager whose win, less commission, could be paid exactly in chips
+  is valid; the remainder is void and returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from controller.errors import InputError
+from controller.games.paigow.money import TableMoney
+from controller.games.paigow.profiles import Profile
+
+MAX_PLAYERS_PER_BOX = 3  # NSW 9.9, NZ 6.5, ACT 7.4
+HOUSE_BOX = 1  # the house banks on box 1 and takes no wagers there (NSW 6.10, NZ 11.1(b), ACT 6.9)
+
+
+class BankKind(StrEnum):
+    HOUSE = "house"
+    PLAYER = "player"  # a player/banker covering every wager, the house taking no part
+    CO_BANK = "co-bank"  # a player/banker and the house, 50% each (NZ 5.1(c), ACT 6.5)
+
+
+@dataclass(frozen=True, slots=True)
+class Wager:
+    box: int
+    player: str
+    amount: int  # cents
+    seated: bool = False  # the player sits at this box
+    distance_to_dealer: int = 0  # where the chips lie; NSW 9.10.4 / NZ 7.1(a) tie-break
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    wager: Wager
+    action: int  # the part that wins or loses, cents
+    returned: int  # the part that stands off whatever happens (over the maximum, or NZ 6.13 void)
+    notes: tuple[str, ...] = field(default=())
+
+
+def accept(
+    wager: Wager, profile: Profile, bank: BankKind, money: TableMoney, multiples_notice: bool = True
+) -> Accepted:
+    """The part of one wager that is in action; InputError when it cannot be accepted at all."""
+    if wager.amount <= 0:
+        raise InputError(f"wager of {wager.player} on box {wager.box}: amount must be positive")
+    if wager.amount % money.chip_unit:
+        raise InputError(
+            f"wager of {wager.player} on box {wager.box}: {wager.amount} cents is not a whole"
+            f" number of {money.chip_unit}-cent chips"
+        )
+    if bank is BankKind.HOUSE and wager.box == HOUSE_BOX:
+        raise InputError(f"box {HOUSE_BOX} holds the house's tiles: no wagers there (NSW 6.10)")
+    notes: list[str] = []
+    action = wager.amount
+    if action < money.minimum:
+        rule = {Profile.NSW: "NSW 10.2-10.3", Profile.NZ: "NZ (silent)", Profile.ACT: "ACT 5.1(c)"}
+        notes.append(f"below the table minimum; valid for this round ({rule[profile]})")
+    if profile is Profile.ACT and multiples_notice and action % money.minimum:
+        notes.append("not a multiple of the table minimum (ACT 5.1(b)); paid per ACT 15.10")
+    if money.maximum is not None and bank is not BankKind.PLAYER and action > money.maximum:
+        notes.append(f"over the maximum: in action to {money.maximum} (NSW 10.3, ACT 5.1(d))")
+        action = money.maximum
+    if profile is Profile.NZ:
+        valid = largest_exact_wager(action, money)
+        if valid == 0:
+            raise InputError(
+                f"wager of {wager.player} on box {wager.box}: no part of {wager.amount} cents can"
+                " be paid exactly in chips less commission (NZ 6.12)"
+            )
+        if valid != action:
+            notes.append(f"only {valid} cents payable exactly in chips; the rest is void (NZ 6.13)")
+            action = valid
+    return Accepted(wager, action, wager.amount - action, tuple(notes))
+
+
+def largest_exact_wager(amount: int, money: TableMoney) -> int:
+    """The largest amount <= `amount` whose win less commission is an exact number of chips."""
+    step = money.chip_unit
+    # Searching down one chip at a time ends within BASIS_POINTS / gcd chips: a few hundred at most.
+    for candidate in range(amount - amount % step, 0, -step):
+        if money.payable_exactly(candidate):
+            return candidate
+    return 0
+
+
+def check_box_wagers(
+    wagers: Sequence[Wager], bank: BankKind, banker_box: int | None, n_boxes: int = 8
+) -> None:
+    """Where wagers may stand: InputError naming the first breach."""
+    per_box: dict[int, set[str]] = {}
+    for w in wagers:
+        if not 1 <= w.box <= n_boxes:
+            raise InputError(f"box {w.box} does not exist (1..{n_boxes})")
+        if bank is not BankKind.HOUSE and w.box == banker_box:
+            # The player/banker's wager is the only one on their box (NSW 9.16, NZ 6.5).
+            raise InputError(f"box {w.box} is the player/banker's: no other wagers there")
+        per_box.setdefault(w.box, set()).add(w.player)
+    for box, players in per_box.items():
+        if len(players) > MAX_PLAYERS_PER_BOX:
+            raise InputError(
+                f"box {box} has {len(players)} players; at most {MAX_PLAYERS_PER_BOX}"
+                " (NSW 9.9, NZ 6.5, ACT 7.4)"
+            )
+
+
+def box_controller(
+    wagers: Sequence[Wager],
+    profile: Profile,
+    seated_defers: bool = False,
+    nominee: str | None = None,
+) -> str:
+    """Who calls the decisions on a box's tiles (NSW 9.10, NZ 7.1(a), ACT 7.4).
+
+    NSW and NZ: the seated player; at the seated player's discretion (`seated_defers`), or with no
+    seated player, the highest wager; with no seated player and equal wagers, the wager nearest the
+    dealer. ACT 7.4 lists the highest wager first, then the seated player, then a player nominated
+    by the others' agreement: we take the highest wager, a tie broken by the seated player, and a
+    tie with nobody seated needs `nominee`.
+    """
+    if not wagers:
+        raise InputError("no wagers on this box: nobody controls it")
+    players = {w.player for w in wagers}
+    if nominee is not None and nominee not in players:
+        raise InputError(f"nominee {nominee!r} has no wager on this box")
+    totals: dict[str, int] = {}
+    for w in wagers:
+        totals[w.player] = totals.get(w.player, 0) + w.amount
+    top = max(totals.values())
+    highest = sorted(p for p, a in totals.items() if a == top)
+    seated = [w.player for w in wagers if w.seated]
+    if profile is Profile.ACT:
+        if len(highest) == 1:
+            return highest[0]
+        seated_top = [p for p in seated if p in highest]
+        if seated_top:
+            return seated_top[0]
+        if nominee is not None:
+            return nominee
+        raise InputError(
+            "equal highest wagers and nobody seated: the players must nominate (ACT 7.4(c))"
+        )
+    if seated and not seated_defers:
+        return seated[0]
+    if len(highest) == 1:
+        return highest[0]
+    if seated:
+        return seated[0]
+    nearest = min((w for w in wagers if w.player in highest), key=lambda w: w.distance_to_dealer)
+    return nearest.player
