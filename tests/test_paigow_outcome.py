@@ -22,8 +22,8 @@ def outcome(player: str, banker: str, profile: Profile = Profile.NSW) -> Outcome
 @pytest.mark.parametrize("profile", ALL)
 def test_both_hands_higher_wins_neither_loses_one_pushes(profile: Profile) -> None:
     # NSW 9.2.1.1 / 9.2.2.1 / 9.2.3; NZ 6.1(a)-(c); ACT 12.1-12.2.
-    assert outcome("6-6 6-6 / 5-5 5-5", "1-1 1-1 / 4-4 4-4", profile) is Outcome.WIN
-    assert outcome("1-1 1-1 / 4-4 4-4", "6-6 6-6 / 5-5 5-5", profile) is Outcome.LOSE
+    assert outcome("6-6 6-6 / 4-4 4-4", "1-1 1-1 / 5-5 5-5", profile) is Outcome.WIN
+    assert outcome("1-1 1-1 / 5-5 5-5", "6-6 6-6 / 4-4 4-4", profile) is Outcome.LOSE
     assert outcome("6-6 6-6 / 2-2 2-2", "1-1 1-1 / 4-4 4-4", profile) is Outcome.PUSH
 
 
@@ -41,7 +41,7 @@ def test_zero_against_zero_goes_to_the_bank_in_either_hand(profile: Profile) -> 
     # NSW 9.2.2.2 "either the high or low hand ... zero regardless of ranking"; NZ 4.7.
     # Zero hands without Gee Joon: 4-6 + 5-5 (0), 1-3 + 1-5 (0), 2-2 + 3-3 (0), 1-6 + 3-6 (16->6)
     player = "1-3 1-5 / 2-2 3-3"  # 0 (High 4 top), 0 (High 6 top)
-    banker = "4-6 5-5 / 1-4 2-3"  # 0 (High 10 top), 5+5 = 0 (fives)
+    banker = "4-6 5-5 / 2-2 1-5"  # 0 (High 10 top), 0 (Low 4 top)
     assert outcome(player, banker, profile) is Outcome.LOSE
 
 
@@ -49,7 +49,7 @@ def test_act_zero_rule_names_only_the_low_hand() -> None:
     # ACT 12.5 gives zero-against-zero to the bank for the low hand; ACT 12.3 decides equal totals
     # by the highest-ranking tile, so the player's High 4 takes the zero high hand: a push.
     player = "1-3 1-5 / 2-2 3-3"
-    banker = "4-6 5-5 / 1-4 2-3"
+    banker = "4-6 5-5 / 2-2 1-5"
     assert outcome(player, banker, Profile.ACT) is Outcome.PUSH
 
 
