@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from controller.errors import InputError
+from controller.games.paigow.bank import HOUSE_BOX, BankHolder
 from controller.games.paigow.money import TableMoney
 from controller.games.paigow.outcome import Outcome
 from controller.games.paigow.profiles import Profile
-from controller.games.paigow.wagers import HOUSE_BOX, Accepted, BankKind
+from controller.games.paigow.wagers import Accepted
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class WagerResult:
 
 @dataclass(frozen=True, slots=True)
 class RoundSettlement:
-    bank: BankKind
+    bank: BankHolder
     results: tuple[WagerResult, ...]  # in payment order, counter-clockwise from the chung
     banker_wager: int
     banker_gross: int  # the bank's result before commission and split: losers - winners
@@ -63,7 +64,7 @@ class RoundSettlement:
 def settle_round(
     profile: Profile,
     money: TableMoney,
-    bank: BankKind,
+    bank: BankHolder,
     wagers: Sequence[tuple[Accepted, Outcome]],
     banker_box: int = HOUSE_BOX,
     banker_wager: int = 0,
@@ -72,12 +73,12 @@ def settle_round(
 ) -> RoundSettlement:
     """Settle every wager of a round against the bank."""
     total_action = sum(a.action for a, _ in wagers)
-    if bank is BankKind.PLAYER and banker_wager < total_action:
+    if bank is BankHolder.PLAYER and banker_wager < total_action:
         raise InputError(
             f"player/banker's wager {banker_wager} does not cover the wagers {total_action}:"
             " the player makes up the difference or the house banks (NSW 13.2.2, NZ 11.2(b))"
         )
-    if bank is BankKind.CO_BANK:
+    if bank is BankHolder.CO_BANK:
         if profile is Profile.NSW:
             raise InputError("NSW has no co-banking: the house or a player/banker banks (NSW 11.1)")
         if 2 * banker_wager < total_action:
@@ -85,7 +86,7 @@ def settle_round(
                 f"co-banker's wager {banker_wager} is under 50% of the wagers {total_action}"
                 " (NZ 11.3(b), ACT 6.5)"
             )
-    if bank is BankKind.HOUSE:
+    if bank is BankHolder.HOUSE:
         banker_box = HOUSE_BOX
 
     def payment_order(item: tuple[Accepted, Outcome]) -> tuple[int, int]:
@@ -100,9 +101,9 @@ def settle_round(
     commissions = sum(r.commission for r in results)
     # What the bank takes from losers minus what it pays winners (gross, before commission).
     gross = -sum(r.net + r.commission for r in results)
-    if bank is BankKind.HOUSE:
+    if bank is BankHolder.HOUSE:
         return RoundSettlement(bank, results, 0, gross, 0, 0, gross + commissions)
-    if bank is BankKind.PLAYER:
+    if bank is BankHolder.PLAYER:
         share, house_share = gross, 0
     else:
         house_share = gross // 2  # floor: an odd cent stays with the co-banker

@@ -15,20 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from controller.errors import InputError
+from controller.games.paigow.bank import HOUSE_BOX, BankHolder
 from controller.games.paigow.money import TableMoney
 from controller.games.paigow.profiles import Profile
 
 MAX_PLAYERS_PER_BOX = 3  # NSW 9.9, NZ 6.5, ACT 7.4
-HOUSE_BOX = 1  # the house banks on box 1 and takes no wagers there (NSW 6.10, NZ 11.1(b), ACT 6.9)
-
-
-class BankKind(StrEnum):
-    HOUSE = "house"
-    PLAYER = "player"  # a player/banker covering every wager, the house taking no part
-    CO_BANK = "co-bank"  # a player/banker and the house, 50% each (NZ 5.1(c), ACT 6.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +42,11 @@ class Accepted:
 
 
 def accept(
-    wager: Wager, profile: Profile, bank: BankKind, money: TableMoney, multiples_notice: bool = True
+    wager: Wager,
+    profile: Profile,
+    bank: BankHolder,
+    money: TableMoney,
+    multiples_notice: bool = True,
 ) -> Accepted:
     """The part of one wager that is in action; InputError when it cannot be accepted at all."""
     if wager.amount <= 0:
@@ -59,7 +56,7 @@ def accept(
             f"wager of {wager.player} on box {wager.box}: {wager.amount} cents is not a whole"
             f" number of {money.chip_unit}-cent chips"
         )
-    if bank is BankKind.HOUSE and wager.box == HOUSE_BOX:
+    if bank is BankHolder.HOUSE and wager.box == HOUSE_BOX:
         raise InputError(f"box {HOUSE_BOX} holds the house's tiles: no wagers there (NSW 6.10)")
     notes: list[str] = []
     action = wager.amount
@@ -68,7 +65,7 @@ def accept(
         notes.append(f"below the table minimum; valid for this round ({rule[profile]})")
     if profile is Profile.ACT and multiples_notice and action % money.minimum:
         notes.append("not a multiple of the table minimum (ACT 5.1(b)); paid per ACT 15.10")
-    if money.maximum is not None and bank is not BankKind.PLAYER and action > money.maximum:
+    if money.maximum is not None and bank is not BankHolder.PLAYER and action > money.maximum:
         notes.append(f"over the maximum: in action to {money.maximum} (NSW 10.3, ACT 5.1(d))")
         action = money.maximum
     if profile is Profile.NZ:
@@ -95,14 +92,14 @@ def largest_exact_wager(amount: int, money: TableMoney) -> int:
 
 
 def check_box_wagers(
-    wagers: Sequence[Wager], bank: BankKind, banker_box: int | None, n_boxes: int = 8
+    wagers: Sequence[Wager], bank: BankHolder, banker_box: int | None, n_boxes: int = 8
 ) -> None:
     """Where wagers may stand: InputError naming the first breach."""
     per_box: dict[int, set[str]] = {}
     for w in wagers:
         if not 1 <= w.box <= n_boxes:
             raise InputError(f"box {w.box} does not exist (1..{n_boxes})")
-        if bank is not BankKind.HOUSE and w.box == banker_box:
+        if bank is not BankHolder.HOUSE and w.box == banker_box:
             # The player/banker's wager is the only one on their box (NSW 9.16, NZ 6.5).
             raise InputError(f"box {w.box} is the player/banker's: no other wagers there")
         per_box.setdefault(w.box, set()).add(w.player)
