@@ -26,7 +26,7 @@ MAX_BANKS_PER_BOX = 3  # NSW 6.7: the House may allow up to three banks per play
 
 
 class BankHolder(StrEnum):
-    # Same values as wagers.BankKind so the two compare equal as strings.
+    # wagers.py, settlement.py and the CLI import this enum; the values are the CLI's spelling.
     HOUSE = "house"
     PLAYER = "player"  # player/banker covering every wager, the house taking no part
     CO_BANK = "co-bank"  # player/banker and house 50/50 (NZ 5.1(c), ACT 6.5); none in NSW 11.1
