@@ -229,3 +229,21 @@ __all__ = [
     "evaluate",
     "hand_rank",
 ]
+
+
+# --- table access for exact counting (parsheet) ------------------------------------------------
+
+
+def rank_multisets(size: int) -> list[tuple[int, ...]]:
+    """Every rank-count vector of ``size`` cards from one deck (counts per rank 2..A, <= 4)."""
+    return _multisets(size)
+
+
+def nonflush_rank(counts: Sequence[int]) -> int:
+    """Rank of 5-7 cards with these rank counts when no suit holds five of them."""
+    return _NONFLUSH[_key(counts)]
+
+
+def flush_rank(mask: int) -> int:
+    """Rank of the five to seven ranks in ``mask`` (13 bits) all of one suit."""
+    return _FLUSH[mask]
