@@ -450,8 +450,10 @@ def explain_nz(tiles: Sequence[Tile]) -> tuple[Setting, str]:
     """The NZ house-way setting of four tiles and the appendix rule(s) that decided it."""
     settings = all_settings(tiles)  # validates: four tiles the set can hold
     form, why = _decide(tuple(sorted(t.notation for t in tiles)))
-    # Return the matching object of all_settings(tiles) itself (tile order as the caller built).
-    return next(s for s in settings if _notation_form(s) == form), why
+    # Return the matching object of all_settings(tiles) itself. Where both hands rank equal
+    # (e.g. Teen Gong / Teen Gong), which one all_settings calls "high" follows the input order,
+    # so match the two hands regardless of orientation.
+    return next(s for s in settings if sorted(_notation_form(s)) == sorted(form)), why
 
 
 def house_way_nz(tiles: Sequence[Tile]) -> Setting:
