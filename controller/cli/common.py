@@ -1,0 +1,63 @@
+"""Helpers shared by the CLI's commands: JSON lines, batch input, progress on a terminal."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
+
+from controller.errors import InputError
+
+
+def emit(obj: Any, as_json: bool, human: Callable[[], str], out: TextIO | None = None) -> None:
+    (out or sys.stdout).write((json.dumps(obj, sort_keys=False) if as_json else human()) + "\n")
+
+
+def run_batch(lines: Iterable[str], handle: Callable[[str], Any], out: TextIO | None = None) -> int:
+    """One JSON object out per non-blank line in, in order.
+
+    A bad line gives {"error": ..., "line": N} in its place, so the output stays aligned with the
+    input, and the exit status is 2 once the batch is done.
+    """
+    out = out or sys.stdout
+    status = 0
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            result = handle(line)
+        except (InputError, json.JSONDecodeError) as exc:
+            result = {"error": str(exc), "line": number}
+            status = 2
+        out.write(json.dumps(result) + "\n")
+    out.flush()
+    return status
+
+
+def progress_printer(label: str, stream: TextIO | None = None) -> Callable[[int, int], None] | None:
+    """A progress callback that draws on a terminal, or None when stderr is not one."""
+    stream = stream or sys.stderr
+    if not stream.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        stream.write(f"\r{label}: {100 * done // total:3d}% ({done}/{total})")
+        if done >= total:
+            stream.write("\n")
+        stream.flush()
+
+    return show
+
+
+def parse_json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{what}: not valid JSON ({exc.msg} at line {exc.lineno} col {exc.colno})"
+        ) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{what}: expected a JSON object, got {type(obj).__name__}")
+    return obj

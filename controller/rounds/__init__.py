@@ -1,0 +1,1 @@
+"""Round state machines: (state, event, now) -> (state, effects). Pure; no I/O."""
