@@ -205,6 +205,8 @@ def _best(cands: Sequence[Setting]) -> Setting:
 def _matches(pattern: Pattern, h: _Hand) -> list[Setting]:
     """The settings a listed hand requires (several only if the designations fit two ways)."""
     found: list[Setting] = []
+    if _pair_ranks(h.tiles):  # every listed hand is pairless (Individuals (d) says so)
+        return found
     for order in permutations(h.tiles):
         if all(t in DESIGNATIONS[name] for t, name in zip(order, pattern.slots, strict=True)):
             pair = (order[pattern.together[0]], order[pattern.together[1]])
@@ -222,7 +224,7 @@ def rule_d1_two_pairs(h: _Hand) -> Decision | None:
     """App D 1: "When having two ranking pairs play the two pairs as two hands"."""
     for s in h.settings:
         if _is_pair(s.high) and _is_pair(s.low):
-            return s, f"{PREFIX} App D 1 two ranking pairs {s.high} and {s.low}"
+            return s, f"{PREFIX} App D 1 two ranking pairs as two hands: {s}"
     return None
 
 
@@ -281,7 +283,7 @@ def rule_11_1a_keep_pair(h: _Hand) -> Decision | None:
     """11.1(a) "Play the pairs": any pair not split under App D 2 is played as a pair."""
     for s in h.settings:
         if _is_pair(s.high):
-            return s, f"{PREFIX} 11.1(a) play the pair {s.high}"
+            return s, f"{PREFIX} 11.1(a) play the pair: {s}"
     return None
 
 
@@ -364,7 +366,7 @@ def rule_points(h: _Hand) -> Decision:
             base = max(h.settings, key=lambda s: (s.low.points, s.high.points))
             why += f"; Exc (c) high hand under 7: balance up to low {base.low.points}"
     same = [s for s in h.settings if _points_form(s) == _points_form(base)]
-    s, clause = _place_high_tiles(same, h)
+    s, clause = _place_high_tiles(same, h, base)
     return s, f"{PREFIX} {why}: {s}{clause}"
 
 
@@ -376,8 +378,13 @@ def _dominates(a: Setting, b: Setting) -> bool:
     )
 
 
-def _place_high_tiles(cands: Sequence[Setting], h: _Hand) -> tuple[Setting, str]:
-    """Exc (d)/(e), then (f), among settings of equal points; then the strongest."""
+def _place_high_tiles(
+    cands: Sequence[Setting], h: _Hand, chosen: Setting | None = None
+) -> tuple[Setting, str]:
+    """Exc (d)/(e), then (f), among settings of equal points.
+
+    If these leave the setting the rule itself chose, it stands; otherwise the strongest remains.
+    """
     cands = list(cands)
     if len(cands) == 1:
         return cands[0], ""
@@ -397,6 +404,8 @@ def _place_high_tiles(cands: Sequence[Setting], h: _Hand) -> tuple[Setting, str]
     apart = [s for s in cands if not _together(s, top, second)]
     if apart and len(apart) < len(cands):
         cands, clause = apart, clause + "; Exc (f) two high ranking tiles apart"
+    if chosen is not None and chosen in cands:
+        return chosen, clause
     return _best(cands), clause
 
 
