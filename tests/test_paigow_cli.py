@@ -46,23 +46,34 @@ def test_houseway_batch_keeps_order_and_marks_bad_lines(capsys) -> None:
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 2
     assert len(rows) == 4
-    assert rows[0] == house_way(parse_tiles("6-6 4-5 3-3 1-2".split()), Profile.NZ).as_json()
+    assert rows[0] == house_way(parse_tiles(["6-6", "4-5", "3-3", "1-2"]), Profile.NZ).as_json()
     assert rows[2]["line"] == 3 and "6-6 appears 3 times" in rows[2]["error"]
-    assert rows[3] == house_way(parse_tiles("6-6 1-1 4-4 1-2".split()), Profile.NZ).as_json()
+    assert rows[3] == house_way(parse_tiles(["6-6", "1-1", "4-4", "1-2"]), Profile.NZ).as_json()
 
 
 def test_compare_from_the_players_side(capsys) -> None:
     code, out, _ = run(
-        ["paigow", "compare", "--rules", "nsw", "--player", "6-6 6-6 / 4-4 4-4",
-         "--banker", "1-1 1-1 / 5-5 5-5", "--json"],
+        [
+            "paigow",
+            "compare",
+            "--rules",
+            "nsw",
+            "--player",
+            "6-6 6-6 / 4-4 4-4",
+            "--banker",
+            "1-1 1-1 / 5-5 5-5",
+            "--json",
+        ],
         capsys,
     )
     assert code == 0 and json.loads(out) == {"result": "win"}
 
 
 def test_compare_batch(capsys) -> None:
-    good = {"player": {"high": ["1-1", "1-1"], "low": ["5-5", "5-5"]},
-            "banker": {"high": ["6-6", "6-6"], "low": ["4-4", "4-4"]}}
+    good = {
+        "player": {"high": ["1-1", "1-1"], "low": ["5-5", "5-5"]},
+        "banker": {"high": ["6-6", "6-6"], "low": ["4-4", "4-4"]},
+    }
     bad = {"player": {"high": ["1-1"], "low": ["5-5", "5-5"]}, "banker": good["banker"]}
     stdin = "\n".join([json.dumps(good), "not json", json.dumps(bad)]) + "\n"
     code, out, _ = run(["paigow", "compare", "--rules", "act", "--batch"], capsys, stdin)

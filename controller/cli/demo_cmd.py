@@ -32,8 +32,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print("\nexact par sheets, both hands set the house way, 5% commission:")
     print(
-        f"  {'rules':<5} {'win':>9} {'push':>9} {'lose':>9}"
-        f" {'edge player':>12} {'edge banker':>12}"
+        f"  {'rules':<5} {'win':>9} {'push':>9} {'lose':>9} {'edge player':>12} {'edge banker':>12}"
     )
     for profile in Profile:
         sheet = parsheet.compute(

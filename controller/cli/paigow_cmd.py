@@ -99,7 +99,7 @@ def cmd_houseway(args: argparse.Namespace) -> int:
 
 def _setting_from_json(obj: Any, who: str) -> Setting:
     if not isinstance(obj, dict) or not {"high", "low"} <= obj.keys():
-        raise InputError(f"{who}: expected {{\"high\": [..], \"low\": [..]}}")
+        raise InputError(f'{who}: expected {{"high": [..], "low": [..]}}')
     if not all(isinstance(obj[k], list) for k in ("high", "low")):
         raise InputError(f"{who}: high and low must be lists of two tiles")
     return make_setting(parse_tiles(obj["high"], 2), parse_tiles(obj["low"], 2))
@@ -236,21 +236,23 @@ def _settlement_json(
     for r in s.results:
         w = r.accepted.wager
         hand = hands[w.box]
-        rows.append({
-            "box": w.box,
-            "player": w.player,
-            "amount": w.amount,
-            "action": r.accepted.action,
-            "returned": r.accepted.returned,
-            "hand": None if hand is None else hand.as_json(),
-            "conceded": hand is None,
-            "outcome": r.outcome.value,
-            "won": r.won,
-            "commission": r.commission,
-            "net": r.net,
-            "paid_back": r.paid_back,
-            "notes": list(r.accepted.notes),
-        })
+        rows.append(
+            {
+                "box": w.box,
+                "player": w.player,
+                "amount": w.amount,
+                "action": r.accepted.action,
+                "returned": r.accepted.returned,
+                "hand": None if hand is None else hand.as_json(),
+                "conceded": hand is None,
+                "outcome": r.outcome.value,
+                "won": r.won,
+                "commission": r.commission,
+                "net": r.net,
+                "paid_back": r.paid_back,
+                "notes": list(r.accepted.notes),
+            }
+        )
     return {
         "bank": {"holder": s.bank.value, "hand": banker.as_json(), "wager": s.banker_wager},
         "results": rows,
@@ -327,18 +329,18 @@ def cmd_math(args: argparse.Namespace) -> int:
     out["seconds"] = round(time.monotonic() - started, 2)
 
     def human() -> str:
-        return "\n".join([
-            f"Pai Gow par sheet, rules {args.rules.value}, commission {bp / 100:g}%,"
-            " both hands set the house way",
-            f"matchups        {sheet.matchups:,}",
-            f"player wins     {sheet.wins:,}  ({out['player_win']:.6%})",
-            f"push            {sheet.pushes:,}  ({out['push']:.6%})",
-            f"player loses    {sheet.losses:,}  ({out['player_lose']:.6%})",
-            f"house edge, player wager   {out['house_edge_player']:.4%}",
-            f"house edge, banker wager   {out['house_edge_banker']:.4%}",
-        ])
+        return "\n".join(
+            [
+                f"Pai Gow par sheet, rules {args.rules.value}, commission {bp / 100:g}%,"
+                " both hands set the house way",
+                f"matchups        {sheet.matchups:,}",
+                f"player wins     {sheet.wins:,}  ({out['player_win']:.6%})",
+                f"push            {sheet.pushes:,}  ({out['push']:.6%})",
+                f"player loses    {sheet.losses:,}  ({out['player_lose']:.6%})",
+                f"house edge, player wager   {out['house_edge_player']:.4%}",
+                f"house edge, banker wager   {out['house_edge_banker']:.4%}",
+            ]
+        )
 
     emit(out, args.json, human)
     return 0
-
-
