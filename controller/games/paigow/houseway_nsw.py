@@ -413,11 +413,12 @@ def rule_listed_exception(h: _Hand4) -> Decision | None:
     return setting, f"App2 §7 {ex.ref} {ex.text}" + (f" ({why})" if why else "")
 
 
-def _nine_ranked_high_6(s: Setting) -> bool:
-    return s.high.points == 9 and s.high.first.single_rank <= HIGH_6_RANK
-
-
 HIGH_6_RANK = next(iter(HIGH_6)).single_rank
+
+
+def _nine_ranked_high_6(s: Setting) -> bool:
+    """Principle 4's "high 6 ranked nine or better": 9 points, best tile High 6 or higher."""
+    return s.high.points == 9 and s.high.first.single_rank <= HIGH_6_RANK
 
 
 def principle_targets(h: _Hand4, current: Setting) -> tuple[list[Setting], str] | None:
