@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from controller.errors import InputError
 from controller.games.paigow.hands import Kind, TwoTileHand, make_hand
-from controller.games.paigow.houseway_nz import explain_nz, house_way_nz
+from controller.games.paigow.houseway_nz import RULES, SPLIT_TABLE, explain_nz, house_way_nz
 from controller.games.paigow.settings import Setting, all_settings, ordered
 from controller.games.paigow.tiles import FULL_SET, TILES, Tile, check_available, parse_tile
 
@@ -49,6 +49,7 @@ def same_hand(a: TwoTileHand, b: TwoTileHand) -> bool:
 # --------------------------------------------------------------------------------------------
 # The appendix's vocabulary, read from the text
 
+
 # "9", "8", ... name tiles by pips. Gee Jun is named by name in the text, never by a number.
 def numbered(n: int) -> list[Tile]:
     return [t for t in TILES if t.pips == n and not t.is_gee_joon]
@@ -68,11 +69,20 @@ def pairs_named(group: str) -> list[tuple[Tile, Tile]]:
         return [(parse_tile("1-2"), parse_tile("2-4"))]
     if group == "Teen or Day":
         return [(TEEN, TEEN), (DAY, DAY)]
-    pips = {"Fours": 4, "Fives": 5, "Sixes": 6, "Sevens": 7, "Eights": 8, "Nines": 9,
-            "Tens": 10, "Elevens": 11}[group]
+    pips = {
+        "Fours": 4,
+        "Fives": 5,
+        "Sixes": 6,
+        "Sevens": 7,
+        "Eights": 8,
+        "Nines": 9,
+        "Tens": 10,
+        "Elevens": 11,
+    }[group]
     tiles = numbered(pips)
     return [
-        (a, b) for a, b in itertools.combinations_with_replacement(tiles, 2)
+        (a, b)
+        for a, b in itertools.combinations_with_replacement(tiles, 2)
         if is_pair(a, b) and (a != b or a.copies == 2)
     ]
 
@@ -180,9 +190,7 @@ def is_general(hand: Sequence[Tile], alts: list[Setting]) -> bool:
 
 def is_6_1_hand(hand: Sequence[Tile]) -> bool:
     """App4 6.1: a 6, a 7, an 11 and any tile pairing with none of them."""
-    return not pair_ranks(hand) and all(
-        any(t in NAMED[n] for t in hand) for n in ("6", "7", "11")
-    )
+    return not pair_ranks(hand) and all(any(t in NAMED[n] for t in hand) for n in ("6", "7", "11"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,6 +216,12 @@ def test_every_input_order_gets_a_setting_of_all_settings(hand: str) -> None:
         s, why = explain_nz(perm)
         assert s in all_settings(perm) and why == first[1]
         assert sorted(form(s)) == sorted(form(first[0]))
+
+
+def test_order_of_application_and_split_table_data_match_the_doc_and_the_text() -> None:
+    """The documented order (docs/paigow-house-way-nz.md) and the 2.3 lines as printed."""
+    assert [r for r, _ in RULES] == ["2.1", "2.3", "2.2", "3.1-3.3", "4-6"]
+    assert [(ln.group, ln.text) for ln in SPLIT_TABLE] == SPLIT_LINES
 
 
 def test_house_way_and_explain_agree_and_reject_bad_input() -> None:
@@ -253,7 +267,8 @@ def test_app4_1_harmony_3_is_exactly_high_4_with_a_nine() -> None:
     found = {
         tuple(sorted((a.notation, b.notation)))
         for a, b in itertools.combinations_with_replacement(TILES, 2)
-        if (h := make_hand(a, b)).kind is Kind.POINTS and h.points == 3
+        if (h := make_hand(a, b)).kind is Kind.POINTS
+        and h.points == 3
         and h.first.notation == "1-3"
     }
     assert found == {("1-3", "4-5"), ("1-3", "3-6")}
@@ -310,8 +325,10 @@ def test_app4_2_3_split_table_line(group: str, line: str) -> None:
         assert why == f"{P} 2.3 split {group} with {line}", (hand, why)
         # The only splits: p1 with x and p2 with y, or p1 with y and p2 with x (equal for a
         # mixed pair); high and low then follow from strength.
-        splits = {form(ordered(make_hand(p1, x), make_hand(p2, y))),
-                  form(ordered(make_hand(p1, y), make_hand(p2, x)))}
+        splits = {
+            form(ordered(make_hand(p1, x), make_hand(p2, y))),
+            form(ordered(make_hand(p1, y), make_hand(p2, x))),
+        }
         assert form(s) in splits, (hand, s)
         assert s.high.kind is not Kind.PAIR and s.low.kind is not Kind.PAIR
 
@@ -338,14 +355,25 @@ def test_app4_2_3_worked_splits(hand: str, high: str, low: str) -> None:
 
 def _mixed_swaps(f: tuple[tuple[str, ...], tuple[str, ...]]) -> set[tuple[tuple[str, ...], ...]]:
     # A split mixed pair may put either of its tiles with either partner: equal hands.
-    swaps = {"4-5": "3-6", "3-6": "4-5", "1-2": "2-4", "2-4": "1-2", "3-5": "2-6",
-             "2-6": "3-5", "3-4": "2-5", "2-5": "3-4"}
+    swaps = {
+        "4-5": "3-6",
+        "3-6": "4-5",
+        "1-2": "2-4",
+        "2-4": "1-2",
+        "3-5": "2-6",
+        "2-6": "3-5",
+        "3-4": "2-5",
+        "2-5": "3-4",
+    }
     out = set()
     for a in {t for hand in f for t in hand if t in swaps}:
         b = swaps[a]
         if any(b in hand for hand in f):
-            out.add(tuple(tuple(sorted(b if t == a else a if t == b else t for t in hand))
-                          for hand in f))
+            out.add(
+                tuple(
+                    tuple(sorted(b if t == a else a if t == b else t for t in hand)) for hand in f
+                )
+            )
     return out  # type: ignore[return-value]
 
 
@@ -401,15 +429,21 @@ def test_app4_3_2_and_3_3_exhaustive_order_of_kinds() -> None:
         wongs = [a for a in alts if a.high.kind in WONG_CLASS]
         if not wongs:
             continue
-        with_h3 = [k for k in (Kind.HIGH_NINE, Kind.GONG, Kind.WONG)
-                   if any(a.high.kind is k and harmony_3_or_better(a.low) for a in wongs)]
+        with_h3 = [
+            k
+            for k in (Kind.HIGH_NINE, Kind.GONG, Kind.WONG)
+            if any(a.high.kind is k and harmony_3_or_better(a.low) for a in wongs)
+        ]
         if with_h3:
             assert s.high.kind is with_h3[0], (hand, s)
             assert harmony_3_or_better(s.low)
             assert f"{P} 3.2" in why
         else:
-            first = next(k for k in (Kind.WONG, Kind.GONG, Kind.HIGH_NINE)
-                         if any(a.high.kind is k for a in wongs))
+            first = next(
+                k
+                for k in (Kind.WONG, Kind.GONG, Kind.HIGH_NINE)
+                if any(a.high.kind is k for a in wongs)
+            )
             assert s.high.kind is first, (hand, s)
             assert f"{P} 3.3" in why
 
@@ -570,8 +604,12 @@ def test_app4_5_1_and_5_2_exhaustive_high_tile_placement_when_points_tie() -> No
     for hand, s, why, alts in results():
         if not is_general(hand, alts) or "4.2" in why or "5.4" in why:
             continue
-        ties = [a for a in alts if (a.low.points, a.high.points) == (s.low.points, s.high.points)
-                and (harmony_3_or_better(a.low) or not harmony_3_or_better(s.low))]
+        ties = [
+            a
+            for a in alts
+            if (a.low.points, a.high.points) == (s.low.points, s.high.points)
+            and (harmony_3_or_better(a.low) or not harmony_3_or_better(s.low))
+        ]
         top, second = sorted(hand, key=lambda t: t.single_rank)[:2]
 
         def apart(a: Setting, top: Tile = top, second: Tile = second) -> bool:
@@ -667,12 +705,13 @@ def test_app4_6_2_unless_low_10(seven: str) -> None:
 # --------------------------------------------------------------------------------------------
 # Symmetries (hypothesis)
 
-hands_st = st.lists(
-    st.integers(0, len(FULL_SET) - 1), min_size=4, max_size=4, unique=True
-).map(lambda ix: tuple(FULL_SET[i] for i in ix))
+hands_st = st.lists(st.integers(0, len(FULL_SET) - 1), min_size=4, max_size=4, unique=True).map(
+    lambda ix: tuple(FULL_SET[i] for i in ix)
+)
 
-PARTNER = {a: b for a in TILES for b in TILES
-           if a != b and a.pair_rank == b.pair_rank}  # mixed pairs: 4-5/3-6, ...
+PARTNER = {
+    a: b for a in TILES for b in TILES if a != b and a.pair_rank == b.pair_rank
+}  # mixed pairs: 4-5/3-6, ...
 
 
 @settings(max_examples=300, deadline=None)
@@ -721,6 +760,7 @@ def test_exhaustive_never_a_dominated_setting() -> None:
     for hand, s, why, alts in results():
         for a in alts:
             assert not (
-                a.high.key >= s.high.key and a.low.key >= s.low.key
+                a.high.key >= s.high.key
+                and a.low.key >= s.low.key
                 and (a.high.key, a.low.key) != (s.high.key, s.low.key)
             ), (hand, s, a, why)

@@ -106,6 +106,7 @@ def _line(group: str, text: str) -> SplitLine:
 
 
 # App4 2.3 exactly as printed, one entry per line.
+# fmt: off
 SPLIT_TABLE: tuple[SplitLine, ...] = (
     *(
         _line("Gee Jun", t)
@@ -139,6 +140,7 @@ SPLIT_TABLE: tuple[SplitLine, ...] = (
         )
     ),
 )
+# fmt: on
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,7 +183,8 @@ def _split(h: _Hand, rank: int) -> Setting:
     # Each hand takes one tile of the pair. For a mixed pair the two ways differ only by swapping
     # tiles of equal rank and pips, i.e. are equal hands; `_residual` picks one canonically.
     cands = [
-        s for s in h.settings
+        s
+        for s in h.settings
         if s.high.first.pair_rank == rank or s.high.second.pair_rank == rank
         if not _is_pair(s.high) and not _is_pair(s.low)
     ]
@@ -276,9 +279,7 @@ def _is_6_1_hand(tiles: Sequence[Tile]) -> bool:
     """App4 6.1: the four tiles are a 6, a 7, an 11 and any tile pairing with none of them."""
     if len({t.pair_rank for t in tiles}) != 4:
         return False  # the fourth tile would pair with one of them (or the hand has a pair)
-    return all(
-        any(t in DESIGNATIONS[d] for t in tiles) for d in ("6", "7", "11")
-    )
+    return all(any(t in DESIGNATIONS[d] for t in tiles) for d in ("6", "7", "11"))
 
 
 def _keep(cands: list[Setting], pred: Callable[[Setting], bool]) -> list[Setting]:
@@ -313,9 +314,7 @@ def _teen_day_exception(tiles: Sequence[Tile]) -> bool:
     return False
 
 
-def _refine(
-    cands: list[Setting], tiles: Sequence[Tile], general: bool = False
-) -> Decision:
+def _refine(cands: list[Setting], tiles: Sequence[Tile], general: bool = False) -> Decision:
     """Narrow `cands` step by step; the rule id names every step that removed a candidate."""
     steps: list[str] = []
 
@@ -367,9 +366,7 @@ def _refine(
         cands = step(f"{PREFIX} 5.4 Teen in {where}", _keep(cands, teen_ok))
 
     if seeking_high:
-        cands = step(
-            f"{PREFIX} 5.3 highest tile in high", _keep(cands, lambda s: _in_high(s, top))
-        )
+        cands = step(f"{PREFIX} 5.3 highest tile in high", _keep(cands, lambda s: _in_high(s, top)))
     else:
         low_points = min(s.low.points for s in cands)
         rule = "5.1" if low_points <= 7 else "5.2"
