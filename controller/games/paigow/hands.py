@@ -105,7 +105,8 @@ def _points(a: Tile, b: Tile) -> int:
 @cache
 def make_hand(a: Tile, b: Tile) -> TwoTileHand:
     """Classify two tiles as a hand (order does not matter)."""
-    first, second = (a, b) if a.single_rank <= b.single_rank else (b, a)
+    # Higher-ranking tile first; equal ranks (a mixed pair) by notation, so order never matters.
+    first, second = sorted((a, b), key=lambda t: (t.single_rank, t.notation))
     points = _points(first, second)
     if first.pair_rank == second.pair_rank:
         return TwoTileHand(first, second, Kind.PAIR, first.pair_rank, points)

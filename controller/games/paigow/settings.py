@@ -58,8 +58,16 @@ def parse_setting(text: str) -> Setting:
 
 
 def ordered(a: TwoTileHand, b: TwoTileHand) -> Setting:
-    """The setting of two hands with the stronger one high."""
-    return Setting(a, b) if a.key >= b.key else Setting(b, a)
+    """The setting of two hands with the stronger one high.
+
+    Equally strong hands (two zero hands, say) are ordered by their higher tile and then by
+    notation, so the result never depends on the order the tiles came in.
+    """
+
+    def strength(h: TwoTileHand) -> tuple[int, int, str]:
+        return (h.key, h.key_by_tile, str(h))
+
+    return Setting(a, b) if strength(a) >= strength(b) else Setting(b, a)
 
 
 def all_settings(tiles: Sequence[Tile]) -> list[Setting]:
