@@ -404,6 +404,26 @@ def test_points_hands_11_1_and_exceptions_b_c(hand: str, high: str, low: str, cl
 
 
 @pytest.mark.parametrize(
+    ("hand", "high", "low", "pumped"),
+    [
+        # 1-3 (highest) + Gee Joon (lowest) = 7 / 3-3 + 1-6 = 3 with Chong on top: exactly Chong 3,
+        # so the high hand is not pumped (it would be with NZ's Harmony 3, High 4 on top).
+        ("1-2 1-3 1-6 3-3", "1-3 1-2", "3-3 1-6", False),
+        ("1-2 1-3 3-4 3-3", "1-3 1-2", "3-3 3-4", False),
+        # 5-5 (highest) + 2-5 (lowest) = 7 / 2-2 + 3-6 = 3 with Low 4 on top: under Chong 3, so
+        # pump up the high hand: 5-5 + 3-6 = 9 / 2-2 + 2-5 = 1.
+        ("2-2 2-5 3-6 5-5", "5-5 3-6", "2-2 2-5", True),
+    ],
+)
+def test_exception_c_chong_3_boundary(hand: str, high: str, low: str, pumped: bool) -> None:
+    """ACT App D Exc (c) "If the low hand is not chong 3 or better pump up the high hand": a
+    3-point low hand with Chong (3-3) as its higher tile is Chong 3; with Low 4 (2-2) it is not."""
+    s, why = explain_act(tiles(hand))
+    assert setting_is(s, high, low)
+    assert ("pump up" in why) is pumped
+
+
+@pytest.mark.parametrize(
     ("hand", "high", "low", "clause"),
     [
         # Exc (d): 5 / 2... here 3 / 2 either way (Day + 11 / Teen + 10 or Teen + 11 / Day + 10);
