@@ -685,13 +685,14 @@ def _devices(root: _Table, game: str | None, game_cfg: Any) -> DevicesConfig:
     if gpio is not None and gt is not None and boxes is not None:
         wanted = {"paigow": ("chung", "off"), "uth": ("bet_sensor", "lamp")}[game]  # type: ignore[index]
         for name in ("chung", "off", "bet_sensor", "lamp"):
-            count = len(getattr(gpio, name))
+            given = gt.data.get(name, [])
+            count = len(given) if isinstance(given, list) else 0
             if name not in wanted and count:
                 gt.error(name, f"not used by game {game}; remove it")
             elif name in wanted and count and count != boxes:
                 gt.error(name, f"needs one pin per box: {boxes} pins, got {count}")
-        if game == "uth" and len(gpio.lamp) != len(gpio.bet_sensor):
-            gt.error("lamp", "needs one lamp per bet sensor")
+        if game == "uth" and bool(gpio.lamp) != bool(gpio.bet_sensor):
+            gt.error("lamp", "bet sensors and lamps go together: one lamp per bet sensor")
 
     if simulate is False and game is not None:
         # On real hardware the devices the game relies on must be configured.
@@ -778,6 +779,7 @@ def validate_text(text: str, source: str = "table.toml") -> TableConfig:
             continue
         if game is not None and game != name:
             errors.add(name, f"the table plays {game}: remove [{name}]")
+            continue
         sections[name] = reader(t)
     devices = _devices(root, game, sections.get(game or ""))
     link = _link(root, table_id)

@@ -1,0 +1,153 @@
+"""The card-reading shuffler (UTH): shuffles, reports every dispensed card, checks the deck.
+
+Commands: shuffle {deck?}       shuffle a deck; without `deck`, the next one in turn (rule 4.2:
+                                with two decks one is shuffled while the other is in play)
+          deck_check {deck?}    read every card of a deck (default: the deck in play)
+Events:   shuffler.ready {deck}            the deck is shuffled and dispensing may start
+          card.dispensed {card, index}     every card out, in order; `card` in "As"/"Td"
+                                           notation, `index` 0 for the first card of a shuffle
+          deck.check {deck, ok, count, missing, extra, duplicate, unreadable}
+          shuffler.jam {reason}            incomplete shuffle / jam (rule 12.1: reshuffle)
+          shuffler.fault {reason}          malfunction, no answer (rule 12.2 mid-round: void)
+
+A card the reader sees that is not one of the 52 (a joker, a card of another game) is reported as
+dispensed with the token the reader gave; the round machine treats it as a foreign card (11.7).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from controller.games.uth.cards import format_card, full_deck
+from devices.base import Device, DeviceError, State, arg_int
+
+STANDARD_DECK: tuple[str, ...] = tuple(format_card(c) for c in full_deck())
+_STANDARD = frozenset(STANDARD_DECK)
+
+
+@dataclass(frozen=True)
+class DeckCheck:
+    """What a deck check found. Faces are in deck order (2c .. As) for stable output."""
+
+    deck: int
+    count: int  # cards read, readable or not
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]  # tokens that are not one of the 52 cards (foreign)
+    duplicate: tuple[str, ...]  # cards read more than once
+    unreadable: int
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.duplicate or self.unreadable)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "deck": self.deck,
+            "ok": self.ok,
+            "count": self.count,
+            "missing": list(self.missing),
+            "extra": list(self.extra),
+            "duplicate": list(self.duplicate),
+            "unreadable": self.unreadable,
+        }
+
+
+def check_deck(cards: Iterable[str | None], deck: int = 1) -> DeckCheck:
+    """Compare what the reader saw (None: unreadable) with one 52-card deck (UTH 3.1, 11.7)."""
+    seen = list(cards)
+    faces = Counter(c for c in seen if c is not None)
+    order = {c: i for i, c in enumerate(STANDARD_DECK)}
+    return DeckCheck(
+        deck=deck,
+        count=len(seen),
+        missing=tuple(c for c in STANDARD_DECK if c not in faces),
+        extra=tuple(sorted(c for c in faces if c not in _STANDARD)),
+        duplicate=tuple(
+            sorted((c for c, n in faces.items() if n > 1 and c in _STANDARD), key=order.__getitem__)
+        ),
+        unreadable=sum(1 for c in seen if c is None),
+    )
+
+
+class Shuffler(Device):
+    COMMANDS: ClassVar[tuple[str, ...]] = ("shuffle", "deck_check")
+    EVENTS: ClassVar[tuple[str, ...]] = (
+        "shuffler.ready",
+        "card.dispensed",
+        "deck.check",
+        "shuffler.jam",
+        "shuffler.fault",
+    )
+
+    def __init__(self, name: str = "shuffler", *, decks: int = 1) -> None:
+        if decks not in (1, 2):
+            raise DeviceError(f"{name}: decks must be 1 or 2 (rule 4.2), got {decks!r}")
+        super().__init__(name)
+        self.decks = decks
+        self.deck_in_play: int | None = None  # the last deck reported ready
+
+    def next_deck(self) -> int:
+        """The deck to shuffle next: the one not in play when two alternate (rule 4.2)."""
+        if self.decks == 1 or self.deck_in_play is None:
+            return 1
+        return 2 if self.deck_in_play == 1 else 1
+
+    def _deck_arg(self, command: str, args: Mapping[str, Any], default: int) -> int:
+        if "deck" not in args or args["deck"] is None:
+            return default
+        return arg_int(self.name, command, args, "deck", lo=1, hi=self.decks)
+
+    async def _cmd_shuffle(self, args: Mapping[str, Any]) -> None:
+        if self.state == State.BUSY:
+            raise DeviceError(f"{self.name}.shuffle: a shuffle is already in progress")
+        deck = self._deck_arg("shuffle", args, self.next_deck())
+        self.counters["shuffles"] += 1
+        self.state = State.BUSY
+        await self.shuffle(deck)
+
+    async def _cmd_deck_check(self, args: Mapping[str, Any]) -> None:
+        deck = self._deck_arg("deck_check", args, self.deck_in_play or self.next_deck())
+        self.counters["deck_checks"] += 1
+        await self.deck_check(deck)
+
+    @abstractmethod
+    async def shuffle(self, deck: int) -> None:
+        """Start shuffling `deck`; shuffler.ready (or jam/fault) follows."""
+
+    @abstractmethod
+    async def deck_check(self, deck: int) -> None:
+        """Read every card of `deck`; deck.check follows."""
+
+    # --- reports shared by driver and simulator -------------------------------------------------
+
+    def _report_ready(self, deck: int) -> None:
+        self.state = State.READY
+        self.deck_in_play = deck
+        self._post("shuffler.ready", {"deck": deck})
+
+    def _report_card(self, card: str, index: int) -> None:
+        self.counters["cards"] += 1
+        if card not in _STANDARD:
+            self.counters["foreign_cards"] += 1
+        self._post("card.dispensed", {"card": card, "index": index})
+
+    def _report_check(self, result: DeckCheck) -> None:
+        if not result.ok:
+            self.counters["deck_check_failed"] += 1
+            self.last_error = f"deck {result.deck} check failed"
+        self._post("deck.check", result.as_json())
+
+    def _report_jam(self, reason: str) -> None:
+        self._fault(reason, counter="jams")
+        self._post("shuffler.jam", {"reason": reason})
+
+    def _report_fault(self, reason: str, *, offline: bool = False) -> None:
+        if offline:
+            self._fault(reason, state=State.OFFLINE, counter="timeouts")
+        else:
+            self._fault(reason)
+        self._post("shuffler.fault", {"reason": reason})
