@@ -483,6 +483,12 @@ class Journal:
             if not create:
                 raise JournalError(f"journal {path} does not exist")
             _create(path, table_id, game)
+        with open(path, "rb") as f:
+            magic = f.read(16)
+        if magic != b"SQLite format 3\x00":
+            # SQLite would happily turn an empty file into a new database: refuse first.
+            raise JournalError(f"journal {path} is not an SQLite database (empty or damaged "
+                               "header); refusing to use or replace it")
         try:
             # mode=rw: never let SQLite create an empty file in place of a vanished journal.
             conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None,
@@ -490,7 +496,7 @@ class Journal:
         except sqlite3.Error as exc:
             raise JournalError(f"cannot open journal {path}: {exc}") from exc
         try:
-            _set_pragmas(conn, path)
+            # Read before any pragma writes: a foreign or damaged file must stay as it is.
             meta = dict(conn.execute("SELECT key, value FROM meta"))
             if meta.get("schema") != SCHEMA_VERSION:
                 raise JournalError(f"journal {path}: unknown schema {meta.get('schema')!r}")
@@ -499,6 +505,7 @@ class Journal:
                     f"journal {path} belongs to table {meta.get('table_id')!r} game "
                     f"{meta.get('game')!r}, not table {table_id!r} game {game!r}; refusing "
                     "to use it")
+            _set_pragmas(conn, path)
             if verify:
                 state = _verify_conn(conn, (table_id, game))
                 if not state.ok:
@@ -800,7 +807,7 @@ def _set_synchronous_full(conn: sqlite3.Connection, path: Path) -> None:
 
 
 def _set_pragmas(conn: sqlite3.Connection, path: Path) -> None:
-    mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]  # persistent; set at creation
     if str(mode).lower() != "wal":
         raise JournalError(f"journal {path}: journal_mode is {mode!r}, WAL required")
     _set_synchronous_full(conn, path)

@@ -1,0 +1,439 @@
+"""The durable journal: round trip, verification, tamper detection, refusal of foreign journals."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from controller import journal as jmod
+from controller.journal import (
+    JOURNAL_FILE,
+    Journal,
+    JournalError,
+    genesis_hash,
+    record_hash,
+    verify_dir,
+)
+from controller.rounds.base import Effect, Event, Now
+
+TABLE, GAME = "T07", "paigow"
+
+
+def now(i: int) -> Now:
+    return Now(f"2026-11-25T21:{i // 60 % 60:02d}:{i % 60:02d}.000Z", 1000 * i)
+
+
+def fill(j: Journal, rounds: int = 3, per_round: int = 10) -> None:
+    """`rounds` rounds of `per_round` events; an outbox message every 4th event; the last event
+    of each round records it (round 2 voided) with a snapshot."""
+    first = j.last_round_number + 1
+    for r in range(first, first + rounds):
+        for k in range(per_round):
+            i = j.last_seq + 1
+            effects = [Effect("display", {"mode": "text", "text": "x"})]
+            if i % 4 == 0:
+                effects.append(Effect("outbox", {"type": "increment", "payload": {"cents": i}}))
+            last = k == per_round - 1
+            if last:
+                status = "voided" if r == 2 else "completed"
+                effects.append(Effect("round", {"number": r, "status": status,
+                                                "summary": {"r": r}}))
+            j.append(Event("dealer.action", {"i": i, "box": k % 8}), now(i), round=r,
+                     effects=effects, snapshot={"round": r, "after": i} if last else None)
+
+
+@pytest.fixture
+def jdir(tmp_path: Path) -> Path:
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j)
+    return tmp_path
+
+
+def raw(d: Path) -> sqlite3.Connection:
+    return sqlite3.connect(d / JOURNAL_FILE, isolation_level=None)
+
+
+def errors_of(d: Path) -> list[str]:
+    rep = verify_dir(d)
+    assert not rep.ok
+    assert rep.as_json()["ok"] is False
+    return rep.errors
+
+
+# ---- round trip ---------------------------------------------------------------------------
+
+
+def test_append_replay_round_trip(tmp_path: Path) -> None:
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        assert j.replay_point() == (None, [])
+        fill(j, rounds=2)
+        for i in (21, 22, 23):
+            j.append(Event("chung.on", {"box": i % 8}), now(i), round=3)
+        snap, events = j.replay_point()
+        assert snap == {"round": 2, "after": 20}
+        assert [e.seq for e in events] == [21, 22, 23]
+        assert events[0].event == Event("chung.on", {"box": 5})
+        assert events[0].now == now(21)
+        assert events[0].round == 3
+
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        assert j.last_seq == 23
+        assert j.last_round_number == 2
+        assert j.last_event_round == 3
+        assert [e.seq for e in j.replay_point()[1]] == [21, 22, 23]
+        assert [e.seq for e in j.tail(2)] == [22, 23]
+        assert [e.seq for e in j.iter_events()] == list(range(1, 24))
+
+
+def test_verify_ok_and_counts(jdir: Path) -> None:
+    rep = verify_dir(jdir)
+    assert rep.as_json() == {"ok": True, "records": 30, "rounds_completed": 2,
+                             "rounds_voided": 1, "errors": []}
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        assert j.verify().as_json() == rep.as_json()
+        s = j.summary()
+        assert (s["records"], s["rounds_completed"], s["rounds_voided"], s["last_round"]) == (
+            30, 2, 1, 3)
+        assert s["outbox_pending"] == 7
+        assert s["first_utc"] == now(1).utc and s["last_utc"] == now(30).utc
+        assert s["file_bytes"] > 0
+
+
+def test_hash_is_the_documented_formula(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        first, second = list(j.iter_events(1, 2))
+    data = jmod.canonical(first.data)
+    body = jmod.canonical([1, first.utc, first.mono_ms, first.kind, first.round, first.data,
+                           None])
+    import hashlib
+    want = hashlib.sha256((genesis_hash(TABLE, GAME) + body).encode()).hexdigest()
+    assert first.hash == want == record_hash(genesis_hash(TABLE, GAME), 1, first.utc,
+                                             first.mono_ms, first.kind, first.round, data, None)
+    assert genesis_hash(TABLE, GAME) == hashlib.sha256(b"tablectl:T07:paigow").hexdigest()
+    assert second.hash != first.hash
+
+
+def test_rounds_and_round_events(tmp_path: Path) -> None:
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        j.append(Event("table.open"), now(0), round=0)
+        fill(j, rounds=3, per_round=5)
+        j.append(Event("tick"), now(99), round=4)
+        assert [e.seq for e in j.round_events(0)] == [1]
+        assert [e.seq for e in j.round_events(2)] == [7, 8, 9, 10, 11]
+        assert [e.seq for e in j.round_events(4)] == [17]
+        assert j.round_events(5) == []
+        rec = j.round_record(2)
+        assert rec is not None
+        assert (rec.number, rec.status, rec.seq, rec.summary) == (2, "voided", 11, {"r": 2})
+        assert j.round_record(4) is None
+        ev = j.round_events(2)[-1]
+        assert ev.rounds == (rec,)
+        assert ev.as_json()["rounds"][0]["status"] == "voided"
+
+
+def test_outbox_pending_and_cumulative_ack(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        msgs = j.pending_outbox()
+        assert [m.id for m in msgs] == [1, 2, 3, 4, 5, 6, 7]
+        assert [m.seq for m in msgs] == [4, 8, 12, 16, 20, 24, 28]
+        assert msgs[0].payload == {"cents": 4} and msgs[0].type == "increment"
+        assert [m.id for m in j.pending_outbox(limit=2)] == [1, 2]
+        assert j.ack_outbox(3, utc="2026-11-25T22:00:00.000Z") == 3
+        assert j.ack_outbox(2) == 0  # old ack: nothing
+        assert j.ack_outbox(3) == 0  # repeated ack: nothing
+        with pytest.raises(ValueError, match="last message is 7"):
+            j.ack_outbox(8)
+        # An ack runs unsynced; the connection is back to FULL afterwards.
+        assert j._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        assert [m.id for m in j.pending_outbox()] == [4, 5, 6, 7]
+        j.append(Event("x"), now(31), round=4,
+                 effects=[Effect("outbox", {"type": "t", "payload": None})])
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        assert [m.id for m in j.pending_outbox()] == [4, 5, 6, 7, 8]
+        assert j.ack_outbox(8) == 5
+        assert j.pending_outbox() == []
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        # All acknowledged and deleted: numbering still continues.
+        j.append(Event("x"), now(32), round=4,
+                 effects=[Effect("outbox", {"type": "t", "payload": 1})])
+        assert [m.id for m in j.pending_outbox()] == [9]
+    assert verify_dir(jdir).ok
+
+
+def test_open_without_verify_continues_the_same_chain(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        j.ack_outbox(2)
+    with Journal.open(jdir, table_id=TABLE, game=GAME, verify=False) as j:
+        assert (j.last_seq, j.last_round_number, j._next_outbox_id, j._acked_upto) == (
+            30, 3, 8, 2)
+        fill(j, rounds=1)
+    assert verify_dir(jdir).ok
+
+
+def test_snapshots_pruned_to_the_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jmod, "KEEP_SNAPSHOTS", 2)
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=4, per_round=3)
+        seqs = [r[0] for r in j._conn.execute("SELECT seq FROM snapshots ORDER BY seq")]
+        assert seqs == [9, 12]
+        assert j.replay_point() == ({"round": 4, "after": 12}, [])
+    assert verify_dir(tmp_path).ok
+
+
+# ---- input checks (nothing written) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"round": 0}, "goes back"),
+        ({"round": 2, "effects": [Effect("round", {"number": 5, "status": "completed"})]},
+         "expected 2"),
+        ({"round": 2, "effects": [Effect("round", {"number": 2, "status": "won"})]}, "status"),
+        ({"round": 2, "effects": [Effect("outbox", {"payload": 1})]}, "type"),
+        ({"round": 2, "event": Event("x", {"a": {1: 2}})}, "non-string key"),
+        ({"round": 2, "event": Event("x", {"a": float("nan")})}, "not JSON"),
+        ({"round": 2, "event": Event("x", {"a": object()})}, "not JSON"),
+        ({"round": 2, "event": Event("x", {"a": "\ud800"})}, "not JSON"),
+        ({"round": 2, "event": Event("", {})}, "kind"),
+        ({"round": 2, "snapshot": {"s": {1, 2}}}, "not JSON"),
+    ],
+)
+def test_bad_input_is_refused_and_nothing_written(tmp_path: Path, kwargs: dict[str, Any],
+                                                  match: str) -> None:
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=1, per_round=2)
+        kwargs.setdefault("event", Event("x", {}))
+        event = kwargs.pop("event")
+        with pytest.raises(ValueError, match=match):
+            j.append(event, now(5), **kwargs)
+        assert j.last_seq == 2
+        assert j.append(Event("ok"), now(6), round=2) == 3
+    assert verify_dir(tmp_path).records == 3
+
+
+def test_failed_write_stops_further_writes(tmp_path: Path) -> None:
+    j = Journal.open(tmp_path, table_id=TABLE, game=GAME)
+    j.append(Event("a"), now(1), round=1)
+    j._conn.close()  # simulate the file going away under us
+    with pytest.raises(JournalError, match="seq 2"):
+        j.append(Event("b"), now(2), round=1)
+    with pytest.raises(JournalError, match="refuses writes"):
+        j.append(Event("b"), now(2), round=1)
+    os.close(j._lock_fd)  # type: ignore[arg-type]
+    j._lock_fd = None
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j2:
+        assert j2.last_seq == 1
+
+
+# ---- opening ------------------------------------------------------------------------------
+
+
+def test_pragmas_and_file_mode(tmp_path: Path) -> None:
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        c = j._conn
+        assert c.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert c.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert c.execute("PRAGMA page_size").fetchone()[0] == jmod.PAGE_SIZE
+    assert stat.S_IMODE((tmp_path / JOURNAL_FILE).stat().st_mode) == 0o640
+    assert not (tmp_path / (JOURNAL_FILE + ".new")).exists()
+
+
+def test_journal_of_another_table_or_game_refused(jdir: Path) -> None:
+    before = (jdir / JOURNAL_FILE).read_bytes()
+    with pytest.raises(JournalError, match=r"belongs to table 'T07'.*not table 'T08'"):
+        Journal.open(jdir, table_id="T08", game=GAME)
+    with pytest.raises(JournalError, match="game 'paigow', not table 'T07' game 'uth'"):
+        Journal.open(jdir, table_id=TABLE, game="uth")
+    assert (jdir / JOURNAL_FILE).read_bytes() == before
+
+
+def test_second_writer_refused(jdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jmod, "LOCK_WAIT_S", 0.1)
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        with pytest.raises(JournalError, match="locked by another process"):
+            Journal.open(jdir, table_id=TABLE, game=GAME)
+        # A reader may verify while the daemon runs.
+        assert verify_dir(jdir).ok
+        j.append(Event("a"), now(40), round=4)
+    assert verify_dir(jdir).records == 31
+
+
+def test_missing_journal_with_create_false(tmp_path: Path) -> None:
+    with pytest.raises(JournalError, match="does not exist"):
+        Journal.open(tmp_path / "nope", table_id=TABLE, game=GAME, create=False)
+    with pytest.raises(JournalError, match="does not exist"):
+        Journal.open(tmp_path, table_id=TABLE, game=GAME, create=False)
+    assert not (tmp_path / JOURNAL_FILE).exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage" * 100])
+def test_damaged_file_is_never_replaced(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / JOURNAL_FILE).write_bytes(content)
+    with pytest.raises(JournalError, match=str(tmp_path / JOURNAL_FILE)):
+        Journal.open(tmp_path, table_id=TABLE, game=GAME)
+    assert (tmp_path / JOURNAL_FILE).read_bytes() == content
+    assert not verify_dir(tmp_path).ok
+
+
+def test_wal_without_journal_refused(jdir: Path) -> None:
+    (jdir / JOURNAL_FILE).rename(jdir / "moved")
+    (jdir / (JOURNAL_FILE + "-wal")).write_bytes(b"x" * 100)
+    with pytest.raises(JournalError, match="write-ahead log"):
+        Journal.open(jdir, table_id=TABLE, game=GAME)
+    assert not (jdir / JOURNAL_FILE).exists()
+
+
+def test_verify_dir_missing_creates_nothing(tmp_path: Path) -> None:
+    rep = verify_dir(tmp_path / "absent")
+    assert rep.as_json()["ok"] is False and "does not exist" in rep.errors[0]
+    assert not (tmp_path / "absent").exists()
+    rep = verify_dir(tmp_path)
+    assert rep.as_json() == {"ok": False, "records": 0, "rounds_completed": 0,
+                             "rounds_voided": 0, "errors": [rep.errors[0]]}
+    assert "no journal" in rep.errors[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_verify_dir_leaves_a_closed_journal_untouched(jdir: Path) -> None:
+    before = {p.name: p.read_bytes() for p in jdir.iterdir()}
+    assert verify_dir(jdir).ok
+    assert {p.name: p.read_bytes() for p in jdir.iterdir()} == before
+
+
+# ---- tampering ----------------------------------------------------------------------------
+
+
+def test_flipped_byte_in_event_data(jdir: Path) -> None:
+    with raw(jdir) as c:
+        c.execute("""UPDATE events SET data = replace(data, '"i":13', '"i":14') WHERE seq=13""")
+    errs = errors_of(jdir)
+    assert errs == ["seq 13: hash mismatch (record altered, reordered or chain broken)"]
+    with pytest.raises(JournalError, match=r"journal .*journal\.sqlite3 is corrupt.*seq 13"):
+        Journal.open(jdir, table_id=TABLE, game=GAME)
+
+
+def test_flipped_byte_in_the_file(jdir: Path) -> None:
+    path = jdir / JOURNAL_FILE
+    blob = bytearray(path.read_bytes())
+    at = blob.index(b'"box":0,"i":21}')
+    blob[at + 6] ^= 0x01  # "0" -> "1"
+    path.write_bytes(bytes(blob))
+    errs = errors_of(jdir)
+    assert any(e.startswith("seq 21: hash mismatch") for e in errs), errs
+
+
+def test_deleted_middle_row(jdir: Path) -> None:
+    with raw(jdir) as c:
+        c.execute("DELETE FROM events WHERE seq=6")
+    errs = errors_of(jdir)
+    assert errs[0].startswith("seq 6 missing")
+    assert errs[1].startswith("seq 7: hash mismatch")
+
+
+def test_reordered_rows(jdir: Path) -> None:
+    with raw(jdir) as c:
+        c.execute("UPDATE events SET seq=-5 WHERE seq=5")
+        c.execute("UPDATE events SET seq=5 WHERE seq=6")
+        c.execute("UPDATE events SET seq=6 WHERE seq=-5")
+    errs = errors_of(jdir)
+    assert any(e.startswith("seq 5: hash mismatch") for e in errs), errs
+
+
+def test_altered_outbox_payload(jdir: Path) -> None:
+    with raw(jdir) as c:
+        c.execute("""UPDATE events SET fx = replace(fx, '"cents":12', '"cents":99')
+                     WHERE seq=12""")
+    assert errors_of(jdir) == ["seq 12: hash mismatch (record altered, reordered or chain broken)"]
+
+
+def test_deleted_or_moved_outbox_row(jdir: Path) -> None:
+    with raw(jdir) as c:
+        c.execute("DELETE FROM outbox WHERE id=3")
+        c.execute("UPDATE outbox SET seq=1 WHERE id=5")
+    errs = errors_of(jdir)
+    assert "seq 12: outbox message 3 not acknowledged but missing from the outbox" in errs
+    assert "outbox row id 5 points at seq 1, its message is in seq 20" in errs
+
+
+def test_altered_snapshot(jdir: Path) -> None:
+    with raw(jdir) as c:
+        c.execute("""UPDATE snapshots SET state = '{"after":20,"round":9}' WHERE seq=20""")
+    assert errors_of(jdir) == ["seq 20: snapshot hash mismatch (snapshot altered)"]
+
+
+def test_altered_round_record(jdir: Path) -> None:
+    with raw(jdir) as c:
+        c.execute("UPDATE rounds SET status='completed' WHERE number=2")
+    errs = errors_of(jdir)
+    assert errs == ["rounds row 2 says completed at seq 20, seq 20 records voided"]
+    with raw(jdir) as c:
+        c.execute("UPDATE rounds SET status='voided' WHERE number=2")
+        c.execute("DELETE FROM rounds WHERE number=1")
+    assert errors_of(jdir) == ["seq 10: round 1 missing from the rounds table"]
+
+
+def test_altered_meta_table_id(jdir: Path) -> None:
+    with raw(jdir) as c:
+        c.execute("UPDATE meta SET value='T99' WHERE key='table_id'")
+    assert errors_of(jdir)[0].startswith("seq 1: hash mismatch")
+    with pytest.raises(JournalError, match="seq 1"):
+        Journal.open(jdir, table_id="T99", game=GAME)
+
+
+# ---- property: exact round trip -----------------------------------------------------------
+
+json_scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=8)
+                | st.floats(allow_nan=False, allow_infinity=False))
+json_values = st.recursive(json_scalars, lambda kids: st.lists(kids, max_size=3)
+                           | st.dictionaries(st.text(max_size=5), kids, max_size=3), max_leaves=8)
+steps = st.lists(
+    st.tuples(st.sampled_from(["chung.on", "card.dispensed", "dealer.confirm", "tick", "é✓"]),
+              st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+              st.booleans(),  # new round
+              st.booleans(),  # snapshot
+              st.lists(json_values, max_size=2)),  # outbox payloads
+    min_size=1, max_size=12)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=steps)
+def test_random_sequences_round_trip(tmp_path_factory: pytest.TempPathFactory,
+                                     steps: list[Any]) -> None:
+    d = tmp_path_factory.mktemp("prop")
+    expected: list[tuple[Any, ...]] = []
+    snap_at, snap = 0, None
+    with Journal.open(d, table_id=TABLE, game="uth") as j:
+        rnd = 1
+        for i, (kind, data, new_round, take_snap, payloads) in enumerate(steps, start=1):
+            effects = [Effect("outbox", {"type": "m", "payload": p}) for p in payloads]
+            if new_round:
+                effects.append(Effect("round", {"number": j.last_round_number + 1,
+                                                "status": "completed", "summary": data}))
+            state = {"i": i, "data": data} if take_snap else None
+            assert j.append(Event(kind, data), Now(f"u{i}", -i), round=rnd, effects=effects,
+                            snapshot=state) == i
+            expected.append((i, kind, data, rnd, payloads))
+            if state is not None:
+                snap_at, snap = i, state
+            rnd += new_round
+    with Journal.open(d, table_id=TABLE, game="uth") as j:
+        got_snap, events = j.replay_point()
+        assert got_snap == snap
+        assert [(e.seq, e.kind, e.data, e.round, [m.payload for m in e.outbox])
+                for e in events] == expected[snap_at:]
+        assert [e.utc for e in j.iter_events()] == [f"u{i}" for i in range(1, len(steps) + 1)]
+        assert [m.payload for m in j.pending_outbox(1000)] == [
+            p for *_, ps in expected for p in ps]
+    rep = verify_dir(d)
+    assert rep.ok, rep.errors
+    assert rep.rounds_completed == sum(s[2] for s in steps)
