@@ -1,0 +1,436 @@
+"""tablectld's core: one asyncio loop that owns the table's state.
+
+Data flow (DESIGN.md): device/dealer event -> queue -> machine.step (pure) -> journal.append (the
+event with its outbox and round effects, one fsync'd transaction) -> effects carried out (device
+commands, display, alarms) -> watchers. A stalled loop stops the watchdog pings, so systemd
+restarts the daemon; a corrupt journal takes the table out of service instead of starting fresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from controller import notify
+from controller.config import TableConfig, config_json
+from controller.control import SOCKET_NAME, ControlServer
+from controller.journal import Journal, JournalError
+from controller.logs import event as log_event
+from controller.rounds.base import Effect, Event, Now, RoundMachine
+from devices.base import Device, DeviceError
+from devices.meter import display_command
+
+WATCH_BACKLOG = 256  # events a slow `tablectl watch` may fall behind before it is cut off
+STALL_S = 5.0  # an event older than this in the queue means the loop is not healthy
+DEFAULT_WATCHDOG_S = 2.0
+
+
+class Policy(Protocol):
+    """Simulated players and dealer: what people at the table do next (controller/sim/)."""
+
+    def next_events(self, status: dict[str, Any]) -> list[Event]: ...
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def system_now() -> Now:
+    return Now(utc=utc_now(), mono_ms=time.monotonic_ns() // 1_000_000)
+
+
+@dataclass
+class Stats:
+    events: int = 0
+    rounds: Counter[str] = field(default_factory=Counter)
+    rejected: int = 0  # events the machine could not take (a machine fault, logged)
+    effect_errors: int = 0
+    started_mono: float = field(default_factory=time.monotonic)
+
+
+class TableService:
+    def __init__(
+        self,
+        cfg: TableConfig,
+        machine: RoundMachine[Any],
+        devices: dict[str, Device],
+        log: logging.Logger,
+        *,
+        clock: Callable[[], Now] = system_now,
+        policy: Policy | None = None,
+        autoplay: int | None = None,
+        pace_s: float = 0.0,
+        on_round: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.machine = machine
+        self.devices = devices
+        self.log = log
+        self.clock = clock
+        self.policy = policy
+        self.autoplay = autoplay
+        self.pace_s = pace_s
+        self.on_round = on_round
+        self.journal: Journal | None = None
+        self.state: Any = None
+        self.out_of_service: str | None = None
+        self.stats = Stats()
+        self.queue: asyncio.Queue[tuple[float, Event]] = asyncio.Queue()
+        self.watchers: set[asyncio.Queue[dict[str, Any] | None]] = set()
+        self.recent: deque[dict[str, Any]] = deque(maxlen=50)
+        self._stop = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._last_progress = time.monotonic()
+        self._exit_code = 0
+        self.control = ControlServer(
+            cfg.service.runtime_dir / SOCKET_NAME,
+            handlers={
+                "status": self._h_status,
+                "journal_tail": self._h_tail,
+                "journal_summary": self._h_summary,
+                "round_show": self._h_round,
+                "dealer": self._h_dealer,
+                "selftest": self._h_selftest,
+                "devices": self._h_devices,
+            },
+            streams={"watch": self._watch},
+            group=cfg.service.socket_group,
+            on_error=lambda msg: log_event(log, logging.WARNING, msg),
+        )
+
+    # -- start and stop -----------------------------------------------------------------------
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        notify.notify("STATUS=starting")
+        await self.control.start()
+        try:
+            self._open_journal()
+            await self._start_devices()
+            if self.out_of_service is None:
+                await self._selftest_or_fail()
+            notify.notify("READY=1", f"STATUS={self._status_line()}")
+            tasks = [asyncio.create_task(self._consume(), name="consume")]
+            tasks.append(asyncio.create_task(self._watchdog(), name="watchdog"))
+            if self.policy is not None and self.out_of_service is None:
+                tasks.append(asyncio.create_task(self._autoplay(), name="autoplay"))
+            if self.out_of_service is not None and self.autoplay is not None:
+                self._exit_code = 1
+                self.stop()
+            await self._stop.wait()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            notify.notify("STOPPING=1")
+            await self._stop_devices()
+            await self.control.close()
+            if self.journal is not None:
+                self.journal.close()
+        return self._exit_code
+
+    def stop(self) -> None:
+        """SIGTERM: the event in hand finishes (its journal write is synchronous), then we close."""
+        self._stop.set()
+
+    def _open_journal(self) -> None:
+        try:
+            self.journal = Journal.open(
+                self.cfg.service.state_dir, table_id=self.cfg.table_id, game=self.cfg.game
+            )
+        except JournalError as exc:
+            self._go_out_of_service(f"journal unusable: {exc}")
+            return
+        snapshot, events = self.journal.replay_point()
+        state = self.machine.initial() if snapshot is None else self.machine.from_json(snapshot)
+        for stored in events:
+            state, _ = self.machine.step(state, stored.event, stored.now)
+        self.state = state
+        log_event(
+            self.log,
+            logging.INFO,
+            "journal verified and replayed",
+            records=self.journal.last_seq,
+            replayed=len(events),
+            round=self._round(),
+        )
+
+    def _go_out_of_service(self, reason: str) -> None:
+        self.out_of_service = reason
+        log_event(self.log, logging.CRITICAL, f"OUT OF SERVICE: {reason}")
+        notify.notify(f"STATUS=OUT OF SERVICE: {reason}")
+
+    async def _start_devices(self) -> None:
+        for device in self.devices.values():
+            try:
+                await device.start(self._emit_from_device)
+            except DeviceError as exc:
+                log_event(self.log, logging.ERROR, f"device {device.name} did not start: {exc}")
+        if self.out_of_service is not None:
+            await self._run_effect(Effect("display", {"mode": "closed"}))
+            return
+        for effect in self.machine.resume(self.state):
+            await self._run_effect(effect)
+
+    async def _selftest_or_fail(self) -> None:
+        report = await self._h_selftest({})
+        if not report["ok"]:
+            log_event(self.log, logging.WARNING, "self-test found problems", report=report)
+
+    async def _stop_devices(self) -> None:
+        for device in self.devices.values():
+            with contextlib.suppress(Exception):
+                await device.stop()
+
+    # -- the event path -----------------------------------------------------------------------
+
+    def _emit_from_device(self, event: Event) -> None:
+        self.emit(event)
+
+    def emit(self, event: Event) -> None:
+        """Queue an event (call on the loop)."""
+        self._idle.clear()
+        self.queue.put_nowait((time.monotonic(), event))
+
+    async def _consume(self) -> None:
+        while True:
+            if self.queue.empty():
+                self._idle.set()
+            _, event = await self.queue.get()
+            self._last_progress = time.monotonic()
+            if self.out_of_service is not None:
+                log_event(
+                    self.log, logging.WARNING, "event ignored: out of service", kind=event.kind
+                )
+                continue
+            await self.process(event)
+            self._last_progress = time.monotonic()
+
+    async def process(self, event: Event) -> int | None:
+        """Step, journal, then act. Returns the journal seq (None if the event was refused)."""
+        assert self.journal is not None
+        now = self.clock()
+        round_no = self._round()
+        try:
+            new_state, effects = self.machine.step(self.state, event, now)
+        except Exception as exc:  # the machine must not raise; if it does, keep the table safe
+            self.stats.rejected += 1
+            log_event(
+                self.log,
+                logging.CRITICAL,
+                f"machine refused event {event.kind}: {exc!r}",
+                kind=event.kind,
+            )
+            return None
+        closes_round = any(e.kind == "round" for e in effects)
+        snapshot = self.machine.to_json(new_state) if closes_round else None
+        try:
+            seq = self.journal.append(
+                event, now, round=round_no, effects=effects, snapshot=snapshot
+            )
+        except (JournalError, ValueError) as exc:
+            # Nothing acts on an event that is not durable.
+            self._go_out_of_service(f"journal write failed: {exc}")
+            return None
+        self.state = new_state
+        self.stats.events += 1
+        for effect in effects:
+            await self._run_effect(effect)
+        self._publish(
+            {
+                "seq": seq,
+                "utc": now.utc,
+                "event": event.as_json(),
+                "effects": [e.as_json() for e in effects],
+            }
+        )
+        return seq
+
+    async def _run_effect(self, effect: Effect) -> None:
+        data = dict(effect.data)
+        try:
+            if effect.kind == "device":
+                await self._device(str(data.get("device"))).command(
+                    str(data.get("command")), data.get("args") or {}
+                )
+            elif effect.kind == "display":
+                if "meter" in self.devices:
+                    command, args = display_command(data)
+                    await self.devices["meter"].command(command, args)
+            elif effect.kind == "round":
+                self.stats.rounds[str(data.get("status"))] += 1
+                log_event(
+                    self.log, logging.INFO, f"round {data.get('number')} {data.get('status')}"
+                )
+                if self.on_round is not None:
+                    self.on_round(data)
+                if self.autoplay and sum(self.stats.rounds.values()) >= self.autoplay:
+                    self.stop()
+            elif effect.kind == "alarm":
+                level = (
+                    logging.CRITICAL if data.get("severity") == "surveillance" else logging.WARNING
+                )
+                log_event(self.log, level, f"ALARM {data.get('text')}", **_scalars(data))
+            elif effect.kind == "log":
+                log_event(self.log, logging.INFO, str(data.get("text", data)))
+        except DeviceError as exc:
+            self.stats.effect_errors += 1
+            log_event(self.log, logging.ERROR, f"effect failed: {exc}", kind=effect.kind)
+
+    def _device(self, name: str) -> Device:
+        if name not in self.devices:
+            raise DeviceError(f"no device {name!r} on this table")
+        return self.devices[name]
+
+    def _publish(self, item: dict[str, Any]) -> None:
+        self.recent.append(item)
+        for q in list(self.watchers):
+            if q.qsize() >= WATCH_BACKLOG:
+                self.watchers.discard(q)
+                q.put_nowait(None)  # too slow: cut the watcher off rather than buffer forever
+            else:
+                q.put_nowait(item)
+
+    # -- simulated people and health ----------------------------------------------------------
+
+    async def _autoplay(self) -> None:
+        assert self.policy is not None
+        while not self._stop.is_set():
+            await self._idle.wait()
+            events = self.policy.next_events(self.machine.status(self.state))
+            if not events:
+                await asyncio.sleep(0.01)  # waiting for a device: it will answer
+                continue
+            for event in events:
+                self.emit(event)
+            if self.pace_s:
+                await asyncio.sleep(self.pace_s)
+            else:
+                await asyncio.sleep(0)
+
+    async def _watchdog(self) -> None:
+        interval = notify.watchdog_interval_s() or DEFAULT_WATCHDOG_S
+        while True:
+            await asyncio.sleep(interval)
+            if self._healthy():
+                notify.notify("WATCHDOG=1", f"STATUS={self._status_line()}")
+
+    def _healthy(self) -> bool:
+        """The loop runs (we are here) and the consumer is not stuck behind an old event."""
+        if self.queue.empty():
+            return True
+        return time.monotonic() - self._last_progress < STALL_S
+
+    # -- control socket -----------------------------------------------------------------------
+
+    def _round(self) -> int:
+        if self.state is None:
+            return 0
+        return int(self.machine.status(self.state).get("round", 0))
+
+    def _status_line(self) -> str:
+        if self.out_of_service:
+            return f"OUT OF SERVICE: {self.out_of_service}"
+        st = self.machine.status(self.state)
+        return f"{self.cfg.game} {st.get('state')} round {st.get('round')}"
+
+    async def _h_status(self, args: dict[str, Any]) -> dict[str, Any]:
+        machine = {} if self.state is None else self.machine.status(self.state)
+        return {
+            "table_id": self.cfg.table_id,
+            "game": self.cfg.game,
+            "rules": machine.get("rules"),
+            "state": "out_of_service" if self.out_of_service else machine.get("state"),
+            "out_of_service": self.out_of_service,
+            "round": machine.get("round"),
+            "machine": machine,
+            "devices": {n: d.health().as_json() for n, d in self.devices.items()},
+            "link": machine.get("link", "disabled" if not self.cfg.link.enabled else "unknown"),
+            "pool": machine.get("pool"),
+            "events": self.stats.events,
+            "rounds_this_run": dict(self.stats.rounds),
+            "uptime_s": round(time.monotonic() - self.stats.started_mono, 1),
+            "config": config_json(self.cfg),
+        }
+
+    async def _h_tail(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        n = int(args.get("n", 20))
+        return [] if self.journal is None else [e.as_json() for e in self.journal.tail(n)]
+
+    async def _h_summary(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {} if self.journal is None else self.journal.summary()
+
+    async def _h_round(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self.journal is None:
+            raise ValueError("journal unavailable")
+        number = int(args["number"])
+        record = self.journal.round_record(number)
+        events = self.journal.round_events(number)
+        if record is None and not events:
+            raise ValueError(f"no round {number} in the journal")
+        return {
+            "round": number,
+            "record": None if record is None else record.as_json(),
+            "events": [e.as_json() for e in events],
+        }
+
+    async def _h_dealer(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Inject a keypad action, as if the dealer pressed it; the answer is its effects."""
+        action = str(args.get("action", ""))
+        if not action.replace("_", "").isalnum():
+            raise ValueError(f"dealer action {action!r} is not a keypad action name")
+        data = args.get("data") or {}
+        if not isinstance(data, dict):
+            raise ValueError("dealer data must be an object")
+        if self.out_of_service is not None:
+            raise ValueError(f"out of service: {self.out_of_service}")
+        await self._idle.wait()
+        seq = await self.process(Event(f"dealer.{action}", data))
+        return {"seq": seq, "status": self.machine.status(self.state)}
+
+    async def _h_selftest(self, args: dict[str, Any]) -> dict[str, Any]:
+        results: dict[str, Any] = {}
+        for name, device in self.devices.items():
+            try:
+                results[name] = await device.selftest()
+            except DeviceError as exc:
+                results[name] = {"ok": False, "error": str(exc)}
+        journal_ok = self.journal is not None and self.out_of_service is None
+        return {
+            "ok": journal_ok and all(r.get("ok") for r in results.values()),
+            "journal": {"ok": journal_ok, "error": self.out_of_service},
+            "devices": results,
+        }
+
+    async def _h_devices(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            name: {**d.health().as_json(), "commands": list(d.COMMANDS), "events": list(d.EVENTS)}
+            for name, d in self.devices.items()
+        }
+
+    async def _watch(self, args: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        q: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.watchers.add(q)
+        try:
+            yield {"status": await self._h_status({})}
+            while True:
+                item = await q.get()
+                if item is None:
+                    return
+                yield item
+        finally:
+            self.watchers.discard(q)
+
+
+def _scalars(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if isinstance(v, str | int | bool) and k != "text"}
