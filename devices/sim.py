@@ -38,17 +38,17 @@ class _Timers:
     """Delayed answers on the device's loop, cancelled when the device stops."""
 
     def __init__(self) -> None:
-        self._handles: set[asyncio.TimerHandle] = set()
+        self._handles: set[asyncio.Handle] = set()
 
     def later(self, delay: float, fn: Callable[..., object], *args: Any) -> None:
         loop = asyncio.get_running_loop()
-        handle: asyncio.TimerHandle
+        handle: asyncio.Handle
 
         def run() -> None:
             self._handles.discard(handle)
             fn(*args)
 
-        handle = loop.call_later(max(delay, 0.0), run)
+        handle = loop.call_later(delay, run) if delay > 0 else loop.call_soon(run)
         self._handles.add(handle)
 
     def cancel(self) -> None:
@@ -96,13 +96,16 @@ class SimShaker(DiceShaker):
     async def _close(self) -> None:
         self._timers.cancel()
 
+    def _timed_out(self) -> None:
+        self._report_fault("no answer", offline=True)
+
     def _roll(self) -> tuple[list[int], int | None]:
         dice = [self.rng.randint(1, 6) for _ in range(BOX_DICE)]
         return dice, self.rng.randint(1, 6) if self.cut_die else None
 
     async def shake(self) -> None:
         if self.no_answer:
-            self._timers.later(self.answer_timeout_s, self._report_fault, "no answer", offline=True)
+            self._timers.later(self.answer_timeout_s, self._timed_out)
             return
         self._timers.later(self.shake_time_s, self._answer)
 
@@ -208,6 +211,9 @@ class SimShuffler(Shuffler):
             raise DeviceError(f"{self.name}: cannot inject {kind!r} at {at!r}")
         self._pending.append((kind, at, reason or ("card jam" if kind == "jam" else "malfunction")))
 
+    def _timed_out(self) -> None:
+        self._report_fault("no answer", offline=True)
+
     def _take_fault(self, at: str) -> bool:
         for i, (kind, where, reason) in enumerate(self._pending):
             if where == at:
@@ -223,7 +229,7 @@ class SimShuffler(Shuffler):
 
     async def shuffle(self, deck: int) -> None:
         if self.no_answer:
-            self._timers.later(self.answer_timeout_s, self._report_fault, "no answer", offline=True)
+            self._timers.later(self.answer_timeout_s, self._timed_out)
             return
         self._timers.later(self.shuffle_time_s, self._shuffled, deck)
 
@@ -239,7 +245,7 @@ class SimShuffler(Shuffler):
 
     async def deck_check(self, deck: int) -> None:
         if self.no_answer:
-            self._timers.later(self.answer_timeout_s, self._report_fault, "no answer", offline=True)
+            self._timers.later(self.answer_timeout_s, self._timed_out)
             return
         self._seen()
         self._report_check(check_deck(self.contents[deck], deck))
@@ -255,7 +261,7 @@ class SimShuffler(Shuffler):
             raise DeviceError(f"{self.name}: no shuffled deck ready to dispense ({self.state})")
         if self.no_answer:
             self.state = State.BUSY
-            self._timers.later(self.answer_timeout_s, self._report_fault, "no answer", offline=True)
+            self._timers.later(self.answer_timeout_s, self._timed_out)
             return None
         if self._take_fault("dispense"):
             return None
@@ -333,7 +339,7 @@ class SimSensors(Sensors):
         self._require_started()
         self._input("bet.on" if on else "bet.off", {"box": self.check_box(box)})
 
-    def press_key(self, action: str, **data: Any) -> None:
+    def press_key(self, action: str, /, **data: Any) -> None:
         self._require_started()
         self._input(f"dealer.{self.check_action(action)}", data)
 

@@ -1,0 +1,253 @@
+"""SimShuffler: shuffle -> ready, dispensing, two decks alternating, deck check, faults."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+
+import pytest
+
+from controller.games.uth.cards import parse_cards
+from controller.rounds.base import Event
+from devices.base import DeviceError, State
+from devices.shuffler import STANDARD_DECK, check_deck
+from devices.sim import SimShuffler
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+class Table:
+    """A started shuffler with the events it emitted."""
+
+    def __init__(self, shuffler: SimShuffler) -> None:
+        self.shuffler = shuffler
+        self.events: list[Event] = []
+
+    async def __aenter__(self) -> Table:
+        await self.shuffler.start(self.events.append)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shuffler.stop()
+
+    async def do(self, command: str, **args: object) -> list[Event]:
+        start = len(self.events)
+        await self.shuffler.command(command, args)
+        await settle()
+        return self.events[start:]
+
+    async def deal(self, n: int) -> list[Event]:
+        start = len(self.events)
+        for _ in range(n):
+            self.shuffler.dispense()
+        await settle()
+        return self.events[start:]
+
+
+def test_shuffle_then_every_card_dispensed_in_order() -> None:
+    async def main() -> None:
+        async with Table(SimShuffler(rng=random.Random(1))) as t:
+            assert await t.do("shuffle") == [Event("shuffler.ready", {"deck": 1})]
+            dealt = await t.deal(52)
+            assert [e.kind for e in dealt] == ["card.dispensed"] * 52
+            assert [e.data["index"] for e in dealt] == list(range(52))
+            cards = [e.data["card"] for e in dealt]
+            parse_cards(cards, count=52)  # 52 distinct cards in "As Td" notation
+            assert sorted(cards) == sorted(STANDARD_DECK)
+            assert cards != list(STANDARD_DECK)
+            assert await t.deal(1) == [Event("shuffler.fault", {"reason": "deck exhausted"})]
+            assert t.shuffler.health().counters["cards"] == 52
+
+    asyncio.run(main())
+
+
+def test_reshuffle_restarts_the_index() -> None:
+    async def main() -> None:
+        async with Table(SimShuffler(rng=random.Random(2))) as t:
+            await t.do("shuffle")
+            await t.deal(5)
+            await t.do("shuffle")
+            assert (await t.deal(1))[0].data["index"] == 0
+
+    asyncio.run(main())
+
+
+def test_two_decks_alternate_rule_4_2() -> None:
+    async def main() -> None:
+        async with Table(SimShuffler(decks=2, rng=random.Random(3))) as t:
+            decks = []
+            for _ in range(4):
+                (ready,) = await t.do("shuffle")
+                decks.append(ready.data["deck"])
+            assert decks == [1, 2, 1, 2]
+            assert await t.do("shuffle", deck=2) == [Event("shuffler.ready", {"deck": 2})]
+            with pytest.raises(DeviceError, match=r"deck 3 outside 1..2"):
+                await t.do("shuffle", deck=3)
+
+    asyncio.run(main())
+    with pytest.raises(DeviceError, match="decks must be 1 or 2"):
+        SimShuffler(decks=3)
+
+
+def test_one_deck_always_deck_1() -> None:
+    async def main() -> None:
+        async with Table(SimShuffler(rng=random.Random(4))) as t:
+            for _ in range(3):
+                assert (await t.do("shuffle"))[0].data == {"deck": 1}
+            with pytest.raises(DeviceError, match=r"outside 1..1"):
+                await t.do("shuffle", deck=2)
+
+    asyncio.run(main())
+
+
+def test_deck_check_clean() -> None:
+    async def main() -> None:
+        async with Table(SimShuffler(rng=random.Random(5))) as t:
+            (check,) = await t.do("deck_check")
+            assert check == Event(
+                "deck.check",
+                {
+                    "deck": 1,
+                    "ok": True,
+                    "count": 52,
+                    "missing": [],
+                    "extra": [],
+                    "duplicate": [],
+                    "unreadable": 0,
+                },
+            )
+
+    asyncio.run(main())
+
+
+def test_deck_check_detects_missing_foreign_duplicate_unreadable() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler(rng=random.Random(6))
+        async with Table(shuffler) as t:
+            assert shuffler.inject_missing("As") == "As"
+            shuffler.inject_foreign("Jk")
+            shuffler.inject_duplicate("Td")
+            (check,) = await t.do("deck_check")
+            assert check.data["ok"] is False
+            assert check.data["missing"] == ["As"]
+            assert check.data["extra"] == ["Jk"]
+            assert check.data["duplicate"] == ["Td"]
+            assert check.data["count"] == 53
+            shuffler.restore_deck()
+            shuffler.inject_unreadable()
+            (check,) = await t.do("deck_check")
+            assert check.data["unreadable"] == 1 and len(check.data["missing"]) == 1
+            assert shuffler.health().counters["deck_check_failed"] == 2
+            shuffler.restore_deck()
+            assert (await t.do("deck_check"))[0].data["ok"] is True
+
+    asyncio.run(main())
+
+
+def test_check_deck_pure() -> None:
+    deck = list(STANDARD_DECK)
+    assert check_deck(deck).ok
+    deck[0] = "Ah"  # 2c replaced by a second Ah
+    result = check_deck([*deck, None])
+    assert result.missing == ("2c",) and result.duplicate == ("Ah",) and result.unreadable == 1
+    assert not result.ok
+
+
+def test_foreign_and_duplicate_cards_are_dispensed() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler(rng=random.Random(7))
+        shuffler.inject_foreign("Jk")
+        shuffler.inject_duplicate("Qh")
+        async with Table(shuffler) as t:
+            await t.do("shuffle")
+            cards = [e.data["card"] for e in await t.deal(54)]
+            assert cards.count("Jk") == 1 and cards.count("Qh") == 2
+            assert shuffler.health().counters["foreign_cards"] == 1
+
+    asyncio.run(main())
+
+
+def test_missing_card_is_never_dispensed() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler(rng=random.Random(8))
+        async with Table(shuffler) as t:
+            missing = shuffler.inject_missing()
+            await t.do("shuffle")
+            dealt = await t.deal(52)
+            cards = [e.data["card"] for e in dealt if e.kind == "card.dispensed"]
+            assert len(cards) == 51 and missing not in cards
+            assert dealt[-1] == Event("shuffler.fault", {"reason": "deck exhausted"})
+
+    asyncio.run(main())
+
+
+def test_unreadable_card_is_a_fault() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler(rng=random.Random(9))
+        shuffler.contents[1][:] = [None] * 52
+        async with Table(shuffler) as t:
+            await t.do("shuffle")
+            assert await t.deal(1) == [
+                Event("shuffler.fault", {"reason": "unreadable card at index 0"})
+            ]
+
+    asyncio.run(main())
+
+
+def test_jam_at_shuffle_and_fault_mid_round() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler(rng=random.Random(10))
+        async with Table(shuffler) as t:
+            shuffler.fail_next("jam", at="shuffle", reason="incomplete shuffle")
+            assert await t.do("shuffle") == [
+                Event("shuffler.jam", {"reason": "incomplete shuffle"})
+            ]
+            assert shuffler.health().state == State.FAULT
+            with pytest.raises(DeviceError, match="no shuffled deck ready"):
+                shuffler.dispense()
+            assert (await t.do("shuffle"))[0].kind == "shuffler.ready"
+            assert shuffler.health().ok
+            await t.deal(3)
+            shuffler.fail_next("fault", at="dispense", reason="card path blocked")
+            assert await t.deal(1) == [Event("shuffler.fault", {"reason": "card path blocked"})]
+            health = shuffler.health()
+            assert health.counters["jams"] == 1 and health.counters["faults"] == 1
+            assert health.last_error == "card path blocked"
+            with pytest.raises(DeviceError, match="cannot inject"):
+                shuffler.fail_next("smoke")
+
+    asyncio.run(main())
+
+
+def test_no_answer() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler(rng=random.Random(11), answer_timeout_s=0.01)
+        async with Table(shuffler) as t:
+            shuffler.no_answer = True
+            await shuffler.command("shuffle", {})
+            await asyncio.sleep(0.03)
+            await settle()
+            assert t.events == [Event("shuffler.fault", {"reason": "no answer"})]
+            health = shuffler.health()
+            assert health.state == State.OFFLINE and health.counters["timeouts"] == 1
+            assert (await shuffler.selftest())["ok"] is False
+
+    asyncio.run(main())
+
+
+def test_unknown_command_csprng_and_selftest() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler()
+        assert isinstance(shuffler.rng, secrets.SystemRandom)
+        async with Table(shuffler) as t:
+            with pytest.raises(DeviceError, match="unknown command 'cut'"):
+                await t.do("cut")
+            result = await shuffler.selftest()
+            assert result["ok"] and result["deck_check"]["count"] == 52
+            assert t.events == []
+
+    asyncio.run(main())
