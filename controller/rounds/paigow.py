@@ -189,6 +189,11 @@ class PaiGowMachine:
             "round": state.number,
             "awaiting": self._awaiting(state),
             "boxes": self.config.boxes,
+            "table": {
+                "minimum": self.config.money.minimum,
+                "maximum": self.config.money.maximum,
+                "chip_unit": self.config.money.chip_unit,
+            },
             "banker": {**state.bank, "player": (state.banker or {}).get("player"),
                        "funds": (state.banker or {}).get("funds")},
             "bank_offer": self._offer(state) if state.phase == BETTING else [],
@@ -373,11 +378,12 @@ class PaiGowMachine:
         state = replace(state, phase=BETTING, off_rolls=[])
         state, effects = self._set_off(state, drawn.box, f"drawn with totals {rolls}")
         state, shown = self._show(state, "announce", f"BOX {drawn.box} OFF", box=drawn.box)
-        notify = _alarm(
-            f"box {drawn.box} removed from play by draw; notify the inspector (NSW 15.9.2)",
-            "info",
-        )
-        return state, [*effects, *shown, notify]
+        if self.profile is Profile.NSW:
+            shown.append(_alarm(
+                f"box {drawn.box} removed from play by draw; notify the inspector (NSW 15.9.2)",
+                "info",
+            ))
+        return state, [*effects, *shown]
 
     # -- the bank (NSW 6, NZ 5, ACT 6) -------------------------------------------------------------
 
