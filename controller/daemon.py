@@ -1,0 +1,225 @@
+"""`tablectld`: the table daemon.
+
+    tablectld [--config /etc/tablectl/table.toml]
+    tablectld --simulate --game {uth,paigow} [--rules {nsw,nz,act}] --autoplay N --state-dir DIR
+
+With --simulate every device is an in-process simulator and simulated players and a dealer play;
+--autoplay N stops after N rounds (0: forever); an existing state dir resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import grp
+import logging
+import os
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from controller import logs
+from controller.config import DEFAULT_PATH, ConfigError, TableConfig, load_config, validate_text
+from controller.errors import InputError
+from controller.rounds.base import RoundMachine
+from controller.service import Policy, TableService
+from devices.base import Device
+from devices.rng import RandomSource
+from devices.sim import build_simulators
+
+SIM_LIMITS = {
+    "paigow": "[paigow.limits]\nminimum = 2000\nmaximum = 1000000\nchip_unit = 100\n",
+    "uth": (
+        "[uth.limits]\nante_min = 1000\nante_max = 500000\ntrips_min = 500\n"
+        "trips_max = 100000\nchip_unit = 100\n"
+        '[uth.jackpot]\nenabled = true\npool_id = "sim-pool"\nwager = 100\n'
+        "increment_bp = 2500\nhidden_bp = 500\nseed = 5000000\n"
+    ),
+}
+
+
+def simulation_config(game: str, rules: str, state_dir: Path, runtime_dir: Path) -> TableConfig:
+    """A table configured for simulation: every device simulated, standalone jackpot."""
+    section = f'[paigow]\nrules = "{rules}"\n' if game == "paigow" else "[uth]\n"
+    text = (
+        f'table_id = "SIM-{game.upper()}-{rules.upper()}"\ngame = "{game}"\n'
+        f'[service]\nstate_dir = "{state_dir}"\nruntime_dir = "{runtime_dir}"\n'
+        f'socket_group = "{_own_group()}"\nwatchdog = true\n'
+        f"{section}{SIM_LIMITS[game]}[devices]\nsimulate = true\n"
+    )
+    return validate_text(text, "simulation")
+
+
+def _own_group() -> str:
+    try:
+        return grp.getgrgid(os.getgid()).gr_name
+    except KeyError:
+        return "root"
+
+
+def build_machine(cfg: TableConfig) -> RoundMachine[Any]:
+    if cfg.paigow is not None:
+        from controller.games.paigow.money import TableMoney
+        from controller.rounds.paigow import PaiGowMachine
+        from controller.rounds.paigow_state import PaiGowConfig
+
+        p = cfg.paigow
+        money = TableMoney(p.limits.minimum, p.limits.maximum, p.limits.chip_unit, p.commission_bp)
+        return PaiGowMachine(
+            PaiGowConfig(
+                profile=p.rules,
+                boxes=p.boxes,
+                money=money,
+                max_banks_per_box=p.banks_per_box,
+                steal_offered=p.steal_offered,
+                multiples_notice=p.multiples_notice,
+            )
+        )
+    from controller.rounds.uth import UthMachine
+
+    assert cfg.uth is not None
+    return UthMachine.from_config(cfg)
+
+
+def build_policy(cfg: TableConfig, rng: random.Random) -> Policy:
+    if cfg.paigow is not None:
+        from controller.sim.paigow import PaiGowSim
+
+        return PaiGowSim(rng, cfg.paigow.rules, boxes=cfg.paigow.boxes)
+    from controller.sim.uth import UthSim
+
+    assert cfg.uth is not None
+    return UthSim(rng, boxes=cfg.uth.boxes)
+
+
+def build_devices(cfg: TableConfig, rng: random.Random | None) -> dict[str, Device]:
+    if not cfg.devices.simulate:
+        raise ConfigError(
+            [
+                "devices.simulate: the real serial and GPIO drivers are not in this build;"
+                " set simulate = true or run tablectld --simulate"
+            ]
+        )
+    devices = build_simulators(cfg, rng)
+    devices["rng"] = RandomSource(rng=rng)
+    return devices
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="tablectld", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", type=Path, default=None, help=f"default {DEFAULT_PATH}")
+    ap.add_argument(
+        "--simulate",
+        nargs="?",
+        const="inproc",
+        choices=["inproc"],
+        default=None,
+        help="simulated devices, players and dealer",
+    )
+    ap.add_argument("--game", choices=["paigow", "uth"])
+    ap.add_argument("--rules", choices=["nsw", "nz", "act"], default="nsw")
+    ap.add_argument("--autoplay", type=int, default=None, metavar="N", help="rounds; 0 = forever")
+    ap.add_argument("--state-dir", type=Path)
+    ap.add_argument("--runtime-dir", type=Path)
+    ap.add_argument("--seed", type=int, default=None, help="reproducible simulation (not CSPRNG)")
+    ap.add_argument("--pace", type=float, default=0.0, help="seconds between simulated actions")
+    ap.add_argument("--quiet", action="store_true", help="no per-round lines on stdout")
+    args = ap.parse_args(argv)
+    if args.simulate and not args.game and args.config is None:
+        ap.error("--simulate needs --game (or --config)")
+    if args.game == "uth" and args.rules != "nsw":
+        ap.error("UTH rules exist for nsw only")
+    if args.autoplay is not None and args.autoplay < 0:
+        ap.error("--autoplay must be >= 0")
+    return args
+
+
+def load(args: argparse.Namespace) -> TableConfig:
+    if args.simulate and args.config is None:
+        state_dir = args.state_dir or Path("state") / f"{args.game}-{args.rules}"
+        runtime_dir = args.runtime_dir or state_dir / "run"
+        return simulation_config(args.game, args.rules, state_dir.resolve(), runtime_dir.resolve())
+    cfg = load_config(args.config or DEFAULT_PATH)
+    if args.state_dir or args.runtime_dir or args.simulate:
+        from dataclasses import replace
+
+        service = replace(
+            cfg.service,
+            state_dir=args.state_dir or cfg.service.state_dir,
+            runtime_dir=args.runtime_dir or cfg.service.runtime_dir,
+        )
+        devices = replace(cfg.devices, simulate=bool(args.simulate) or cfg.devices.simulate)
+        cfg = replace(cfg, service=service, devices=devices)
+    return cfg
+
+
+def _money(cents: Any) -> str:
+    if not isinstance(cents, int):
+        return "-"
+    sign = "-" if cents < 0 else ""
+    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+
+
+def describe_round(record: dict[str, Any]) -> str:
+    """One line a newcomer can read: what happened in the round."""
+    s = record.get("summary") or {}
+    head = f"round {record.get('number')} {record.get('status')}"
+    if record.get("status") == "voided":
+        return f"{head}: {s.get('reason', '')}".rstrip(": ")
+    if s.get("game") == "paigow":
+        banker = s.get("banker") or {}
+        who = (
+            "house"
+            if banker.get("holder") == "house"
+            else f"{banker.get('holder')} box {banker.get('box')}"
+        )
+        dice = s.get("dice") or {}
+        cut = (s.get("cut") or {}).get("cut")
+        outcomes = " ".join(f"{b}:{o}" for b, o in sorted((s.get("outcomes") or {}).items()))
+        money = s.get("settlement") or {}
+        return (
+            f"{head}: bank {who}; dice {dice.get('box_dice')} -> first box {s.get('first_box')},"
+            f" cut {cut}; {outcomes or 'no wagers'}; house {_money(money.get('house_net'))}"
+        )
+    if isinstance(s.get("text"), str):
+        return f"{head}: {s['text']}"
+    return head
+
+
+def print_round(record: dict[str, Any]) -> None:
+    print(describe_round(record), flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    log = logs.setup(journald=None if not args.simulate else False)
+    try:
+        cfg = load(args)
+        machine = build_machine(cfg)
+        rng = random.Random(args.seed) if args.seed is not None else None
+        devices = build_devices(cfg, rng)
+    except (ConfigError, InputError, OSError) as exc:
+        print(f"tablectld: {exc}", file=sys.stderr)
+        return 2
+    policy = None
+    if args.simulate:
+        policy = build_policy(cfg, rng or random.Random())
+    service = TableService(
+        cfg,
+        machine,
+        devices,
+        log,
+        policy=policy,
+        autoplay=args.autoplay or None,
+        pace_s=args.pace,
+        on_round=None if args.quiet else print_round,
+    )
+    if args.simulate:
+        log.setLevel(logging.WARNING)
+    return asyncio.run(service.run())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
