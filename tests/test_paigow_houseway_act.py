@@ -238,7 +238,7 @@ def test_app_d_2a_teen_pair_with_9_and_11_gives_wong_and_3() -> None:
         ("6-6 4-5 4-4 1-6", "6-6 1-6", "4-5 4-4", "3(b)"),
         # 3(b) "Always play Gong ahead of Wong": 9 + 5-5 = 9 low instead of 8 + 5-5 = 8.
         ("6-6 4-5 3-5 5-5", "6-6 3-5", "4-5 5-5", "3(b)"),
-        # 3(b) Gong ahead of Wong even when the Wong would leave the better low (8 + 1-5 = 4).
+        # 3(b) "Always": Teen + 2-6 Gong, 3-6 + 1-5 = 5 low (the Wong would leave 2-6 + 1-5 = 4).
         ("6-6 3-6 2-6 1-5", "6-6 2-6", "3-6 1-5", "3(b)"),
         # 3(c): the High Nine (Day + 3-4) leaves 4-5 + 2-2 = 3 with Low 4 on top, under Chong 3:
         # play the Wong (Day + 4-5) over it, 3-4 + 2-2 = 1 low.

@@ -276,7 +276,9 @@ def _one_each(tiles: Sequence[Tile], names: tuple[str, str]) -> bool:
 
 
 def _grade(hand: TwoTileHand) -> str:
-    return hand.describe().split(" ", 2)[2] if hand.is_ranked else str(hand.points)
+    if not hand.is_ranked:
+        return str(hand.points)
+    return hand.describe().split(" ", 2)[2].split(" (rank")[0]  # e.g. "teen wong"
 
 
 def rule_11_1a_keep_pair(h: _Hand) -> Decision | None:
