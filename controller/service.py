@@ -396,7 +396,12 @@ class TableService:
             raise ValueError(f"out of service: {self.out_of_service}")
         await self._idle.wait()
         seq = await self.process(Event(f"dealer.{action}", data))
-        return {"seq": seq, "status": self.machine.status(self.state)}
+        said = [item["effects"] for item in self.recent if item["seq"] == seq]
+        return {
+            "seq": seq,
+            "effects": said[0] if said else [],
+            "status": self.machine.status(self.state),
+        }
 
     async def _h_selftest(self, args: dict[str, Any]) -> dict[str, Any]:
         results: dict[str, Any] = {}

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from controller.cli import demo_cmd, paigow_cmd, uth_cmd
+from controller.cli import demo_cmd, paigow_cmd, table_cmd, uth_cmd
 from controller.errors import InputError
 
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     paigow_cmd.register(sub, math_sub)
     uth_cmd.register(sub, math_sub)
     demo_cmd.register(sub)
+    table_cmd.register(sub)
     return parser
 
 

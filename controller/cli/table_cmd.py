@@ -1,0 +1,274 @@
+"""Technician commands that talk to the running daemon over its control socket, plus the offline
+ones (`journal verify`, `config validate`) that never need it.
+
+    tablectl status [--json] | watch | journal tail|summary|verify | round show N
+    tablectl dealer ACTION [key=value ...] | selftest | devices list | config validate FILE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from controller.cli.common import emit
+from controller.config import DEFAULT_PATH, ConfigError, config_json, load_config
+from controller.control import SOCKET_NAME, NotRunning, request, stream
+from controller.errors import InputError
+from controller.journal import verify_dir
+
+EXIT_NOT_RUNNING = 3
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    def add(name: str, help_: str, func: Any, json_flag: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--runtime-dir", type=Path, help="where tablectld's control socket is")
+        if json_flag:
+            p.add_argument("--json", action="store_true")
+        p.set_defaults(func=func)
+        return p
+
+    add("status", "game, rules, state, round, devices, link, pool", cmd_status)
+    add("watch", "live view of every event and effect", cmd_watch)
+    add("selftest", "ask the daemon to exercise its devices", cmd_selftest)
+
+    journal = sub.add_parser("journal", help="the table's journal")
+    jsub = journal.add_subparsers(dest="journal_command", required=True, parser_class=type(journal))
+    for name, help_ in (("tail", "the latest events"), ("summary", "counts and sizes")):
+        p = jsub.add_parser(name, help=help_)
+        p.add_argument("--runtime-dir", type=Path)
+        p.add_argument("--json", action="store_true")
+        if name == "tail":
+            p.add_argument("-n", type=int, default=20)
+        p.set_defaults(func=cmd_journal)
+    v = jsub.add_parser("verify", help="verify the hash chain offline (no daemon needed)")
+    v.add_argument("--state-dir", type=Path, required=True)
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_verify)
+
+    rnd = sub.add_parser("round", help="one round from the journal")
+    rsub = rnd.add_subparsers(dest="round_command", required=True, parser_class=type(rnd))
+    show = rsub.add_parser("show")
+    show.add_argument("number", type=int)
+    show.add_argument("--runtime-dir", type=Path)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_round)
+
+    dealer = add("dealer", "inject a dealer keypad action", cmd_dealer)
+    dealer.add_argument("action", help="e.g. no_more_bets, shake, void")
+    dealer.add_argument("fields", nargs="*", help="key=value data (value parsed as JSON if it can)")
+
+    dev = sub.add_parser("devices", help="device health and counters")
+    dsub = dev.add_subparsers(dest="devices_command", required=True, parser_class=type(dev))
+    lst = dsub.add_parser("list")
+    lst.add_argument("--runtime-dir", type=Path)
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=cmd_devices)
+
+    cfg = sub.add_parser("config", help="configuration")
+    csub = cfg.add_subparsers(dest="config_command", required=True, parser_class=type(cfg))
+    val = csub.add_parser("validate", help="check a table.toml without the daemon")
+    val.add_argument("file", type=Path, nargs="?", default=Path(DEFAULT_PATH))
+    val.add_argument("--json", action="store_true")
+    val.set_defaults(func=cmd_config_validate)
+
+
+def socket_path(args: argparse.Namespace) -> Path:
+    """--runtime-dir, else $TABLECTL_RUNTIME_DIR, else the config's, else /run/tablectl."""
+    if getattr(args, "runtime_dir", None):
+        return Path(args.runtime_dir) / SOCKET_NAME
+    if os.environ.get("TABLECTL_RUNTIME_DIR"):
+        return Path(os.environ["TABLECTL_RUNTIME_DIR"]) / SOCKET_NAME
+    try:
+        return load_config(DEFAULT_PATH).service.runtime_dir / SOCKET_NAME
+    except (ConfigError, OSError):
+        return Path("/run/tablectl") / SOCKET_NAME
+
+
+def _ask(args: argparse.Namespace, cmd: str, payload: dict[str, Any] | None = None) -> Any:
+    try:
+        return request(socket_path(args), cmd, payload)
+    except NotRunning as exc:
+        print(f"tablectl: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_NOT_RUNNING) from None
+    except RuntimeError as exc:
+        raise InputError(str(exc)) from None
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    st = _ask(args, "status")
+
+    def human() -> str:
+        lines = [
+            f"table    {st['table_id']}  {st['game']} ({st.get('rules') or '-'})",
+            f"state    {st['state']}  round {st.get('round')}",
+        ]
+        if st.get("out_of_service"):
+            lines.append(f"OUT OF SERVICE: {st['out_of_service']}")
+        lines.append(f"link     {st.get('link')}   pool {st.get('pool') or '-'}")
+        for name, h in st["devices"].items():
+            err = f"  last error: {h['last_error']}" if h.get("last_error") else ""
+            lines.append(f"device   {name:<9} {h['state']:<8} {'ok' if h['ok'] else 'FAULT'}{err}")
+        lines.append(f"events   {st['events']} this run, uptime {st['uptime_s']} s")
+        return "\n".join(lines)
+
+    emit(st, args.json, human)
+    return 0 if not st.get("out_of_service") else 1
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    try:
+        for item in stream(socket_path(args), "watch"):
+            if args.json:
+                print(json.dumps(item), flush=True)
+            elif "status" in item:
+                s = item["status"]
+                print(
+                    f"watching {s['table_id']} ({s['game']}) state {s['state']} round {s['round']}"
+                )
+            else:
+                effects = ", ".join(
+                    f"{e['kind']}:{e['data'].get('command') or e['data'].get('mode') or ''}"
+                    for e in item["effects"]
+                )
+                print(
+                    f"{item['utc']} #{item['seq']} {item['event']['kind']} "
+                    f"{json.dumps(item['event']['data'])} -> {effects}",
+                    flush=True,
+                )
+    except NotRunning as exc:
+        print(f"tablectl: {exc}", file=sys.stderr)
+        return EXIT_NOT_RUNNING
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def cmd_journal(args: argparse.Namespace) -> int:
+    if args.journal_command == "tail":
+        rows = _ask(args, "journal_tail", {"n": args.n})
+        emit(
+            rows,
+            args.json,
+            lambda: "\n".join(
+                f"#{r['seq']} {r['utc']} round {r['round']} {r['kind']} {json.dumps(r['data'])}"
+                for r in rows
+            ),
+        )
+    else:
+        summary = _ask(args, "journal_summary")
+        emit(summary, args.json, lambda: "\n".join(f"{k:<18} {v}" for k, v in summary.items()))
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    report = verify_dir(args.state_dir).as_json()
+
+    def human() -> str:
+        head = "OK" if report["ok"] else "FAILED"
+        lines = [
+            f"journal {head}: {report['records']} records, {report['rounds_completed']} rounds"
+            f" completed, {report['rounds_voided']} voided"
+        ]
+        lines += [f"  error: {e}" for e in report["errors"]]
+        return "\n".join(lines)
+
+    emit(report, args.json, human)
+    return 0 if report["ok"] else 1
+
+
+def cmd_round(args: argparse.Namespace) -> int:
+    rnd = _ask(args, "round_show", {"number": args.number})
+
+    def human() -> str:
+        rec = rnd.get("record") or {}
+        lines = [f"round {rnd['round']}: {rec.get('status', 'open')}"]
+        lines += [
+            f"  #{e['seq']} {e['utc']} {e['kind']} {json.dumps(e['data'])}" for e in rnd["events"]
+        ]
+        if rec.get("summary"):
+            lines.append("  summary: " + json.dumps(rec["summary"]))
+        return "\n".join(lines)
+
+    emit(rnd, args.json, human)
+    return 0
+
+
+def _field(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise InputError(f"dealer data {text!r} must be key=value")
+    key, value = text.split("=", 1)
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def cmd_dealer(args: argparse.Namespace) -> int:
+    data = dict(_field(f) for f in args.fields)
+    result = _ask(args, "dealer", {"action": args.action, "data": data})
+    said = [
+        e["data"].get("text") for e in result.get("effects", []) if e["kind"] in ("log", "alarm")
+    ]
+
+    def human() -> str:
+        head = (
+            f"dealer.{args.action} -> journal #{result['seq']}, state "
+            f"{result['status'].get('state')} round {result['status'].get('round')}"
+        )
+        return "\n".join([head, *(f"  {text}" for text in said)])
+
+    emit(result, args.json, human)
+    # The machine answers a refused action with a log/alarm effect: make that a failure.
+    return 0 if result["seq"] is not None and not said else 1
+
+
+def cmd_selftest(args: argparse.Namespace) -> int:
+    report = _ask(args, "selftest")
+    emit(
+        report,
+        args.json,
+        lambda: "\n".join(
+            [f"selftest {'OK' if report['ok'] else 'FAILED'}"]
+            + [
+                f"  {n:<9} {'ok' if r.get('ok') else 'FAIL'} {r}"
+                for n, r in report["devices"].items()
+            ]
+        ),
+    )
+    return 0 if report["ok"] else 1
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    devices = _ask(args, "devices")
+    emit(
+        devices,
+        args.json,
+        lambda: "\n".join(
+            f"{n:<9} {d['state']:<8} counters {d['counters']} last error {d['last_error']}"
+            for n, d in devices.items()
+        ),
+    )
+    return 0
+
+
+def cmd_config_validate(args: argparse.Namespace) -> int:
+    try:
+        cfg = load_config(args.file)
+    except ConfigError as exc:
+        if args.json:
+            print(json.dumps({"ok": False, "errors": exc.errors}))
+        else:
+            for line in exc.errors:
+                print(f"{args.file}: {line}" if not line.startswith(str(args.file)) else line)
+        return 1
+    emit(
+        {"ok": True, "config": config_json(cfg)},
+        args.json,
+        lambda: f"{args.file}: OK ({cfg.game}, table {cfg.table_id})",
+    )
+    return 0
