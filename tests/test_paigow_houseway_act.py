@@ -87,9 +87,13 @@ def combos(*names: str) -> list[tuple[Tile, ...]]:
 ALL_HANDS: list[tuple[Tile, ...]] = list(itertools.combinations(FULL_SET, 4))
 
 
+Decided = list[tuple[tuple[Tile, ...], Setting, str, list[Setting]]]
+
+
 @pytest.fixture(scope="module")
-def decided() -> list[tuple[tuple[Tile, ...], Setting, str]]:
-    return [(h, *explain_act(h)) for h in ALL_HANDS]
+def decided() -> Decided:
+    """Every hand with its house-way setting, the rule's explanation and all its settings."""
+    return [(h, *explain_act(h), all_settings(h)) for h in ALL_HANDS]
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,6 +289,14 @@ def test_app_d_exception_a_overrides_3b_gong_ahead_of_wong() -> None:
     assert setting_is(house_way_act(tiles("6-6 4-5 4-4 5-6")), "6-6 4-5", "4-4 5-6")
 
 
+def test_app_d_3_teen_and_day_both_make_wong_class_hands() -> None:
+    """ACT App D 3 with Teen and Day (docs, ambiguity 7): the setting is classed by its high hand;
+    Teen, Day, 9, 7 can only have a Wong high, and the stronger Wong (Teen's) is played."""
+    s = house_way_act(tiles("6-6 1-1 4-5 1-6"))
+    assert setting_is(s, "6-6 4-5", "1-1 1-6")
+    assert (s.high.kind, s.low.kind) == (Kind.WONG, Kind.HIGH_NINE)
+
+
 # --------------------------------------------------------------------------------------------
 # App D INDIVIDUALS (a)-(e): every hand each line describes
 
@@ -366,6 +378,21 @@ def test_individuals_worked_examples(hand: str, high: str, low: str, rule: str) 
     s, why = explain_act(tiles(hand))
     assert setting_is(s, high, low)
     assert why.startswith(f"ACT App D Individuals {rule}")
+
+
+def test_individuals_only_describe_pairless_hands_without_wongs_and_never_overlap() -> None:
+    """ACT App D Individuals (a)-(e) sit after the pair and Wong rules: no listed hand holds a
+    pair or can make a Wong, Gong or High Nine, and no hand fits two lines."""
+    from controller.games.paigow import houseway_act as act
+
+    for ts in set(tuple(sorted(h, key=str)) for h in ALL_HANDS):
+        ordered = tuple(sorted(ts, key=lambda t: (t.single_rank, t.notation)))
+        h = act._Hand(ordered, tuple(all_settings(ordered)))  # type: ignore[arg-type]
+        lines = [p.rule for p in act.INDIVIDUALS if act._matches(p, h)]
+        if lines:
+            assert len(lines) == 1, (ts, lines)
+            assert not pair_ranks(ts)
+            assert not any(wong_class(x.high) for x in all_settings(ts)), ts
 
 
 # --------------------------------------------------------------------------------------------
@@ -470,17 +497,17 @@ def test_individuals_are_exceptions_to_the_general_rules() -> None:
 # Exhaustive: all 35,960 four-tile hands
 
 
-def test_exhaustive_legal_and_one_of_the_hands_settings(decided) -> None:
-    for ts, s, _ in decided:
+def test_exhaustive_legal_and_one_of_the_hands_settings(decided: Decided) -> None:
+    for ts, s, _, opts in decided:
         assert s.is_valid and s.high.key >= s.low.key
-        assert s in all_settings(ts)
+        assert s in opts
         assert sorted(map(str, s.tiles)) == sorted(map(str, ts))
 
 
-def test_exhaustive_two_ranking_pairs_always_two_hands(decided) -> None:
+def test_exhaustive_two_ranking_pairs_always_two_hands(decided: Decided) -> None:
     """ACT App D 1, with no split rule overriding it (2 splits only "providing no higher play")."""
     n = 0
-    for ts, s, why in decided:
+    for ts, s, why, _ in decided:
         if len(pair_ranks(ts)) == 2:
             n += 1
             assert s.high.kind is Kind.PAIR and s.low.kind is Kind.PAIR, ts
@@ -488,9 +515,9 @@ def test_exhaustive_two_ranking_pairs_always_two_hands(decided) -> None:
     assert n > 0
 
 
-def test_exhaustive_never_split_pairs_stay_together(decided) -> None:
+def test_exhaustive_never_split_pairs_stay_together(decided: Decided) -> None:
     """ACT App D 2: only Teen, Day, 7's, 8's and 9's are ever split."""
-    for ts, s, _ in decided:
+    for ts, s, _, _ in decided:
         for rank in pair_ranks(ts):
             if rank not in SPLITTABLE_PAIR_RANKS:
                 assert s.high.kind is Kind.PAIR, ts
@@ -511,44 +538,44 @@ def _split_minimum_reached(rank: int, s: Setting, others: list[Tile]) -> bool:
     return at_least(lo, 7) and wong_class(hi)
 
 
-def test_exhaustive_split_only_when_the_minimum_is_reached(decided) -> None:
+def test_exhaustive_split_only_when_the_minimum_is_reached(decided: Decided) -> None:
     """ACT App D 2(a)-(d): a split pair's setting reaches the line's minimum, and splitting never
     gives up a play that is higher in both hands."""
     splits = 0
-    for ts, s, why in decided:
+    for ts, s, why, opts in decided:
         ranks = pair_ranks(ts)
         if len(ranks) != 1 or ranks[0] not in SPLITTABLE_PAIR_RANKS:
             continue
         a, b = [t for t in ts if t.pair_rank == ranks[0]]
         others = [t for t in ts if t.pair_rank != ranks[0]]
-        keep = next(x for x in all_settings(ts) if x.high.kind is Kind.PAIR)
+        keep = next(x for x in opts if x.high.kind is Kind.PAIR)
         if not together(s, a, b):
             splits += 1
             assert _split_minimum_reached(ranks[0], s, others), (ts, why)
             assert not (keep.high.key >= s.high.key and keep.low.key >= s.low.key)
         else:
             # kept: no split reaching the minimum would have been a higher play than the pair
-            for x in all_settings(ts):
+            for x in opts:
                 if not together(x, a, b) and _split_minimum_reached(ranks[0], x, others):
                     assert keep.high.key >= x.high.key and keep.low.key >= x.low.key, ts
     assert splits > 0
 
 
-def test_exhaustive_wong_gong_high_nine_played_when_no_pair(decided) -> None:
+def test_exhaustive_wong_gong_high_nine_played_when_no_pair(decided: Decided) -> None:
     """ACT 11.1(b) / App D 3(a): "If no pair play is possible, play a High Nine, Gong or Wong"."""
-    for ts, s, _ in decided:
-        if not pair_ranks(ts) and any(wong_class(x.high) for x in all_settings(ts)):
+    for ts, s, _, opts in decided:
+        if not pair_ranks(ts) and any(wong_class(x.high) for x in opts):
             assert wong_class(s.high), ts
 
 
-def test_exhaustive_wong_class_preference(decided) -> None:
+def test_exhaustive_wong_class_preference(decided: Decided) -> None:
     """ACT App D 3(b)/(c), Exc (a): a High Nine with a Chong 3 (or better) low beats a Gong or
     Wong; a High Nine with a weaker low yields to a Gong or Wong; a Gong beats a Wong unless the
     fourth tile is 11."""
-    for ts, s, _ in decided:
+    for ts, s, _, opts in decided:
         if pair_ranks(ts):
             continue
-        options = [x for x in all_settings(ts) if wong_class(x.high)]
+        options = [x for x in opts if wong_class(x.high)]
         kinds = {x.high.kind for x in options}
         good_nine = any(x.high.kind is Kind.HIGH_NINE and x.low.key >= CHONG_3.key
                         for x in options)
@@ -563,30 +590,30 @@ def test_exhaustive_wong_class_preference(decided) -> None:
             assert s.high.kind is Kind.WONG, ts
 
 
-def test_exhaustive_points_hands_never_play_a_lower_hand(decided) -> None:
+def test_exhaustive_points_hands_never_play_a_lower_hand(decided: Decided) -> None:
     """ACT App D Exc (b) "unless a higher hand can be achieved" (and Exc (c)): with no pair and no
     Wong, no other setting is at least as many points in both hands and more in one."""
-    for ts, s, why in decided:
+    for ts, s, why, opts in decided:
         if pair_ranks(ts) or wong_class(s.high):
             continue
-        for x in all_settings(ts):
+        for x in opts:
             at_least_as_good = x.high.points >= s.high.points and x.low.points >= s.low.points
             same = (x.high.points, x.low.points) == (s.high.points, s.low.points)
             assert same or not at_least_as_good, (ts, why)
 
 
-def test_exhaustive_exception_c_pumps_or_balances(decided) -> None:
+def test_exhaustive_exception_c_pumps_or_balances(decided: Decided) -> None:
     """ACT App D Exc (c): a points-hand setting whose low hand is under Chong 3 has the best high
     hand available when that reaches 7; otherwise its low hand is the best available."""
-    for ts, s, why in decided:
+    for ts, s, why, opts in decided:
         if pair_ranks(ts) or wong_class(s.high) or "Individuals" in why:
             continue
         if s.low.key < CHONG_3.key:
-            best_high = max(x.high.points for x in all_settings(ts))
+            best_high = max(x.high.points for x in opts)
             if best_high >= 7:
                 assert s.high.points == best_high, (ts, why)
             else:
-                assert s.low.points == max(x.low.points for x in all_settings(ts)), (ts, why)
+                assert s.low.points == max(x.low.points for x in opts), (ts, why)
 
 
 def test_exhaustive_is_fast_enough() -> None:

@@ -26,8 +26,8 @@ decides the setting or passes (docs/paigow-house-way-act.md gives the reasons fo
 3-3), the ACT counterpart of NZ's "Harmony 3" (3 points with High 4); "Chong 3 or better" is a hand
 whose strength (`TwoTileHand.key`) is at least that of 3-3 with a 7.
 
-Numbers name tiles by pips ("a 7" = 1-6, 3-4, 2-5). A Gee Joon tile is "a 3" (both count 3, ACT
-App C note in hands.py) and never "a 6": the 6-pip Gee Joon 2-4 counts 3 or 6 exactly like 1-2.
+Numbers name tiles by pips ("a 7" = 1-6, 3-4, 2-5). A Gee Joon tile is "a 3" and never "a 6": the
+6-pip Gee Joon 2-4 counts 3 or 6 exactly like 1-2 (hands.py), so both are "the 3".
 """
 
 from __future__ import annotations
