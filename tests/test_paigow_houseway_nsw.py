@@ -7,7 +7,6 @@ houseway_nsw.py (which are only used where a test checks the tables themselves).
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterable
 
 import pytest
@@ -499,15 +498,6 @@ def test_exhaustive_partner_swap() -> None:
             mapped = [sorted(partner[x] if x == n else x for x in side) for side in split_of(s1)]
             assert [hand_tiles(s2.high), hand_tiles(s2.low)] == mapped
             assert pts(s1) == pts(s2) and r1 == r2
-
-
-def test_speed() -> None:
-    nsw._decide.cache_clear()
-    started = time.perf_counter()
-    for hand in ALL_HANDS:
-        house_way_nsw(hand)
-    per_call = (time.perf_counter() - started) / len(ALL_HANDS)
-    assert per_call < 200e-6
 
 
 def test_bad_input() -> None:
