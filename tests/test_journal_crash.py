@@ -66,6 +66,9 @@ def test_sigkill_mid_append_loses_nothing_and_duplicates_nothing(tmp_path: Path)
         assert seqs == list(range(reported + 1, reported + 1 + len(seqs)))
         reported = max(reported, *seqs)
 
+        crashed = verify_dir(tmp_path)  # read-only, beside the killed writer's -wal/-shm
+        assert crashed.ok, crashed.errors
+        assert crashed.records >= reported
         with Journal.open(tmp_path, table_id="T01", game="uth") as j:  # verifies the chain
             last = j.last_seq
             assert last >= reported, "an event reported committed was lost"
