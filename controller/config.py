@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -21,7 +22,7 @@ from enum import Enum
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.errors import InputError
 from controller.games.paigow.bank import MAX_BANKS_PER_BOX
@@ -29,18 +30,16 @@ from controller.games.paigow.bank import MAX_BOXES as PAIGOW_MAX_BOXES
 from controller.games.paigow.money import STANDARD_COMMISSION_BP, TableMoney
 from controller.games.paigow.profiles import Profile
 from controller.games.uth.deal import MAX_BOXES as UTH_MAX_BOXES
-from controller.games.uth.evaluator import Category
-from controller.games.uth.jackpot import PoolState
-from controller.games.uth.paytables import (
-    BLIND_CATEGORIES,
-    BLIND_PAYTABLE,
-    TRIPS_CATEGORIES,
-    TRIPS_PAYTABLE,
-    JackpotPayTable,
-    Odds,
-    PayTable,
-    parse_paytable,
-)
+
+if TYPE_CHECKING:
+    from controller.games.uth.evaluator import Category
+    from controller.games.uth.jackpot import PoolState
+    from controller.games.uth.paytables import JackpotPayTable, PayTable
+
+# The UTH rules modules are imported only when a UTH section is read: the evaluator builds its
+# lookup tables at import (~0.3 s, several MB), which a Pai Gow table never needs.
+_UTH_PAYTABLES = "controller.games.uth.paytables"
+
 
 DEFAULT_PATH = Path("/etc/tablectl/table.toml")
 GAMES = ("paigow", "uth")
@@ -122,7 +121,7 @@ class JackpotConfig:
     hidden_bp: int = 0  # share added to the hidden reserve
     seed: int = 0  # the meter after a Royal Flush reset (15.2.5)
     ceiling: int | None = None
-    awards: JackpotPayTable = field(default_factory=JackpotPayTable)
+    awards: JackpotPayTable = field(default_factory=lambda: _paytables().JackpotPayTable())
 
     @property
     def increment(self) -> Fraction:
@@ -134,6 +133,8 @@ class JackpotConfig:
 
     def new_pool(self) -> PoolState:
         """A fresh local pool at its seed (a linked pool's value comes from head office)."""
+        from controller.games.uth.jackpot import PoolState
+
         return PoolState(
             amount=self.seed,
             seed=self.seed,
@@ -143,12 +144,18 @@ class JackpotConfig:
         )
 
 
+def _paytables() -> Any:
+    import controller.games.uth.paytables as paytables
+
+    return paytables
+
+
 @dataclass(frozen=True)
 class UthConfig:
     limits: UthLimits
     boxes: int = UTH_MAX_BOXES
-    blind_paytable: PayTable = field(default_factory=lambda: BLIND_PAYTABLE)
-    trips_paytable: PayTable = field(default_factory=lambda: TRIPS_PAYTABLE)
+    blind_paytable: PayTable = field(default_factory=lambda: _paytables().BLIND_PAYTABLE)
+    trips_paytable: PayTable = field(default_factory=lambda: _paytables().TRIPS_PAYTABLE)
     deal_method: str = "shuffler"
     decks: int = 2
     jackpot: JackpotConfig = field(default_factory=JackpotConfig)
@@ -481,7 +488,7 @@ def _paytable(
     if text is None:
         return default if not t.has(name) else None
     try:
-        return parse_paytable(text, categories)
+        return _paytables().parse_paytable(text, categories)
     except InputError as exc:
         t.error(name, str(exc))
         return None
@@ -511,6 +518,9 @@ def _jackpot(t: _Table | None) -> JackpotConfig:
     awards = d.awards
     at = t.table("awards")
     if at is not None:
+        from controller.games.uth.evaluator import Category
+        from controller.games.uth.paytables import JackpotPayTable
+
         a = JackpotPayTable()
 
         def share(name: str, default: Fraction) -> Fraction | None:
@@ -570,11 +580,12 @@ def _uth(t: _Table) -> UthConfig:
         lt.done()
         limits = UthLimits(**v, chip_unit=chip)
 
-    blind, trips = BLIND_PAYTABLE, TRIPS_PAYTABLE
+    p = _paytables()
+    blind, trips = p.BLIND_PAYTABLE, p.TRIPS_PAYTABLE
     pt = t.table("paytables")
     if pt is not None:
-        blind = _paytable(pt, "blind", BLIND_CATEGORIES, BLIND_PAYTABLE)
-        trips = _paytable(pt, "trips", TRIPS_CATEGORIES, TRIPS_PAYTABLE)
+        blind = _paytable(pt, "blind", p.BLIND_CATEGORIES, p.BLIND_PAYTABLE)
+        trips = _paytable(pt, "trips", p.TRIPS_CATEGORIES, p.TRIPS_PAYTABLE)
         pt.done()
     jackpot = _jackpot(t.table("jackpot"))
     t.done()
@@ -811,7 +822,8 @@ def load_config(path: str | Path = DEFAULT_PATH) -> TableConfig:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, Odds | Fraction | Path):
+    paytables = sys.modules.get(_UTH_PAYTABLES)  # only loaded if the config holds UTH values
+    if isinstance(value, Fraction | Path) or (paytables and isinstance(value, paytables.Odds)):
         return str(value)
     if isinstance(value, Enum):
         return value.value
@@ -819,7 +831,9 @@ def _jsonable(value: Any) -> Any:
         return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, Mapping):
         return {
-            (k.label if isinstance(k, Category) else str(k)): _jsonable(v) for k, v in value.items()
+            # Category keys (pay tables, awards) by their JSON label, e.g. "four_of_a_kind".
+            (k.label if isinstance(k, Enum) and hasattr(k, "label") else str(k)): _jsonable(v)
+            for k, v in value.items()
         }
     if isinstance(value, tuple | list):
         return [_jsonable(v) for v in value]
