@@ -438,14 +438,17 @@ class PaiGowMachine:
             raise InputError(f"funds {funds} are negative")
         player = get_str(data, "player", None) or state.last_round["controllers"].get(str(box))
         current = self._bank(state)
-        if current.holder is holder and current.box == box:  # declaring this round's wager
+        opening = bank_state(self.config, state.bank_at_open)
+        mid_bank = current == opening and not bank_open(opening)
+        if mid_bank and current.holder is holder and current.box == box:
+            # The holder declares this round's wager (NZ 11.2(b)); a finished bank asking for
+            # another goes to take_bank, which applies the round limit (NSW 6.7).
             banker = {"player": player, "funds": funds}
             return replace(state, banker=banker), [_log(f"box {box} bank wager: {funds} c")]
         others = sum(w["amount"] for w in state.wagers if w["player"] != player)
         candidate = self._candidate(state, box, player, data, funds, others)
         try:
-            bank = take_bank(bank_state(self.config, state.bank_at_open), candidate, holder,
-                             other_wagers=others)
+            bank = take_bank(opening, candidate, holder, other_wagers=others)
         except InputError as e:  # every refusal, each with its rule (bank.py)
             raise Refused(str(e)) from None
         state = replace(state, bank=bank_json(bank), banker={"player": player, "funds": funds})
