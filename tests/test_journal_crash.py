@@ -48,15 +48,19 @@ while True:
 
 def test_sigkill_mid_append_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
     rng = random.Random(20261125)
+    err_path = tmp_path.parent / f"{tmp_path.name}-child.err"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     reported = 0
     started = time.monotonic()
     for _ in range(10):
-        child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # stderr to a file: with two pipes, communicate() reads the raw fds and would miss
+        # what readline() already buffered.
+        with open(err_path, "w") as err:
+            child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)], env=env,
+                                     stdout=subprocess.PIPE, stderr=err, text=True)
         assert child.stdout is not None
         first = child.stdout.readline()  # appending has begun
-        assert first.endswith("\n"), child.stderr.read() if child.stderr else ""
+        assert first.endswith("\n"), err_path.read_text()
         time.sleep(rng.uniform(0.0, 0.25))
         child.send_signal(signal.SIGKILL)
         out, _ = child.communicate()
