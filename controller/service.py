@@ -152,9 +152,13 @@ class TableService:
             self._go_out_of_service(f"journal unusable: {exc}")
             return
         snapshot, events = self.journal.replay_point()
-        state = self.machine.initial() if snapshot is None else self.machine.from_json(snapshot)
-        for stored in events:
-            state, _ = self.machine.step(state, stored.event, stored.now)
+        try:
+            state = self.machine.initial() if snapshot is None else self.machine.from_json(snapshot)
+            for stored in events:
+                state, _ = self.machine.step(state, stored.event, stored.now)
+        except Exception as exc:  # a snapshot this build cannot read: never guess, never reset
+            self._go_out_of_service(f"journal replay failed ({type(exc).__name__}: {exc})")
+            return
         self.state = state
         log_event(
             self.log,
