@@ -498,6 +498,29 @@ def test_a_bank_lasts_two_rounds_then_rotates(profile: Profile) -> None:
     assert _banked_rounds(t) == [("house", 1), ("player", 3), ("player", 3)]
 
 
+def test_a_void_house_round_does_not_split_a_finished_bank() -> None:
+    t = opened(Profile.ACT)
+    play_house_round(t, p3=2000, p5=2000)
+    t.send("dealer.bank", box=3, player="p3", funds=RICH)
+    play_house_round(t, p5=2000)
+    play_house_round(t, p5=2000)
+    t.send("dealer.no_more_bets")  # nobody took the finished bank: the house banks (ACT 6.8)
+    assert t.state.bank["holder"] == "house"
+    t.send("dealer.void", reason="wrong delivery")  # ACT 13.9: no round of play
+    assert t.state.bank["holder"] == "player" and t.state.bank["rounds_in_bank"] == 2
+    effects = t.send("dealer.bank", box=3, player="p3", funds=RICH)
+    assert kinds(effects) == ["alarm"] and "ACT 6.7" in texts(effects)
+
+
+def test_a_bank_taken_in_a_void_round_is_kept() -> None:
+    t = opened(Profile.NSW)
+    t.send("dealer.bank", box=3, player="p3", funds=RICH)
+    t.to_shaking(p5=1000)
+    t.send("dealer.void")
+    assert (t.state.bank["holder"], t.state.bank["rounds_in_bank"]) == ("player", 0)
+    assert t.state.banker == {"player": "p3", "funds": None}
+
+
 def test_nsw_house_may_allow_a_second_bank_on_the_area() -> None:
     t = opened(Profile.NSW, max_banks_per_box=2)  # NSW 6.7
     t.send("dealer.bank", box=3, player="p3", funds=RICH)

@@ -255,6 +255,7 @@ class PaiGowMachine:
             banker = {"player": state.banker.get("player"), "funds": None}  # a wager per round
         state = replace(
             state, phase=BETTING, number=number, bank=bj, bank_at_open=bj, banker=banker,
+            banker_at_open=banker,
             last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
             reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
         )
@@ -759,9 +760,16 @@ class PaiGowMachine:
         effects = self._records(summary)
         effects.append(_log(f"round {state.number} void ({rules[self.profile]}): {reason};"
                             " re-shuffle all 32 tiles"))
-        # A void round has no result: the bank's round count does not move.
-        state, opened = self._open(state, state.number + 1, self._bank(state), now,
-                                   state.last_round)
+        # A void round is no round of play ("void: invalid with no result", NSW 1.1): the bank's
+        # round count does not move, and a bank the house took over only for this round (a
+        # finished bank without a taker, a banker who could not cover) stands as it opened, so
+        # a void house round cannot split a box's consecutive rounds (NSW 6.7, NZ 5.4, ACT 6.7).
+        # A player who took the bank in this round keeps it.
+        bank = self._bank(state)
+        if bank.holder is BankHolder.HOUSE:
+            bank = bank_state(self.config, state.bank_at_open)
+            state = replace(state, banker=state.banker_at_open)
+        state, opened = self._open(state, state.number + 1, bank, now, state.last_round)
         return state, [*effects, *opened]
 
     def _summary(self, state: PaiGowState, status: str, now: Now) -> JSON:

@@ -98,7 +98,8 @@ class PaiGowState:
     bank: the bank now (it changes in betting as players take it or give it up).
     bank_at_open: the bank when the round opened; eligibility is judged against it, so a dealer's
       correction within one betting phase never resets a round limit.
-    banker: {"player": name|None, "funds": cents|None} while a player banks or co-banks.
+    banker: {"player": name|None, "funds": cents|None} while a player banks or co-banks;
+      banker_at_open the same at the opening (a void round restores both).
     wagers: [{box, player, amount, seated, distance_to_dealer}] as keyed by the dealer.
     last_round: the previous completed round's wagers, for bank eligibility:
       {"recorded": bool, "players": {name: [boxes]}, "controllers": {"box": name}}.
@@ -113,6 +114,7 @@ class PaiGowState:
     bank: JSON = field(default_factory=_house)
     bank_at_open: JSON = field(default_factory=_house)
     banker: JSON | None = None
+    banker_at_open: JSON | None = None
     off_boxes: list[int] = field(default_factory=list)
     last_round: JSON = field(default_factory=_no_last_round)
     display: JSON = field(default_factory=lambda: {"mode": "closed", "text": "TABLE CLOSED"})

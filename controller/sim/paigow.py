@@ -37,6 +37,7 @@ class PaiGowSim:
         self.rules = rules
         self.boxes = boxes
         self._dealt: dict[int, tuple[Tile, ...]] = {}
+        self._dealt_round: int | None = None  # the round `_dealt` belongs to
 
     def next_events(self, status: Status) -> list[Event]:
         """The next events the dealer and players cause; [] while a device or the CSPRNG is due."""
@@ -134,19 +135,25 @@ class PaiGowSim:
     def _deliver(self, status: Status) -> list[Event]:
         if self.rng.random() < 0.02:
             return [Event("dealer.void", {"reason": "tiles delivered to the wrong boxes"})]
+        self._deal(status)
+        return [Event("dealer.delivered")]
+
+    def _deal(self, status: Status) -> None:
         tiles = list(FULL_SET)
         self.rng.shuffle(tiles)
         direction = -1 if self.rules is Profile.ACT else 1
         self._dealt = {}
+        self._dealt_round = status["round"]
         for group in range(TILE_POSITIONS):
             position = (status["first_box"] - 1 + direction * group) % TILE_POSITIONS + 1
             if position <= self.boxes:  # higher positions: the unused area (NZ 10.2B)
                 self._dealt[position] = tuple(tiles[4 * group : 4 * group + 4])
-        return [Event("dealer.delivered")]
 
     def _result(self, status: Status) -> list[Event]:
         if self.rng.random() < 0.01:
             return [Event("dealer.void", {"reason": "incorrect distribution noticed"})]
+        if self._dealt_round != status["round"]:  # restarted mid-round: tiles stand in anew
+            self._deal(status)
         players: dict[int, set[str]] = {}
         for w in status["wagers"]:
             players.setdefault(w["box"], set()).add(w["player"])
