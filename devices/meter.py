@@ -7,7 +7,11 @@ see `display_command`):
   offline {}                    head office unreachable / jackpot equipment failure (UTH 11.11)
   closed {}                     table closed
   announce {text}               e.g. Pai Gow "FIRST BOX 5 / CUT TIGER"
+  pending {box}                 a jackpot hit awaiting head office's award
 Events: none.
+
+Display effects of other modes that carry a `text` (e.g. Pai Gow's "betting", "setting") are
+shown as announcements; `display_command` does that mapping.
 
 The displayed pool never decreases except after a win: a `win` (at this table), or a pool value
 marked `after_award` (a logged award elsewhere on a linked pool, or an authorised adjustment)
@@ -46,15 +50,32 @@ class MeterView:
 
 
 def display_command(data: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A display effect's data -> (meter command, args)."""
+    """A display effect's data -> (meter command, args). A mode the meter has no command for
+    is shown as an announcement of its `text`."""
     if "mode" not in data:
         raise DeviceError(f"display effect without a mode: {dict(data)!r}")
+    mode = str(data["mode"])
     args = {k: v for k, v in data.items() if k != "mode"}
-    return str(data["mode"]), args
+    if mode not in Meter.COMMANDS and isinstance(data.get("text"), str):
+        return "announce", args
+    return mode, args
+
+
+def _text(args: Mapping[str, Any], default: str) -> str:
+    """The effect's own wording when it gives one (e.g. "TABLE CLOSED"), else ours."""
+    text = args.get("text")
+    return text.strip()[:MAX_TEXT] if isinstance(text, str) and text.strip() else default
 
 
 class Meter(Device):
-    COMMANDS: ClassVar[tuple[str, ...]] = ("pool", "win", "offline", "closed", "announce")
+    COMMANDS: ClassVar[tuple[str, ...]] = (
+        "pool",
+        "win",
+        "offline",
+        "closed",
+        "announce",
+        "pending",
+    )
     EVENTS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, name: str = "meter") -> None:
@@ -86,10 +107,14 @@ class Meter(Device):
         await self._display(MeterView("win", text, amount=amount, box=box))
 
     async def _cmd_offline(self, args: Mapping[str, Any]) -> None:
-        await self._display(MeterView("offline", "OFFLINE"))
+        await self._display(MeterView("offline", _text(args, "OFFLINE")))
 
     async def _cmd_closed(self, args: Mapping[str, Any]) -> None:
-        await self._display(MeterView("closed", "CLOSED"))
+        await self._display(MeterView("closed", _text(args, "CLOSED")))
+
+    async def _cmd_pending(self, args: Mapping[str, Any]) -> None:
+        box = arg_int(self.name, "pending", args, "box", lo=1, hi=MAX_BOX)
+        await self._display(MeterView("pending", f"JACKPOT BOX {box} PENDING", box=box))
 
     async def _cmd_announce(self, args: Mapping[str, Any]) -> None:
         text = arg_str(self.name, "announce", args, "text").strip()

@@ -3,6 +3,7 @@
 Commands: shuffle {deck?}       shuffle a deck; without `deck`, the next one in turn (rule 4.2:
                                 with two decks one is shuffled while the other is in play)
           deck_check {deck?}    read every card of a deck (default: the deck in play)
+          dispense {count, deck?}   deal `count` cards of the deck in play (the round's deal)
 Events:   shuffler.ready {deck}            the deck is shuffled and dispensing may start
           card.dispensed {card, index}     every card out, in order; `card` in "As"/"Td"
                                            notation, `index` 0 for the first card of a shuffle
@@ -74,7 +75,7 @@ def check_deck(cards: Iterable[str | None], deck: int = 1) -> DeckCheck:
 
 
 class Shuffler(Device):
-    COMMANDS: ClassVar[tuple[str, ...]] = ("shuffle", "deck_check")
+    COMMANDS: ClassVar[tuple[str, ...]] = ("shuffle", "deck_check", "dispense")
     EVENTS: ClassVar[tuple[str, ...]] = (
         "shuffler.ready",
         "card.dispensed",
@@ -113,6 +114,24 @@ class Shuffler(Device):
         deck = self._deck_arg("deck_check", args, self.deck_in_play or self.next_deck())
         self.counters["deck_checks"] += 1
         await self.deck_check(deck)
+
+    async def _cmd_dispense(self, args: Mapping[str, Any]) -> None:
+        count = arg_int(self.name, "dispense", args, "count", lo=1, hi=52)
+        deck = self._deck_arg("dispense", args, self.deck_in_play or self.next_deck())
+        if self.deck_in_play is None or self.state != State.READY:
+            # Not a controller bug: after a restart or a fault the deck may be gone. Report it
+            # as the machine would, so the round goes to 12.1/12.2 instead of hanging.
+            self._report_fault(f"no shuffled deck ready to dispense ({self.state})")
+            return
+        if deck != self.deck_in_play:
+            self._report_fault(f"deck {deck} is not in play (deck {self.deck_in_play} is)")
+            return
+        self.counters["dispenses"] += 1
+        await self.dispense_cards(count)
+
+    @abstractmethod
+    async def dispense_cards(self, count: int) -> None:
+        """Deal `count` cards of the ready deck: one card.dispensed each (or a fault)."""
 
     @abstractmethod
     async def shuffle(self, deck: int) -> None:

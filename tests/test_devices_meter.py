@@ -107,3 +107,20 @@ def test_display_effect_to_command() -> None:
         await m.command(*display_command({"mode": "announce", "text": "CUT TIGER"}))
 
     assert run(script).text == "CUT TIGER"
+
+
+def test_pending_closed_text_and_text_only_modes() -> None:
+    async def script(m: SimMeter) -> None:
+        await m.command("pending", {"box": 4})
+        await m.command("closed", {"text": "TABLE CLOSED"})
+        await m.command("offline", {"pool": "p1"})
+        await m.command(*display_command({"mode": "betting", "text": "ROUND 3 PLACE YOUR BETS"}))
+
+    meter = run(script)
+    assert meter.shown == [
+        "JACKPOT BOX 4 PENDING",
+        "TABLE CLOSED",
+        "OFFLINE",
+        "ROUND 3 PLACE YOUR BETS",
+    ]
+    assert display_command({"mode": "betting"}) == ("betting", {})  # no text: unknown command

@@ -251,3 +251,35 @@ def test_unknown_command_csprng_and_selftest() -> None:
             assert t.events == []
 
     asyncio.run(main())
+
+
+def test_dispense_command_deals_count_cards() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler(decks=2, rng=random.Random(12))
+        async with Table(shuffler) as t:
+            # Before any shuffle: reported as a fault, not raised (e.g. after a restart).
+            (fault,) = await t.do("dispense", count=2)
+            assert fault.kind == "shuffler.fault" and "no shuffled deck" in fault.data["reason"]
+            await t.do("shuffle")
+            dealt = await t.do("dispense", count=16, deck=1)
+            assert [e.data["index"] for e in dealt] == list(range(16))
+            assert await t.do("dispense", count=1, deck=2) == [
+                Event("shuffler.fault", {"reason": "deck 2 is not in play (deck 1 is)"})
+            ]
+            with pytest.raises(DeviceError, match="missing argument 'count'"):
+                await t.do("dispense")
+
+    asyncio.run(main())
+
+
+def test_dispense_command_stops_at_a_fault() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler(rng=random.Random(13))
+        async with Table(shuffler) as t:
+            await t.do("shuffle")
+            shuffler.fail_next("jam", at="dispense", reason="card jam")
+            assert await t.do("dispense", count=5) == [
+                Event("shuffler.jam", {"reason": "card jam"})
+            ]
+
+    asyncio.run(main())
