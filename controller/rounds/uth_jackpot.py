@@ -213,7 +213,7 @@ def settle(
         "hands": [_entry_json(e) for e in items],
     }
     if not items:
-        return state, [], summary
+        return state, [], {**summary, ("pending" if config.linked else "payouts"): []}
     if config.linked:
         return _request_award(config, state, items, summary)
     return _award_locally(config, state, items, summary)
@@ -276,7 +276,7 @@ def _request_award(
         if category_of(hand_rank(e.cards)) >= Category.FLUSH  # 15.2.8
     ]
     if not hits:
-        return state, [], {**summary, "payouts": []}
+        return state, [], {**summary, "pending": []}
     # Every entry goes with the hit: bonus jackpots go to all valid wagers (15.2.10.2).
     payload = {
         "round": state.round,
