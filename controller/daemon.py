@@ -61,17 +61,15 @@ def _own_group() -> str:
 
 def build_machine(cfg: TableConfig) -> RoundMachine[Any]:
     if cfg.paigow is not None:
-        from controller.games.paigow.money import TableMoney
         from controller.rounds.paigow import PaiGowMachine
         from controller.rounds.paigow_state import PaiGowConfig
 
         p = cfg.paigow
-        money = TableMoney(p.limits.minimum, p.limits.maximum, p.limits.chip_unit, p.commission_bp)
         return PaiGowMachine(
             PaiGowConfig(
                 profile=p.rules,
                 boxes=p.boxes,
-                money=money,
+                money=p.money,
                 max_banks_per_box=p.banks_per_box,
                 steal_offered=p.steal_offered,
                 multiples_notice=p.multiples_notice,

@@ -24,7 +24,8 @@ Event kinds (the `kind` string; `data` is a JSON object; docs/events.md lists ev
   tick {}                                          the clock moved (timeouts)
 
 Effect kinds:
-  device  {device, command, args}    e.g. shaker/shake, shuffler/shuffle, lamps/set
+  device  {device, command, args}    e.g. shaker/shake, shuffler/shuffle, sensors/lamps,
+                                     rng/select_cut
   display {mode, text, ...}          the progressive meter / table display
   outbox  {type, payload}            a message for head office (committed with the event)
   round   {number, status, summary}  a round completed or voided (committed with the event)
