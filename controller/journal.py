@@ -41,6 +41,7 @@ SCHEMA_VERSION = "1"
 # bytes written per event (bench: ~1.3 KB per append with 512-byte pages, ~1.9 KB with 1 KiB,
 # ~5.4 KB with SQLite's default 4 KiB). Records are ~220 bytes; snapshots overflow, harmlessly.
 PAGE_SIZE = 512
+WAL_CHECKPOINT_PAGES = 4000  # 2 MB of WAL at 512-byte pages
 KEEP_SNAPSHOTS = 32  # replay needs only the latest; older ones kept for a technician's eyes
 MAX_ERRORS = 50  # a wrecked file must not produce a million-line report
 ROUND_STATUSES = ("completed", "voided")
@@ -426,6 +427,92 @@ def verify_dir(state_dir: Path | str) -> VerifyReport:
             os.close(lock_fd)
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One event to append with what it produced (see Journal.append)."""
+
+    event: Event
+    now: Now
+    round: int
+    effects: tuple[Effect, ...] = ()
+    snapshot: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _Row:
+    seq: int
+    utc: str
+    mono_ms: int
+    kind: str
+    round: int
+    data: str
+    fx: str | None
+    hash: str
+    outbox: list[list[Any]]
+    rounds: list[list[Any]]
+    snapshot: str | None
+
+
+def _prepare(entry: Entry, seq: int, prev_hash: str, last_round: int, next_id: int,
+             next_round: int) -> _Row:
+    """Validate one entry and compute its record; ValueError names what is wrong."""
+    event, now, round_ = entry.event, entry.now, entry.round
+    if not isinstance(event.kind, str) or not event.kind:
+        raise ValueError(f"event kind must be a non-empty string, got {event.kind!r}")
+    if not isinstance(now.utc, str) or type(now.mono_ms) is not int:
+        raise ValueError(f"bad clock {now!r}")
+    if type(round_) is not int or round_ < last_round:
+        raise ValueError(f"round {round_!r} goes back from round {last_round}")
+    data = _json_value(dict(event.data), f"event {event.kind} data")
+    outbox: list[list[Any]] = []
+    rounds: list[list[Any]] = []
+    for eff in entry.effects:
+        if eff.kind == "outbox":
+            mtype = eff.data.get("type")
+            if not isinstance(mtype, str) or not mtype:
+                raise ValueError(f"outbox effect without a type: {eff!r}")
+            outbox.append([next_id, mtype, eff.data.get("payload")])
+            next_id += 1
+        elif eff.kind == "round":
+            number, status = eff.data.get("number"), eff.data.get("status")
+            if number != next_round:
+                raise ValueError(f"round effect number {number!r}, expected {next_round}"
+                                 " (round numbers are contiguous)")
+            if status not in ROUND_STATUSES:
+                raise ValueError(f"round effect status {status!r}, not one of {ROUND_STATUSES}")
+            rounds.append([number, status, eff.data.get("summary")])
+            next_round += 1
+    fx_obj: dict[str, Any] = {}
+    if outbox:
+        fx_obj["outbox"] = outbox
+    if rounds:
+        fx_obj["round"] = rounds
+    fx = _json_value(fx_obj, "journaled effects") if fx_obj else None
+    snap = None if entry.snapshot is None else _json_value(dict(entry.snapshot), "snapshot")
+    try:
+        h = record_hash(prev_hash, seq, now.utc, now.mono_ms, event.kind, round_, data, fx)
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"event {event.kind}: text is not valid Unicode: {exc}") from exc
+    return _Row(seq, now.utc, now.mono_ms, event.kind, round_, data, fx, h, outbox, rounds, snap)
+
+
+def _insert(c: sqlite3.Connection, row: _Row) -> None:
+    c.execute("INSERT INTO events(seq, utc, mono_ms, kind, round, data, fx, hash) "
+              "VALUES (?,?,?,?,?,?,?,?)",
+              (row.seq, row.utc, row.mono_ms, row.kind, row.round, row.data, row.fx, row.hash))
+    if row.outbox:
+        c.executemany("INSERT INTO outbox(id, seq) VALUES (?,?)",
+                      [(m[0], row.seq) for m in row.outbox])
+    if row.rounds:
+        c.executemany("INSERT INTO rounds(number, status, seq) VALUES (?,?,?)",
+                      [(r[0], r[1], row.seq) for r in row.rounds])
+    if row.snapshot is not None:
+        c.execute("INSERT INTO snapshots(seq, state, hash) VALUES (?,?,?)",
+                  (row.seq, row.snapshot, snapshot_hash(row.hash, row.snapshot)))
+        c.execute("DELETE FROM snapshots WHERE seq < (SELECT seq FROM snapshots "
+                  "ORDER BY seq DESC LIMIT 1 OFFSET ?)", (KEEP_SNAPSHOTS - 1,))
+
+
 class Journal:
     """The daemon's journal. One writer per state dir (a lock file enforces it); calls are
     serialised by an internal lock, so a worker thread may do the appends."""
@@ -566,76 +653,44 @@ class Journal:
 
         ValueError for bad input (nothing written). JournalError if the write failed: the
         journal then refuses further writes; reopen it (which re-verifies) to continue."""
+        return self.append_batch([Entry(event, now, round, tuple(effects), snapshot)])[0]
+
+    def append_batch(self, entries: Sequence[Entry]) -> list[int]:
+        """Commit several events, in order, in ONE fsync'd transaction; return their seqs.
+
+        For events that were already waiting together: none of them has been acted on, and one
+        fsync instead of one each saves most of the bytes written (each fsync'd commit costs at
+        least one 4 KiB page). All or nothing, like `append`."""
         with self._mutex:
             self._check_writable()
-            seq = self._last_seq + 1
-            if not isinstance(event.kind, str) or not event.kind:
-                raise ValueError(f"event kind must be a non-empty string, got {event.kind!r}")
-            if not isinstance(now.utc, str) or type(now.mono_ms) is not int:
-                raise ValueError(f"bad clock {now!r}")
-            if type(round) is not int or round < self._last_event_round:
-                raise ValueError(f"round {round!r} goes back from round {self._last_event_round}")
-            data = _json_value(dict(event.data), f"event {event.kind} data")
-            outbox: list[list[Any]] = []
-            rounds: list[list[Any]] = []
-            next_id, next_round = self._next_outbox_id, self._last_round_number + 1
-            for eff in effects:
-                if eff.kind == "outbox":
-                    mtype = eff.data.get("type")
-                    if not isinstance(mtype, str) or not mtype:
-                        raise ValueError(f"outbox effect without a type: {eff!r}")
-                    outbox.append([next_id, mtype, eff.data.get("payload")])
-                    next_id += 1
-                elif eff.kind == "round":
-                    number, status = eff.data.get("number"), eff.data.get("status")
-                    if number != next_round:
-                        raise ValueError(f"round effect number {number!r}, expected {next_round}"
-                                         " (round numbers are contiguous)")
-                    if status not in ROUND_STATUSES:
-                        raise ValueError(f"round effect status {status!r}, not one of "
-                                         f"{ROUND_STATUSES}")
-                    rounds.append([number, status, eff.data.get("summary")])
-                    next_round += 1
-            fx_obj: dict[str, Any] = {}
-            if outbox:
-                fx_obj["outbox"] = outbox
-            if rounds:
-                fx_obj["round"] = rounds
-            fx = _json_value(fx_obj, "journaled effects") if fx_obj else None
-            snap = None if snapshot is None else _json_value(dict(snapshot), "snapshot")
-            try:
-                h = record_hash(self._last_hash, seq, now.utc, now.mono_ms, event.kind, round,
-                                data, fx)
-            except UnicodeEncodeError as exc:
-                raise ValueError(f"event {event.kind}: text is not valid Unicode: {exc}") from exc
-
+            seq, last_hash = self._last_seq, self._last_hash
+            last_round, next_id = self._last_event_round, self._next_outbox_id
+            next_round = self._last_round_number + 1
+            rows: list[_Row] = []
+            for entry in entries:
+                seq += 1
+                row = _prepare(entry, seq, last_hash, last_round, next_id, next_round)
+                rows.append(row)
+                last_hash, last_round = row.hash, entry.round
+                next_id += len(row.outbox)
+                next_round += len(row.rounds)
+            if not rows:
+                return []
             c = self._conn
             try:
                 c.execute("BEGIN IMMEDIATE")
-                c.execute("INSERT INTO events(seq, utc, mono_ms, kind, round, data, fx, hash) "
-                          "VALUES (?,?,?,?,?,?,?,?)",
-                          (seq, now.utc, now.mono_ms, event.kind, round, data, fx, h))
-                if outbox:
-                    c.executemany("INSERT INTO outbox(id, seq) VALUES (?,?)",
-                                  [(m[0], seq) for m in outbox])
-                if rounds:
-                    c.executemany("INSERT INTO rounds(number, status, seq) VALUES (?,?,?)",
-                                  [(r[0], r[1], seq) for r in rounds])
-                if snap is not None:
-                    c.execute("INSERT INTO snapshots(seq, state, hash) VALUES (?,?,?)",
-                              (seq, snap, snapshot_hash(h, snap)))
-                    c.execute("DELETE FROM snapshots WHERE seq < (SELECT seq FROM snapshots "
-                              "ORDER BY seq DESC LIMIT 1 OFFSET ?)", (KEEP_SNAPSHOTS - 1,))
+                for row in rows:
+                    _insert(c, row)
                 c.execute("COMMIT")
             except BaseException as exc:
-                self._fail(f"append of seq {seq} ({event.kind}) failed: {exc}")
+                self._fail(f"append of seq {rows[0].seq}..{rows[-1].seq} failed: {exc}")
                 if isinstance(exc, sqlite3.Error):
                     raise JournalError(f"journal {self.path}: {self._failed}") from exc
                 raise
-            self._last_seq, self._last_hash = seq, h
-            self._last_event_round = round
+            self._last_seq, self._last_hash = seq, last_hash
+            self._last_event_round = last_round
             self._next_outbox_id, self._last_round_number = next_id, next_round - 1
-            return seq
+            return [row.seq for row in rows]
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
         """Head office acknowledged every message up to `upto_id` (cumulative): drop them from
@@ -815,6 +870,9 @@ def _set_pragmas(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute("PRAGMA foreign_keys=ON")
     if conn.execute("PRAGMA foreign_keys").fetchone()[0] != 1:
         raise JournalError(f"journal {path}: foreign_keys=ON did not take")
+    # Checkpoint less often than SQLite's 1000 pages: a page changed by many commits is copied
+    # to the main file once per checkpoint, so rarer checkpoints write fewer bytes per round.
+    conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
 
 
 def _acked_upto(conn: sqlite3.Connection) -> int:

@@ -437,3 +437,19 @@ def test_random_sequences_round_trip(tmp_path_factory: pytest.TempPathFactory,
     rep = verify_dir(d)
     assert rep.ok, rep.errors
     assert rep.rounds_completed == sum(s[2] for s in steps)
+
+
+def test_append_batch_is_one_transaction_in_order(tmp_path: Path) -> None:
+    from controller.journal import Entry
+
+    with Journal.open(tmp_path, table_id="T1", game="paigow") as j:
+        now = Now("2026-11-25T00:00:00.000Z", 1)
+        seqs = j.append_batch([Entry(Event("a", {"n": i}), now, 0) for i in range(5)])
+        assert seqs == [1, 2, 3, 4, 5]
+        # A bad entry anywhere refuses the whole batch: nothing of it is written.
+        bad = [Entry(Event("b", {"n": 1}), now, 0), Entry(Event("", {}), now, 0)]
+        with pytest.raises(ValueError, match="non-empty string"):
+            j.append_batch(bad)
+        assert j.last_seq == 5
+        assert [e.event.data["n"] for e in j.iter_events()] == [0, 1, 2, 3, 4]
+    assert verify_dir(tmp_path).ok
