@@ -75,10 +75,43 @@ def build_machine(cfg: TableConfig) -> RoundMachine[Any]:
                 multiples_notice=p.multiples_notice,
             )
         )
-    from controller.rounds.uth import UthMachine
-
     assert cfg.uth is not None
-    return UthMachine.from_config(cfg)
+    return build_uth_machine(cfg)
+
+
+def build_uth_machine(cfg: TableConfig) -> RoundMachine[Any]:
+    from controller.games.uth.deal import DealMethod
+    from controller.games.uth.settlement import Limits, SettlementRules, Spot
+    from controller.rounds.uth import UthConfig, UthMachine
+
+    u = cfg.uth
+    assert u is not None
+    ante = Limits(u.limits.ante_min, u.limits.ante_max)
+    rules = SettlementRules(
+        trips=u.trips_paytable,
+        blind=u.blind_paytable,
+        # The Blind equals the Ante (5.3) and shares its sign; Play follows from the Ante (9.x).
+        limits={
+            Spot.ANTE: ante,
+            Spot.BLIND: ante,
+            Spot.TRIPS: Limits(u.limits.trips_min, u.limits.trips_max),
+        },
+    )
+    jp = u.jackpot
+    return UthMachine(
+        UthConfig(
+            boxes=u.boxes,
+            decks=(1, 2) if u.decks == 2 else (1,),
+            deal_method=DealMethod(u.deal_method),
+            rules=rules,
+            jackpot_table=jp.awards,
+            jackpot_wager=jp.wager,
+            pool_id=jp.pool_id or f"{cfg.table_id}-local",
+            pool=jp.new_pool(),
+            linked=cfg.link.enabled,
+            pool_timeout_ms=int(cfg.link.pool_timeout_s * 1000),
+        )
+    )
 
 
 def build_policy(cfg: TableConfig, rng: random.Random) -> Policy:
@@ -180,6 +213,25 @@ def describe_round(record: dict[str, Any]) -> str:
         return (
             f"{head}: bank {who}; dice {dice.get('box_dice')} -> first box {s.get('first_box')},"
             f" cut {cut}; {outcomes or 'no wagers'}; house {_money(money.get('house_net'))}"
+        )
+    if "community" in s:
+        dealer = s.get("dealer") or {}
+        boxes = " ".join(
+            f"{b.get('box')}:{b.get('decision')}/{b.get('category')}/{_money(b.get('net'))}"
+            for b in s.get("boxes") or []
+        )
+        payouts = (s.get("jackpot") or {}).get("payouts") or []
+        hits = (
+            ", ".join(
+                f"box {p.get('box')} {p.get('award')} {_money(p.get('amount'))}" for p in payouts
+            )
+            or "none"
+        )
+        return (
+            f"{head}: board {' '.join(s.get('community') or [])}; dealer"
+            f" {' '.join(dealer.get('cards') or [])} {dealer.get('category')}"
+            f"{'' if dealer.get('qualifies') else ' (does not qualify)'}; {boxes or 'no wagers'};"
+            f" jackpot hits {hits}; house {_money(s.get('house_net'))}"
         )
     if isinstance(s.get("text"), str):
         return f"{head}: {s['text']}"
