@@ -42,6 +42,7 @@ class UthSim:
         self.jackpot_rate = jackpot_rate
         self.misdeal_rate = misdeal_rate
         self.absent_rate = absent_rate  # a player who never decides on the river (11.10)
+        self._rechecked: tuple[int, int] | None = None  # (round, deck) of the last deck check
 
     def next_events(self, status: JSON) -> list[Event]:
         phase = status["state"]
@@ -57,7 +58,9 @@ class UthSim:
     def _betting(self, status: JSON) -> list[Event]:
         seated = [b for b in status["boxes"] if b["ante"]]
         if seated:
-            return [Event("dealer.deal")] if status["deck_ready"] else []
+            if status["deck_ready"]:
+                return [Event("dealer.deal")]
+            return self._recheck(status)
         players = self.rng.sample(range(1, self.boxes + 1), self.rng.randint(1, self.boxes))
         events: list[Event] = []
         online = status["jackpot"] == "online"
@@ -74,6 +77,14 @@ class UthSim:
         # Players who left take their jackpot chips with them.
         events += [Event("bet.off", {"box": b}) for b in sorted(chips - set(players))]
         return events
+
+    def _recheck(self, status: JSON) -> list[Event]:
+        """A deck out after 11.7: the technician asks for one deck check per round (11.7.3)."""
+        key = (status["round"], status["deck"])
+        if status["deck"] not in status["suspect_decks"] or self._rechecked == key:
+            return []  # the shuffler is working
+        self._rechecked = key
+        return [Event("dealer.deck_check", {"deck": status["deck"]})]
 
     # -- decisions ---------------------------------------------------------------------------
     def _street(self, status: JSON, phase: str) -> list[Event]:
