@@ -282,6 +282,12 @@ def test_extra_card_after_the_deal_is_a_misdeal_until_a_play_wager() -> None:
     t.deal_round({1: (500, 0)})
     out = t.step("card.dispensed", card=t.order[9], index=9)
     assert of(out, "round")[0]["summary"]["rule"] == "11.1"
+    t.pump()
+    t.deal_round({1: (500, 0)})
+    t.step("dealer.decision", box=1, action="play4")
+    out = t.step("card.dispensed", card=t.order[9], index=9)
+    assert not of(out, "round") and "play continues" in of(out, "alarm")[0]["text"]
+    assert t.state.phase == "preflop" and len(t.state.cards) == 9
 
 
 def test_void_returns_play_wagers_too() -> None:
