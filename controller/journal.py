@@ -261,9 +261,22 @@ def _verify_conn(conn: sqlite3.Connection, expect: tuple[str, str] | None = None
 
 
 def _parse_fx(fx: str) -> tuple[list[tuple[int, str, Any]], list[tuple[int, str, Any]]]:
+    """The journaled effects of one event: outbox messages and round records.
+
+    An outbox message whose payload is exactly a round record's summary is stored once, as
+    [id, type, null, round_number] (a round result is the same document for the audit trail
+    and for head office; storing it twice doubled the bytes written per round)."""
     obj = json.loads(fx)
-    outs = [(int(i), str(t), p) for i, t, p in obj.get("outbox", [])]
     rnds = [(int(n), str(s), m) for n, s, m in obj.get("round", [])]
+    summaries = {n: m for n, _s, m in rnds}
+    outs = []
+    for item in obj.get("outbox", []):
+        if len(item) == 4:
+            oid, mtype, _null, number = item
+            payload = summaries[int(number)]
+        else:
+            oid, mtype, payload = item
+        outs.append((int(oid), str(mtype), payload))
     return outs, rnds
 
 
@@ -482,9 +495,14 @@ def _prepare(entry: Entry, seq: int, prev_hash: str, last_round: int, next_id: i
                 raise ValueError(f"round effect status {status!r}, not one of {ROUND_STATUSES}")
             rounds.append([number, status, eff.data.get("summary")])
             next_round += 1
+    summaries = {r[0]: r[2] for r in rounds}
+    stored_outbox = [
+        next(([m[0], m[1], None, n] for n, summary in summaries.items() if summary == m[2]), m)
+        for m in outbox
+    ]
     fx_obj: dict[str, Any] = {}
     if outbox:
-        fx_obj["outbox"] = outbox
+        fx_obj["outbox"] = stored_outbox
     if rounds:
         fx_obj["round"] = rounds
     fx = _json_value(fx_obj, "journaled effects") if fx_obj else None
@@ -812,7 +830,7 @@ class Journal:
                 "ORDER BY o.id LIMIT ?", (limit,)).fetchall()
         out = []
         for oid, seq, utc, fx in rows:
-            for mid, mtype, payload in json.loads(fx)["outbox"]:
+            for mid, mtype, payload in _parse_fx(fx)[0]:
                 if mid == oid:
                     out.append(OutboxMessage(mid, seq, mtype, payload, utc))
         return out
@@ -850,9 +868,9 @@ def _stored(row: tuple[Any, ...]) -> StoredEvent:
     outbox: tuple[OutboxMessage, ...] = ()
     rounds: tuple[RoundRecord, ...] = ()
     if fx is not None:
-        fxo = json.loads(fx)
-        outbox = tuple(OutboxMessage(i, seq, t, p, utc) for i, t, p in fxo.get("outbox", ()))
-        rounds = tuple(RoundRecord(n, s, seq, m, utc) for n, s, m in fxo.get("round", ()))
+        outs, rnds = _parse_fx(fx)
+        outbox = tuple(OutboxMessage(i, seq, t, p, utc) for i, t, p in outs)
+        rounds = tuple(RoundRecord(n, s, seq, m, utc) for n, s, m in rnds)
     return StoredEvent(seq, utc, mono, kind, json.loads(data), rnd, h, outbox, rounds)
 
 

@@ -214,6 +214,7 @@ class TableService:
             if self.queue.empty():
                 self._idle.set()
             batch = [(await self.queue.get())[1]]
+            await asyncio.sleep(0)  # let deliveries already scheduled (a card burst) queue up
             # Events already waiting together are journaled in one fsync'd transaction: none of
             # them has been acted on yet, and one fsync each would cost a 4 KiB page each.
             while not self.queue.empty() and len(batch) < MAX_BATCH:

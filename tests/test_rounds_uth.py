@@ -78,7 +78,8 @@ def test_full_round_settles_pays_the_royal_and_opens_the_next_round() -> None:
     assert t.status()["pool"]["amount"] == 5_000_000
     assert lamps(out)[2] == "win"
     (result,) = [o["payload"] for o in of(out, "outbox") if o["type"] == "round_result"]
-    assert result["round"] == 1 and result["summary"] == rnd["summary"]
+    assert result["round"] == 1 and result["status"] == "completed"
+    assert result == rnd["summary"]
     # Next round: number 2, the other deck shuffled (4.2), wagers cleared.
     assert t.state.round == 2 and t.state.phase == "betting" and t.state.wagers == {}
     assert of(out, "device", command="shuffle") == [

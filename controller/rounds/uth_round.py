@@ -295,10 +295,12 @@ def next_round(
     which the shuffler is told to shuffle (4.1.2, 4.2)."""
     number = state.round
     deck = config.next_deck(state.deck)
+    # Head office gets the round's own record: one document, stored once by the journal.
+    summary = {**summary, "round": number, "status": status}
     effects = [
         *effects,
         Effect("round", {"number": number, "status": status, "summary": summary}),
-        fx.outbox("round_result", {"round": number, "status": status, "summary": summary}),
+        fx.outbox("round_result", summary),
         fx.shuffle(deck),
     ]
     winners = [int(b) for b, lamp in state.lamps.items() if lamp == jackpot.WIN]
