@@ -189,7 +189,8 @@ def main() -> None:
         f"   ratio {d['ready_s'] / base_start:.1f}x"
     )
     print(
-        f"RSS             daemon {d['rss_kb'] / 1024:.1f} MB   bare asyncio {base_rss / 1024:.1f} MB"
+        f"RSS             daemon {d['rss_kb'] / 1024:.1f} MB"
+        f"   bare asyncio {base_rss / 1024:.1f} MB"
         f"   ratio {d['rss_kb'] / base_rss:.1f}x   (target <= 45 MB)"
     )
     print(f"disk written    {d['bytes_per_round'] / 1024:.1f} KB per round (target <= 32 KB)")

@@ -17,8 +17,17 @@ REPO = Path(__file__).resolve().parent.parent
 def start_daemon(
     state_dir: Path, *args: str, env: dict[str, str] | None = None, capture: bool = True
 ) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "controller.daemon", "--simulate", "--state-dir", str(state_dir),
-           "--runtime-dir", str(state_dir / "run"), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "controller.daemon",
+        "--simulate",
+        "--state-dir",
+        str(state_dir),
+        "--runtime-dir",
+        str(state_dir / "run"),
+        *args,
+    ]
     return subprocess.Popen(
         cmd,
         cwd=REPO,

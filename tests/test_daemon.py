@@ -30,7 +30,9 @@ def test_autoplay_plays_n_rounds_then_resumes_for_n_more(tmp_path: Path, game: s
     second = start_daemon(tmp_path, *args)
     out2, err2 = second.communicate(timeout=60)
     assert second.returncode == 0, err2
-    numbers = [int(line.split()[1]) for line in (out + out2).splitlines() if line.startswith("round")]
+    numbers = [
+        int(line.split()[1]) for line in (out + out2).splitlines() if line.startswith("round")
+    ]
     assert numbers == list(range(1, 9))
     report = verify_dir(tmp_path)
     assert report.ok, report.errors
@@ -38,8 +40,18 @@ def test_autoplay_plays_n_rounds_then_resumes_for_n_more(tmp_path: Path, game: s
 
 
 def test_control_socket_status_dealer_and_sigterm(tmp_path: Path) -> None:
-    proc = start_daemon(tmp_path, "--game", "paigow", "--rules", "nz", "--autoplay", "0",
-                        "--pace", "0.05", "--quiet")
+    proc = start_daemon(
+        tmp_path,
+        "--game",
+        "paigow",
+        "--rules",
+        "nz",
+        "--autoplay",
+        "0",
+        "--pace",
+        "0.05",
+        "--quiet",
+    )
     try:
         status = wait_for_socket(tmp_path, proc)
         assert status["game"] == "paigow" and status["rules"] == "nz"
@@ -66,7 +78,10 @@ def test_control_socket_status_dealer_and_sigterm(tmp_path: Path) -> None:
 def test_cli_says_clearly_when_the_daemon_is_not_running(tmp_path: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "controller.cli.main", "status", "--runtime-dir", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=30,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert res.returncode == 3
     assert "tablectld is not running" in res.stderr
@@ -102,8 +117,17 @@ def test_sd_notify_ready_and_watchdog(tmp_path: Path) -> None:
     sock.bind(addr)
     sock.settimeout(10)
     proc = start_daemon(
-        tmp_path, "--game", "paigow", "--rules", "act", "--autoplay", "0", "--pace", "0.05",
-        "--quiet", env={"NOTIFY_SOCKET": addr, "WATCHDOG_USEC": "200000"},
+        tmp_path,
+        "--game",
+        "paigow",
+        "--rules",
+        "act",
+        "--autoplay",
+        "0",
+        "--pace",
+        "0.05",
+        "--quiet",
+        env={"NOTIFY_SOCKET": addr, "WATCHDOG_USEC": "200000"},
     )
     try:
         seen: list[str] = []
