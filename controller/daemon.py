@@ -24,7 +24,7 @@ from controller import logs
 from controller.config import DEFAULT_PATH, ConfigError, TableConfig, load_config, validate_text
 from controller.errors import InputError
 from controller.rounds.base import RoundMachine
-from controller.service import Policy, TableService
+from controller.service import Extension, Policy, TableService
 from devices.base import Device
 from devices.rng import RandomSource
 from devices.sim import build_simulators
@@ -136,6 +136,12 @@ def build_devices(cfg: TableConfig, rng: random.Random | None) -> dict[str, Devi
     devices = build_simulators(cfg, rng)
     devices["rng"] = RandomSource(rng=rng)
     return devices
+
+
+def build_extensions(cfg: TableConfig, args: argparse.Namespace) -> list[Extension]:
+    """The daemon's parts beside the round machine, in start order (see service.Extension).
+    Each later issue adds its part here: the head-office link, software verification, ..."""
+    return []
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -265,6 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         autoplay=args.autoplay or None,
         pace_s=args.pace,
         on_round=None if args.quiet else print_round,
+        extensions=build_extensions(cfg, args),
     )
     if args.simulate:
         log.setLevel(logging.WARNING)

@@ -14,7 +14,7 @@ import logging
 import signal
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -39,6 +39,27 @@ class Policy(Protocol):
     """Simulated players and dealer: what people at the table do next (controller/sim/)."""
 
     def next_events(self, status: dict[str, Any]) -> list[Event]: ...
+
+
+class Extension(Protocol):
+    """A part of the daemon beside the round machine (the head-office link, software
+    verification, device test commands): started after the journal and devices, stopped before
+    them. It may emit events (`table.emit`), read the journal, watch processed events
+    (`table.subscribe()`), add control-socket commands and take the table out of service."""
+
+    name: str
+
+    async def start(self, table: TableService) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def handlers(self) -> dict[str, Any]:
+        """Control-socket commands this extension answers: {cmd: async handler(args)}."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """Shown by `tablectl status` under the extension's name."""
+        ...
 
 
 def utc_now() -> str:
@@ -71,6 +92,7 @@ class TableService:
         autoplay: int | None = None,
         pace_s: float = 0.0,
         on_round: Callable[[dict[str, Any]], None] | None = None,
+        extensions: Sequence[Extension] = (),
     ) -> None:
         self.cfg = cfg
         self.machine = machine
@@ -81,6 +103,7 @@ class TableService:
         self.autoplay = autoplay
         self.pace_s = pace_s
         self.on_round = on_round
+        self.extensions = list(extensions)
         self.journal: Journal | None = None
         self.state: Any = None
         self.out_of_service: str | None = None
@@ -93,9 +116,13 @@ class TableService:
         self._last_progress = time.monotonic()
         self._exit_code = 0
         self._rounds_unsnapshotted = SNAPSHOT_EVERY_ROUNDS  # the first round closed snapshots
+        handlers: dict[str, Any] = {}
+        for ext in self.extensions:
+            handlers.update(ext.handlers())
         self.control = ControlServer(
             cfg.service.runtime_dir / SOCKET_NAME,
             handlers={
+                **handlers,
                 "status": self._h_status,
                 "journal_tail": self._h_tail,
                 "journal_summary": self._h_summary,
@@ -120,6 +147,8 @@ class TableService:
         try:
             self._open_journal()
             await self._start_devices()
+            for ext in self.extensions:
+                await ext.start(self)
             if self.out_of_service is None:
                 await self._selftest_or_fail()
             notify.notify("READY=1", f"STATUS={self._status_line()}")
@@ -136,6 +165,9 @@ class TableService:
             await asyncio.gather(*tasks, return_exceptions=True)
         finally:
             notify.notify("STOPPING=1")
+            for ext in reversed(self.extensions):
+                with contextlib.suppress(Exception):
+                    await ext.stop()
             await self._stop_devices()
             await self.control.close()
             if self.journal is not None:
@@ -171,6 +203,20 @@ class TableService:
             replayed=len(events),
             round=self._round(),
         )
+
+    def go_out_of_service(self, reason: str) -> None:
+        """Stop playing: no event is processed, the meter shows CLOSED, status says why."""
+        self._go_out_of_service(reason)
+
+    def subscribe(self) -> asyncio.Queue[dict[str, Any] | None]:
+        """A queue of every processed event with its effects (what `watch` shows); a consumer
+        that falls WATCH_BACKLOG behind gets None and is dropped. `unsubscribe` when done."""
+        q: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.watchers.add(q)
+        return q
+
+    def unsubscribe(self, q: asyncio.Queue[dict[str, Any] | None]) -> None:
+        self.watchers.discard(q)
 
     def _go_out_of_service(self, reason: str) -> None:
         self.out_of_service = reason
@@ -395,6 +441,7 @@ class TableService:
             "rounds_this_run": dict(self.stats.rounds),
             "uptime_s": round(time.monotonic() - self.stats.started_mono, 1),
             "config": config_json(self.cfg),
+            **{ext.name: ext.status() for ext in self.extensions},
         }
 
     async def _h_tail(self, args: dict[str, Any]) -> list[dict[str, Any]]:
@@ -458,8 +505,7 @@ class TableService:
         }
 
     async def _watch(self, args: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        q: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self.watchers.add(q)
+        q = self.subscribe()
         try:
             yield {"status": await self._h_status({})}
             while True:
@@ -468,7 +514,7 @@ class TableService:
                     return
                 yield item
         finally:
-            self.watchers.discard(q)
+            self.unsubscribe(q)
 
 
 def _scalars(data: dict[str, Any]) -> dict[str, Any]:
