@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.daemon import build_machine, simulation_config
 from controller.journal import Journal, verify_dir
 from tests.daemon_helpers import start_daemon
 
@@ -38,7 +39,8 @@ def check_journal(state_dir: Path, table_id: str, game: str) -> None:
         numbers = []
         for message in journal.pending_outbox(100_000):
             if message.type == "round_result":
-                numbers.append(message.payload["number"])
+                payload = message.payload  # Pai Gow names it "number", UTH "round"
+                numbers.append(payload.get("number", payload.get("round")))
         records = [journal.round_record(n) for n in range(1, journal.last_round_number + 1)]
     # Round numbers contiguous, each round (completed or voided) recorded once and reported to
     # head office exactly once.
@@ -53,3 +55,42 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     args = ["--game", "paigow", "--rules", "nz"]
     crash_loop(tmp_path, args, KILLS, seed=4)
     check_journal(tmp_path, "SIM-PAIGOW-NZ", "paigow")
+
+
+def replayed_status(state_dir: Path, game: str, rules: str, table_id: str) -> dict:
+    """The machine's status rebuilt from the journal alone, as the daemon would at start."""
+    cfg = simulation_config(game, rules, state_dir, state_dir / "run")
+    machine = build_machine(cfg)
+    with Journal.open(state_dir, table_id=table_id, game=game) as journal:
+        snapshot, events = journal.replay_point()
+    state = machine.initial() if snapshot is None else machine.from_json(snapshot)
+    for stored in events:
+        state, _ = machine.step(state, stored.event, stored.now)
+    return machine.status(state)
+
+
+@pytest.mark.slow
+def test_uth_sigkill_keeps_the_jackpot_ledger_exact(tmp_path: Path) -> None:
+    table = "SIM-UTH-NSW"
+    crash_loop(tmp_path, ["--game", "uth"], KILLS, seed=11)
+    check_journal(tmp_path, table, "uth")
+    increments: dict[int, int] = {}
+    cancelled = 0
+    locked_in_completed = 0
+    with Journal.open(tmp_path, table_id=table, game="uth") as journal:
+        for m in journal.pending_outbox(1_000_000):
+            if m.type == "jackpot_increment":
+                assert m.payload["round"] not in increments  # one increment per locked round
+                increments[m.payload["round"]] = m.payload["amount"]
+            elif m.type == "jackpot_cancel":
+                cancelled += m.payload["amount"]
+        for number in range(1, journal.last_round_number + 1):
+            record = journal.round_record(number)
+            assert record is not None
+            if record.status == "completed":
+                locked_in_completed += (record.summary.get("jackpot") or {}).get("amount", 0)
+    ledger = replayed_status(tmp_path, "uth", "nsw", table)["pool"]["ledger"]
+    # What head office was told (increments less cancellations on void rounds, 15.3.1) equals
+    # the jackpot wagers locked in the rounds that completed, and the table's own ledger.
+    assert sum(increments.values()) - cancelled == locked_in_completed == ledger["wagered"]
+    assert locked_in_completed > 0
