@@ -238,19 +238,9 @@ def _settlement_json(
         hand = hands[w.box]
         rows.append(
             {
-                "box": w.box,
-                "player": w.player,
-                "amount": w.amount,
-                "action": r.accepted.action,
-                "returned": r.accepted.returned,
+                **r.as_json(),
                 "hand": None if hand is None else hand.as_json(),
                 "conceded": hand is None,
-                "outcome": r.outcome.value,
-                "won": r.won,
-                "commission": r.commission,
-                "net": r.net,
-                "paid_back": r.paid_back,
-                "notes": list(r.accepted.notes),
             }
         )
     return {

@@ -329,17 +329,7 @@ def _round_json(d: Deal, result: RoundResult) -> dict[str, Any]:
 def _jackpot_json(result: JackpotResult) -> dict[str, Any]:
     s = result.state
     return {
-        "payouts": [
-            {
-                "box": p.box,
-                "award": p.award.value,
-                "amount": p.amount,
-                "from_meter": p.from_meter,
-                "from_house": p.from_house,
-                "rule": p.rule,
-            }
-            for p in result.payouts
-        ],
+        "payouts": [p.as_json() for p in result.payouts],
         "house_paid": result.house_paid,
         "pool": {
             "amount": s.amount,

@@ -27,9 +27,7 @@ CONCESSION_RULE = {Profile.NSW: "NSW 12.17", Profile.NZ: "NZ 10.13"}  # ACT has 
 
 
 def to_wager(row: Mapping[str, Any]) -> Wager:
-    return Wager(
-        row["box"], row["player"], row["amount"], row["seated"], row["distance_to_dealer"]
-    )
+    return Wager(row["box"], row["player"], row["amount"], row["seated"], row["distance_to_dealer"])
 
 
 def round_result(
@@ -78,8 +76,7 @@ def _bank_hand(profile: Profile, bank: BankState, spec: Any) -> tuple[Setting, l
         proper = house_way(setting.tiles, profile)
         if not same_setting(setting, proper):
             alarms.append(
-                f"bank hand {setting} is not the house way {proper}: "
-                + _WRONG_HOUSE_HAND[profile]
+                f"bank hand {setting} is not the house way {proper}: " + _WRONG_HOUSE_HAND[profile]
             )
             if profile is Profile.ACT:
                 setting = proper
@@ -165,28 +162,4 @@ def banker_wager(bank: BankState, banker: JSON | None, total_action: int) -> int
 
 
 def settlement_json(s: RoundSettlement) -> JSON:
-    return {
-        "results": [
-            {
-                "box": r.accepted.wager.box,
-                "player": r.accepted.wager.player,
-                "amount": r.accepted.wager.amount,
-                "action": r.accepted.action,
-                "returned": r.accepted.returned,
-                "outcome": r.outcome.value,
-                "won": r.won,
-                "commission": r.commission,
-                "net": r.net,
-                "paid_back": r.paid_back,
-                "notes": list(r.accepted.notes),
-            }
-            for r in s.results
-        ],
-        "banker_wager": s.banker_wager,
-        "banker_gross": s.banker_gross,
-        "banker_commission": s.banker_commission,
-        "banker_net": s.banker_net,
-        "house_net": s.house_net,
-        "players_net": s.players_net,
-        "conserved": s.conserved,
-    }
+    return s.as_json()

@@ -234,17 +234,7 @@ def _award_locally(
     config: UthConfig, state: UthState, items: list[JackpotEntry], summary: JSON
 ) -> tuple[UthState, list[Effect], JSON]:
     result = award(pool_state(state.pool), items, config.jackpot_table)
-    payouts = [
-        {
-            "box": p.box,
-            "award": p.award.value,
-            "amount": p.amount,
-            "from_meter": p.from_meter,
-            "from_house": p.from_house,
-            "rule": p.rule,
-        }
-        for p in result.payouts
-    ]
+    payouts = [p.as_json() for p in result.payouts]
     paid = sum(p["amount"] for p in payouts)
     ledger = {
         **state.ledger,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from controller.errors import InputError
 from controller.games.paigow.bank import HOUSE_BOX, BankHolder
@@ -41,6 +42,22 @@ class WagerResult:
         """Chips handed to the player at settlement: the stake back plus the net win."""
         return self.accepted.wager.amount + self.net
 
+    def as_json(self) -> dict[str, Any]:
+        w = self.accepted.wager
+        return {
+            "box": w.box,
+            "player": w.player,
+            "amount": w.amount,
+            "action": self.accepted.action,
+            "returned": self.accepted.returned,
+            "outcome": self.outcome.value,
+            "won": self.won,
+            "commission": self.commission,
+            "net": self.net,
+            "paid_back": self.paid_back,
+            "notes": list(self.accepted.notes),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class RoundSettlement:
@@ -59,6 +76,18 @@ class RoundSettlement:
     @property
     def conserved(self) -> bool:
         return self.players_net + self.banker_net + self.house_net == 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "results": [r.as_json() for r in self.results],
+            "banker_wager": self.banker_wager,
+            "banker_gross": self.banker_gross,
+            "banker_commission": self.banker_commission,
+            "banker_net": self.banker_net,
+            "house_net": self.house_net,
+            "players_net": self.players_net,
+            "conserved": self.conserved,
+        }
 
 
 def settle_round(

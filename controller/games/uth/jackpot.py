@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 from math import floor
+from typing import Any
 
 from controller.errors import InputError
 from controller.games.uth.cards import Card, check_distinct
@@ -128,6 +129,16 @@ class Payout:
     @property
     def amount(self) -> int:
         return self.from_meter + self.from_house
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "box": self.box,
+            "award": self.award.value,
+            "amount": self.amount,
+            "from_meter": self.from_meter,
+            "from_house": self.from_house,
+            "rule": self.rule,
+        }
 
 
 @dataclass(frozen=True)
