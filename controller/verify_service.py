@@ -1,0 +1,173 @@
+"""The daemon's software verification (an Extension, see service.Extension).
+
+At start: the installed program is checked against its signed manifest (controller/verify.py).
+A mismatch, a bad signature, or a manifest the settings promise but that is missing takes the
+table out of service before play: logged (each file named), shown on the meter, in
+`tablectl status`. With no settings at all (a development tree, simulation) the status says
+the software is not verified and the table plays.
+
+Control-socket commands (the game goes on while they run, in a worker thread):
+  verify_hmac {seed: HEX}  HMAC-SHA1/HMAC-SHA256 over the installed program (GAT-style)
+  verify_run {}            the full check again; a failure takes the table out of service
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from controller.logs import event as log_event
+from controller.verify import (
+    MAX_PROBLEMS_SHOWN,
+    ManifestError,
+    Report,
+    Settings,
+    hmac_installed,
+    load_settings,
+    parse_seed,
+    verify,
+)
+from devices.base import DeviceError
+
+if TYPE_CHECKING:
+    from controller.service import TableService
+
+METER_TEXT = "OUT OF SERVICE - SOFTWARE"
+NOT_CONFIGURED = (
+    "no manifest configured (development or simulation): the installed program is not verified"
+)
+
+
+class SoftwareVerification:
+    name = "verification"
+
+    def __init__(
+        self,
+        log: logging.Logger,
+        settings: Settings | None = None,
+        *,
+        settings_error: str | None = None,
+    ) -> None:
+        self.log = log
+        self.settings = settings
+        self.settings_error = settings_error
+        self.report: Report | None = None
+        self.table: TableService | None = None
+        self.hmac_requests = 0
+        self._busy = asyncio.Lock()
+
+    @classmethod
+    def installed(cls, log: logging.Logger, path: Path | None = None) -> SoftwareVerification:
+        """Settings from $TABLECTL_VERIFICATION or the venv's share/tablectl/verification.toml."""
+        try:
+            return cls(log, load_settings(path))
+        except ManifestError as exc:  # settings exist but are unusable: fail closed
+            return cls(log, None, settings_error=str(exc))
+
+    # -- Extension ------------------------------------------------------------------------------
+
+    async def start(self, table: TableService) -> None:
+        self.table = table
+        if self.settings_error is not None:
+            await self._fail(f"software verification settings unusable: {self.settings_error}")
+            return
+        if self.settings is None:
+            log_event(self.log, logging.WARNING, f"software verification: {NOT_CONFIGURED}")
+            return
+        await self._check()
+
+    async def stop(self) -> None:
+        self.table = None
+
+    def handlers(self) -> dict[str, Any]:
+        return {"verify_hmac": self._h_hmac, "verify_run": self._h_run}
+
+    def status(self) -> dict[str, Any]:
+        if self.settings_error is not None:
+            return {"state": "failed", "detail": self.settings_error}
+        if self.settings is None:
+            return {"state": "not_configured", "detail": NOT_CONFIGURED}
+        if self.report is None:
+            return {"state": "checking", "settings": self.settings.as_json()}
+        return {
+            "state": "verified" if self.report.ok else "failed",
+            "detail": self.report.summary(),
+            **self.report.as_json(),
+            "problems": self.report.problems[:MAX_PROBLEMS_SHOWN],
+            "problem_count": len(self.report.problems),
+            "settings": self.settings.as_json(),
+            "hmac_requests": self.hmac_requests,
+        }
+
+    # -- the check ------------------------------------------------------------------------------
+
+    async def _check(self) -> Report:
+        assert self.settings is not None
+        s = self.settings
+        async with self._busy:
+            try:
+                report = await asyncio.to_thread(
+                    verify, s.manifest, s.signature, s.public_key, s.root
+                )
+            except Exception as exc:  # never crash the daemon over what is on disk
+                report = Report(ok=False, problems=[f"verification error: {exc!r}"])
+        self.report = report
+        if report.ok:
+            log_event(
+                self.log,
+                logging.INFO,
+                report.summary(),
+                files=report.files,
+                bytes=report.bytes,
+                manifest_sha256=report.manifest_sha256,
+                key=report.key_fingerprint,
+                elapsed_s=report.elapsed_s,
+            )
+        else:
+            for line in report.problems[:MAX_PROBLEMS_SHOWN]:
+                log_event(self.log, logging.CRITICAL, f"software verification: {line}")
+            await self._fail(report.summary())
+        return report
+
+    async def _fail(self, reason: str) -> None:
+        table = self.table
+        if table is None:
+            return
+        table.go_out_of_service(reason)
+        meter = table.devices.get("meter")
+        if meter is not None:
+            try:
+                await meter.command("closed", {"text": METER_TEXT})
+            except DeviceError as exc:
+                log_event(self.log, logging.ERROR, f"meter did not show out of service: {exc}")
+
+    # -- control socket -------------------------------------------------------------------------
+
+    async def _h_hmac(self, args: dict[str, Any]) -> dict[str, Any]:
+        seed = parse_seed(str(args.get("seed", "")))  # ManifestError -> an error reply
+        if self.settings is None:
+            raise ValueError(self.settings_error or NOT_CONFIGURED)
+        self.hmac_requests += 1
+        async with self._busy:
+            try:
+                result = await asyncio.to_thread(hmac_installed, self.settings, seed)
+            except ManifestError:
+                raise
+            except Exception as exc:  # an error reply, never a dead control connection
+                raise ValueError(f"field verification failed: {exc!r}") from exc
+        log_event(
+            self.log,
+            logging.INFO,
+            "field verification (HMAC) requested",
+            files=result["files"],
+            hmac_sha1=result["hmac_sha1"],
+            hmac_sha256=result["hmac_sha256"],
+        )
+        return result
+
+    async def _h_run(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self.settings is None:
+            raise ValueError(self.settings_error or NOT_CONFIGURED)
+        return (await self._check()).as_json()
