@@ -141,7 +141,11 @@ def build_devices(cfg: TableConfig, rng: random.Random | None) -> dict[str, Devi
 def build_extensions(cfg: TableConfig, args: argparse.Namespace) -> list[Extension]:
     """The daemon's parts beside the round machine, in start order (see service.Extension).
     Each later issue adds its part here: the head-office link, software verification, ..."""
-    return []
+    from controller.verify_service import SoftwareVerification
+
+    # Software verification first: a program that fails it never plays nor talks to head office.
+    extensions: list[Extension] = [SoftwareVerification.installed(logging.getLogger("tablectl"))]
+    return extensions
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
