@@ -61,7 +61,10 @@ def test_control_socket_status_dealer_and_sigterm(tmp_path: Path) -> None:
         # An unknown keypad action is journaled (an input) and answered with the refusal.
         result = ask(tmp_path, "dealer", {"action": "no_such_key"})
         assert result["seq"] > 0
-        assert any(e["kind"] in ("log", "alarm") for e in result["effects"])
+        assert any(e["data"].get("refused") for e in result["effects"])
+        # A valid action is not marked refused.
+        ok = ask(tmp_path, "dealer", {"action": "no_more_bets"})
+        assert not any(e["data"].get("refused") for e in ok["effects"])
         with pytest.raises(RuntimeError, match="unknown command"):
             ask(tmp_path, "launch_missiles")
         time.sleep(0.5)

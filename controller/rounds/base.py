@@ -86,8 +86,8 @@ class RoundMachine(Protocol, Generic[S]):
     def initial(self) -> S: ...
 
     def step(self, state: S, event: Event, now: Now) -> tuple[S, list[Effect]]:
-        """Apply one event. Never raises on input from outside: a bad event yields an alarm/log
-        effect and the state unchanged (or out of service)."""
+        """Apply one event. Never raises on input from outside: an event refused in the current
+        state yields a log or alarm effect with `"refused": true` and the state unchanged."""
         ...
 
     def to_json(self, state: S) -> JSON: ...

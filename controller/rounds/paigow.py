@@ -164,15 +164,18 @@ class PaiGowMachine:
             return state, []
         handler = self._handlers.get(event.kind)
         if handler is None:
-            return state, [_log(f"{event.kind}: not a Pai Gow event, ignored", event=event.kind)]
+            text = f"{event.kind}: not a Pai Gow event, ignored"
+            return state, [_log(text, event=event.kind, refused=True)]
         if not isinstance(event.data, Mapping):
-            return state, [_log(f"{event.kind}: data must be a JSON object", event=event.kind)]
+            text = f"{event.kind}: data must be a JSON object"
+            return state, [_log(text, event=event.kind, refused=True)]
         try:
             return handler(state, event.data, now)
         except Refused as e:
-            return state, [_alarm(f"{event.kind} refused: {e}")]
+            alarm = _alarm(f"{event.kind} refused: {e}")
+            return state, [Effect("alarm", {**alarm.data, "refused": True})]
         except InputError as e:
-            return state, [_log(f"{event.kind} refused: {e}", event=event.kind)]
+            return state, [_log(f"{event.kind} refused: {e}", event=event.kind, refused=True)]
 
     def to_json(self, state: PaiGowState) -> JSON:
         return state_to_json(state)

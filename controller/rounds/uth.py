@@ -61,7 +61,7 @@ class UthMachine:
                 raise InputError(f"{event.kind}: data must be an object")
             new, effects = handler(self.config, state, event.data, now)
         except InputError as exc:
-            new, effects = state, [fx.log(f"{event.kind} refused: {exc}")]
+            new, effects = state, [fx.log(f"{event.kind} refused: {exc}", refused=True)]
         except Exception as exc:  # a bug must not crash-loop the daemon on replay
             text = f"{event.kind}: internal error {type(exc).__name__}: {exc}"
             new, effects = state, [fx.alarm("technician", text)]

@@ -13,8 +13,8 @@ from controller.errors import InputError
 from controller.rounds.base import Effect
 
 
-def log(text: str) -> Effect:
-    return Effect("log", {"text": text})
+def log(text: str, *, refused: bool = False) -> Effect:
+    return Effect("log", {"text": text, "refused": True} if refused else {"text": text})
 
 
 def alarm(severity: str, text: str, rule: str | None = None) -> Effect:
