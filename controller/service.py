@@ -429,7 +429,8 @@ class TableService:
         return {
             "table_id": self.cfg.table_id,
             "game": self.cfg.game,
-            "rules": machine.get("rules"),
+            # UTH has one approved rule set (NSW, The Star 2025); Pai Gow names its profile.
+            "rules": machine.get("rules") or ("nsw" if self.cfg.game == "uth" else None),
             "state": "out_of_service" if self.out_of_service else machine.get("state"),
             "out_of_service": self.out_of_service,
             "round": machine.get("round"),
