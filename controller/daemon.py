@@ -1,9 +1,10 @@
 """`tablectld`: the table daemon.
 
     tablectld [--config /etc/tablectl/table.toml]
-    tablectld --simulate --game {uth,paigow} [--rules {nsw,nz,act}] --autoplay N --state-dir DIR
+    tablectld --simulate[=inproc|pty] --game {uth,paigow} [--rules {nsw,nz,act}] --autoplay N ...
 
-With --simulate every device is an in-process simulator and simulated players and a dealer play;
+With --simulate every device is an in-process simulator (--simulate=pty: the real serial drivers
+against wire-level simulators on pty pairs, GPIO on mock pins); simulated players and a dealer play;
 --autoplay N stops after N rounds (0: forever); an existing state dir resumes where it stopped.
 """
 
@@ -125,15 +126,19 @@ def build_policy(cfg: TableConfig, rng: random.Random) -> Policy:
     return UthSim(rng, boxes=cfg.uth.boxes)
 
 
-def build_devices(cfg: TableConfig, rng: random.Random | None) -> dict[str, Device]:
+def build_devices(
+    cfg: TableConfig, rng: random.Random | None, mode: str = "inproc"
+) -> dict[str, Device]:
+    """Real drivers; with simulate, in-process simulators ("inproc") or the real drivers
+    against wire-level simulators on pty pairs ("pty", devices/build.py)."""
+    from devices.build import build_hardware, build_pty
+
     if not cfg.devices.simulate:
-        raise ConfigError(
-            [
-                "devices.simulate: the real serial and GPIO drivers are not in this build;"
-                " set simulate = true or run tablectld --simulate"
-            ]
-        )
-    devices = build_simulators(cfg, rng)
+        devices = build_hardware(cfg)
+    elif mode == "pty":
+        devices = build_pty(cfg, rng)
+    else:
+        devices = build_simulators(cfg, rng)
     devices["rng"] = RandomSource(rng=rng)
     return devices
 
@@ -145,6 +150,9 @@ def build_extensions(cfg: TableConfig, args: argparse.Namespace) -> list[Extensi
 
     # Software verification first: a program that fails it never plays nor talks to head office.
     extensions: list[Extension] = [SoftwareVerification.installed(logging.getLogger("tablectl"))]
+    from controller.devices_ext import DevicesExtension
+
+    extensions.append(DevicesExtension())  # tablectl devices list|test|watch
     return extensions
 
 
@@ -155,7 +163,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--simulate",
         nargs="?",
         const="inproc",
-        choices=["inproc"],
+        choices=["inproc", "pty"],
         default=None,
         help="simulated devices, players and dealer",
     )
@@ -259,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = load(args)
         machine = build_machine(cfg)
         rng = random.Random(args.seed) if args.seed is not None else None
-        devices = build_devices(cfg, rng)
+        devices = build_devices(cfg, rng, args.simulate or "inproc")
     except (ConfigError, InputError, OSError) as exc:
         print(f"tablectld: {exc}", file=sys.stderr)
         return 2
