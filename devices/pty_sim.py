@@ -147,7 +147,7 @@ class _FramedSim(_Wire):
         if not self.link.closed:
             self.link.send(message(verb, *args))
 
-    def on_STATUS(self, args: list[str]) -> None:  # noqa: N802 (protocol verb)
+    def on_STATUS(self, args: list[str]) -> None:
         self.say("STATUS", "READY")
 
 
@@ -182,7 +182,7 @@ class PtyShakerSim(_FramedSim):
         dice: list[object] = [self.rng.randint(1, 6) for _ in range(3)]
         return [*dice, self.rng.randint(1, 6) if self.cut_die else "-"]
 
-    def on_SHAKE(self, args: list[str]) -> None:  # noqa: N802
+    def on_SHAKE(self, args: list[str]) -> None:
         self.shakes += 1
         if self.cover_open:
             self.later(0, self.say, "FAULT", "cover open")
@@ -202,13 +202,13 @@ class PtyShakerSim(_FramedSim):
         else:
             self.say("DICE", *self._roll())
 
-    def on_TEST(self, args: list[str]) -> None:  # noqa: N802
+    def on_TEST(self, args: list[str]) -> None:
         if self.cover_open:
             self.later(0, self.say, "TEST", "FAIL", "cover open")
         else:
             self.later(self.shake_time_s, self.say, "TEST", "OK", *self._roll())
 
-    def on_STATUS(self, args: list[str]) -> None:  # noqa: N802
+    def on_STATUS(self, args: list[str]) -> None:
         self.say("STATUS", *(("FAULT", "cover open") if self.cover_open else ("READY",)))
 
 
@@ -290,7 +290,7 @@ class PtyShufflerSim(_FramedSim):
             raise ValueError(f"no deck {deck}")
         return deck
 
-    def on_SHUFFLE(self, args: list[str]) -> None:  # noqa: N802
+    def on_SHUFFLE(self, args: list[str]) -> None:
         deck = self._deck_arg(args)
         for t in _ticks(self.shuffle_time_s):
             self.later(t, self.say, "SHUFFLING", deck)
@@ -305,7 +305,7 @@ class PtyShufflerSim(_FramedSim):
         self.deck, self.order, self.next_index = deck, order, 0
         self.say("READY", deck)
 
-    def on_DEAL(self, args: list[str]) -> None:  # noqa: N802
+    def on_DEAL(self, args: list[str]) -> None:
         count = int(args[0])
         if not 1 <= count <= 52:
             raise ValueError("count")
@@ -331,12 +331,12 @@ class PtyShufflerSim(_FramedSim):
             return  # the reader stops at a card it cannot read
         self.later(self.card_time_s, self._deal, count - 1)
 
-    def on_CHECK(self, args: list[str]) -> None:  # noqa: N802
+    def on_CHECK(self, args: list[str]) -> None:
         deck = self._deck_arg(args)
         tokens = [c if c is not None else "??" for c in self.contents[deck]]
         self.later(0, self.say, "DECK", deck, *tokens)
 
-    def on_TEST(self, args: list[str]) -> None:  # noqa: N802
+    def on_TEST(self, args: list[str]) -> None:
         self.later(0, self.say, "TEST", "OK")
 
 

@@ -9,6 +9,7 @@ the port and the reason (a technician sees it in `tablectl devices list`).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -39,9 +40,12 @@ async def open_serial(
     *,
     seven_e1: bool = False,
 ) -> asyncio.Transport:
-    """8N1 by default; `seven_e1` for the Alpha sign (7 data bits, even parity, 1 stop bit)."""
+    """8N1 by default; `seven_e1` for the Alpha sign (7 data bits, even parity, 1 stop bit).
+
+    A pseudo-terminal (the simulators) refuses 7-bit and parity settings (EINVAL) and has no
+    line to frame them on, so it stays 8N1; the Alpha bytes are 7-bit either way."""
     kwargs: dict[str, Any] = {"baudrate": baud}
-    if seven_e1:
+    if seven_e1 and not is_pty(port):
         kwargs.update(bytesize=serial.SEVENBITS, parity=serial.PARITY_EVEN, stopbits=1)
     try:
         transport, _ = await serial_asyncio_fast.create_serial_connection(
@@ -50,6 +54,10 @@ async def open_serial(
     except (serial.SerialException, OSError, ValueError) as exc:
         raise DeviceError(f"{name}: cannot open {port}: {exc}") from None
     return transport
+
+
+def is_pty(port: str) -> bool:
+    return os.path.realpath(port).startswith("/dev/pts/")
 
 
 def write(transport: asyncio.Transport | None, data: bytes) -> None:

@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from controller.config import SerialConfig
-from devices.base import DeviceError
+from devices.base import DeviceError, State
 from devices.framed_channel import POLL_S, FramedChannel
 from devices.shuffler import Shuffler, check_deck
 
@@ -160,6 +160,9 @@ class SerialShuffler(Shuffler):
         """A deck check whose result goes to the technician, not to the round."""
         if not self.started:
             return {"ok": False, "error": "not started"}
+        if self.channel.waiting is not None:
+            # Busy with the round (a shuffle, a deal): it answers, so it is alive; not tested.
+            return {"ok": self.state != State.FAULT, "tested": False, "busy": self.channel.waiting}
         deck = self.deck_in_play or self.next_deck()
         try:
             verb, args = await self.channel.ask("CHECK", deck, answers=CHECK_ANSWERS)

@@ -1,0 +1,133 @@
+"""Which device objects a configured table runs with.
+
+    build_hardware(cfg)        the real drivers on the configured ports and pins
+    build_pty(cfg, rng)        the same real drivers, each against a wire-level simulator on a
+                               pty pair (`tablectld --simulate=pty`); GPIO on mock pins
+    build_simulators(cfg)      the in-process simulators (devices/sim.py; `--simulate`)
+
+With `build_pty` every serial driver starts its simulator before opening the port and closes it
+after (`Simulated`), so the daemon's start/stop order needs no change. `simulators(devices)`
+finds them again (technician fault injection, tests).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from controller.config import GpioConfig, SerialConfig, TableConfig
+from controller.games.paigow.profiles import Profile
+from devices.alpha_meter import AlphaMeter
+from devices.base import Device
+from devices.gpio import GpioSensors
+from devices.pty_sim import PtyMeterSim, PtyShakerSim, PtyShufflerSim
+from devices.serial_shaker import SerialShaker
+from devices.serial_shuffler import SerialShuffler
+
+# Mock pins for a simulated table without a [devices.gpio] section (BCM numbers, none shared).
+SIM_PINS = {
+    "chung": (4, 5, 6, 7, 8, 9, 10, 11),
+    "off": (12, 13, 14, 15, 16, 17, 18, 19),
+    "bet_sensor": (4, 5, 6, 7, 8, 9, 10),
+    "lamp": (12, 13, 14, 15, 16, 17, 18),
+}
+SIM_KEYPAD = {"new_round": 20, "shake": 21, "deal": 22, "void": 23, "confirm": 24}
+SIM_KEY_SWITCH = 27
+
+
+def _cut_die(cfg: TableConfig) -> bool:
+    return cfg.paigow is not None and cfg.paigow.rules is Profile.NSW
+
+
+def _uses_shuffler(cfg: TableConfig) -> bool:
+    return cfg.uth is not None and cfg.uth.deal_method == "shuffler"
+
+
+def _decks(cfg: TableConfig) -> int:
+    return cfg.uth.decks if cfg.uth is not None else 1
+
+
+def build_hardware(cfg: TableConfig) -> dict[str, Device]:
+    """The real drivers for what the config wires (config validation made sure it is enough)."""
+    d = cfg.devices
+    devices: list[Device] = []
+    if d.gpio is not None:
+        devices.append(GpioSensors(d.gpio, boxes=cfg.boxes))
+    if d.meter is not None:
+        devices.append(AlphaMeter(d.meter))
+    if d.shaker is not None and cfg.paigow is not None:
+        devices.append(SerialShaker(d.shaker, cut_die=_cut_die(cfg)))
+    if d.shuffler is not None and _uses_shuffler(cfg):
+        devices.append(SerialShuffler(d.shuffler, decks=_decks(cfg)))
+    return {dev.name: dev for dev in devices}
+
+
+def sim_gpio(cfg: TableConfig) -> GpioConfig:
+    """The table's [devices.gpio] on mock pins, or a full mock wiring when it has none."""
+    if cfg.devices.gpio is not None:
+        return replace(cfg.devices.gpio, pin_factory="mock")
+    n = cfg.boxes
+    if cfg.paigow is not None:
+        pins: dict[str, Any] = {"chung": SIM_PINS["chung"][:n], "off": SIM_PINS["off"][:n]}
+    else:
+        pins = {"bet_sensor": SIM_PINS["bet_sensor"][:n], "lamp": SIM_PINS["lamp"][:n]}
+    return GpioConfig(
+        pin_factory="mock",
+        keypad=MappingProxyType(dict(SIM_KEYPAD)),
+        table_closed=SIM_KEY_SWITCH,
+        **pins,
+    )
+
+
+def _serial(cfg: SerialConfig | None, port: str, baud: int) -> SerialConfig:
+    timeout = cfg.answer_timeout_ms if cfg is not None else 1000
+    return SerialConfig(port=port, baud=baud, answer_timeout_ms=timeout)
+
+
+def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, Device]:
+    """Real drivers against pty simulators; `rng` seeds the simulated dice and shuffles."""
+    d = cfg.devices
+    meter_sim = PtyMeterSim(rng=rng)
+    devices: list[Device] = [
+        GpioSensors(sim_gpio(cfg), boxes=cfg.boxes),
+        Simulated.attach(AlphaMeter(_serial(d.meter, meter_sim.path, 9600)), meter_sim),
+    ]
+    if cfg.paigow is not None:
+        sim = PtyShakerSim(cut_die=_cut_die(cfg), rng=rng)
+        shaker = SerialShaker(_serial(d.shaker, sim.path, 115200), cut_die=_cut_die(cfg))
+        devices.append(Simulated.attach(shaker, sim))
+    if _uses_shuffler(cfg):
+        sim2 = PtyShufflerSim(decks=_decks(cfg), rng=rng)
+        shuffler = SerialShuffler(_serial(d.shuffler, sim2.path, 115200), decks=_decks(cfg))
+        devices.append(Simulated.attach(shuffler, sim2))
+    return {dev.name: dev for dev in devices}
+
+
+class Simulated:
+    """Starts a wire simulator before its driver opens the port; closes it after."""
+
+    @staticmethod
+    def attach(device: Device, sim: Any) -> Device:
+        open_, close = device._open, device._close
+
+        async def _open() -> None:
+            await sim.start()
+            await open_()
+
+        async def _close() -> None:
+            try:
+                await close()
+            finally:
+                await sim.close()
+
+        device._open = _open  # type: ignore[method-assign]
+        device._close = _close  # type: ignore[method-assign]
+        device.simulator = sim  # type: ignore[attr-defined]
+        return device
+
+
+def simulators(devices: dict[str, Device]) -> dict[str, Any]:
+    """The wire simulators behind the devices of a `build_pty` table, by device name."""
+    return {n: d.simulator for n, d in devices.items() if hasattr(d, "simulator")}
