@@ -1,0 +1,290 @@
+"""The wire contract between tables and head office: topics and versioned JSON payloads.
+
+Every payload is a JSON object with `"v": 1` (the schema version). `parse_*` functions take the
+raw bytes of a message and return a plain dict or raise `SchemaError` naming what is wrong;
+nothing here touches the network. docs/mqtt.md and docs/asyncapi.yaml describe the same thing
+for people and for tools.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+VERSION = 1
+PREFIX = f"tablectl/v{VERSION}"
+SHARE_GROUP = "headoffice"  # MQTT v5 shared-subscription group of head-office workers
+
+TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+OUTBOX_TYPES = ("jackpot_increment", "jackpot_cancel", "jackpot_hit", "round_result")
+MAX_PAYLOAD = 256 * 1024  # a round_result with every card is ~3 KB; anything this big is junk
+
+JSON = dict[str, Any]
+
+
+class SchemaError(ValueError):
+    """A message that does not follow the contract; the text says which field and why."""
+
+
+# -- topics ------------------------------------------------------------------------------------
+def outbox_topic(table: str) -> str:
+    return f"{PREFIX}/table/{table}/outbox"
+
+
+def birth_topic(table: str) -> str:
+    return f"{PREFIX}/table/{table}/birth"
+
+
+def status_topic(table: str) -> str:
+    return f"{PREFIX}/table/{table}/status"
+
+
+def ack_topic(table: str) -> str:
+    return f"{PREFIX}/ho/table/{table}/ack"
+
+
+def award_topic(table: str) -> str:
+    return f"{PREFIX}/ho/table/{table}/award"
+
+
+def pool_topic(pool: str) -> str:
+    return f"{PREFIX}/ho/pool/{pool}"
+
+
+HO_STATUS_TOPIC = f"{PREFIX}/ho/status"
+# What head-office workers subscribe to, shared among them (each message goes to one worker).
+HO_SUBSCRIPTIONS = tuple(
+    f"$share/{SHARE_GROUP}/{PREFIX}/table/+/{leaf}" for leaf in ("outbox", "birth", "status")
+)
+
+
+def table_of_topic(topic: str) -> tuple[str, str]:
+    """`tablectl/v1/table/<id>/<leaf>` -> (id, leaf); SchemaError for anything else."""
+    parts = topic.split("/")
+    if len(parts) != 5 or "/".join(parts[:3]) != f"{PREFIX}/table":
+        raise SchemaError(f"topic {topic!r} is not a table topic")
+    if not TABLE_ID.fullmatch(parts[3]):
+        raise SchemaError(f"topic {topic!r}: bad table id")
+    return parts[3], parts[4]
+
+
+# -- field readers -----------------------------------------------------------------------------
+def _obj(raw: bytes | str, what: str) -> JSON:
+    if isinstance(raw, bytes | bytearray):
+        if len(raw) > MAX_PAYLOAD:
+            raise SchemaError(f"{what}: {len(raw)} bytes, more than {MAX_PAYLOAD}")
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SchemaError(f"{what}: not UTF-8") from None
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise SchemaError(f"{what}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise SchemaError(f"{what}: a JSON object is expected, got {type(data).__name__}")
+    if data.get("v") != VERSION:
+        raise SchemaError(f"{what}: schema version {data.get('v')!r}, this build speaks {VERSION}")
+    return data
+
+
+def _int(data: JSON, key: str, what: str, lo: int = 0) -> int:
+    value = data.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+        raise SchemaError(f"{what}: {key!r} must be an integer >= {lo}, got {value!r}")
+    return value
+
+
+def _str(data: JSON, key: str, what: str, pattern: re.Pattern[str] | None = None) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
+        raise SchemaError(f"{what}: {key!r} is not a valid value: {value!r}")
+    return value
+
+
+def _dict(data: JSON, key: str, what: str) -> JSON:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise SchemaError(f"{what}: {key!r} must be an object")
+    return value
+
+
+def _list(data: JSON, key: str, what: str) -> list[Any]:
+    value = data.get(key)
+    if not isinstance(value, list):
+        raise SchemaError(f"{what}: {key!r} must be a list")
+    return value
+
+
+def dumps(data: JSON) -> bytes:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+
+
+# -- table -> head office ----------------------------------------------------------------------
+def outbox_message(table: str, seq: int, journal_seq: int, type_: str, utc: str,
+                   payload: Any) -> JSON:
+    """One journal outbox row on the wire: (table, seq) is its identity at head office."""
+    return {
+        "v": VERSION,
+        "table": table,
+        "seq": seq,
+        "msg_id": f"{table}/{seq}",
+        "journal_seq": journal_seq,
+        "type": type_,
+        "utc": utc,
+        "payload": payload,
+    }
+
+
+def parse_outbox(raw: bytes | str, topic_table: str | None = None) -> JSON:
+    """An outbox message. The envelope is checked here; the payload of each type by
+    `check_outbox_payload` (a bad payload with a good envelope still has a sequence number, so
+    head office records it as refused instead of blocking the table's queue behind it)."""
+    what = "outbox message"
+    data = _obj(raw, what)
+    table = _str(data, "table", what, TABLE_ID)
+    if topic_table is not None and table != topic_table:
+        raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
+    what = f"outbox message from {table}"
+    _int(data, "seq", what, lo=1)
+    _int(data, "journal_seq", what, lo=1)
+    _str(data, "type", what)
+    _str(data, "utc", what)
+    if "payload" not in data:
+        raise SchemaError(f"{what}: no payload")
+    return data
+
+
+def _cents(data: JSON, key: str, what: str) -> int:
+    return _int(data, key, what, lo=0)
+
+
+def check_outbox_payload(type_: str, payload: Any) -> JSON:
+    """The payload of one outbox message type (docs/rounds-uth.md); SchemaError if wrong."""
+    what = f"{type_} payload"
+    if type_ not in OUTBOX_TYPES:
+        raise SchemaError(f"unknown outbox message type {type_!r}")
+    if not isinstance(payload, dict):
+        raise SchemaError(f"{what}: must be an object")
+    _int(payload, "round", what, lo=1)
+    if type_ == "round_result":
+        _str(payload, "status", what)
+        return payload
+    _str(payload, "pool_id", what, POOL_ID)
+    if type_ in ("jackpot_increment", "jackpot_cancel"):
+        wager = _int(payload, "wager", what, lo=1)
+        wagers = _int(payload, "wagers", what, lo=1)
+        amount = _cents(payload, "amount", what)
+        boxes = _list(payload, "boxes", what)
+        if amount != wager * wagers:
+            raise SchemaError(f"{what}: amount {amount} != wager {wager} x wagers {wagers}")
+        if len(boxes) != wagers or not all(isinstance(b, int) and b >= 1 for b in boxes):
+            raise SchemaError(f"{what}: boxes {boxes!r} do not match wagers {wagers}")
+        return payload
+    hits = _list(payload, "hits", what)
+    entries = _list(payload, "entries", what)
+    if not entries or not hits:
+        raise SchemaError(f"{what}: no entries or no hits")
+    for e in entries:
+        if not isinstance(e, dict):
+            raise SchemaError(f"{what}: entry {e!r} is not an object")
+        _int(e, "box", what, lo=1)
+        _int(e, "wager", what, lo=1)
+        cards = _list(e, "cards", what)
+        if len(cards) != 5 or not all(isinstance(c, str) for c in cards):
+            raise SchemaError(f"{what}: box {e['box']}: cards must be 5 card tokens")
+        if not isinstance(e.get("folded", False), bool):
+            raise SchemaError(f"{what}: box {e['box']}: folded must be a boolean")
+    return payload
+
+
+def birth_message(table: str, utc: str, snapshot: JSON) -> JSON:
+    return {"v": VERSION, "table": table, "utc": utc, **snapshot}
+
+
+def parse_birth(raw: bytes | str, topic_table: str | None = None) -> JSON:
+    what = "birth message"
+    data = _obj(raw, what)
+    table = _str(data, "table", what, TABLE_ID)
+    if topic_table is not None and table != topic_table:
+        raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
+    pool = data.get("pool")
+    if pool is not None and not isinstance(pool, dict):
+        raise SchemaError(f"{what}: pool must be an object")
+    pending = data.get("pending_hits", [])
+    if not isinstance(pending, list) or not all(
+        isinstance(h, dict) and isinstance(h.get("round"), int) for h in pending
+    ):
+        raise SchemaError(f"{what}: pending_hits must be a list of {{round, boxes}}")
+    return data
+
+
+def status_message(table: str, state: str, utc: str | None = None) -> JSON:
+    out: JSON = {"v": VERSION, "table": table, "state": state}
+    if utc is not None:
+        out["utc"] = utc
+    return out
+
+
+def parse_status(raw: bytes | str, topic_table: str | None = None) -> JSON:
+    what = "status message"
+    data = _obj(raw, what)
+    table = _str(data, "table", what, TABLE_ID)
+    if topic_table is not None and table != topic_table:
+        raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
+    if data.get("state") not in ("online", "offline"):
+        raise SchemaError(f"{what}: state must be online or offline, got {data.get('state')!r}")
+    return data
+
+
+# -- head office -> table ----------------------------------------------------------------------
+def ack_message(table: str, upto: int) -> JSON:
+    return {"v": VERSION, "table": table, "upto": upto}
+
+
+def parse_ack(raw: bytes | str, table: str) -> int:
+    what = "ack"
+    data = _obj(raw, what)
+    if _str(data, "table", what, TABLE_ID) != table:
+        raise SchemaError(f"{what}: for table {data['table']!r}, this is {table!r}")
+    return _int(data, "upto", what, lo=0)
+
+
+def pool_message(pool: str, amount: int, version: int, utc: str) -> JSON:
+    return {"v": VERSION, "pool": pool, "amount": amount, "version": version, "utc": utc}
+
+
+def parse_pool(raw: bytes | str) -> JSON:
+    """-> the `ho.pool` event data {pool, amount, version}."""
+    what = "pool value"
+    data = _obj(raw, what)
+    return {
+        "pool": _str(data, "pool", what, POOL_ID),
+        "amount": _cents(data, "amount", what),
+        "version": _int(data, "version", what, lo=1),
+    }
+
+
+def award_message(table: str, pool: str, round_: int, seq: int, payouts: list[JSON]) -> JSON:
+    return {"v": VERSION, "table": table, "pool": pool, "round": round_, "seq": seq,
+            "payouts": payouts}
+
+
+def parse_award(raw: bytes | str, table: str) -> JSON:
+    """-> the `ho.award` event data {round, payouts: [{box, award, amount}]}."""
+    what = "award"
+    data = _obj(raw, what)
+    if _str(data, "table", what, TABLE_ID) != table:
+        raise SchemaError(f"{what}: for table {data['table']!r}, this is {table!r}")
+    payouts = []
+    for p in _list(data, "payouts", what):
+        if not isinstance(p, dict):
+            raise SchemaError(f"{what}: payout {p!r} is not an object")
+        payouts.append({
+            "box": _int(p, "box", what, lo=1),
+            "award": _str(p, "award", what),
+            "amount": _cents(p, "amount", what),
+        })
+    return {"round": _int(data, "round", what, lo=1), "payouts": payouts}

@@ -1,0 +1,178 @@
+"""Our interface to an MQTT v5 broker, implemented with aiomqtt 2.x (which wraps paho-mqtt).
+
+The rest of the link and head office see only `BrokerSettings`, `connect()`, `Connection` and
+`LinkError`, so a change of MQTT library stays in this file. aiomqtt does not reconnect by
+itself: callers loop over `connect()` with `Backoff`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import ssl
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiomqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+
+class LinkError(Exception):
+    """The broker is unreachable, refused us, or the connection dropped."""
+
+
+@dataclass(frozen=True)
+class Tls:
+    ca: Path
+    cert: Path | None = None  # client certificate authentication (one per table)
+    key: Path | None = None
+
+
+@dataclass(frozen=True)
+class Will:
+    topic: str
+    payload: bytes
+    retain: bool = True
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    host: str
+    port: int
+    client_id: str
+    tls: Tls | None = None
+    username: str | None = None
+    password: str | None = None
+    keepalive_s: int = 10  # a dead TCP link is noticed in ~1.5 keepalives
+    session_expiry_s: int = 24 * 3600  # the broker keeps our subscriptions and queued QoS 1
+    will: Will | None = None
+    timeout_s: float = 10.0
+    max_inflight: int = 64  # QoS 1 publishes awaiting PUBACK inside paho
+
+
+@dataclass(frozen=True)
+class Message:
+    topic: str
+    payload: bytes
+    retain: bool
+
+
+class Connection:
+    """One live session with the broker (inside `async with connect(settings)`)."""
+
+    def __init__(self, client: aiomqtt.Client) -> None:
+        self._client = client
+
+    async def publish(
+        self,
+        topic: str,
+        payload: bytes,
+        *,
+        qos: int = 1,
+        retain: bool = False,
+        expiry_s: int | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        """Returns when the broker has the message (PUBACK for QoS 1); LinkError otherwise,
+        in which case the outcome is unknown and the caller must be ready to send it again."""
+        props = None
+        if expiry_s is not None:
+            props = Properties(PacketTypes.PUBLISH)
+            props.MessageExpiryInterval = expiry_s
+        try:
+            await self._client.publish(
+                topic, payload, qos=qos, retain=retain, properties=props, timeout=timeout_s
+            )
+        except aiomqtt.MqttError as exc:
+            raise LinkError(f"publish to {topic}: {exc}") from None
+
+    async def subscribe(self, topics: list[str], qos: int = 1) -> None:
+        try:
+            granted = await self._client.subscribe([(t, qos) for t in topics])
+        except aiomqtt.MqttError as exc:
+            raise LinkError(f"subscribe: {exc}") from None
+        for topic, code in zip(topics, granted, strict=False):
+            value = getattr(code, "value", code)
+            if isinstance(value, int) and value >= 0x80:
+                raise LinkError(f"subscribe to {topic} refused by the broker ({code})")
+
+    async def messages(self) -> AsyncIterator[Message]:
+        """Incoming messages until the connection drops (then LinkError)."""
+        try:
+            async for m in self._client.messages:
+                payload = m.payload if isinstance(m.payload, bytes) else str(m.payload).encode()
+                yield Message(m.topic.value, payload, bool(m.retain))
+        except aiomqtt.MqttError as exc:
+            raise LinkError(f"connection lost: {exc}") from None
+
+
+def _client(s: BrokerSettings) -> aiomqtt.Client:
+    connect_props = Properties(PacketTypes.CONNECT)
+    connect_props.SessionExpiryInterval = s.session_expiry_s
+    tls_context = None
+    if s.tls is not None:
+        tls_context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(s.tls.ca))
+        tls_context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if s.tls.cert is not None:
+            tls_context.load_cert_chain(str(s.tls.cert), str(s.tls.key) if s.tls.key else None)
+    will = None
+    if s.will is not None:
+        will = aiomqtt.Will(s.will.topic, s.will.payload, qos=1, retain=s.will.retain)
+    return aiomqtt.Client(
+        s.host,
+        s.port,
+        identifier=s.client_id,
+        username=s.username,
+        password=s.password,
+        protocol=aiomqtt.ProtocolVersion.V5,
+        # Never a clean start: the broker keeps the session (subscriptions, queued QoS 1
+        # messages) across our reconnects and restarts, for session_expiry_s.
+        clean_start=False,
+        properties=connect_props,
+        keepalive=s.keepalive_s,
+        timeout=s.timeout_s,
+        will=will,
+        tls_context=tls_context,
+        max_inflight_messages=s.max_inflight,
+    )
+
+
+@contextlib.asynccontextmanager
+async def connect(settings: BrokerSettings) -> AsyncIterator[Connection]:
+    """Connect (LinkError if that fails); on leaving, disconnect cleanly if still connected."""
+    try:
+        client = _client(settings)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise LinkError(f"cannot set up the MQTT client: {exc}") from None
+    try:
+        await client.__aenter__()
+    except aiomqtt.MqttError as exc:
+        raise LinkError(f"connect to {settings.host}:{settings.port}: {exc}") from None
+    except (OSError, ssl.SSLError) as exc:
+        raise LinkError(f"connect to {settings.host}:{settings.port}: {exc}") from None
+    try:
+        yield Connection(client)
+    finally:
+        with contextlib.suppress(aiomqtt.MqttError, OSError, RuntimeError):
+            await client.__aexit__(None, None, None)
+
+
+class Backoff:
+    """Exponential backoff with full jitter (AWS architecture blog): a fleet of tables that
+    lost the broker together does not reconnect in lockstep."""
+
+    def __init__(self, base_s: float = 0.2, cap_s: float = 30.0, rng: random.Random | None = None):
+        self.base_s = base_s
+        self.cap_s = cap_s
+        self.attempt = 0
+        self.rng = rng or random.Random()
+
+    def next_delay(self) -> float:
+        delay = self.rng.uniform(0, min(self.cap_s, self.base_s * 2**self.attempt))
+        self.attempt = min(self.attempt + 1, 30)
+        return delay
+
+    def reset(self) -> None:
+        self.attempt = 0

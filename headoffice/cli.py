@@ -1,0 +1,187 @@
+"""`tablectl-headoffice`: run a head-office worker, print the pools' meters, change parameters.
+
+    tablectl-headoffice run     [--config FILE]
+    tablectl-headoffice report  [--config FILE | --db URL] [--json]
+    tablectl-headoffice pool set POOL --operator NAME [--force] [--seed C] [--increment-bp N]
+                                 [--hidden-bp N] [--ceiling C | --no-ceiling]
+    tablectl-headoffice pool resume POOL --operator NAME
+    tablectl-headoffice params-log [POOL] [--json]
+
+Bad input exits 2 with one line naming it; a refused operator request exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
+from headoffice.ledger import Ledger, LedgerError
+from headoffice.pools import BASIS_POINTS
+
+
+def _money(cents: Any) -> str:
+    if not isinstance(cents, int):
+        return "-"
+    sign = "-" if cents < 0 else ""
+    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+
+
+def _rate(text: str) -> str:
+    return f"{float(Fraction(text)) * 100:.2f}%"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for p in report["pools"]:
+        state = f"STOPPED: {p['stopped']}" if p["stopped"] else "running"
+        lines.append(f"pool {p['pool']} (version {p['version']}, {state})")
+        rows = [
+            ("in", _money(p["in"])), ("current", _money(p["current"])),
+            ("hits", str(p["hits"])), ("wins", _money(p["wins"])),
+            ("overflow", _money(p["overflow"])), ("reserve", _money(p["reserve"])),
+            ("base", _money(p["base"])), ("limit", _money(p["limit"])),
+            ("rate", f"{_rate(p['rate'])} (hidden {_rate(p['hidden_rate'])})"),
+            ("paid from meter", _money(p["paid_from_meter"])),
+            ("paid by house", _money(p["paid_by_house"])),
+            ("imbalance", f"{p['imbalance']} cents"),
+        ]
+        lines += [f"  {k:<16} {v}" for k, v in rows]
+        if p["last_hits"]:
+            lines.append("  last hits:")
+        for h in p["last_hits"]:
+            won = ", ".join(f"box {x['box']} {x['award']} {_money(x['amount'])}"
+                            for x in h["payouts"])
+            lines.append(f"    #{h['hit']} {h['utc']} table {h['table']} round {h['round']}:"
+                         f" {won}; meter {_money(h['pool_before'])} -> {_money(h['pool_after'])}")
+    if report["tables"]:
+        lines.append("tables:")
+    for t in report["tables"]:
+        lines.append(f"  {t['id']:<20} pool {t['pool_id'] or '-':<12} last seq {t['last_seq']:<8}"
+                     f" {t['state']:<8} seen {t['last_seen_utc'] or '-'}")
+    for a in report["alarms"]:
+        lines.append(f"ALARM {a['utc']} {a['pool_id'] or ''} {a['table_id'] or ''}: {a['text']}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="tablectl-headoffice", description=__doc__.split("\n")[0])
+    ap.add_argument("--config", type=Path, default=None, help=f"default {DEFAULT_PATH}")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("run", help="run a worker (several may share the load)")
+    rep = sub.add_parser("report", help="every pool's meters and its last hits")
+    rep.add_argument("--db", help="ledger URL (instead of the config's)")
+    rep.add_argument("--json", action="store_true")
+    pool = sub.add_parser("pool", help="pool parameters")
+    psub = pool.add_subparsers(dest="pool_cmd", required=True)
+    ps = psub.add_parser("set")
+    ps.add_argument("pool")
+    ps.add_argument("--operator", required=True)
+    ps.add_argument("--force", action="store_true", help="even while tables are live")
+    ps.add_argument("--seed", type=int)
+    ps.add_argument("--increment-bp", type=int)
+    ps.add_argument("--hidden-bp", type=int)
+    ps.add_argument("--ceiling", type=int)
+    ps.add_argument("--no-ceiling", action="store_true")
+    pr = psub.add_parser("resume")
+    pr.add_argument("pool")
+    pr.add_argument("--operator", required=True)
+    pl = sub.add_parser("params-log", help="every parameter change, with old and new values")
+    pl.add_argument("pool", nargs="?")
+    pl.add_argument("--json", action="store_true")
+    return ap.parse_args(argv)
+
+
+def _changes(args: argparse.Namespace) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if args.seed is not None:
+        changes["seed"] = args.seed
+    for name in ("increment", "hidden"):
+        bp = getattr(args, f"{name}_bp")
+        if bp is not None:
+            if not 0 <= bp <= BASIS_POINTS:
+                raise ValueError(f"--{name}-bp must be 0..{BASIS_POINTS}, got {bp}")
+            changes[name] = Fraction(bp, BASIS_POINTS)
+    if args.ceiling is not None and args.no_ceiling:
+        raise ValueError("--ceiling and --no-ceiling together")
+    if args.ceiling is not None:
+        changes["ceiling"] = args.ceiling
+    if args.no_ceiling:
+        changes["ceiling"] = None
+    if not changes:
+        raise ValueError("nothing to change: give --seed, --increment-bp, --hidden-bp or"
+                         " --ceiling")
+    return changes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        if args.cmd == "report" and args.db:
+            url, cfg = args.db, None
+        else:
+            cfg = load_config(args.config or DEFAULT_PATH)
+            url = cfg.database
+        ledger = Ledger.open(url)
+    except (HeadOfficeConfigError, RuntimeError, OSError) as exc:
+        print(f"tablectl-headoffice: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.cmd == "report":
+            report = ledger.report()
+            print(json.dumps(report, indent=2) if args.json else format_report(report))
+            return 0
+        if args.cmd == "params-log":
+            rows = ledger.param_log(args.pool)
+            if args.json:
+                print(json.dumps(rows, indent=2))
+            for r in [] if args.json else rows:
+                print(f"{r['utc']} {r['pool_id']} {r['action']} by {r['operator']}"
+                      f"{' (forced)' if r['forced'] else ''}: {r['outcome']}; live"
+                      f" {r['live_tables']}; old {r['old']}; new {r['new']}")
+            return 0
+        assert cfg is not None
+        if args.cmd == "pool":
+            if args.pool_cmd == "set":
+                try:
+                    changes = _changes(args)
+                except ValueError as exc:
+                    print(f"tablectl-headoffice: {exc}", file=sys.stderr)
+                    return 2
+                old, new = ledger.set_params(
+                    args.pool, changes, operator=args.operator, authorised=cfg.operators,
+                    force=args.force, live_window_s=cfg.live_window_s,
+                )
+                print(json.dumps({"pool": args.pool, "old": old.as_json(),
+                                  "new": new.as_json()}))
+                return 0
+            pool = ledger.resume_pool(args.pool, operator=args.operator,
+                                      authorised=cfg.operators)
+            print(json.dumps(pool.meters()))
+            return 0
+        from headoffice.worker import Worker
+
+        if cfg.broker is None:
+            print("tablectl-headoffice: run needs a [broker] section", file=sys.stderr)
+            return 2
+        asyncio.run(Worker(cfg, ledger).run())
+        return 0
+    except LedgerError as exc:
+        print(f"tablectl-headoffice: refused: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        ledger.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Head office's configuration (TOML), validated in one pass like the table's.
+
+    [database]  url = "sqlite:////var/lib/tablectl-headoffice/ledger.db"
+    [broker]    host, port, client_id, username, password_file, [broker.tls] ca/cert/key
+    [service]   heartbeat_s, pool_expiry_s, live_window_s, batch_max, operators = [...]
+    [[pools]]   id, seed, increment_bp, hidden_bp, ceiling, [pools.awards] (as [uth.jackpot.awards])
+
+docs/headoffice.md documents every key.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tomllib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from controller.errors import InputError
+from controller.games.uth.evaluator import Category
+from controller.games.uth.paytables import JackpotPayTable
+from controller.link import contract
+from controller.link.transport import BrokerSettings, Tls, Will
+from headoffice.pools import BASIS_POINTS, Params
+
+DEFAULT_PATH = Path("/etc/tablectl/headoffice.toml")
+
+
+class HeadOfficeConfigError(InputError):
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__("\n".join(errors))
+
+
+@dataclass(frozen=True)
+class HeadOfficeConfig:
+    database: str
+    broker: BrokerSettings | None
+    pools: dict[str, Params] = field(default_factory=dict)
+    heartbeat_s: float = 1.0  # pool values republished this often (the tables' freshness)
+    pool_expiry_s: int = 5  # a retained pool value expires: a dead head office goes OFFLINE
+    live_window_s: float = 90.0  # a table seen this recently (and online) is live on its pool
+    batch_max: int = 500  # messages applied per transaction at most
+    operators: tuple[str, ...] = ()  # may force parameter changes and resume stopped pools
+
+
+def _get(errors: list[str], d: dict[str, Any], path: str, key: str, kind: type | tuple[type, ...],
+         default: Any = ..., lo: float | None = None) -> Any:
+    if key not in d:
+        if default is ...:
+            errors.append(f"{path}.{key}: required")
+        return None if default is ... else default
+    value = d[key]
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        errors.append(f"{path}.{key}: expected {kind}, got a boolean")
+        return None
+    if not isinstance(value, kind):
+        errors.append(f"{path}.{key}: expected {getattr(kind, '__name__', kind)}, got {value!r}")
+        return None
+    if lo is not None and value < lo:
+        errors.append(f"{path}.{key}: must be >= {lo}, got {value!r}")
+        return None
+    return value
+
+
+def _unknown(errors: list[str], d: dict[str, Any], path: str, known: set[str]) -> None:
+    for key in sorted(set(d) - known):
+        errors.append(f"{path}.{key}: unknown key")
+
+
+def _awards(errors: list[str], d: dict[str, Any], path: str) -> JackpotPayTable:
+    a = JackpotPayTable()
+    if not d:
+        return a
+    _unknown(errors, d, path, {"royal_minimum", "royal_share_bp", "straight_flush_minimum",
+                               "straight_flush_share_bp", "four_of_a_kind", "full_house", "flush",
+                               "bonus_for_royal", "bonus_for_straight_flush"})
+
+    def bp(key: str, default: Fraction) -> Fraction:
+        v = _get(errors, d, path, key, int, int(default * BASIS_POINTS), lo=0)
+        return Fraction(v or 0, BASIS_POINTS)
+
+    fixed = {c: _get(errors, d, path, c.label, int, a.fixed[c], lo=0) or 0
+             for c in (Category.FOUR_OF_A_KIND, Category.FULL_HOUSE, Category.FLUSH)}
+    try:
+        return JackpotPayTable(
+            royal_minimum=_get(errors, d, path, "royal_minimum", int, a.royal_minimum, lo=0) or 0,
+            royal_share=bp("royal_share_bp", a.royal_share),
+            straight_flush_minimum=_get(errors, d, path, "straight_flush_minimum", int,
+                                        a.straight_flush_minimum, lo=0) or 0,
+            straight_flush_share=bp("straight_flush_share_bp", a.straight_flush_share),
+            fixed=MappingProxyType(fixed),
+            bonus_for_royal=_get(errors, d, path, "bonus_for_royal", int, 0, lo=0) or 0,
+            bonus_for_straight_flush=_get(errors, d, path, "bonus_for_straight_flush", int, 0,
+                                          lo=0) or 0,
+        )
+    except InputError as exc:
+        errors.append(f"{path}: {exc}")
+        return a
+
+
+def _pool(errors: list[str], d: dict[str, Any], path: str) -> tuple[str, Params] | None:
+    _unknown(errors, d, path, {"id", "seed", "increment_bp", "hidden_bp", "ceiling", "awards"})
+    pool_id = _get(errors, d, path, "id", str)
+    if pool_id is not None and not contract.POOL_ID.fullmatch(pool_id):
+        errors.append(f"{path}.id: 1-64 of A-Z a-z 0-9 _ . -, got {pool_id!r}")
+    seed = _get(errors, d, path, "seed", int, lo=0)
+    inc = _get(errors, d, path, "increment_bp", int, lo=0)
+    hidden = _get(errors, d, path, "hidden_bp", int, 0, lo=0)
+    ceiling = _get(errors, d, path, "ceiling", int, None, lo=0)
+    awards = _get(errors, d, path, "awards", dict, {})
+    paytable = _awards(errors, awards or {}, f"{path}.awards")
+    if None in (pool_id, seed, inc, hidden):
+        return None
+    try:
+        params = Params(seed, Fraction(inc, BASIS_POINTS), Fraction(hidden, BASIS_POINTS),
+                        ceiling, paytable)
+    except InputError as exc:
+        errors.append(f"{path}: {exc}")
+        return None
+    return pool_id, params
+
+
+def _broker(errors: list[str], d: dict[str, Any]) -> BrokerSettings | None:
+    _unknown(errors, d, "broker", {"host", "port", "client_id", "username", "password_file",
+                                   "tls"})
+    host = _get(errors, d, "broker", "host", str)
+    tls = None
+    t = _get(errors, d, "broker", "tls", dict, None)
+    if t is not None:
+        _unknown(errors, t, "broker.tls", {"ca", "cert", "key"})
+        ca = _get(errors, t, "broker.tls", "ca", str)
+        cert = _get(errors, t, "broker.tls", "cert", str, None)
+        key = _get(errors, t, "broker.tls", "key", str, None)
+        if (cert is None) != (key is None):
+            errors.append("broker.tls.key: cert and key go together")
+        tls = Tls(Path(ca or ""), Path(cert) if cert else None, Path(key) if key else None)
+    port = _get(errors, d, "broker", "port", int, 8883 if tls else 1883, lo=1)
+    client_id = _get(errors, d, "broker", "client_id", str,
+                     f"headoffice-{socket.gethostname()}-{os.getpid()}")
+    username = _get(errors, d, "broker", "username", str, None)
+    password = None
+    pf = _get(errors, d, "broker", "password_file", str, None)
+    if pf is not None:
+        try:
+            password = Path(pf).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            errors.append(f"broker.password_file: cannot read: {exc.strerror}")
+    if host is None:
+        return None
+    offline = contract.dumps({"v": contract.VERSION, "state": "offline", "worker": client_id})
+    return BrokerSettings(
+        host=host, port=port, client_id=client_id, tls=tls, username=username,
+        password=password,
+        # Workers keep no session: a dead worker must not hold messages of the shared
+        # subscription; the tables resend whatever was not acknowledged.
+        session_expiry_s=0,
+        will=Will(contract.HO_STATUS_TOPIC, offline, retain=True),
+    )
+
+
+def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfig:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise HeadOfficeConfigError([f"{source}: not valid TOML: {exc}"]) from None
+    errors: list[str] = []
+    _unknown(errors, data, "", {"database", "broker", "service", "pools"})
+    db = _get(errors, data, "", "database", dict, {}) or {}
+    _unknown(errors, db, "database", {"url"})
+    url = _get(errors, db, "database", "url", str)
+    broker = None
+    if "broker" in data:
+        b = _get(errors, data, "", "broker", dict)
+        broker = _broker(errors, b) if b is not None else None
+    s = _get(errors, data, "", "service", dict, {}) or {}
+    _unknown(errors, s, "service", {"heartbeat_s", "pool_expiry_s", "live_window_s", "batch_max",
+                                    "operators"})
+    operators = _get(errors, s, "service", "operators", list, [])
+    if operators is not None and not all(isinstance(o, str) and o for o in operators):
+        errors.append("service.operators: a list of operator names")
+        operators = []
+    pools: dict[str, Params] = {}
+    for i, p in enumerate(_get(errors, data, "", "pools", list, []) or []):
+        if not isinstance(p, dict):
+            errors.append(f"pools[{i}]: expected a table")
+            continue
+        got = _pool(errors, p, f"pools[{i}]")
+        if got is not None:
+            if got[0] in pools:
+                errors.append(f"pools[{i}].id: pool {got[0]!r} listed twice")
+            pools[got[0]] = got[1]
+    cfg = HeadOfficeConfig(
+        database=url or "",
+        broker=broker,
+        pools=pools,
+        heartbeat_s=float(_get(errors, s, "service", "heartbeat_s", (int, float), 1.0, lo=0.05)
+                          or 1.0),
+        pool_expiry_s=int(_get(errors, s, "service", "pool_expiry_s", int, 5, lo=1) or 5),
+        live_window_s=float(_get(errors, s, "service", "live_window_s", (int, float), 90.0,
+                                 lo=1) or 90.0),
+        batch_max=int(_get(errors, s, "service", "batch_max", int, 500, lo=1) or 500),
+        operators=tuple(operators or ()),
+    )
+    if errors:
+        raise HeadOfficeConfigError([f"{source}: {e.lstrip('.')}" for e in errors])
+    return cfg
+
+
+def load_config(path: str | Path = DEFAULT_PATH) -> HeadOfficeConfig:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HeadOfficeConfigError([f"{path}: cannot read: {exc}"]) from None
+    return validate_text(text, str(path))

@@ -1,0 +1,128 @@
+"""The ledger's database: SQLite by default, PostgreSQL at scale, through one small interface.
+
+The SQL is written once, in the subset both speak (`?` placeholders are rewritten to `%s` for
+psycopg; `INSERT ... ON CONFLICT DO NOTHING`; SAVEPOINT-free). What differs is the dialect:
+how a write transaction starts and whether rows are locked with `FOR UPDATE`. SQLite
+serialises writers with `BEGIN IMMEDIATE`; on PostgreSQL the rows of the tables and pools a
+transaction touches are locked, so several head-office workers never apply the same table's
+messages or the same pool's hits concurrently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS pools (
+    id TEXT PRIMARY KEY, params TEXT NOT NULL, amount BIGINT NOT NULL, carry TEXT NOT NULL,
+    reserve BIGINT NOT NULL, reserve_carry TEXT NOT NULL, seed_in TEXT NOT NULL,
+    contributions TEXT NOT NULL, paid BIGINT NOT NULL, house_paid BIGINT NOT NULL,
+    overflow BIGINT NOT NULL, wagers_in BIGINT NOT NULL, hits BIGINT NOT NULL,
+    wins BIGINT NOT NULL, version BIGINT NOT NULL, stopped TEXT, updated_utc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tables (
+    id TEXT PRIMARY KEY, pool_id TEXT, last_seq BIGINT NOT NULL, state TEXT NOT NULL,
+    last_seen_utc TEXT, last_seen_epoch DOUBLE PRECISION, birth TEXT);
+CREATE TABLE IF NOT EXISTS messages (
+    table_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, pool_id TEXT,
+    round BIGINT, status TEXT NOT NULL, reason TEXT, amount BIGINT NOT NULL, body TEXT NOT NULL,
+    utc TEXT NOT NULL, PRIMARY KEY (table_id, seq));
+CREATE TABLE IF NOT EXISTS parked (
+    table_id TEXT NOT NULL, seq BIGINT NOT NULL, body TEXT NOT NULL, utc TEXT NOT NULL,
+    PRIMARY KEY (table_id, seq));
+CREATE TABLE IF NOT EXISTS increments (
+    table_id TEXT NOT NULL, round BIGINT NOT NULL, seq BIGINT NOT NULL, pool_id TEXT NOT NULL,
+    amount BIGINT NOT NULL, meter_part TEXT NOT NULL, reserve_part TEXT NOT NULL,
+    cancelled_seq BIGINT, PRIMARY KEY (table_id, round));
+CREATE TABLE IF NOT EXISTS hits (
+    pool_id TEXT NOT NULL, hit_no BIGINT NOT NULL, table_id TEXT NOT NULL, round BIGINT NOT NULL,
+    seq BIGINT NOT NULL, utc TEXT NOT NULL, pool_before BIGINT NOT NULL,
+    pool_after BIGINT NOT NULL, paid BIGINT NOT NULL, seed_from_house BIGINT NOT NULL,
+    award TEXT NOT NULL, PRIMARY KEY (pool_id, hit_no));
+CREATE UNIQUE INDEX IF NOT EXISTS hits_by_round ON hits (table_id, round);
+CREATE TABLE IF NOT EXISTS rounds (
+    table_id TEXT NOT NULL, round BIGINT NOT NULL, seq BIGINT NOT NULL, status TEXT NOT NULL,
+    summary TEXT NOT NULL, PRIMARY KEY (table_id, seq));
+CREATE TABLE IF NOT EXISTS param_log (
+    pool_id TEXT NOT NULL, utc TEXT NOT NULL, operator TEXT NOT NULL, action TEXT NOT NULL,
+    forced BOOLEAN NOT NULL, outcome TEXT NOT NULL, live_tables TEXT NOT NULL,
+    old TEXT, new TEXT);
+CREATE TABLE IF NOT EXISTS alarms (
+    utc TEXT NOT NULL, pool_id TEXT, table_id TEXT, text TEXT NOT NULL);
+"""
+
+
+class Database:
+    """A connection plus its dialect. Use from one thread at a time."""
+
+    def __init__(self, conn: Any, dialect: str, url: str) -> None:
+        self.conn = conn
+        self.dialect = dialect
+        self.url = url
+        self.for_update = " FOR UPDATE" if dialect == "postgresql" else ""
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.dialect == "postgresql" else sql
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        cur = self.conn.execute(self._sql(sql), tuple(params))
+        if cur.description is None:
+            return []
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        rows = self.execute(sql, params)
+        return rows[0] if rows else None
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        if self.dialect == "postgresql":
+            with self.conn.cursor() as cur:
+                cur.executemany(self._sql(sql), rows)
+        else:
+            self.conn.executemany(sql, rows)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction: committed (durably: synchronous=FULL on SQLite) on success,
+        rolled back on any exception."""
+        self.conn.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_database(url: str | Path) -> Database:
+    """`sqlite:///abs/path.db`, a plain path, or `postgresql://...` (needs psycopg 3)."""
+    text = str(url)
+    if text.startswith(("postgresql://", "postgres://")):
+        try:
+            import psycopg  # type: ignore[import-not-found]
+        except ImportError:
+            raise RuntimeError(
+                "a PostgreSQL ledger needs psycopg 3: pip install 'psycopg[binary]'"
+            ) from None
+        conn = psycopg.connect(text, autocommit=True)
+        db = Database(conn, "postgresql", text)
+    else:
+        path = Path(text.removeprefix("sqlite://"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")  # a committed ack is on the disk
+        db = Database(conn, "sqlite", str(path))
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            db.execute(statement)
+    return db

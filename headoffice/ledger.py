@@ -1,0 +1,598 @@
+"""The durable ledger: every table message applied exactly once, in each table's order.
+
+`apply_batch` takes parsed messages (outbox, birth, status) and applies them in one write
+transaction; nothing is acknowledged to a table before that transaction commits. Per table,
+messages are applied in sequence order: a duplicate (seq already applied) is dropped, a message
+ahead of a gap is parked in the database until the gap fills (by this worker or another one:
+the table's row is the lock), so redeliveries, reorderings and several workers sharing the
+subscription never apply anything twice. Hits on a pool are serialised by the pool's row in
+arrival order. After every message the pool's books are checked (`Pool.check`); a violation
+stops that pool, loudly, and nothing more is applied to it until an operator resumes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Any
+
+from controller.errors import InputError
+from controller.games.uth.cards import parse_cards
+from controller.games.uth.jackpot import JackpotEntry
+from controller.link import contract
+from headoffice.db import Database, open_database
+from headoffice.pools import ConservationError, Params, Pool
+
+LAST_HITS = 25
+log = logging.getLogger("tablectl.headoffice")
+
+
+class LedgerError(Exception):
+    """An operator request the ledger refuses (the text says why)."""
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Incoming:
+    kind: str  # "outbox" | "birth" | "status"
+    table: str
+    body: dict[str, Any]
+
+
+@dataclass
+class BatchResult:
+    acks: dict[str, int] = field(default_factory=dict)  # table -> cumulative ack
+    awards: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (table, award msg)
+    pools: dict[str, tuple[int, int]] = field(default_factory=dict)  # pool -> (amount, version)
+    applied: int = 0
+    duplicates: int = 0
+    parked: int = 0
+    refused: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # not applied, not acked: resent later
+    stopped: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Table:
+    id: str
+    last_seq: int
+    pool_id: str | None
+    has_parked: bool
+    dirty: bool = False
+    blocked: bool = False  # a message was held: nothing after it this batch
+
+
+class _Hold(Exception):
+    """Not applied now, not acknowledged: the table sends it again."""
+
+
+class Ledger:
+    def __init__(self, db: Database, *, clock: Any = time.time) -> None:
+        self.db = db
+        self.clock = clock
+
+    @classmethod
+    def open(cls, url: str) -> Ledger:
+        return cls(open_database(url))
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- pools ----------------------------------------------------------------------------------
+    def pool(self, pool_id: str) -> Pool | None:
+        row = self.db.one("SELECT * FROM pools WHERE id = ?", (pool_id,))
+        return None if row is None else Pool.from_row(row)
+
+    def pools(self) -> list[Pool]:
+        return [Pool.from_row(r) for r in self.db.execute("SELECT * FROM pools ORDER BY id")]
+
+    def ensure_pool(self, pool_id: str, params: Params, operator: str = "config") -> Pool:
+        """Create the pool at its seed if it does not exist; an existing pool keeps its
+        ledger's parameters (changes go through set_params)."""
+        with self.db.transaction():
+            row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
+            if row is not None:
+                return Pool.from_row(row)
+            pool = Pool.new(pool_id, params).check()
+            self._write_pool(pool, insert=True)
+            self._param_log(pool_id, operator, "create", False, "applied", [], None, params)
+            return pool
+
+    def live_tables(self, pool_id: str, window_s: float) -> list[str]:
+        rows = self.db.execute(
+            "SELECT id FROM tables WHERE pool_id = ? AND state = 'online'"
+            " AND last_seen_epoch >= ? ORDER BY id",
+            (pool_id, self.clock() - window_s),
+        )
+        return [r["id"] for r in rows]
+
+    def set_params(
+        self,
+        pool_id: str,
+        changes: dict[str, Any],
+        *,
+        operator: str,
+        authorised: Iterable[str],
+        force: bool = False,
+        live_window_s: float = 60.0,
+    ) -> tuple[Params, Params]:
+        """Change a pool's parameters. Refused while tables are live on the pool unless
+        `force` by an operator in `authorised`; every attempt is logged with old and new."""
+        from dataclasses import replace
+
+        with self.db.transaction():
+            row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
+            if row is None:
+                raise LedgerError(f"no pool {pool_id!r}")
+            pool = Pool.from_row(row)
+            old = pool.params
+            try:
+                new = replace(old, **changes)
+            except (TypeError, InputError) as exc:
+                raise LedgerError(f"pool {pool_id}: bad parameters: {exc}") from None
+            live = self.live_tables(pool_id, live_window_s)
+            why = None
+            if live and not force:
+                why = f"tables live on pool {pool_id}: {', '.join(live)} (force needed)"
+            elif force and operator not in set(authorised):
+                why = f"operator {operator!r} is not authorised to force a change"
+            if why is None:
+                try:
+                    pool = pool.with_params(new)
+                except ConservationError as exc:
+                    why = str(exc)
+            if why is not None:
+                self._param_log(pool_id, operator, "set", force, f"refused: {why}", live, old, new)
+            else:
+                self._write_pool(pool)
+                self._param_log(pool_id, operator, "set", force, "applied", live, old, new)
+        if why is not None:
+            raise LedgerError(why)
+        log.warning("pool %s parameters changed by %s: %s -> %s", pool_id, operator,
+                    old.as_json(), new.as_json())
+        return old, new
+
+    def resume_pool(self, pool_id: str, *, operator: str, authorised: Iterable[str]) -> Pool:
+        """Restart a stopped pool once its books balance again (after an investigation)."""
+        from dataclasses import replace
+
+        if operator not in set(authorised):
+            raise LedgerError(f"operator {operator!r} is not authorised to resume a pool")
+        with self.db.transaction():
+            row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
+            if row is None:
+                raise LedgerError(f"no pool {pool_id!r}")
+            pool = Pool.from_row(row)
+            try:
+                pool = replace(pool, stopped=None, version=pool.version + 1).check()
+            except ConservationError as exc:
+                raise LedgerError(f"still unbalanced, not resumed: {exc}") from None
+            self._write_pool(pool)
+            self._param_log(pool_id, operator, "resume", False, "applied", [], None, None)
+            return pool
+
+    # -- messages -------------------------------------------------------------------------------
+    def apply_batch(self, items: Sequence[Incoming]) -> BatchResult:
+        result = BatchResult()
+        with self.db.transaction():
+            batch = _Batch(self, result)
+            for item in items:
+                if item.kind == "outbox":
+                    batch.outbox(item.table, item.body)
+                elif item.kind == "birth":
+                    batch.birth(item.table, item.body)
+                elif item.kind == "status":
+                    batch.status(item.table, item.body)
+            batch.flush()
+        return result
+
+    def award_for(self, table: str, round_: int) -> dict[str, Any] | None:
+        row = self.db.one(
+            "SELECT award FROM hits WHERE table_id = ? AND round = ?", (table, round_)
+        )
+        return None if row is None else json.loads(row["award"])
+
+    # -- reports --------------------------------------------------------------------------------
+    def report(self) -> dict[str, Any]:
+        pools = []
+        for pool in self.pools():
+            hits = self.db.execute(
+                "SELECT hit_no, table_id, round, utc, pool_before, pool_after, paid, award"
+                " FROM hits WHERE pool_id = ? ORDER BY hit_no DESC LIMIT ?",
+                (pool.id, LAST_HITS),
+            )
+            last = [
+                {
+                    "hit": h["hit_no"], "table": h["table_id"], "round": h["round"],
+                    "utc": h["utc"], "pool_before": h["pool_before"],
+                    "pool_after": h["pool_after"], "paid": h["paid"],
+                    "payouts": json.loads(h["award"])["payouts"],
+                }
+                for h in hits
+            ]
+            pools.append({**pool.meters(), "last_hits": last})
+        tables = self.db.execute(
+            "SELECT id, pool_id, last_seq, state, last_seen_utc FROM tables ORDER BY id"
+        )
+        alarms = self.db.execute(
+            "SELECT utc, pool_id, table_id, text FROM alarms ORDER BY rowid DESC LIMIT 25"
+            if self.db.dialect == "sqlite"
+            else "SELECT utc, pool_id, table_id, text FROM alarms ORDER BY utc DESC LIMIT 25"
+        )
+        return {"pools": pools, "tables": tables, "alarms": alarms}
+
+    def table_totals(self, table: str) -> dict[str, int]:
+        """What the ledger holds for one table: jackpot wagers in (net of cancellations) and
+        awards paid to it, in cents; the last sequence applied."""
+        wagered = self.db.one(
+            "SELECT COALESCE(SUM(amount), 0) AS s FROM messages WHERE table_id = ?"
+            " AND status = 'applied' AND type IN ('jackpot_increment', 'jackpot_cancel')",
+            (table,),
+        )
+        paid = self.db.one(
+            "SELECT COALESCE(SUM(paid), 0) AS s FROM hits WHERE table_id = ?", (table,)
+        )
+        seq = self.db.one("SELECT last_seq FROM tables WHERE id = ?", (table,))
+        return {
+            "wagered": int(wagered["s"]) if wagered else 0,
+            "paid": int(paid["s"]) if paid else 0,
+            "last_seq": int(seq["last_seq"]) if seq else 0,
+        }
+
+    # -- storage helpers ------------------------------------------------------------------------
+    def _write_pool(self, pool: Pool, insert: bool = False) -> None:
+        row = {**pool.row(), "updated_utc": utc_now()}
+        cols = list(row)
+        if insert:
+            self.db.execute(
+                f"INSERT INTO pools ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                [row[c] for c in cols],
+            )
+        else:
+            sets = ", ".join(f"{c} = ?" for c in cols if c != "id")
+            self.db.execute(
+                f"UPDATE pools SET {sets} WHERE id = ?",
+                [row[c] for c in cols if c != "id"] + [pool.id],
+            )
+
+    def _param_log(self, pool_id: str, operator: str, action: str, forced: bool, outcome: str,
+                   live: list[str], old: Params | None, new: Params | None) -> None:
+        self.db.execute(
+            "INSERT INTO param_log (pool_id, utc, operator, action, forced, outcome,"
+            " live_tables, old, new) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                pool_id, utc_now(), operator, action, force_bool(forced), outcome,
+                json.dumps(live),
+                None if old is None else json.dumps(old.as_json(), sort_keys=True),
+                None if new is None else json.dumps(new.as_json(), sort_keys=True),
+            ),
+        )
+
+    def param_log(self, pool_id: str | None = None) -> list[dict[str, Any]]:
+        if pool_id is None:
+            return self.db.execute("SELECT * FROM param_log ORDER BY utc")
+        return self.db.execute("SELECT * FROM param_log WHERE pool_id = ? ORDER BY utc",
+                               (pool_id,))
+
+    def alarm(self, text: str, pool_id: str | None = None, table: str | None = None) -> None:
+        log.critical("%s", text)
+        self.db.execute("INSERT INTO alarms (utc, pool_id, table_id, text) VALUES (?, ?, ?, ?)",
+                        (utc_now(), pool_id, table, text))
+
+
+def force_bool(value: bool) -> Any:
+    return bool(value)
+
+
+class _Batch:
+    """One transaction's worth of messages, applied in memory and written at `flush`."""
+
+    def __init__(self, ledger: Ledger, result: BatchResult) -> None:
+        self.ledger = ledger
+        self.db = ledger.db
+        self.result = result
+        self.tables: dict[str, _Table] = {}
+        self.pools: dict[str, Pool | None] = {}
+        self.dirty_pools: set[str] = set()
+        self.messages: list[tuple[Any, ...]] = []
+        self.increments: dict[tuple[str, int], dict[str, Any]] = {}
+        self.cancelled: list[tuple[int, str, int]] = []
+        self.hits: list[tuple[Any, ...]] = []
+        self.rounds: list[tuple[Any, ...]] = []
+        self.utc = utc_now()
+
+    # -- loading (locks the rows on PostgreSQL) -------------------------------------------------
+    def table(self, table_id: str) -> _Table:
+        t = self.tables.get(table_id)
+        if t is None:
+            self.db.execute(
+                "INSERT INTO tables (id, last_seq, state) VALUES (?, 0, 'unknown')"
+                " ON CONFLICT (id) DO NOTHING",
+                (table_id,),
+            )
+            row = self.db.one(
+                f"SELECT last_seq, pool_id FROM tables WHERE id = ?{self.db.for_update}",
+                (table_id,),
+            )
+            assert row is not None
+            parked = self.db.one("SELECT min(seq) AS m FROM parked WHERE table_id = ?",
+                                 (table_id,))
+            t = _Table(table_id, int(row["last_seq"]), row["pool_id"],
+                       parked is not None and parked["m"] is not None)
+            self.tables[table_id] = t
+        return t
+
+    def pool(self, pool_id: str) -> Pool | None:
+        if pool_id not in self.pools:
+            row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
+            self.pools[pool_id] = None if row is None else Pool.from_row(row)
+        return self.pools[pool_id]
+
+    # -- outbox -----------------------------------------------------------------------------------
+    def outbox(self, table_id: str, body: dict[str, Any]) -> None:
+        t = self.table(table_id)
+        seq = body["seq"]
+        if seq <= t.last_seq:
+            self.result.duplicates += 1
+            self.result.acks[table_id] = t.last_seq  # the ack may have been lost: say it again
+            if body.get("type") == "jackpot_hit":
+                self._reanswer(table_id, body)
+            return
+        if t.blocked or seq > t.last_seq + 1:
+            self.db.execute(
+                "INSERT INTO parked (table_id, seq, body, utc) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (table_id, seq) DO NOTHING",
+                (table_id, seq, json.dumps(body), self.utc),
+            )
+            t.has_parked = True
+            self.result.parked += 1
+            return
+        if self._apply(t, body):
+            self._drain(t)
+
+    def _drain(self, t: _Table) -> None:
+        """Apply parked messages that now follow on."""
+        while t.has_parked and not t.blocked:
+            row = self.db.one("SELECT body FROM parked WHERE table_id = ? AND seq = ?",
+                              (t.id, t.last_seq + 1))
+            if row is None:
+                return
+            self.db.execute("DELETE FROM parked WHERE table_id = ? AND seq = ?",
+                            (t.id, t.last_seq + 1))
+            if not self._apply(t, json.loads(row["body"])):
+                self.db.execute(
+                    "INSERT INTO parked (table_id, seq, body, utc) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (table_id, seq) DO NOTHING",
+                    (t.id, t.last_seq + 1, row["body"], self.utc),
+                )
+                return
+
+    def _apply(self, t: _Table, body: dict[str, Any]) -> bool:
+        """Apply the table's next message. False if it is held (not applied, not acked)."""
+        type_ = body.get("type", "")
+        payload = body.get("payload")
+        status, reason, pool_id, amount = "applied", None, None, 0
+        round_ = payload.get("round") if isinstance(payload, dict) else None
+        try:
+            payload = contract.check_outbox_payload(type_, payload)
+            pool_id = payload.get("pool_id")
+            amount = self._dispatch(t, body, type_, payload)
+        except (contract.SchemaError, InputError) as exc:
+            # A bad message still has its sequence number: record it refused and go on, so the
+            # valid messages behind it are not stuck; the body is kept for the audit.
+            status, reason, amount = "refused", str(exc), 0
+            self.result.refused.append(f"{t.id}/{body['seq']}: {exc}")
+            self.ledger.alarm(f"message {t.id}/{body['seq']} refused: {exc}",
+                              pool_id if isinstance(pool_id, str) else None, t.id)
+        except _Hold as exc:
+            t.blocked = True
+            self.result.held.append(f"{t.id}/{body['seq']}: {exc}")
+            return False
+        t.last_seq = body["seq"]
+        t.dirty = True
+        self.result.acks[t.id] = t.last_seq
+        self.result.applied += 1
+        self.messages.append((
+            t.id, body["seq"], type_, pool_id if isinstance(pool_id, str) else None,
+            round_ if isinstance(round_, int) else None, status, reason, amount,
+            json.dumps(body, sort_keys=True), self.utc,
+        ))
+        return True
+
+    def _live_pool(self, t: _Table, pool_id: str) -> Pool:
+        pool = self.pool(pool_id)
+        if pool is None:
+            raise _Hold(f"no pool {pool_id!r} at head office")
+        if pool.stopped:
+            raise _Hold(f"pool {pool_id} is stopped: {pool.stopped}")
+        if t.pool_id != pool_id:
+            t.pool_id = pool_id
+            t.dirty = True
+        return pool
+
+    def _guarded(self, pool_id: str, step: Any) -> Pool:
+        """Run a pool operation; a broken invariant stops the pool (the message is held)."""
+        try:
+            pool = step()
+        except ConservationError as exc:
+            from dataclasses import replace
+
+            stopped = replace(self.pools[pool_id], stopped=f"{self.utc}: {exc}")  # type: ignore[arg-type]
+            self.pools[pool_id] = stopped
+            self.dirty_pools.add(pool_id)
+            self.result.stopped.append(pool_id)
+            self.ledger.alarm(f"POOL {pool_id} STOPPED: conservation violated: {exc}", pool_id)
+            raise _Hold(f"pool {pool_id} stopped") from None
+        self.pools[pool_id] = pool
+        self.dirty_pools.add(pool_id)
+        self.result.pools[pool_id] = (pool.amount, pool.version)
+        return pool
+
+    def _dispatch(self, t: _Table, body: dict[str, Any], type_: str, p: dict[str, Any]) -> int:
+        seq = body["seq"]
+        if type_ == "round_result":
+            self.rounds.append((t.id, p["round"], seq, str(p["status"]),
+                                json.dumps(p, sort_keys=True)))
+            return 0
+        pool_id = p["pool_id"]
+        pool = self._live_pool(t, pool_id)
+        key = (t.id, p["round"])
+        if type_ == "jackpot_increment":
+            if key in self.increments or self._stored_increment(key) is not None:
+                raise InputError(f"round {p['round']}: a second increment for the round")
+            parts: dict[str, Any] = {}
+
+            def inc() -> Pool:
+                new, meter, reserve = pool.contribute(p["amount"])
+                parts.update(meter=meter, reserve=reserve)
+                return new
+
+            self._guarded(pool_id, inc)
+            self.increments[key] = {"seq": seq, "pool": pool_id, "amount": p["amount"],
+                                    "meter": parts["meter"], "reserve": parts["reserve"],
+                                    "new": True}
+            return int(p["amount"])
+        if type_ == "jackpot_cancel":
+            inc = self.increments.get(key) or self._stored_increment(key)
+            if inc is None or inc.get("cancelled"):
+                raise InputError(f"round {p['round']}: cancel without an increment to cancel")
+            if inc["amount"] != p["amount"] or inc["pool"] != pool_id:
+                raise InputError(f"round {p['round']}: cancel of {p['amount']} on {pool_id}"
+                                 f" does not match the increment {inc['amount']} on {inc['pool']}")
+            self._guarded(pool_id, lambda: pool.cancel(p["amount"], inc["meter"],
+                                                        inc["reserve"]))
+            inc["cancelled"] = True
+            self.increments[key] = inc
+            self.cancelled.append((seq, t.id, p["round"]))
+            return -int(p["amount"])
+        # jackpot_hit: the UTH engine's award on the pool as it stands now (arrival order).
+        entries = [
+            JackpotEntry(e["box"], parse_cards(e["cards"], count=5), e["wager"],
+                         bool(e.get("folded", False)))
+            for e in p["entries"]
+        ]
+        answer: dict[str, Any] = {}
+
+        def hit() -> Pool:
+            new, result = pool.award(entries)
+            answer["result"] = result
+            return new
+
+        new = self._guarded(pool_id, hit)
+        result = answer["result"]
+        payouts = [
+            {"box": x.box, "award": x.award.value, "amount": x.amount,
+             "from_meter": x.from_meter, "from_house": x.from_house, "rule": x.rule}
+            for x in result.payouts
+        ]
+        message = contract.award_message(t.id, pool_id, p["round"], seq, payouts)
+        hit_no = new.hits
+        self.hits.append((
+            pool_id, hit_no, t.id, p["round"], seq, self.utc, pool.amount, new.amount,
+            sum(x["amount"] for x in payouts), result.seed_from_house,
+            json.dumps(message, sort_keys=True),
+        ))
+        self.result.awards.append((t.id, message))
+        return 0
+
+    def _stored_increment(self, key: tuple[str, int]) -> dict[str, Any] | None:
+        row = self.db.one(
+            "SELECT seq, pool_id, amount, meter_part, reserve_part, cancelled_seq"
+            " FROM increments WHERE table_id = ? AND round = ?", key,
+        )
+        if row is None:
+            return None
+        return {"seq": row["seq"], "pool": row["pool_id"], "amount": int(row["amount"]),
+                "meter": Fraction(row["meter_part"]), "reserve": Fraction(row["reserve_part"]),
+                "cancelled": row["cancelled_seq"] is not None, "new": False}
+
+    def _reanswer(self, table_id: str, body: dict[str, Any]) -> None:
+        payload = body.get("payload")
+        if isinstance(payload, dict) and isinstance(payload.get("round"), int):
+            award = self.ledger.award_for(table_id, payload["round"])
+            if award is not None:
+                self.result.awards.append((table_id, award))
+
+    # -- birth and status -----------------------------------------------------------------------
+    def birth(self, table_id: str, body: dict[str, Any]) -> None:
+        t = self.table(table_id)
+        pool_id = body.get("pool_id")
+        if isinstance(pool_id, str) and contract.POOL_ID.fullmatch(pool_id):
+            t.pool_id = pool_id
+        self.db.execute(
+            "UPDATE tables SET state = 'online', last_seen_utc = ?, last_seen_epoch = ?,"
+            " birth = ?, pool_id = ? WHERE id = ?",
+            (self.utc, self.ledger.clock(), json.dumps(body, sort_keys=True), t.pool_id,
+             table_id),
+        )
+        # The table starts again: tell it where it stands, and answer any hit it still shows
+        # PENDING that the ledger has already awarded (the answer may have been lost).
+        self.result.acks[table_id] = t.last_seq
+        for hit in body.get("pending_hits") or []:
+            award = self.ledger.award_for(table_id, hit["round"])
+            if award is not None:
+                self.result.awards.append((table_id, award))
+            else:
+                pending = next((h for h in self.hits if h[2] == table_id and h[3] == hit["round"]),
+                               None)
+                if pending is not None:
+                    self.result.awards.append((table_id, json.loads(pending[10])))
+
+    def status(self, table_id: str, body: dict[str, Any]) -> None:
+        self.table(table_id)
+        self.db.execute(
+            "UPDATE tables SET state = ?, last_seen_utc = ?, last_seen_epoch = ? WHERE id = ?",
+            (body["state"], self.utc, self.ledger.clock(), table_id),
+        )
+
+    # -- write ------------------------------------------------------------------------------------
+    def flush(self) -> None:
+        db = self.db
+        db.executemany(
+            "INSERT INTO messages (table_id, seq, type, pool_id, round, status, reason, amount,"
+            " body, utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self.messages,
+        )
+        db.executemany(
+            "INSERT INTO increments (table_id, round, seq, pool_id, amount, meter_part,"
+            " reserve_part, cancelled_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (k[0], k[1], v["seq"], v["pool"], v["amount"], str(v["meter"]),
+                 str(v["reserve"]), None)
+                for k, v in self.increments.items() if v.get("new")
+            ],
+        )
+        db.executemany(
+            "UPDATE increments SET cancelled_seq = ? WHERE table_id = ? AND round = ?",
+            self.cancelled,
+        )
+        db.executemany(
+            "INSERT INTO hits (pool_id, hit_no, table_id, round, seq, utc, pool_before,"
+            " pool_after, paid, seed_from_house, award) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self.hits,
+        )
+        db.executemany(
+            "INSERT INTO rounds (table_id, round, seq, status, summary) VALUES (?, ?, ?, ?, ?)",
+            self.rounds,
+        )
+        for pool_id in sorted(self.dirty_pools):
+            pool = self.pools[pool_id]
+            assert pool is not None
+            self.ledger._write_pool(pool)
+        now = self.ledger.clock()
+        for t in self.tables.values():
+            if t.dirty:
+                db.execute(
+                    "UPDATE tables SET last_seq = ?, pool_id = ?, last_seen_utc = ?,"
+                    " last_seen_epoch = ?, state = CASE WHEN state = 'unknown' THEN 'online'"
+                    " ELSE state END WHERE id = ?",
+                    (t.last_seq, t.pool_id, self.utc, now, t.id),
+                )

@@ -1,0 +1,138 @@
+"""A head-office worker: the MQTT side of the ledger.
+
+It subscribes to every table's outbox, birth and status through an MQTT v5 shared subscription
+(`$share/headoffice/...`), so several workers split the load; applies what arrives in batches
+(one durable transaction each, `Ledger.apply_batch`); and only then publishes the cumulative
+acks, the awards and the new pool values. Pool values are republished every `heartbeat_s`
+(retained, expiring after `pool_expiry_s`): a table that stops hearing them shows OFFLINE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from typing import Any
+
+from controller.link import contract
+from controller.link.transport import Backoff, Connection, LinkError, connect
+from headoffice.config import HeadOfficeConfig
+from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
+
+log = logging.getLogger("tablectl.headoffice")
+
+
+class Worker:
+    def __init__(self, cfg: HeadOfficeConfig, ledger: Ledger) -> None:
+        assert cfg.broker is not None, "a worker needs [broker]"
+        self.cfg = cfg
+        self.ledger = ledger
+        self.counters: Counter[str] = Counter()
+        self.connected = asyncio.Event()
+        self._db_lock = asyncio.Lock()  # one thread at a time on the ledger's connection
+        self._queue: asyncio.Queue[Incoming] = asyncio.Queue()
+
+    async def _db(self, fn: Any, *args: Any) -> Any:
+        async with self._db_lock:
+            return await asyncio.to_thread(fn, *args)
+
+    async def run(self) -> None:
+        for pool_id, params in self.cfg.pools.items():
+            await self._db(self.ledger.ensure_pool, pool_id, params)
+        backoff = Backoff()
+        while True:
+            started = time.monotonic()
+            try:
+                async with connect(self.cfg.broker) as conn:  # type: ignore[arg-type]
+                    await self._session(conn)
+            except LinkError as exc:
+                log.warning("head office: broker connection: %s", exc)
+            finally:
+                self.connected.clear()
+            if time.monotonic() - started > 10:
+                backoff.reset()
+            await asyncio.sleep(backoff.next_delay())
+
+    async def _session(self, conn: Connection) -> None:
+        await conn.subscribe(list(contract.HO_SUBSCRIPTIONS))
+        online = {"v": contract.VERSION, "state": "online", "worker": self.cfg.broker.client_id}  # type: ignore[union-attr]
+        await conn.publish(contract.HO_STATUS_TOPIC, contract.dumps(online), retain=True)
+        await self._publish_pools(conn)
+        self.connected.set()
+        self.counters["connects"] += 1
+        tasks = [
+            asyncio.create_task(self._read(conn)),
+            asyncio.create_task(self._apply(conn)),
+            asyncio.create_task(self._heartbeat(conn)),
+        ]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                exc = task.exception()
+                if exc is not None:
+                    raise exc
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _read(self, conn: Connection) -> None:
+        async for message in conn.messages():
+            try:
+                self._queue.put_nowait(parse(message.topic, message.payload))
+                self.counters["received"] += 1
+            except contract.SchemaError as exc:
+                self.counters["malformed"] += 1
+                log.warning("head office: message refused: %s (topic %s)", exc, message.topic)
+
+    async def _apply(self, conn: Connection) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while not self._queue.empty() and len(batch) < self.cfg.batch_max:
+                batch.append(self._queue.get_nowait())
+            result: BatchResult = await self._db(self.ledger.apply_batch, batch)
+            self.counters["applied"] += result.applied
+            self.counters["duplicates"] += result.duplicates
+            self.counters["parked"] += result.parked
+            self.counters["batches"] += 1
+            for text in result.held:
+                self.counters["held"] += 1
+                log.error("head office: message held (not acknowledged): %s", text)
+            # Durable now: tell the tables and the meters.
+            for table, message in result.awards:
+                await conn.publish(contract.award_topic(table), contract.dumps(message))
+            for table, upto in result.acks.items():
+                await conn.publish(contract.ack_topic(table),
+                                   contract.dumps(contract.ack_message(table, upto)))
+            for pool_id, (amount, version) in result.pools.items():
+                await self._publish_pool(conn, pool_id, amount, version)
+
+    async def _publish_pool(self, conn: Connection, pool_id: str, amount: int,
+                            version: int) -> None:
+        body = contract.pool_message(pool_id, amount, version, utc_now())
+        await conn.publish(contract.pool_topic(pool_id), contract.dumps(body), retain=True,
+                           expiry_s=self.cfg.pool_expiry_s)
+        self.counters["pool_values"] += 1
+
+    async def _publish_pools(self, conn: Connection) -> None:
+        for pool in await self._db(self.ledger.pools):
+            if pool.stopped is None:  # a stopped pool goes quiet: its meters show OFFLINE
+                await self._publish_pool(conn, pool.id, pool.amount, pool.version)
+
+    async def _heartbeat(self, conn: Connection) -> None:
+        while True:
+            await asyncio.sleep(self.cfg.heartbeat_s)
+            await self._publish_pools(conn)
+
+
+def parse(topic: str, payload: bytes) -> Incoming:
+    """A message from a table's topic -> Incoming; SchemaError if it breaks the contract."""
+    table, leaf = contract.table_of_topic(topic)
+    if leaf == "outbox":
+        return Incoming("outbox", table, contract.parse_outbox(payload, table))
+    if leaf == "birth":
+        return Incoming("birth", table, contract.parse_birth(payload, table))
+    if leaf == "status":
+        return Incoming("status", table, contract.parse_status(payload, table))
+    raise contract.SchemaError(f"topic {topic}: unknown leaf {leaf!r}")
