@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from controller.config import TableConfig
@@ -164,6 +164,7 @@ class SimShuffler(Shuffler):
         self._order: list[str | None] = []  # the shuffled deck in play
         self._next_index = 0
         self._pending: list[tuple[str, str, str]] = []  # (kind, at, reason)
+        self._stacked: list[list[str]] = []  # test decks: cards first out, in order
         self._timers = _Timers()
 
     # --- fault injection ------------------------------------------------------------------------
@@ -206,6 +207,14 @@ class SimShuffler(Shuffler):
         cards = self._deck(deck)
         cards[:] = STANDARD_DECK
 
+    def stack_next(self, top: Sequence[str]) -> None:
+        """Tests: the next shuffle puts these cards first, in this order (the rest shuffled as
+        usual), e.g. to force a jackpot hit (controller/sim/uth.py `royal_flush_top`). Only a
+        test calls it; the shuffle itself stays the CSPRNG's."""
+        if len(set(top)) != len(top):
+            raise DeviceError(f"{self.name}: stacked cards repeat: {list(top)}")
+        self._stacked.append(list(top))
+
     def fail_next(self, kind: str = "jam", *, at: str = "shuffle", reason: str = "") -> None:
         if kind not in ("jam", "fault") or at not in ("shuffle", "dispense"):
             raise DeviceError(f"{self.name}: cannot inject {kind!r} at {at!r}")
@@ -239,6 +248,9 @@ class SimShuffler(Shuffler):
             return
         order = list(self.contents[deck])
         self.rng.shuffle(order)
+        if self._stacked:
+            top = self._stacked.pop(0)
+            order = [*top, *(c for c in order if c not in top)]
         self._order = order
         self._next_index = 0
         self._report_ready(deck)

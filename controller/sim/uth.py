@@ -143,3 +143,12 @@ def hidden_pair_or_better(hole: Sequence[Card], board: Sequence[Card]) -> bool:
 
 def _high(hole: Sequence[Card]) -> bool:
     return max(rank_of(c) for c in hole) == ACE  # an ace kicker often beats a non-qualifier
+
+
+def royal_flush_top(suit: str = "h") -> list[str]:
+    """The first cards of a stacked shuffler deck (7.2 mapping, `SimShuffler.stack_next`) that
+    give the lowest box playing a Royal Flush with the flop (15.2.6): flop Q J T of `suit`,
+    turn and river, the dealer's two cards, then that box's A K of `suit`."""
+    others = [c for c in ("2c", "3d", "4s", "5s", "7c", "8d") if c[1] != suit]
+    return [f"Q{suit}", f"J{suit}", f"T{suit}", others[0], others[1], others[2], others[3],
+            f"A{suit}", f"K{suit}"]
