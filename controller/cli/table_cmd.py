@@ -62,12 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     dealer.add_argument("action", help="e.g. no_more_bets, shake, void")
     dealer.add_argument("fields", nargs="*", help="key=value data (value parsed as JSON if it can)")
 
-    dev = sub.add_parser("devices", help="device health and counters")
-    dsub = dev.add_subparsers(dest="devices_command", required=True, parser_class=type(dev))
-    lst = dsub.add_parser("list")
-    lst.add_argument("--runtime-dir", type=Path)
-    lst.add_argument("--json", action="store_true")
-    lst.set_defaults(func=cmd_devices)
+    # `tablectl devices ...` lives in controller/cli/devices_cmd.py.
 
     cfg = sub.add_parser("config", help="configuration")
     csub = cfg.add_subparsers(dest="config_command", required=True, parser_class=type(cfg))
