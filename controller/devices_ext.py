@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 WATCH_KEEP = 500
 DEVICE_EVENT_PREFIXES = (
     "dice.", "shaker.", "shuffler.", "card.", "deck.", "chung.", "off.", "bet.", "table.",
-    "dealer.",
 )  # fmt: skip
 
 # fault name -> (simulators that have it, how to apply it)
@@ -118,11 +117,20 @@ class DevicesExtension:
             try:
                 while (item := await q.get()) is not None:
                     kind = item["event"]["kind"]
-                    if kind.startswith(DEVICE_EVENT_PREFIXES):
+                    if kind.startswith(DEVICE_EVENT_PREFIXES) or self._keypad(kind):
                         self.cursor += 1
                         self.events.append({"n": self.cursor, **item})
             finally:
                 self.table.unsubscribe(q)
+
+    def _keypad(self, kind: str) -> bool:
+        """A dealer action that has a wired keypad button (the rest are `tablectl dealer`)."""
+        if not kind.startswith("dealer."):
+            return False
+        for d in self._devices().values():
+            if isinstance(d, Sensors) and d.keypad is not None:
+                return kind.removeprefix("dealer.") in d.keypad
+        return False
 
     # --- handlers -------------------------------------------------------------------------------
 

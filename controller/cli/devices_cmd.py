@@ -138,7 +138,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_fault(args: argparse.Namespace) -> int:
     payload = {"device": args.device, "fault": args.fault, "value": args.value}
     result = _ask(args, "device_fault", payload)
-    emit(result, args.json, lambda: f"{args.device}: {args.fault} injected")
+    said = " ".join(str(x) for x in (args.device + ":", args.fault, args.value) if x)
+    emit(result, args.json, lambda: f"{said} injected")
     return 0
 
 
