@@ -153,6 +153,10 @@ def build_extensions(cfg: TableConfig, args: argparse.Namespace) -> list[Extensi
     from controller.devices_ext import DevicesExtension
 
     extensions.append(DevicesExtension())  # tablectl devices list|test|watch
+    if cfg.link.enabled:
+        from controller.link.extension import LinkExtension
+
+        extensions.append(LinkExtension(cfg))  # head office over MQTT (docs/mqtt.md)
     return extensions
 
 
