@@ -131,7 +131,8 @@ class MessageError(ValueError):
 def message(verb: str, *args: object) -> bytes:
     text = " ".join([verb, *(str(a) for a in args)])
     data = text.encode("ascii", "replace")
-    if not text.isascii() or not data or not all(0x20 <= b < 0x7F for b in data) or len(data) > MAX_PAYLOAD:
+    printable = all(0x20 <= b < 0x7F for b in data)
+    if not text.isascii() or not data or not printable or len(data) > MAX_PAYLOAD:
         raise MessageError(f"cannot send {text!r} as a message")
     return data
 

@@ -220,7 +220,7 @@ class GpioSensors(Sensors):
         assert change.what == LEVEL
         if inp.momentary:
             # Act on release of a press that was not stuck (STUCK clears after this LEVEL).
-            if not change.value and not deb.stuck:
+            if not change.value and self.problems.get(inp.name) != "stuck":
                 kind, data = inp.off  # type: ignore[misc]
                 self.counters["presses"] += 1
                 self._input(kind, data)
