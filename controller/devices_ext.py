@@ -135,7 +135,8 @@ class DevicesExtension:
     # --- handlers -------------------------------------------------------------------------------
 
     def _devices(self) -> dict[str, Any]:
-        assert self.table is not None
+        if self.table is None:  # the socket answers before the extensions have started
+            raise ValueError("tablectld is still starting: try again in a moment")
         return self.table.devices
 
     def _device(self, args: dict[str, Any]) -> Any:

@@ -1,0 +1,136 @@
+"""`tablectld --simulate=pty`: every device is a real driver talking to its simulator over a
+pty pair, through the daemon; technician commands on the control socket."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from daemon_helpers import REPO, ask, start_daemon, wait_for_socket
+
+from controller.config import validate_text
+from controller.journal import verify_dir
+from devices.udev import rules
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-2000:]
+    return out, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("game", "rules_"), [("paigow", "nsw"), ("paigow", "act"), ("uth", "nsw")])
+def test_rounds_play_with_every_device_on_its_pty(tmp_path: Path, game: str, rules_: str) -> None:
+    proc = start_daemon(
+        tmp_path, "--simulate=pty", "--game", game, "--rules", rules_, "--autoplay", "4",
+        "--seed", "11",
+    )  # fmt: skip
+    out, _ = finish(proc)
+    lines = [line for line in out.splitlines() if line.startswith("round ")]
+    assert len(lines) == 4, out
+    report = verify_dir(tmp_path)
+    assert report.ok and report.rounds_completed + report.rounds_voided == 4
+
+
+def wait_journal(tmp_path: Path, kind: str, timeout: float = 15) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for row in ask(tmp_path, "journal_tail", {"n": 200}):
+            if row["kind"] == kind:
+                return row
+        time.sleep(0.1)
+    raise AssertionError(f"no {kind} in the journal")
+
+
+@pytest.mark.slow
+def test_technician_commands_and_a_silent_shuffler_through_the_daemon(tmp_path: Path) -> None:
+    proc = start_daemon(
+        tmp_path, "--simulate=pty", "--game", "uth", "--autoplay", "0", "--pace", "0.05",
+        "--seed", "5", "--quiet",
+    )  # fmt: skip
+    try:
+        wait_for_socket(tmp_path, proc)
+        for _ in range(100):
+            try:
+                listed = ask(tmp_path, "device_list")
+                break
+            except RuntimeError as exc:  # answered before the extension started
+                assert "still starting" in str(exc)
+                time.sleep(0.05)
+        assert set(listed) >= {"sensors", "meter", "shuffler"}
+        assert listed["shuffler"]["driver"] == "SerialShuffler" and listed["shuffler"]["simulated"]
+        assert listed["meter"]["port"].startswith("/dev/pts/")
+
+        test = ask(tmp_path, "device_test", {"device": "meter"})
+        assert test["result"]["ok"] and test["result"]["read_back"] == "8888888888888888"
+
+        # A bet sensor pressed on its mock pin is seen active once it held for the debounce.
+        ask(tmp_path, "device_input", {"input": "bet_sensor3", "active": "on"})
+        deadline = time.monotonic() + 5
+        while True:
+            pins = ask(tmp_path, "device_watch", {"since": 0})["inputs"]["pins"]
+            if pins["bet_sensor3"]["active"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        assert pins["bet_sensor3"] == {"pin": 6, "active": True, "problem": None}
+
+        # The shuffler goes silent: within its answer time the round machine hears of it.
+        ask(tmp_path, "device_fault", {"device": "shuffler", "fault": "no_answer", "value": "on"})
+        fault = wait_journal(tmp_path, "shuffler.fault")
+        assert fault["data"] == {"reason": "no answer"}
+        listed = ask(tmp_path, "device_list")
+        # (offline, or busy again: the UTH machine asks for a reshuffle at once, 12.1)
+        assert listed["shuffler"]["counters"]["timeouts"] >= 1
+        ask(tmp_path, "device_fault", {"device": "shuffler", "fault": "no_answer", "value": "off"})
+
+        # Faults that do not exist, on devices that do not have them, are named.
+        with pytest.raises(RuntimeError, match="unknown fault"):
+            ask(tmp_path, "device_fault", {"device": "shuffler", "fault": "gremlins"})
+        with pytest.raises(RuntimeError, match="applies to shaker"):
+            ask(tmp_path, "device_fault", {"device": "shuffler", "fault": "not_flat"})
+
+        # The CLI, as a technician types it.
+        cli = [sys.executable, "-m", "controller.cli.main"]
+        env_dir = ["--runtime-dir", str(tmp_path / "run")]
+        res = subprocess.run(
+            [*cli, "devices", "test", "shuffler", *env_dir, "--json"],
+            cwd=REPO, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        report = json.loads(res.stdout)
+        assert report["device"] == "shuffler" and "result" in report
+        res = subprocess.run(
+            [*cli, "devices", "list", *env_dir],
+            cwd=REPO, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert "SerialShuffler" in res.stdout and "counters:" in res.stdout
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert verify_dir(tmp_path).ok
+
+
+def test_udev_rules_from_the_configured_usb_ids() -> None:
+    cfg = validate_text(
+        'table_id = "T1"\ngame = "paigow"\n[paigow]\nrules = "nz"\n'
+        "[paigow.limits]\nminimum = 2000\nmaximum = 1000000\nchip_unit = 100\n"
+        "[devices]\nsimulate = true\n"
+        '[devices.shaker]\nusb_vendor = "0403"\nusb_product = "6001"\nusb_serial = "A5XK3RJT"\n'
+        '[devices.meter]\nport = "/dev/ttyMeter"\n'
+    )
+    text = rules(cfg.devices)
+    assert (
+        'SUBSYSTEM=="tty", ATTRS{idVendor}=="0403", ATTRS{idProduct}=="6001", '
+        'ATTRS{serial}=="A5XK3RJT", SYMLINK+="tablectl-shaker", GROUP="tablectl", MODE="0660"'
+    ) in text
+    assert "# meter: no usb_vendor/usb_product" in text
+
+
+def test_the_shipped_udev_rules_name_every_device() -> None:
+    text = (REPO / "systemd" / "99-tablectl-serial.rules").read_text()
+    for name in ("shaker", "shuffler", "meter"):
+        assert f'SYMLINK+="tablectl-{name}"' in text
