@@ -214,8 +214,6 @@ def test_debounce_reports_only_levels_that_held(
 ) -> None:
     deb = Debouncer(0.02, initial=initial, now=0.0, chatter_edges=6, quiet_s=0.2, stuck_s=1.0)
     now = 0.0
-    held_from: dict[bool, float] = {}
-    level = initial
     for value, gap in edges:
         now += gap
         for change in deb.poll(now):
@@ -223,12 +221,8 @@ def test_debounce_reports_only_levels_that_held(
                 assert change.value == deb.raw  # never a level the input has already left
                 assert now - deb.changed_at >= 0.02
         deb.feed(value, now)
-        if value != level:
-            held_from[value] = now
-            level = value
-    for change in deb.poll(now + 10):
-        if change.what == CHATTER:
-            assert change.value is False
+    chatter = [c.value for c in deb.poll(now + 10) if c.what == CHATTER]
+    assert chatter in ([], [False], [True, False])  # any chattering has ended
     assert deb.stable == deb.raw and not deb.chattering  # quiet long enough: settled
 
 
