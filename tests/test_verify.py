@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -417,6 +418,10 @@ def test_tablectl_verify_end_to_end_without_a_restart(tmp_path: Path) -> None:
     proc = start_daemon(state, "--game", "paigow", "--autoplay", "0", "--pace", "0.05", env=env)
     try:
         status = wait_for_socket(state, proc)
+        deadline = time.monotonic() + 30
+        while status["verification"]["state"] == "checking" and time.monotonic() < deadline:
+            time.sleep(0.05)  # the control socket answers before the extensions have started
+            status = ask(state, "status")
         assert status["verification"]["state"] == "verified"
         assert status["out_of_service"] is None
         seed = "00112233445566778899aabbccddeeff"
