@@ -105,6 +105,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         if st.get("out_of_service"):
             lines.append(f"OUT OF SERVICE: {st['out_of_service']}")
         lines.append(f"link     {st.get('link')}   pool {st.get('pool') or '-'}")
+        if isinstance(st.get("verification"), dict):
+            lines.append(f"software {st['verification'].get('state')}")
         for name, h in st["devices"].items():
             err = f"  last error: {h['last_error']}" if h.get("last_error") else ""
             lines.append(f"device   {name:<9} {h['state']:<8} {'ok' if h['ok'] else 'FAULT'}{err}")
