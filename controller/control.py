@@ -92,6 +92,10 @@ class ControlServer:
             writer.write(_line({"ok": False, "error": str(exc)}))
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             self.bad_requests += 1
+        except Exception as exc:  # a handler's bug must not cost the daemon or a silent client
+            self.bad_requests += 1
+            self.on_error(f"control command failed: {type(exc).__name__}: {exc}")
+            writer.write(_line({"ok": False, "error": f"internal error: {type(exc).__name__}"}))
         finally:
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.drain()
