@@ -149,6 +149,7 @@ class TableService:
             await self._start_devices()
             for ext in self.extensions:
                 await ext.start(self)
+            await self._resume()
             if self.out_of_service is None:
                 await self._selftest_or_fail()
             notify.notify("READY=1", f"STATUS={self._status_line()}")
@@ -229,6 +230,10 @@ class TableService:
                 await device.start(self._emit_from_device)
             except DeviceError as exc:
                 log_event(self.log, logging.ERROR, f"device {device.name} did not start: {exc}")
+
+    async def _resume(self) -> None:
+        """After the extensions (software verification) had their say: show where the table is,
+        or that it is out of service, and re-issue what the open round was waiting for."""
         if self.out_of_service is not None:
             await self._run_effect(Effect("display", {"mode": "closed"}))
             return

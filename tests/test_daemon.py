@@ -98,11 +98,11 @@ def test_corrupt_journal_takes_the_table_out_of_service(tmp_path: Path) -> None:
     with Journal.open(tmp_path, table_id="SIM-PAIGOW-NSW", game="paigow") as j:
         records = j.last_seq
     assert records > 5
-    # Flip one byte of a record's payload in place: the chain must no longer verify.
+    # Change one record's payload by one byte: the chain must no longer verify.
     import sqlite3
 
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE events SET data = replace(data, '\"box\"', '\"bax\"') WHERE seq = 3")
+    conn.execute("UPDATE events SET data = data || ' ' WHERE seq = 3")
     conn.commit()
     conn.close()
     proc = start_daemon(tmp_path, "--game", "paigow", "--rules", "nsw", "--autoplay", "2")
