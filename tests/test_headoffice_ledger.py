@@ -1,0 +1,266 @@
+"""Head office's ledger without a broker: exactly once per (table, seq) whatever the delivery
+order, hits serialised per pool, conservation checked after every message (a violation stops
+the pool), parameter changes guarded and logged, the report."""
+
+from __future__ import annotations
+
+import json
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from controller.link import contract
+from headoffice import cli
+from headoffice.ledger import Incoming, Ledger, LedgerError
+from headoffice.pools import Params, Pool
+
+P = "p1"
+PARAMS = Params(seed=500_000, increment=Fraction(1, 4), hidden=Fraction(1, 20))
+ROYAL = ["Ah", "Kh", "Qh", "Jh", "Th"]
+FLUSH = ["2h", "5h", "9h", "Jh", "Kh"]
+NOTHING = ["2c", "7d", "9h", "Js", "Kh"]
+
+
+def body(table: str, seq: int, type_: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return contract.outbox_message(table, seq, seq * 10, type_, "2026-01-01T00:00:00.000Z",
+                                   payload)
+
+
+def inc(round_: int, wagers: int = 1, type_: str = "jackpot_increment") -> tuple[str, dict]:
+    return type_, {"round": round_, "pool_id": P, "boxes": list(range(1, wagers + 1)),
+                   "wager": 100, "wagers": wagers, "amount": 100 * wagers}
+
+
+def hit(round_: int, hands: list[list[str]]) -> tuple[str, dict]:
+    entries = [{"box": i + 1, "cards": c, "category": "x", "wager": 100, "folded": False}
+               for i, c in enumerate(hands)]
+    return "jackpot_hit", {"round": round_, "pool_id": P, "flop": hands[0][2:],
+                           "hits": [1], "entries": entries}
+
+
+def result(round_: int, status: str = "completed") -> tuple[str, dict]:
+    return "round_result", {"round": round_, "status": status}
+
+
+def ledger(tmp_path: Path, name: str = "ho.db") -> Ledger:
+    led = Ledger.open(str(tmp_path / name))
+    led.ensure_pool(P, PARAMS)
+    return led
+
+
+def script(table: str, rounds: list[tuple[int, str]]) -> list[dict[str, Any]]:
+    """A table's outbox for rounds of (jackpot wagers, outcome)."""
+    out: list[tuple[str, dict]] = []
+    for n, (wagers, outcome) in enumerate(rounds, start=1):
+        out.append(inc(n, wagers))
+        if outcome == "void":
+            out.append(inc(n, wagers, "jackpot_cancel"))
+            out.append(result(n, "voided"))
+            continue
+        if outcome in ("royal", "flush"):
+            hands = [ROYAL if outcome == "royal" else FLUSH] + [NOTHING] * 0
+            out.append(hit(n, hands))
+        out.append(result(n))
+    return [body(table, i, t, p) for i, (t, p) in enumerate(out, start=1)]
+
+
+def state(led: Ledger) -> dict[str, Any]:
+    pool = led.pool(P)
+    assert pool is not None
+    rows = led.db.execute("SELECT table_id, seq, status, amount FROM messages"
+                          " ORDER BY table_id, seq")
+    hits = led.db.execute("SELECT table_id, round, paid FROM hits ORDER BY table_id, round")
+    return {"pool": pool.row(), "messages": rows, "hits": hits}
+
+
+ROUNDS = st.lists(st.tuples(st.integers(1, 7), st.sampled_from(["ok", "void", "royal",
+                                                                  "flush"])),
+                  min_size=1, max_size=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rounds=ROUNDS, data=st.data())
+def test_any_delivery_order_with_duplicates_applies_each_message_once(
+    tmp_path_factory: pytest.TempPathFactory, rounds: list[tuple[int, str]], data: st.DataObject
+) -> None:
+    tmp = tmp_path_factory.mktemp("ledger")
+    msgs = script("T1", rounds)
+    reference = ledger(tmp, "ref.db")
+    reference.apply_batch([Incoming("outbox", "T1", m) for m in msgs])
+    dups = data.draw(st.lists(st.sampled_from(msgs), max_size=len(msgs)))
+    delivery = data.draw(st.permutations(msgs + dups))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(delivery)), max_size=6)))
+    led = ledger(tmp, "test.db")
+    acks: list[int] = []
+    for lo, hi in zip([0, *cuts], [*cuts, len(delivery)], strict=True):
+        res = led.apply_batch([Incoming("outbox", "T1", m) for m in delivery[lo:hi]])
+        if "T1" in res.acks:
+            acks.append(res.acks["T1"])
+    assert state(led) == state(reference)
+    assert acks == sorted(acks) and acks[-1] == len(msgs)  # cumulative, never backwards
+    pool = led.pool(P)
+    assert pool is not None and pool.imbalance() == 0
+    assert pool.wagers_in == sum(w for w, o in rounds if o != "void") * 100
+
+
+def test_two_royal_flushes_are_serialised_in_arrival_order(tmp_path: Path) -> None:
+    led = ledger(tmp_path)
+    a = script("A", [(3, "ok")])
+    b = script("B", [(2, "ok")])
+    led.apply_batch([Incoming("outbox", t, m) for t, ms in (("A", a), ("B", b)) for m in ms])
+    before = led.pool(P)
+    assert before is not None
+    ra = body("A", 3, *hit(2, [ROYAL]))
+    rb = body("B", 3, *hit(2, [ROYAL]))
+    res = led.apply_batch([Incoming("outbox", "A", ra), Incoming("outbox", "B", rb)])
+    (ta, award_a), (tb, award_b) = res.awards
+    assert (ta, tb) == ("A", "B")
+    # The first takes the whole meter (15.2.9.1); the second gets the reset meter or the
+    # minimum, the house topping up.
+    first = award_a["payouts"][0]
+    second = award_b["payouts"][0]
+    assert first["from_meter"] == before.amount
+    assert second["from_meter"] == PARAMS.seed
+    assert second["amount"] == max(PARAMS.paytable.royal_minimum, PARAMS.seed)
+    pool = led.pool(P)
+    assert pool is not None and pool.imbalance() == 0 and pool.hits == 2
+    assert pool.paid == before.amount + PARAMS.seed
+    hits = led.report()["pools"][0]["last_hits"]
+    assert [h["table"] for h in hits] == ["B", "A"]  # newest first
+
+
+def test_a_broken_invariant_stops_the_pool_loudly(tmp_path: Path,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    led = ledger(tmp_path)
+    msgs = script("T1", [(1, "ok"), (2, "ok")])
+    led.apply_batch([Incoming("outbox", "T1", m) for m in msgs[:2]])
+    led.db.execute("UPDATE pools SET amount = amount + 1 WHERE id = ?", (P,))  # tampering
+    res = led.apply_batch([Incoming("outbox", "T1", m) for m in msgs[2:]])
+    assert res.stopped == [P] and res.held and res.acks == {}
+    assert "STOPPED" in caplog.text
+    pool = led.pool(P)
+    assert pool is not None and pool.stopped and "off by -1" in pool.stopped
+    assert led.table_totals("T1")["last_seq"] == 2  # nothing applied, nothing acknowledged
+    assert "STOPPED" in cli.format_report(led.report())
+    with pytest.raises(LedgerError, match="still unbalanced"):
+        led.resume_pool(P, operator="alice", authorised=["alice"])
+    led.db.execute("UPDATE pools SET amount = amount - 1 WHERE id = ?", (P,))
+    with pytest.raises(LedgerError, match="not authorised"):
+        led.resume_pool(P, operator="mallory", authorised=["alice"])
+    led.resume_pool(P, operator="alice", authorised=["alice"])
+    res = led.apply_batch([Incoming("outbox", "T1", m) for m in msgs[2:]])
+    assert res.acks == {"T1": len(msgs)}
+
+
+def test_a_bad_payload_is_refused_and_does_not_block_the_messages_behind_it(
+    tmp_path: Path,
+) -> None:
+    led = ledger(tmp_path)
+    t, p = inc(1, 2)
+    bad = body("T1", 1, t, {**p, "amount": 999})  # amount != wager x wagers
+    unknown = body("T1", 2, "jackpot_refill", {"round": 1})
+    good = body("T1", 3, *inc(2, 1))
+    res = led.apply_batch([Incoming("outbox", "T1", m) for m in (bad, unknown, good)])
+    assert res.acks == {"T1": 3} and len(res.refused) == 2
+    rows = led.db.execute("SELECT seq, status, reason FROM messages ORDER BY seq")
+    assert [r["status"] for r in rows] == ["refused", "refused", "applied"]
+    assert "999" in rows[0]["reason"] and "jackpot_refill" in rows[1]["reason"]
+    assert led.pool(P).wagers_in == 100  # type: ignore[union-attr]
+
+
+def test_unknown_pool_holds_the_table_until_it_exists(tmp_path: Path) -> None:
+    led = ledger(tmp_path)
+    t, p = inc(1)
+    res = led.apply_batch([Incoming("outbox", "T1", body("T1", 1, t, {**p, "pool_id": "p9"})),
+                           Incoming("outbox", "T1", body("T1", 2, *inc(2)))])
+    assert res.held and res.acks == {} and res.parked == 1
+    led.ensure_pool("p9", PARAMS)
+    res = led.apply_batch([Incoming("outbox", "T1", body("T1", 1, t, {**p, "pool_id": "p9"}))])
+    assert res.acks == {"T1": 2}  # the parked message behind it followed
+
+
+def test_ceiling_overflow_keeps_the_books(tmp_path: Path) -> None:
+    led = Ledger.open(str(tmp_path / "ho.db"))
+    led.ensure_pool(P, Params(seed=1000, increment=Fraction(1, 2), hidden=Fraction(1, 10),
+                              ceiling=1100))
+    led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(7, "ok")] * 5)])
+    pool = led.pool(P)
+    assert pool is not None
+    assert pool.amount == 1100 and pool.overflow == 5 * 700 // 2 - 100
+    assert pool.imbalance() == 0
+
+
+def _live(led: Ledger, table: str) -> None:
+    led.apply_batch([Incoming("birth", table, {"v": 1, "table": table, "pool_id": P,
+                                               "pending_hits": []})])
+
+
+def test_parameters_cannot_change_while_tables_are_live_unless_forced(tmp_path: Path) -> None:
+    led = ledger(tmp_path)
+    _live(led, "T1")
+    assert led.live_tables(P, 60) == ["T1"]
+    new_rate = {"increment": Fraction(3, 10)}
+    with pytest.raises(LedgerError, match="live on pool p1: T1"):
+        led.set_params(P, new_rate, operator="alice", authorised=["alice"])
+    with pytest.raises(LedgerError, match="not authorised"):
+        led.set_params(P, new_rate, operator="mallory", authorised=["alice"], force=True)
+    old, new = led.set_params(P, new_rate, operator="alice", authorised=["alice"], force=True)
+    assert old.increment == Fraction(1, 4) and new.increment == Fraction(3, 10)
+    log = led.param_log(P)
+    assert [r["outcome"].split(":")[0] for r in log] == ["applied", "refused", "refused",
+                                                          "applied"]
+    last = log[-1]
+    assert json.loads(last["old"])["increment"] == "1/4"
+    assert json.loads(last["new"])["increment"] == "3/10"
+    assert last["forced"] and json.loads(last["live_tables"]) == ["T1"]
+    # The table goes offline (its last will): no force needed any more.
+    led.apply_batch([Incoming("status", "T1", {"v": 1, "table": "T1", "state": "offline"})])
+    led.set_params(P, {"seed": 600_000}, operator="bob", authorised=[])
+    assert led.pool(P).params.seed == 600_000  # type: ignore[union-attr]
+    # A stale table (not seen for the live window) is not live either.
+    _live(led, "T1")
+    led.clock = lambda: time.time() + 3600
+    assert led.live_tables(P, 60) == []
+
+
+def test_birth_gets_a_lost_award_answered_again(tmp_path: Path) -> None:
+    led = ledger(tmp_path)
+    msgs = script("T1", [(1, "royal")])
+    first = led.apply_batch([Incoming("outbox", "T1", m) for m in msgs])
+    award = first.awards[0][1]
+    res = led.apply_batch([Incoming("birth", "T1", {"v": 1, "table": "T1", "pool_id": P,
+                                                    "pending_hits": [{"round": 1}]})])
+    assert res.awards == [("T1", award)] and res.acks == {"T1": len(msgs)}
+    # A resent hit (its ack was lost) is not applied twice but answered again.
+    res = led.apply_batch([Incoming("outbox", "T1", msgs[1])])
+    assert res.duplicates == 1 and res.awards == [("T1", award)]
+    assert led.pool(P).hits == 1  # type: ignore[union-attr]
+
+
+def test_report_cli_json_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    led = ledger(tmp_path)
+    led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(4, "royal")])])
+    led.close()
+    assert cli.main(["report", "--db", str(tmp_path / "ho.db"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (pool,) = report["pools"]
+    for key in ("in", "current", "hits", "wins", "overflow", "reserve", "base", "limit", "rate",
+                "last_hits"):
+        assert key in pool
+    assert pool["in"] == 400 and pool["hits"] == 1 and len(pool["last_hits"]) == 1
+    assert pool["wins"] == pool["last_hits"][0]["paid"] > 0
+    assert cli.main(["report", "--db", str(tmp_path / "ho.db")]) == 0
+    text = capsys.readouterr().out
+    assert "pool p1" in text and "royal_flush" in text
+    assert cli.main(["--config", str(tmp_path / "missing.toml"), "report"]) == 2
+
+
+def test_pool_round_trips_through_its_row() -> None:
+    pool = Pool.new(P, PARAMS)
+    pool, _, _ = pool.contribute(700)
+    assert Pool.from_row(pool.row()) == pool
