@@ -147,6 +147,8 @@ class TableService:
         try:
             self._open_journal()
             await self._start_devices()
+            if self.out_of_service is not None:  # the journal: say so on the meter
+                await self._run_effect(Effect("display", {"mode": "closed"}))
             for ext in self.extensions:
                 await ext.start(self)
             await self._resume()
@@ -232,10 +234,10 @@ class TableService:
                 log_event(self.log, logging.ERROR, f"device {device.name} did not start: {exc}")
 
     async def _resume(self) -> None:
-        """After the extensions (software verification) had their say: show where the table is,
-        or that it is out of service, and re-issue what the open round was waiting for."""
+        """After the extensions (software verification) had their say: re-issue what the open
+        round was waiting for and show where the table is. Out of service, nothing is resumed
+        (whoever took the table out of service put its reason on the meter)."""
         if self.out_of_service is not None:
-            await self._run_effect(Effect("display", {"mode": "closed"}))
             return
         for effect in self.machine.resume(self.state):
             await self._run_effect(effect)
