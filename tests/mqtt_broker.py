@@ -137,3 +137,60 @@ class Broker:
             tls=self.pki.client(cn), will=will, session_expiry_s=session_expiry_s,
             keepalive_s=5,
         )
+
+
+class TcpProxy:
+    """127.0.0.1:<port> -> the broker: `cut()` drops every connection through it and refuses
+    new ones (a table's network cable pulled); `restore()` plugs it back."""
+
+    def __init__(self, target_port: int) -> None:
+        import asyncio
+
+        self.target_port = target_port
+        self.port = 0
+        self.is_cut = False
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> TcpProxy:
+        import asyncio
+
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def _handle(self, reader, writer) -> None:  # type: ignore[no-untyped-def]
+        import asyncio
+
+        if self.is_cut:
+            writer.transport.abort()
+            return
+        try:
+            up_r, up_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.transport.abort()
+            return
+        self._writers |= {writer, up_w}
+
+        async def pipe(src, dst) -> None:  # type: ignore[no-untyped-def]
+            with contextlib.suppress(OSError, asyncio.CancelledError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_w), pipe(up_r, writer))
+        self._writers -= {writer, up_w}
+
+    def cut(self) -> None:
+        self.is_cut = True
+        for w in list(self._writers):
+            w.transport.abort()
+
+    def restore(self) -> None:
+        self.is_cut = False
+
+    async def close(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
