@@ -83,7 +83,8 @@ ROUNDS = st.lists(st.tuples(st.integers(1, 7), st.sampled_from(["ok", "void", "r
                   min_size=1, max_size=12)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rounds=ROUNDS, data=st.data())
 def test_any_delivery_order_with_duplicates_applies_each_message_once(
     tmp_path_factory: pytest.TempPathFactory, rounds: list[tuple[int, str]], data: st.DataObject

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from controller.journal import JournalError
