@@ -166,6 +166,9 @@ class LinkExtension:
                     await self._session(conn)
             except LinkError as exc:
                 self.last_error = str(exc)
+            except asyncio.CancelledError:
+                self.last_error = "the daemon is stopping"
+                raise
             finally:
                 if self.connected:
                     self.connected = False
