@@ -10,6 +10,7 @@ acks, the awards and the new pool values. Pool values are republished every `hea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter
@@ -34,8 +35,16 @@ class Worker:
         self._queue: asyncio.Queue[Incoming] = asyncio.Queue()
 
     async def _db(self, fn: Any, *args: Any) -> Any:
+        """Run a ledger call in a thread. Cancelled meanwhile, we still wait for the thread:
+        the connection must not be closed under a transaction in progress."""
         async with self._db_lock:
-            return await asyncio.to_thread(fn, *args)
+            work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    await work
+                raise
 
     async def run(self) -> None:
         for pool_id, params in self.cfg.pools.items():

@@ -133,6 +133,11 @@ async def start(table: SimTable) -> SimTable:
     return table
 
 
+def run(main: Awaitable[None], timeout: float = 240) -> None:
+    """asyncio.run with a ceiling: a stuck test fails instead of hanging CI."""
+    asyncio.run(asyncio.wait_for(main, timeout))
+
+
 async def wait_for(cond: Callable[[], bool | Awaitable[bool]], timeout: float, what: str,
                    every: float = 0.02) -> None:
     deadline = time.monotonic() + timeout

@@ -4,7 +4,6 @@ equals the table's journal to the cent."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from tests.link_harness import (
     head_office,
     make_table,
     play_until,
+    run,
     start,
     wait_for,
 )
@@ -55,4 +55,4 @@ def test_one_table_rounds_reach_the_ledger_exactly_once(broker, tmp_path: Path) 
             totals = assert_ledger_matches(worker.ledger, [table])
             assert totals["in"] > 0
 
-    asyncio.run(main())
+    run(main())

@@ -17,6 +17,7 @@ from tests.link_harness import (
     head_office,
     make_table,
     play_until,
+    run,
     start,
     wait_for,
 )
@@ -67,7 +68,7 @@ def test_broker_killed_and_restarted_mid_stream(broker, tmp_path: Path) -> None:
                 await t.stop()
             assert_ledger_matches(worker.ledger, tables)
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_table_offline_for_many_rounds_then_back(broker, tmp_path: Path) -> None:
@@ -97,7 +98,7 @@ def test_table_offline_for_many_rounds_then_back(broker, tmp_path: Path) -> None
             assert_ledger_matches(worker.ledger, [cut, other])
         await proxy.close()
 
-    asyncio.run(main())
+    run(main())
 
 
 def test_two_workers_share_the_load_without_double_applying(broker, tmp_path: Path) -> None:
@@ -114,4 +115,4 @@ def test_two_workers_share_the_load_without_double_applying(broker, tmp_path: Pa
                 await t.stop()
             assert_ledger_matches(workers[0].ledger, tables)
 
-    asyncio.run(main())
+    run(main())
