@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 from controller.link import contract
-from controller.link.transport import Backoff, Connection, LinkError, connect
+from controller.link.transport import Backoff, Connection, LinkError, connect, run_together
 from headoffice.config import HeadOfficeConfig
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
 
@@ -70,21 +70,7 @@ class Worker:
         await self._publish_pools(conn)
         self.connected.set()
         self.counters["connects"] += 1
-        tasks = [
-            asyncio.create_task(self._read(conn)),
-            asyncio.create_task(self._apply(conn)),
-            asyncio.create_task(self._heartbeat(conn)),
-        ]
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                exc = task.exception()
-                if exc is not None:
-                    raise exc
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await run_together(self._read(conn), self._apply(conn), self._heartbeat(conn))
 
     async def _read(self, conn: Connection) -> None:
         async for message in conn.messages():

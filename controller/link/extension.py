@@ -28,6 +28,7 @@ from controller.link.transport import (
     Tls,
     Will,
     connect,
+    run_together,
 )
 from controller.logs import event as log_event
 from controller.rounds.base import Event
@@ -197,21 +198,7 @@ class LinkExtension:
         async def publish(topic: str, payload: bytes) -> None:
             await conn.publish(topic, payload)
 
-        tasks = [
-            asyncio.create_task(self._read(conn)),
-            asyncio.create_task(self.relay.run(publish)),
-            asyncio.create_task(self._status_loop(conn)),
-        ]
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                exc = task.exception()
-                if exc is not None:
-                    raise exc
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await run_together(self._read(conn), self.relay.run(publish), self._status_loop(conn))
 
     async def _publish_status(self, conn: Connection) -> None:
         body = contract.status_message(self.table_id, "online", _utc())

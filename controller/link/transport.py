@@ -7,12 +7,14 @@ itself: callers loop over `connect()` with `Backoff`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import random
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiomqtt
 from paho.mqtt.packettypes import PacketTypes
@@ -176,3 +178,19 @@ class Backoff:
 
     def reset(self) -> None:
         self.attempt = 0
+
+
+async def run_together(*coros: Coroutine[Any, Any, None]) -> None:
+    """Run the loops of one connection side by side; the first to fail (a dropped connection)
+    cancels the others and its exception is raised, so the caller reconnects."""
+    tasks = [asyncio.create_task(c) for c in coros]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            exc = task.exception()
+            if exc is not None:
+                raise exc
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
