@@ -1,11 +1,17 @@
 """Head office's ledger without a broker: exactly once per (table, seq) whatever the delivery
 order, hits serialised per pool, conservation checked after every message (a violation stops
-the pool), parameter changes guarded and logged, the report."""
+the pool), parameter changes guarded and logged, the report.
+
+Every test runs on SQLite and on PostgreSQL (a fresh schema per ledger, dropped afterwards);
+the PostgreSQL half is skipped only if no server answers on 127.0.0.1:5432."""
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import time
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -47,8 +53,41 @@ def result(round_: int, status: str = "completed") -> tuple[str, dict]:
     return "round_result", {"round": round_, "status": status}
 
 
-def ledger(tmp_path: Path, name: str = "ho.db") -> Ledger:
-    led = Ledger.open(str(tmp_path / name))
+# Trust auth as root on the local server (CI and dev machines); overridable for other setups.
+PG_URL = os.environ.get("TABLECTL_TEST_PG", "postgresql://root@127.0.0.1:5432/test")
+NewUrl = Callable[[], str]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_url(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[NewUrl]:
+    """Makes URLs of fresh, empty ledgers (one per call: hypothesis examples share it)."""
+    if request.param == "sqlite":
+        yield lambda: str(tmp_path_factory.mktemp("ledger") / "ho.db")
+        return
+    psycopg = pytest.importorskip("psycopg", reason="psycopg 3 not installed (dev extra)")
+    try:
+        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"no PostgreSQL answers at {PG_URL}: {exc}")
+    schemas: list[str] = []
+
+    def new() -> str:
+        name = f"ledger_test_{secrets.token_hex(6)}"
+        admin.execute(f'CREATE SCHEMA "{name}"')
+        schemas.append(name)
+        # The schema is the connection's search_path, so the ledger's unqualified SQL lands there.
+        sep = "&" if "?" in PG_URL else "?"
+        return f"{PG_URL}{sep}options=-csearch_path%3D{name}"
+
+    yield new
+    for name in schemas:
+        admin.execute(f'DROP SCHEMA "{name}" CASCADE')
+    admin.close()
+
+
+def ledger(new_url: NewUrl) -> Ledger:
+    led = Ledger.open(new_url())
     led.ensure_pool(P, PARAMS)
     return led
 
@@ -87,16 +126,15 @@ ROUNDS = st.lists(st.tuples(st.integers(1, 7), st.sampled_from(["ok", "void", "r
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rounds=ROUNDS, data=st.data())
 def test_any_delivery_order_with_duplicates_applies_each_message_once(
-    tmp_path_factory: pytest.TempPathFactory, rounds: list[tuple[int, str]], data: st.DataObject
+    new_url: NewUrl, rounds: list[tuple[int, str]], data: st.DataObject
 ) -> None:
-    tmp = tmp_path_factory.mktemp("ledger")
     msgs = script("T1", rounds)
-    reference = ledger(tmp, "ref.db")
+    reference = ledger(new_url)
     reference.apply_batch([Incoming("outbox", "T1", m) for m in msgs])
     dups = data.draw(st.lists(st.sampled_from(msgs), max_size=len(msgs)))
     delivery = data.draw(st.permutations(msgs + dups))
     cuts = sorted(data.draw(st.lists(st.integers(0, len(delivery)), max_size=6)))
-    led = ledger(tmp, "test.db")
+    led = ledger(new_url)
     acks: list[int] = []
     for lo, hi in zip([0, *cuts], [*cuts, len(delivery)], strict=True):
         res = led.apply_batch([Incoming("outbox", "T1", m) for m in delivery[lo:hi]])
@@ -107,10 +145,12 @@ def test_any_delivery_order_with_duplicates_applies_each_message_once(
     pool = led.pool(P)
     assert pool is not None and pool.imbalance() == 0
     assert pool.wagers_in == sum(w for w, o in rounds if o != "void") * 100
+    led.close()  # one connection per example would exhaust PostgreSQL's max_connections
+    reference.close()
 
 
-def test_two_royal_flushes_are_serialised_in_arrival_order(tmp_path: Path) -> None:
-    led = ledger(tmp_path)
+def test_two_royal_flushes_are_serialised_in_arrival_order(new_url: NewUrl) -> None:
+    led = ledger(new_url)
     a = script("A", [(3, "ok")])
     b = script("B", [(2, "ok")])
     led.apply_batch([Incoming("outbox", t, m) for t, ms in (("A", a), ("B", b)) for m in ms])
@@ -135,9 +175,9 @@ def test_two_royal_flushes_are_serialised_in_arrival_order(tmp_path: Path) -> No
     assert [h["table"] for h in hits] == ["B", "A"]  # newest first
 
 
-def test_a_broken_invariant_stops_the_pool_loudly(tmp_path: Path,
+def test_a_broken_invariant_stops_the_pool_loudly(new_url: NewUrl,
                                                   caplog: pytest.LogCaptureFixture) -> None:
-    led = ledger(tmp_path)
+    led = ledger(new_url)
     msgs = script("T1", [(1, "ok"), (2, "ok")])
     led.apply_batch([Incoming("outbox", "T1", m) for m in msgs[:2]])
     led.db.execute("UPDATE pools SET amount = amount + 1 WHERE id = ?", (P,))  # tampering
@@ -159,9 +199,9 @@ def test_a_broken_invariant_stops_the_pool_loudly(tmp_path: Path,
 
 
 def test_a_bad_payload_is_refused_and_does_not_block_the_messages_behind_it(
-    tmp_path: Path,
+    new_url: NewUrl,
 ) -> None:
-    led = ledger(tmp_path)
+    led = ledger(new_url)
     t, p = inc(1, 2)
     bad = body("T1", 1, t, {**p, "amount": 999})  # amount != wager x wagers
     unknown = body("T1", 2, "jackpot_refill", {"round": 1})
@@ -174,8 +214,8 @@ def test_a_bad_payload_is_refused_and_does_not_block_the_messages_behind_it(
     assert led.pool(P).wagers_in == 100  # type: ignore[union-attr]
 
 
-def test_unknown_pool_holds_the_table_until_it_exists(tmp_path: Path) -> None:
-    led = ledger(tmp_path)
+def test_unknown_pool_holds_the_table_until_it_exists(new_url: NewUrl) -> None:
+    led = ledger(new_url)
     t, p = inc(1)
     res = led.apply_batch([Incoming("outbox", "T1", body("T1", 1, t, {**p, "pool_id": "p9"})),
                            Incoming("outbox", "T1", body("T1", 2, *inc(2)))])
@@ -185,8 +225,8 @@ def test_unknown_pool_holds_the_table_until_it_exists(tmp_path: Path) -> None:
     assert res.acks == {"T1": 2}  # the parked message behind it followed
 
 
-def test_ceiling_overflow_keeps_the_books(tmp_path: Path) -> None:
-    led = Ledger.open(str(tmp_path / "ho.db"))
+def test_ceiling_overflow_keeps_the_books(new_url: NewUrl) -> None:
+    led = Ledger.open(new_url())
     led.ensure_pool(P, Params(seed=1000, increment=Fraction(1, 2), hidden=Fraction(1, 10),
                               ceiling=1100))
     led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(7, "ok")] * 5)])
@@ -201,8 +241,8 @@ def _live(led: Ledger, table: str) -> None:
                                                "pending_hits": []})])
 
 
-def test_parameters_cannot_change_while_tables_are_live_unless_forced(tmp_path: Path) -> None:
-    led = ledger(tmp_path)
+def test_parameters_cannot_change_while_tables_are_live_unless_forced(new_url: NewUrl) -> None:
+    led = ledger(new_url)
     _live(led, "T1")
     assert led.live_tables(P, 60) == ["T1"]
     new_rate = {"increment": Fraction(3, 10)}
@@ -229,8 +269,8 @@ def test_parameters_cannot_change_while_tables_are_live_unless_forced(tmp_path: 
     assert led.live_tables(P, 60) == []
 
 
-def test_birth_gets_a_lost_award_answered_again(tmp_path: Path) -> None:
-    led = ledger(tmp_path)
+def test_birth_gets_a_lost_award_answered_again(new_url: NewUrl) -> None:
+    led = ledger(new_url)
     msgs = script("T1", [(1, "royal")])
     first = led.apply_batch([Incoming("outbox", "T1", m) for m in msgs])
     award = first.awards[0][1]
@@ -243,11 +283,13 @@ def test_birth_gets_a_lost_award_answered_again(tmp_path: Path) -> None:
     assert led.pool(P).hits == 1  # type: ignore[union-attr]
 
 
-def test_report_cli_json_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    led = ledger(tmp_path)
+def test_report_cli_json_and_text(new_url: NewUrl, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    led = ledger(new_url)
     led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(4, "royal")])])
+    url = led.db.url
     led.close()
-    assert cli.main(["report", "--db", str(tmp_path / "ho.db"), "--json"]) == 0
+    assert cli.main(["report", "--db", url, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     (pool,) = report["pools"]
     for key in ("in", "current", "hits", "wins", "overflow", "reserve", "base", "limit", "rate",
@@ -255,7 +297,7 @@ def test_report_cli_json_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[
         assert key in pool
     assert pool["in"] == 400 and pool["hits"] == 1 and len(pool["last_hits"]) == 1
     assert pool["wins"] == pool["last_hits"][0]["paid"] > 0
-    assert cli.main(["report", "--db", str(tmp_path / "ho.db")]) == 0
+    assert cli.main(["report", "--db", url]) == 0
     text = capsys.readouterr().out
     assert "pool p1" in text and "royal_flush" in text
     assert cli.main(["--config", str(tmp_path / "missing.toml"), "report"]) == 2
