@@ -99,6 +99,12 @@ class Database:
             raise
         self.conn.execute("COMMIT")
 
+    def is_retryable(self, exc: BaseException) -> bool:
+        """A transaction the server aborted on its own (deadlock, serialisation failure):
+        rolled back in full, safe to run again."""
+        return self.dialect == "postgresql" and getattr(exc, "sqlstate", None) in (
+            "40P01", "40001")
+
     def close(self) -> None:
         self.conn.close()
 

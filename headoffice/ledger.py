@@ -181,9 +181,28 @@ class Ledger:
 
     # -- messages -------------------------------------------------------------------------------
     def apply_batch(self, items: Sequence[Incoming]) -> BatchResult:
+        # PostgreSQL may abort a transaction (deadlock, serialisation): nothing of it was
+        # written or acknowledged, so the whole batch is simply applied again.
+        for attempt in range(1, 4):
+            try:
+                return self._apply_batch(items)
+            except Exception as exc:
+                if attempt == 3 or not self.db.is_retryable(exc):
+                    raise
+                log.warning("ledger transaction aborted (%s), retrying the batch", exc)
+        raise AssertionError("unreachable")
+
+    def _apply_batch(self, items: Sequence[Incoming]) -> BatchResult:
         result = BatchResult()
         with self.db.transaction():
             batch = _Batch(self, result)
+            if self.db.dialect == "postgresql":
+                # Lock every table row, then every pool row, in one global order, so two
+                # workers whose batches name the same rows in other orders cannot deadlock.
+                for table_id in sorted({i.table for i in items}):
+                    batch.table(table_id)
+                for pool_id in sorted(_pool_ids(items)):
+                    batch.pool(pool_id)
             for item in items:
                 if item.kind == "outbox":
                     batch.outbox(item.table, item.body)
@@ -286,6 +305,17 @@ class Ledger:
         log.critical("%s", text)
         self.db.execute("INSERT INTO alarms (utc, pool_id, table_id, text) VALUES (?, ?, ?, ?)",
                         (utc_now(), pool_id, table, text))
+
+
+def _pool_ids(items: Sequence[Incoming]) -> set[str]:
+    """The pools a batch names (births and payloads); ill-formed ones are refused later."""
+    ids: set[str] = set()
+    for item in items:
+        payload = item.body.get("payload") if item.kind == "outbox" else item.body
+        pool_id = payload.get("pool_id") if isinstance(payload, dict) else None
+        if isinstance(pool_id, str):
+            ids.add(pool_id)
+    return ids
 
 
 def force_bool(value: bool) -> Any:

@@ -307,3 +307,39 @@ def test_pool_round_trips_through_its_row() -> None:
     pool = Pool.new(P, PARAMS)
     pool, _, _ = pool.contribute(700)
     assert Pool.from_row(pool.row()) == pool
+
+
+def test_two_workers_sharing_tables_apply_everything_once(new_url: NewUrl) -> None:
+    """Two workers (two connections) get the same messages, naming the tables in opposite
+    orders (shared subscription plus redelivery): nothing is applied twice, no deadlock."""
+    import threading
+
+    first = ledger(new_url)
+    second = Ledger.open(first.db.url)
+    rounds = [(2, "ok"), (1, "void"), (3, "ok")] * 4
+    msgs = {t: script(t, rounds) for t in ("A", "B", "C")}
+    errors: list[BaseException] = []
+
+    def work(led: Ledger, order: list[str]) -> None:
+        try:
+            for i in range(len(msgs["A"])):
+                led.apply_batch([Incoming("outbox", t, msgs[t][i]) for t in order])
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(first, ["A", "B", "C"])),
+               threading.Thread(target=work, args=(second, ["C", "B", "A"]))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    second.close()
+    assert errors == []
+    pool = first.pool(P)
+    assert pool is not None and pool.imbalance() == 0
+    assert pool.wagers_in == 3 * sum(w for w, o in rounds if o != "void") * 100
+    for t in msgs:
+        assert first.table_totals(t)["last_seq"] == len(msgs[t])
+    (count,) = first.db.execute("SELECT count(*) AS n FROM messages")
+    assert count["n"] == 3 * len(msgs["A"])
+    first.close()
