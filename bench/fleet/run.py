@@ -1,6 +1,7 @@
 """Fleet benchmark: K linked tables against one Mosquitto (TLS, ACL) and one head-office worker.
 
     .venv/bin/python -m bench.fleet.run --tables 100 [--samples 40] [--increments 20000]
+                                        [--procs 4]
 
 Measures, in the same run:
 - Mosquitto's raw rate: one client publishing QoS 1 to one subscriber (the baseline);
@@ -11,7 +12,8 @@ Measures, in the same run:
   is journaled), timed until every table's meter client has received the new pool version
   (p50, p99 over `--samples`).
 Head office runs as its own process (`tablectl-headoffice run`), as it would in production;
-the K meter clients and the publishers share this process.
+the K meter clients and their burst publishers are spread over `--procs` processes, and the
+CPU each process used per phase is printed (where the time goes on a shared machine).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import multiprocessing as mp
 import os
+import queue
 import resource
 import statistics
 import subprocess
@@ -28,6 +32,7 @@ import tempfile
 import time
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -99,29 +104,44 @@ def ledger_alone(root: Path, n: int, batch: int) -> float:
     return n / elapsed
 
 
-class Meter:
-    """One table's meter: the last pool version it has shown, and when."""
-
-    def __init__(self) -> None:
-        self.version = 0
-        self.event = asyncio.Event()
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run_meter(conn: Connection, meter: Meter, watchers: dict[int, list[float]]) -> None:
-    async for m in conn.messages():
-        data = contract.parse_pool(m.payload)
-        if data["version"] > meter.version:
-            meter.version = data["version"]
-            watchers.setdefault(data["version"], []).append(time.perf_counter())
+class CpuMeter:
+    """CPU used per process (bench, head office, Mosquitto) during one phase: where the time
+    goes on a shared machine."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.start = {name: cpu_s(pid) for name, pid in pids.items()}
+        self.t0 = time.perf_counter()
+
+    def shares(self) -> dict[str, float]:
+        wall = time.perf_counter() - self.t0
+        return {name: round((cpu_s(pid) - self.start[name]) / wall, 2)
+                for name, pid in self.pids.items()}
 
 
-async def fleet(args: argparse.Namespace, broker: Broker, ho: subprocess.Popen[bytes]) -> dict:
-    k = args.tables
-    meters = [Meter() for _ in range(k)]
-    arrivals: dict[int, list[float]] = {}
-    stack = []
-    conns: list[Connection] = []
+async def meters_process(idx: int, tables: list[int], broker: Broker,
+                         cmds: Any, results: Any) -> None:
+    """One load-generator process: the meter clients (and burst publishers) of `tables`.
+    Reports ("seen", idx, version, t) once all its meters show a version (while watching),
+    and ("burst", idx, t, deliveries) once its tables' bursts are all acknowledged."""
+    loop = asyncio.get_running_loop()
     sem = asyncio.Semaphore(32)
+    stack = []
+    where = {t: n for n, t in enumerate(tables)}
+    shown = [0] * len(tables)
+    seen: dict[int, int] = {}
+    acks = [0] * len(tables)
+    target = [0] * len(tables)
+    pending = [0]  # local tables whose acks are behind their target
+    done = asyncio.Event()
+    watch = [True]
+    deliveries = [0]
 
     async def open_table(i: int) -> Connection:
         async with sem:
@@ -131,77 +151,156 @@ async def fleet(args: argparse.Namespace, broker: Broker, ho: subprocess.Popen[b
             await conn.subscribe([contract.pool_topic(POOL), contract.ack_topic(f"T{i}")])
             return conn
 
-    t_connect = time.perf_counter()
-    conns = list(await asyncio.gather(*(open_table(i) for i in range(k))))
-    t_connect = time.perf_counter() - t_connect
-    acks = [0] * k
-    done_acks = asyncio.Event()
-    target = [0] * k
-
     async def reader(i: int, conn: Connection) -> None:
+        n = where[i]
         async for m in conn.messages():
             if m.topic.endswith("/ack"):
-                acks[i] = contract.parse_ack(m.payload, f"T{i}")
-                if all(a >= t for a, t in zip(acks, target, strict=True)):
-                    done_acks.set()
+                before = acks[n] >= target[n]
+                acks[n] = contract.parse_ack(m.payload, f"T{i}")
+                if not before and acks[n] >= target[n]:
+                    pending[0] -= 1
+                    if pending[0] == 0:
+                        done.set()
                 continue
-            data = contract.parse_pool(m.payload)
-            if data["version"] > meters[i].version:
-                meters[i].version = data["version"]
-                arrivals.setdefault(data["version"], []).append(time.perf_counter())
+            deliveries[0] += 1
+            version = contract.parse_pool(m.payload)["version"]
+            if version > shown[n]:
+                shown[n] = version
+                seen[version] = seen.get(version, 0) + 1
+                if seen[version] == len(tables) and watch[0]:
+                    results.put(("seen", idx, version, time.perf_counter()))
 
-    readers = [asyncio.create_task(reader(i, c)) for i, c in enumerate(conns)]
-    await asyncio.sleep(1.5)  # retained value and a heartbeat reach everyone
-    seq = [0] * k
+    conns = list(await asyncio.gather(*(open_table(i) for i in tables)))
+    readers = [asyncio.create_task(reader(i, c)) for i, c in zip(tables, conns, strict=True)]
+    results.put(("ready", idx))
+    while True:
+        cmd = await loop.run_in_executor(None, cmds.get)
+        if cmd[0] == "burst":
+            _, per_table, base = cmd
+            watch[0] = False
+            deliveries[0] = 0
+            done.clear()
+            for n, i in enumerate(tables):
+                target[n] = base.get(i, 0) + per_table
+            pending[0] = sum(1 for n in range(len(tables)) if acks[n] < target[n])
 
-    # Latency: table 0 locks a wager; how long until every meter shows the new version.
-    latencies = []
-    for _ in range(args.samples):
-        version = max(m.version for m in meters)
-        seq[0] += 1
-        target[0] = seq[0]
-        t0 = time.perf_counter()
-        await conns[0].publish(contract.outbox_topic("T0"), _increment("T0", seq[0]))
-        deadline = t0 + 5
-        want = version + 1
-        while time.perf_counter() < deadline:
-            if len(arrivals.get(want, ())) >= k:
-                break
-            await asyncio.sleep(0.001)
-        got = arrivals.get(want, [])
-        if len(got) < k:
-            raise SystemExit(f"only {len(got)} of {k} meters showed version {want} within 5 s")
-        latencies.append(max(got) - t0)
-        await asyncio.sleep(0.05)
+            async def burst(n: int, i: int, count: int) -> None:
+                for s in range(target[n] - count + 1, target[n] + 1):
+                    await conns[n].publish(contract.outbox_topic(f"T{i}"),
+                                           _increment(f"T{i}", s))
 
-    # Throughput: every table sends a burst; timed to the last ack.
-    per_table = max(1, args.increments // k)
-    done_acks.clear()
-    for i in range(k):
-        target[i] = seq[i] + per_table
-    t0 = time.perf_counter()
-
-    async def burst(i: int) -> None:
-        for _ in range(per_table):
-            seq[i] += 1
-            await conns[i].publish(contract.outbox_topic(f"T{i}"), _increment(f"T{i}", seq[i]))
-
-    await asyncio.gather(*(burst(i) for i in range(k)))
-    await asyncio.wait_for(done_acks.wait(), 600)
-    elapsed = time.perf_counter() - t0
+            await asyncio.gather(*(burst(n, i, per_table) for n, i in enumerate(tables)))
+            if pending[0]:
+                await done.wait()
+            results.put(("burst", idx, time.perf_counter(), deliveries[0]))
+        else:  # "stop"
+            break
     for r in readers:
         r.cancel()
     for cm in stack:
         await cm.__aexit__(None, None, None)
+
+
+def _meters_main(idx: int, tables: list[int], broker: Broker, cmds: Any, results: Any) -> None:
+    logging.getLogger("mqtt").disabled = True
+    asyncio.run(meters_process(idx, tables, broker, cmds, results))
+
+
+async def fleet(args: argparse.Namespace, broker: Broker, ho: subprocess.Popen[bytes]) -> dict:
+    """The meters live in `--procs` processes (one Python process cannot read 500+ TLS
+    connections fast enough); this process publishes table 0's locks and times everything.
+    perf_counter is CLOCK_MONOTONIC, one clock for all processes on the machine."""
+    k, nproc = args.tables, args.procs
+    assert broker.proc is not None
+    ctx = mp.get_context("fork")
+    results = ctx.Queue()
+    cmds = [ctx.Queue() for _ in range(nproc)]
+    procs = [ctx.Process(target=_meters_main,
+                         args=(j, list(range(j, k, nproc)), broker, cmds[j], results))
+             for j in range(nproc)]
+    for p in procs:
+        p.start()
+    pids = {"headoffice": ho.pid, "mosquitto": broker.proc.pid, "bench_main": os.getpid()}
+    pids.update({f"meters{j}": p.pid for j, p in enumerate(procs) if p.pid is not None})
+
+    async def get(timeout: float) -> tuple[Any, ...]:
+        return await asyncio.to_thread(results.get, True, timeout)
+
+    try:
+        t_connect = time.perf_counter()
+        ready = 0
+        while ready < nproc:
+            ready += (await get(120))[0] == "ready"
+        t_connect = time.perf_counter() - t_connect
+        current = [0]
+        async with connect(broker.settings("T0", "bench-T0-lock", session_expiry_s=0)) as pub:
+            await pub.subscribe([contract.pool_topic(POOL)])
+
+            async def follow() -> None:
+                async for m in pub.messages():
+                    current[0] = max(current[0], contract.parse_pool(m.payload)["version"])
+
+            follower = asyncio.create_task(follow())
+            await asyncio.sleep(1.5)  # retained value and a heartbeat reach everyone
+            # Latency: table 0 locks a wager; how long until every meter shows the new version.
+            latencies = []
+            cpu = CpuMeter(pids)
+            for seq in range(1, args.samples + 1):
+                want = current[0] + 1
+                t0 = time.perf_counter()
+                await pub.publish(contract.outbox_topic("T0"), _increment("T0", seq))
+                times: dict[int, float] = {}
+                deadline = t0 + 5
+                while len(times) < nproc:
+                    try:
+                        msg = await get(max(0.0, deadline - time.perf_counter()))
+                    except queue.Empty:
+                        raise SystemExit(f"not every meter showed version {want} within 5 s"
+                                         ) from None
+                    if msg[0] == "seen" and msg[2] == want:
+                        times[msg[1]] = msg[3]
+                latencies.append(max(times.values()) - t0)
+                current[0] = max(current[0], want)
+                await asyncio.sleep(0.05)
+            cpu_latency = cpu.shares()
+            follower.cancel()
+        await asyncio.sleep(0.2)
+        while not results.empty():  # late "seen" reports of the last sample
+            await get(1)
+        # Throughput: every table sends a burst; timed to the last ack of every table.
+        per_table = max(1, args.increments // k)
+        cpu = CpuMeter(pids)
+        t0 = time.perf_counter()
+        for c in cmds:
+            c.put(("burst", per_table, {0: args.samples}))
+        ends, deliveries = [], 0
+        while len(ends) < nproc:
+            msg = await get(600)
+            if msg[0] == "burst":
+                ends.append(msg[2])
+                deliveries += msg[3]
+        elapsed = max(ends) - t0
+        cpu_burst = cpu.shares()
+    finally:
+        for c in cmds:
+            c.put(("stop",))
+        for p in procs:
+            p.join(20)
+            if p.is_alive():
+                p.kill()
     latencies.sort()
     return {
         "tables": k,
+        "meter_processes": nproc,
         "connect_s": round(t_connect, 2),
         "latency_p50_ms": round(statistics.median(latencies) * 1000, 1),
         "latency_p99_ms": round(latencies[min(len(latencies) - 1,
                                               int(len(latencies) * 0.99))] * 1000, 1),
         "increments": per_table * k,
         "increments_per_s": round(per_table * k / elapsed),
+        "meter_deliveries_per_increment": round(deliveries / (per_table * k), 2),
+        "cpu_cores_latency_phase": cpu_latency,
+        "cpu_cores_burst_phase": cpu_burst,
     }
 
 
@@ -210,6 +309,7 @@ def main() -> int:
     ap.add_argument("--tables", type=int, default=100)
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--increments", type=int, default=20000)
+    ap.add_argument("--procs", type=int, default=4, help="processes holding the meter clients")
     ap.add_argument("--raw", type=int, default=20000, help="messages for Mosquitto's own rate")
     args = ap.parse_args()
     logging.getLogger("mqtt").disabled = True  # aiomqtt warns about every queued publish
