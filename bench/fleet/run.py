@@ -206,7 +206,8 @@ def _meters_main(idx: int, tables: list[int], broker: Broker, cmds: Any, results
     asyncio.run(meters_process(idx, tables, broker, cmds, results))
 
 
-async def fleet(args: argparse.Namespace, broker: Broker, ho: subprocess.Popen[bytes]) -> dict:
+async def fleet(args: argparse.Namespace, broker: Broker,
+                hos: list[subprocess.Popen[bytes]]) -> dict:
     """The meters live in `--procs` processes (one Python process cannot read 500+ TLS
     connections fast enough); this process publishes table 0's locks and times everything.
     perf_counter is CLOCK_MONOTONIC, one clock for all processes on the machine."""
@@ -220,7 +221,8 @@ async def fleet(args: argparse.Namespace, broker: Broker, ho: subprocess.Popen[b
              for j in range(nproc)]
     for p in procs:
         p.start()
-    pids = {"headoffice": ho.pid, "mosquitto": broker.proc.pid, "bench_main": os.getpid()}
+    pids = {"mosquitto": broker.proc.pid, "bench_main": os.getpid()}
+    pids.update({f"headoffice{w}": ho.pid for w, ho in enumerate(hos)})
     pids.update({f"meters{j}": p.pid for j, p in enumerate(procs) if p.pid is not None})
 
     async def get(timeout: float) -> tuple[Any, ...]:
@@ -292,6 +294,7 @@ async def fleet(args: argparse.Namespace, broker: Broker, ho: subprocess.Popen[b
     return {
         "tables": k,
         "meter_processes": nproc,
+        "headoffice_workers": args.workers,
         "connect_s": round(t_connect, 2),
         "latency_p50_ms": round(statistics.median(latencies) * 1000, 1),
         "latency_p99_ms": round(latencies[min(len(latencies) - 1,
@@ -310,6 +313,9 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--increments", type=int, default=20000)
     ap.add_argument("--procs", type=int, default=4, help="processes holding the meter clients")
+    ap.add_argument("--workers", type=int, default=1, help="head-office worker processes")
+    ap.add_argument("--batch-max", type=int, default=10000,
+                    help="head office's batch_max: messages per ledger transaction at most")
     ap.add_argument("--raw", type=int, default=20000, help="messages for Mosquitto's own rate")
     args = ap.parse_args()
     logging.getLogger("mqtt").disabled = True  # aiomqtt warns about every queued publish
@@ -329,36 +335,43 @@ def main() -> int:
         raw = asyncio.run(raw_rate(broker, args.raw))  # before head office takes its share
         alone = ledger_alone(root, args.increments, 500)
         tls = pki.client("headoffice")
-        (root / "ho.toml").write_text(f"""
+        hos: list[subprocess.Popen[bytes]] = []
+        for w in range(args.workers):
+            # Several workers share the tables' topics ($share/headoffice/...) and one ledger.
+            (root / f"ho{w}.toml").write_text(f"""
 [database]
 url = "{root / 'ledger.db'}"
 [broker]
 host = "127.0.0.1"
 port = {broker.port}
-client_id = "bench-ho"
+client_id = "bench-ho{w}"
 [broker.tls]
 ca = "{tls.ca}"
 cert = "{tls.cert}"
 key = "{tls.key}"
 [service]
 heartbeat_s = 1.0
-batch_max = 2000
+batch_max = {args.batch_max}
 [[pools]]
 id = "{POOL}"
 seed = 5000000
 increment_bp = 2500
 hidden_bp = 500
 """)
-        ho = subprocess.Popen(
-            [sys.executable, "-m", "headoffice.cli", "--config", str(root / "ho.toml"), "run"],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(root / "ho.log", "wb"),  # noqa: SIM115
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
+            hos.append(subprocess.Popen(
+                [sys.executable, "-m", "headoffice.cli", "--config", str(root / f"ho{w}.toml"),
+                 "run"],
+                cwd=REPO, stdout=subprocess.DEVNULL,
+                stderr=open(root / f"ho{w}.log", "wb"),  # noqa: SIM115
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            ))
         try:
-            result = asyncio.run(fleet(args, broker, ho))
+            result = asyncio.run(fleet(args, broker, hos))
         finally:
-            ho.terminate()
-            ho.wait(10)
+            for ho in hos:
+                ho.terminate()
+            for ho in hos:
+                ho.wait(10)
             broker.stop()
     result["mosquitto_raw_publish_per_s"] = round(raw)
     result["ledger_vs_raw"] = round(result["increments_per_s"] / raw, 3)
