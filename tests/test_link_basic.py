@@ -24,15 +24,6 @@ from tests.link_harness import (
 pytestmark = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
 
 
-@pytest.fixture
-def broker(tmp_path: Path):  # type: ignore[no-untyped-def]
-    pki = mqtt_broker.Pki(tmp_path / "pki")
-    b = mqtt_broker.Broker(tmp_path / "broker", pki)
-    b.start()
-    yield b
-    b.stop()
-
-
 def test_one_table_rounds_reach_the_ledger_exactly_once(broker, tmp_path: Path) -> None:
     async def main() -> None:
         async with head_office(tmp_path / "ho.db", broker) as (worker,):

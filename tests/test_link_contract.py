@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,15 +31,6 @@ from tests.link_harness import (
 from tests.test_headoffice_ledger import body, inc, result
 
 pytestmark = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
-
-
-@pytest.fixture
-def broker(tmp_path: Path):  # type: ignore[no-untyped-def]
-    pki = mqtt_broker.Pki(tmp_path / "pki")
-    b = mqtt_broker.Broker(tmp_path / "broker", pki)
-    b.start()
-    yield b
-    b.stop()
 
 
 async def collect(conn: Connection, into: list[tuple[str, bytes]]) -> None:

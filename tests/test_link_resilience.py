@@ -28,15 +28,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def broker(tmp_path: Path):  # type: ignore[no-untyped-def]
-    pki = mqtt_broker.Pki(tmp_path / "pki")
-    b = mqtt_broker.Broker(tmp_path / "broker", pki)
-    b.start()
-    yield b
-    b.stop()
-
-
 def test_broker_killed_and_restarted_mid_stream(broker, tmp_path: Path) -> None:
     async def main() -> None:
         async with head_office(tmp_path / "ho.db", broker) as (worker,):
