@@ -38,6 +38,18 @@ def run(fn: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(fn(), 30))
 
 
+async def started() -> tuple[Clock, GpioSensors, list[Event]]:
+    """A started GpioSensors on mock pins, its clock, and the events it emits from now on
+    (what it reports about the levels it found at start is cleared)."""
+    clock = Clock()
+    dev = sensors(clock)
+    events: list[Event] = []
+    await dev.start(events.append)
+    await asyncio.sleep(0)
+    events.clear()
+    return clock, dev, events
+
+
 async def step(dev: GpioSensors, clock: Clock, dt: float) -> None:
     """Let gpiozero's hand-overs run, move the clock, look at the inputs."""
     await asyncio.sleep(0)
@@ -92,12 +104,7 @@ def test_a_clean_press_and_release_are_edges_once() -> None:
 
 def test_keypad_acts_on_release_and_never_when_stuck() -> None:
     async def go() -> None:
-        clock = Clock()
-        dev = sensors(clock)
-        events: list[Event] = []
-        await dev.start(events.append)
-        await asyncio.sleep(0)
-        events.clear()
+        clock, dev, events = await started()
         dev.press("keypad.shake")
         await step(dev, clock, 0.1)
         assert events == []
@@ -119,12 +126,7 @@ def test_keypad_acts_on_release_and_never_when_stuck() -> None:
 
 def test_a_chattering_sensor_is_reported_and_not_acted_on() -> None:
     async def go() -> None:
-        clock = Clock()
-        dev = sensors(clock)
-        events: list[Event] = []
-        await dev.start(events.append)
-        await asyncio.sleep(0)
-        events.clear()
+        clock, dev, events = await started()
         for _ in range(10):  # a loose wire: 20 edges in 200 ms, each held 10 ms
             dev.press("off1")
             await step(dev, clock, 0.01)
@@ -179,12 +181,7 @@ def test_lamps_drive_their_pins() -> None:
 
 def test_edges_from_another_thread_reach_the_loop() -> None:
     async def go() -> None:
-        clock = Clock()
-        dev = sensors(clock)
-        events: list[Event] = []
-        await dev.start(events.append)
-        await asyncio.sleep(0)
-        events.clear()
+        clock, dev, events = await started()
         await asyncio.to_thread(dev.press, "chung3")  # as gpiozero's callback thread would
         await step(dev, clock, 0.05)
         assert events == [Event("chung.on", {"box": 3})]
