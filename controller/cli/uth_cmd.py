@@ -294,20 +294,7 @@ def _round_json(d: Deal, result: RoundResult) -> dict[str, Any]:
                 "hole": format_cards(d.boxes[b.box]).split(),
                 **{k: v for k, v in _hand_json(d.seven(b.box)).items() if k != "cards"},
                 "action": b.action.value,
-                "spots": [
-                    {
-                        "spot": s.spot.value,
-                        "placed": s.placed,
-                        "stake": s.stake,
-                        "outcome": s.outcome.value,
-                        "won": s.won,
-                        "returned": s.returned,
-                        "net": s.net,
-                        "rule": s.rule,
-                        **({"below_minimum": True} if s.below_minimum else {}),
-                    }
-                    for s in b.spots
-                ],
+                "spots": [s.as_json() for s in b.spots],
                 "net": b.net,
             }
         )

@@ -223,18 +223,7 @@ def on_dealer_hand(config: UthConfig, state: UthState) -> Result:
 def _summary(state: UthState, d: Deal, result: RoundResult, decisions: dict[int, str]) -> JSON:
     boxes = []
     for b in result.boxes:
-        spots = [
-            {
-                "spot": s.spot.value,
-                "placed": s.placed,
-                "stake": s.stake,
-                "outcome": s.outcome.value,
-                "won": s.won,
-                "returned": s.returned,
-                "rule": s.rule,
-            }
-            for s in b.spots
-        ]
+        spots = [s.as_json() for s in b.spots]
         boxes.append(
             {
                 "box": b.box,

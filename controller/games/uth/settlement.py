@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from controller.errors import InputError
 from controller.games.uth.cards import Card
@@ -97,6 +98,19 @@ class SpotResult:
     @property
     def net(self) -> int:
         return self.returned - self.placed
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "spot": self.spot.value,
+            "placed": self.placed,
+            "stake": self.stake,
+            "outcome": self.outcome.value,
+            "won": self.won,
+            "returned": self.returned,
+            "net": self.net,
+            "rule": self.rule,
+            **({"below_minimum": True} if self.below_minimum else {}),
+        }
 
 
 @dataclass(frozen=True)
