@@ -5,7 +5,7 @@
     tablectl-headoffice pool set POOL --operator NAME [--force] [--seed C] [--increment-bp N]
                                  [--hidden-bp N] [--ceiling C | --no-ceiling]
     tablectl-headoffice pool resume POOL --operator NAME
-    tablectl-headoffice params-log [POOL] [--json]
+    tablectl-headoffice params-log [POOL] [--config FILE | --db URL] [--json]
 
 Bad input exits 2 with one line naming it; a refused operator request exits 1.
 """
@@ -93,8 +93,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     pr = psub.add_parser("resume")
     pr.add_argument("pool")
     pr.add_argument("--operator", required=True)
-    pl = sub.add_parser("params-log", help="every parameter change, with old and new values")
+    pl = sub.add_parser("params-log", help="every parameter change, with old and new values,"
+                        " numbered per pool in the order made")
     pl.add_argument("pool", nargs="?")
+    pl.add_argument("--db", help="ledger URL (instead of the config's)")
     pl.add_argument("--json", action="store_true")
     return ap.parse_args(argv)
 
@@ -125,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
-        if args.cmd == "report" and args.db:
+        if args.cmd in ("report", "params-log") and args.db:
             url, cfg = args.db, None
         else:
             cfg = load_config(args.config or DEFAULT_PATH)
@@ -144,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(rows, indent=2))
             for r in [] if args.json else rows:
-                print(f"{r['utc']} {r['pool_id']} {r['action']} by {r['operator']}"
+                print(f"{r['pool_id']} #{r['entry_no']} {r['utc']} {r['action']} by {r['operator']}"
                       f"{' (forced)' if r['forced'] else ''}: {r['outcome']}; live"
                       f" {r['live_tables']}; old {r['old']}; new {r['new']}")
             return 0

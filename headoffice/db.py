@@ -6,6 +6,9 @@ how a write transaction starts and whether rows are locked with `FOR UPDATE`. SQ
 serialises writers with `BEGIN IMMEDIATE`; on PostgreSQL the rows of the tables and pools a
 transaction touches are locked, so several head-office workers never apply the same table's
 messages or the same pool's hits concurrently.
+
+`open_database` creates the schema and upgrades a ledger made by an older version (`_migrate`),
+in one transaction; on PostgreSQL an advisory lock makes workers opening at once take turns.
 """
 
 from __future__ import annotations
@@ -15,6 +18,16 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+# The audit trail of every pool's parameters (create, set: applied or refused, resume).
+# `entry_no` numbers a pool's entries 1, 2, 3 ... in the order they were made: it is taken as
+# MAX + 1 inside the write transaction that holds the pool's row (locked FOR UPDATE on
+# PostgreSQL, the whole database on SQLite), so it is gapless per pool and never depends on the
+# clock (two changes in one millisecond, or a clock stepped back, keep their order).
+PARAM_LOG_COLUMNS = """
+    pool_id TEXT NOT NULL, entry_no BIGINT NOT NULL, utc TEXT NOT NULL, operator TEXT NOT NULL,
+    action TEXT NOT NULL, forced BOOLEAN NOT NULL, outcome TEXT NOT NULL,
+    live_tables TEXT NOT NULL, old TEXT, new TEXT, PRIMARY KEY (pool_id, entry_no)"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pools (
@@ -46,13 +59,14 @@ CREATE UNIQUE INDEX IF NOT EXISTS hits_by_round ON hits (table_id, round);
 CREATE TABLE IF NOT EXISTS rounds (
     table_id TEXT NOT NULL, round BIGINT NOT NULL, seq BIGINT NOT NULL, status TEXT NOT NULL,
     summary TEXT NOT NULL, PRIMARY KEY (table_id, seq));
-CREATE TABLE IF NOT EXISTS param_log (
-    pool_id TEXT NOT NULL, utc TEXT NOT NULL, operator TEXT NOT NULL, action TEXT NOT NULL,
-    forced BOOLEAN NOT NULL, outcome TEXT NOT NULL, live_tables TEXT NOT NULL,
-    old TEXT, new TEXT);
+CREATE TABLE IF NOT EXISTS param_log ({PARAM_LOG_COLUMNS});
 CREATE TABLE IF NOT EXISTS alarms (
     utc TEXT NOT NULL, pool_id TEXT, table_id TEXT, text TEXT NOT NULL);
-"""
+""".replace("{PARAM_LOG_COLUMNS}", PARAM_LOG_COLUMNS)
+
+# Serialises schema creation and migration between workers opening one PostgreSQL database at
+# once (concurrent CREATE TABLE IF NOT EXISTS can fail there); any constant, this one is ours.
+_SCHEMA_LOCK = 0x7461626C6563746C  # "tablectl"
 
 
 class Database:
@@ -73,6 +87,16 @@ class Database:
             return []
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def write(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """An INSERT/UPDATE/DELETE: how many rows it changed (0 for an `ON CONFLICT DO NOTHING`
+        that found the row already there)."""
+        cur = self.conn.execute(self._sql(sql), tuple(params))
+        return max(cur.rowcount, 0)
+
+    def columns(self, table: str) -> list[str]:
+        cur = self.conn.execute(f"SELECT * FROM {table} WHERE 1 = 0")
+        return [d[0] for d in cur.description]
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
         rows = self.execute(sql, params)
@@ -128,7 +152,29 @@ def open_database(url: str | Path) -> Database:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")  # a committed ack is on the disk
         db = Database(conn, "sqlite", str(path))
-    for statement in SCHEMA.split(";"):
-        if statement.strip():
-            db.execute(statement)
+    with db.transaction():
+        if db.dialect == "postgresql":
+            db.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        _migrate(db)
     return db
+
+
+def _migrate(db: Database) -> None:
+    """Bring a ledger made by an older version up to SCHEMA (inside open's transaction)."""
+    if "entry_no" not in db.columns("param_log"):
+        # param_log had no sequence: its order was `utc`, ties undefined. The table is rebuilt
+        # with the current columns and each pool's entries numbered by utc, then by the order
+        # they were stored in (SQLite's rowid, PostgreSQL's ctid: an append-only table).
+        stored = "rowid" if db.dialect == "sqlite" else "ctid"
+        names = [c for c in db.columns("param_log") if c != "entry_no"]
+        db.execute("ALTER TABLE param_log RENAME TO param_log_unnumbered")
+        db.execute(f"CREATE TABLE param_log ({PARAM_LOG_COLUMNS})")
+        db.execute(
+            f"INSERT INTO param_log (entry_no, {', '.join(names)})"
+            f" SELECT ROW_NUMBER() OVER (PARTITION BY pool_id ORDER BY utc, {stored}),"
+            f" {', '.join(names)} FROM param_log_unnumbered"
+        )
+        db.execute("DROP TABLE param_log_unnumbered")

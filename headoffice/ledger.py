@@ -96,15 +96,21 @@ class Ledger:
 
     def ensure_pool(self, pool_id: str, params: Params, operator: str = "config") -> Pool:
         """Create the pool at its seed if it does not exist; an existing pool keeps its
-        ledger's parameters (changes go through set_params)."""
+        ledger's parameters (changes go through set_params). Several workers may start at
+        once: on PostgreSQL a missing row cannot be locked, so the insert itself decides (ON
+        CONFLICT DO NOTHING waits for a concurrent creator and then finds its row)."""
         with self.db.transaction():
             row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
-            if row is not None:
-                return Pool.from_row(row)
-            pool = Pool.new(pool_id, params).check()
-            self._write_pool(pool, insert=True)
-            self._param_log(pool_id, operator, "create", False, "applied", [], None, params)
-            return pool
+            if row is None:
+                pool = Pool.new(pool_id, params).check()
+                if self._write_pool(pool, insert=True):
+                    self._param_log(pool_id, operator, "create", False, "applied", [], None,
+                                    params)
+                    return pool
+                row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}",
+                                  (pool_id,))
+                assert row is not None, f"pool {pool_id} neither inserted nor found"
+            return Pool.from_row(row)
 
     def live_tables(self, pool_id: str, window_s: float) -> list[str]:
         rows = self.db.execute(
@@ -267,38 +273,47 @@ class Ledger:
         }
 
     # -- storage helpers ------------------------------------------------------------------------
-    def _write_pool(self, pool: Pool, insert: bool = False) -> None:
+    def _write_pool(self, pool: Pool, insert: bool = False) -> int:
+        """Update the pool's row, or insert it (nothing if it exists): the rows written."""
         row = {**pool.row(), "updated_utc": utc_now()}
         cols = list(row)
         if insert:
-            self.db.execute(
-                f"INSERT INTO pools ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+            return self.db.write(
+                f"INSERT INTO pools ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+                " ON CONFLICT (id) DO NOTHING",
                 [row[c] for c in cols],
             )
-        else:
-            sets = ", ".join(f"{c} = ?" for c in cols if c != "id")
-            self.db.execute(
-                f"UPDATE pools SET {sets} WHERE id = ?",
-                [row[c] for c in cols if c != "id"] + [pool.id],
-            )
+        sets = ", ".join(f"{c} = ?" for c in cols if c != "id")
+        return self.db.write(
+            f"UPDATE pools SET {sets} WHERE id = ?",
+            [row[c] for c in cols if c != "id"] + [pool.id],
+        )
 
     def _param_log(self, pool_id: str, operator: str, action: str, forced: bool, outcome: str,
                    live: list[str], old: Params | None, new: Params | None) -> None:
+        """The pool's next audit entry. Only inside a transaction that holds the pool's row
+        (locked, or just inserted): that makes MAX + 1 the pool's next number, gapless."""
+        last = self.db.one("SELECT COALESCE(MAX(entry_no), 0) AS n FROM param_log"
+                           " WHERE pool_id = ?", (pool_id,))
+        assert last is not None
         self.db.execute(
-            "INSERT INTO param_log (pool_id, utc, operator, action, forced, outcome,"
-            " live_tables, old, new) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO param_log (pool_id, entry_no, utc, operator, action, forced, outcome,"
+            " live_tables, old, new) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                pool_id, utc_now(), operator, action, force_bool(forced), outcome,
-                json.dumps(live),
+                pool_id, int(last["n"]) + 1, utc_now(), operator, action, force_bool(forced),
+                outcome, json.dumps(live),
                 None if old is None else json.dumps(old.as_json(), sort_keys=True),
                 None if new is None else json.dumps(new.as_json(), sort_keys=True),
             ),
         )
 
     def param_log(self, pool_id: str | None = None) -> list[dict[str, Any]]:
+        """The parameter audit trail in the order it was made: each pool's entries by
+        `entry_no` (1, 2, 3 ...), pools one after the other by id. `utc` is informative only:
+        it does not order entries (a millisecond holds several; clocks step)."""
         if pool_id is None:
-            return self.db.execute("SELECT * FROM param_log ORDER BY utc")
-        return self.db.execute("SELECT * FROM param_log WHERE pool_id = ? ORDER BY utc",
+            return self.db.execute("SELECT * FROM param_log ORDER BY pool_id, entry_no")
+        return self.db.execute("SELECT * FROM param_log WHERE pool_id = ? ORDER BY entry_no",
                                (pool_id,))
 
     def alarm(self, text: str, pool_id: str | None = None, table: str | None = None) -> None:

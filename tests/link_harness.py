@@ -2,7 +2,8 @@
 (tests/mqtt_broker.py), plus a TCP proxy that cuts one table's network.
 
 Everything runs on the test's asyncio loop: each table is a `TableService` with simulated
-devices and a `LinkExtension`; head office is one or more `Worker`s on a shared SQLite ledger.
+devices and a `LinkExtension`; head office is one or more `Worker`s on a shared ledger, SQLite
+or PostgreSQL (a path or a URL: the `ledger_url` fixture in tests/conftest.py gives both).
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ async def wait_for(cond: Callable[[], bool | Awaitable[bool]], timeout: float, w
 
 
 # -- head office -------------------------------------------------------------------------------
-def ho_config(db: Path, settings: BrokerSettings | None, **kw: Any) -> HeadOfficeConfig:
+def ho_config(db: str | Path, settings: BrokerSettings | None, **kw: Any) -> HeadOfficeConfig:
     from fractions import Fraction
 
     params = Params(seed=SEED, increment=Fraction(1, 4), hidden=Fraction(1, 20))
@@ -164,7 +165,9 @@ def ho_config(db: Path, settings: BrokerSettings | None, **kw: Any) -> HeadOffic
 
 
 @contextlib.asynccontextmanager
-async def head_office(db: Path, broker: Broker, workers: int = 1, **kw: Any):  # type: ignore[no-untyped-def]
+async def head_office(db: str | Path, broker: Broker, workers: int = 1, **kw: Any):  # type: ignore[no-untyped-def]
+    """`workers` head-office workers, each on its own connection to the ledger at `db` (a
+    SQLite path or a `postgresql://` URL)."""
     started = []
     tasks = []
     for i in range(workers):

@@ -2,16 +2,15 @@
 order, hits serialised per pool, conservation checked after every message (a violation stops
 the pool), parameter changes guarded and logged, the report.
 
-Every test runs on SQLite and on PostgreSQL (a fresh schema per ledger, dropped afterwards);
-the PostgreSQL half is skipped only if no server answers on 127.0.0.1:5432."""
+Every test runs on SQLite and on PostgreSQL (the `new_url` fixture in tests/conftest.py: a fresh
+schema per ledger, dropped afterwards); the PostgreSQL half is skipped only if no server answers
+on 127.0.0.1:5432."""
 
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -53,37 +52,7 @@ def result(round_: int, status: str = "completed") -> tuple[str, dict]:
     return "round_result", {"round": round_, "status": status}
 
 
-# Trust auth as root on the local server (CI and dev machines); overridable for other setups.
-PG_URL = os.environ.get("TABLECTL_TEST_PG", "postgresql://root@127.0.0.1:5432/test")
-NewUrl = Callable[[], str]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def new_url(request: pytest.FixtureRequest,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[NewUrl]:
-    """Makes URLs of fresh, empty ledgers (one per call: hypothesis examples share it)."""
-    if request.param == "sqlite":
-        yield lambda: str(tmp_path_factory.mktemp("ledger") / "ho.db")
-        return
-    psycopg = pytest.importorskip("psycopg", reason="psycopg 3 not installed (dev extra)")
-    try:
-        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"no PostgreSQL answers at {PG_URL}: {exc}")
-    schemas: list[str] = []
-
-    def new() -> str:
-        name = f"ledger_test_{secrets.token_hex(6)}"
-        admin.execute(f'CREATE SCHEMA "{name}"')
-        schemas.append(name)
-        # The schema is the connection's search_path, so the ledger's unqualified SQL lands there.
-        sep = "&" if "?" in PG_URL else "?"
-        return f"{PG_URL}{sep}options=-csearch_path%3D{name}"
-
-    yield new
-    for name in schemas:
-        admin.execute(f'DROP SCHEMA "{name}" CASCADE')
-    admin.close()
+NewUrl = Callable[[], str]  # the `new_url` fixture (tests/conftest.py): fresh ledger URLs
 
 
 def ledger(new_url: NewUrl) -> Ledger:
@@ -343,3 +312,155 @@ def test_two_workers_sharing_tables_apply_everything_once(new_url: NewUrl) -> No
     (count,) = first.db.execute("SELECT count(*) AS n FROM messages")
     assert count["n"] == 3 * len(msgs["A"])
     first.close()
+
+
+# -- the parameter audit trail ----------------------------------------------------------------
+def test_param_log_keeps_the_order_changes_were_made_in_one_millisecond(
+    new_url: NewUrl, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every entry carries its pool's next number; the trail is in that order, whatever the
+    clock says: several changes in one millisecond, then the clock stepped back."""
+    import headoffice.ledger
+
+    now = {"utc": "2026-03-01T10:00:00.000Z"}
+    monkeypatch.setattr(headoffice.ledger, "utc_now", lambda: now["utc"])
+    led = ledger(new_url)  # create: #1
+    for seed in (600_000, 700_000, 800_000):  # #2, #3, #4
+        led.set_params(P, {"seed": seed}, operator="alice", authorised=[])
+    _live(led, "T1")
+    with pytest.raises(LedgerError, match="live"):  # refused: #5
+        led.set_params(P, {"seed": 900_000}, operator="bob", authorised=[])
+    now["utc"] = "2026-03-01T09:59:59.000Z"  # the clock steps back
+    led.set_params(P, {"seed": 1_000_000}, operator="alice", authorised=["alice"],
+                   force=True)  # #6
+    led.ensure_pool("p2", PARAMS)  # another pool: its own numbers
+    led.set_params("p2", {"seed": 650_000}, operator="alice", authorised=[])
+    log = led.param_log(P)
+    assert [r["entry_no"] for r in log] == [1, 2, 3, 4, 5, 6]
+    assert {r["utc"] for r in log[:5]} == {"2026-03-01T10:00:00.000Z"}
+    assert [(r["action"], r["outcome"].split(":")[0], json.loads(r["new"])["seed"])
+            for r in log[1:]] == [("set", "applied", 600_000), ("set", "applied", 700_000),
+                                  ("set", "applied", 800_000), ("set", "refused", 900_000),
+                                  ("set", "applied", 1_000_000)]
+    assert log[0]["action"] == "create" and log[-1]["forced"]
+    everything = led.param_log()
+    assert [(r["pool_id"], r["entry_no"]) for r in everything] == [
+        *((P, n) for n in range(1, 7)), ("p2", 1), ("p2", 2)]
+    url = led.db.url
+    led.close()
+    assert cli.main(["params-log", P, "--db", url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in lines] == [[P, f"#{n}"] for n in range(1, 7)]
+    assert "refused" in lines[4] and "(forced)" in lines[5]
+    assert cli.main(["params-log", "--db", url, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["pool_id"], r["entry_no"]) for r in rows] == [(r["pool_id"], r["entry_no"])
+                                                             for r in everything]
+
+
+# The param_log table as ledgers before the entry numbers made it (the rest is unchanged).
+OLD_PARAM_LOG = """CREATE TABLE param_log (
+    pool_id TEXT NOT NULL, utc TEXT NOT NULL, operator TEXT NOT NULL, action TEXT NOT NULL,
+    forced BOOLEAN NOT NULL, outcome TEXT NOT NULL, live_tables TEXT NOT NULL,
+    old TEXT, new TEXT)"""
+
+
+def _raw_connection(url: str) -> Any:
+    """A plain driver connection, so the old DDL is not upgraded on the way in."""
+    if url.startswith("postgresql://"):
+        import psycopg
+
+        return psycopg.connect(url, autocommit=True)
+    import sqlite3
+
+    return sqlite3.connect(url, isolation_level=None)
+
+
+def test_an_old_param_log_is_numbered_when_the_ledger_opens(new_url: NewUrl) -> None:
+    """A ledger made before `entry_no`: opening it rebuilds param_log with the numbers, each
+    pool's entries in their old order (utc, then the order stored); it then goes on from there,
+    and opening it again changes nothing."""
+    url = new_url()
+    ph = "%s" if url.startswith("postgresql://") else "?"
+    old = [  # (pool, utc, action, seed) in the order they were stored
+        (P, "2026-01-01T00:00:00.000Z", "create", 500_000),
+        ("p2", "2026-01-01T00:00:00.000Z", "create", 500_000),
+        (P, "2026-01-02T00:00:00.000Z", "set", 700_000),  # stored before an earlier entry
+        (P, "2026-01-01T12:00:00.000Z", "set", 600_000),
+        (P, "2026-01-02T00:00:00.000Z", "set", 800_000),  # same millisecond as 700_000
+    ]
+    conn = _raw_connection(url)
+    conn.execute(OLD_PARAM_LOG)
+    for pool_id, utc, action, seed in old:
+        conn.execute(
+            f"INSERT INTO param_log VALUES ({', '.join([ph] * 9)})",
+            (pool_id, utc, "alice", action, False, "applied", "[]", None,
+             json.dumps({"seed": seed})),
+        )
+    conn.close()
+
+    led = Ledger.open(url)
+    fresh = Ledger.open(new_url())
+    assert led.db.columns("param_log") == fresh.db.columns("param_log")
+    fresh.close()
+    log = led.param_log(P)
+    assert [(r["entry_no"], json.loads(r["new"])["seed"]) for r in log] == [
+        (1, 500_000), (2, 600_000), (3, 700_000), (4, 800_000)]
+    assert [r["entry_no"] for r in led.param_log("p2")] == [1]
+    led.ensure_pool(P, PARAMS)  # the pool row did not exist: a create entry, numbered on
+    led.set_params(P, {"seed": 900_000}, operator="alice", authorised=[])
+    assert [r["entry_no"] for r in led.param_log(P)] == [1, 2, 3, 4, 5, 6]
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):  # (pool_id, entry_no) is a key
+        led.db.execute("INSERT INTO param_log (pool_id, entry_no, utc, operator, action, forced,"
+                       " outcome, live_tables) VALUES (?, 6, 'x', 'x', 'x', ?, 'x', '[]')",
+                       (P, False))
+    before = led.param_log()
+    led.close()
+    again = Ledger.open(url)
+    assert again.param_log() == before
+    assert [(r["pool_id"], r["entry_no"]) for r in before] == [
+        *((P, n) for n in range(1, 7)), ("p2", 1)]
+    again.close()
+
+
+def test_workers_starting_together_create_a_pool_once(new_url: NewUrl,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers start on a new ledger and both ensure the configured pool. On PostgreSQL
+    the first's row is not yet committed, so the second cannot lock it: its insert must wait
+    and find it (it used to fail, UniqueViolation, and the worker died at start)."""
+    import threading
+
+    first = Ledger.open(new_url())
+    second = Ledger.open(first.db.url)
+    inside = threading.Event()
+    go_on = threading.Event()
+    log_entry = first._param_log
+
+    def slow_log(*args: Any) -> None:  # the first holds its new pool row, uncommitted
+        inside.set()
+        assert go_on.wait(10)
+        log_entry(*args)
+
+    monkeypatch.setattr(first, "_param_log", slow_log)
+    results: list[Any] = []
+
+    def start(led: Ledger) -> None:
+        try:
+            results.append(led.ensure_pool(P, PARAMS))
+        except Exception as exc:  # reported below
+            results.append(exc)
+
+    a = threading.Thread(target=start, args=(first,))
+    a.start()
+    assert inside.wait(10)
+    b = threading.Thread(target=start, args=(second,))
+    b.start()
+    b.join(0.5)  # the second reaches its insert and waits there (SQLite: waits to begin)
+    go_on.set()
+    a.join()
+    b.join()
+    assert [type(r) for r in results] == [Pool, Pool], results
+    assert results[0] == results[1]
+    assert [(r["action"], r["entry_no"]) for r in first.param_log()] == [("create", 1)]
+    first.close()
+    second.close()

@@ -24,9 +24,10 @@ from tests.link_harness import (
 pytestmark = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
 
 
-def test_one_table_rounds_reach_the_ledger_exactly_once(broker, tmp_path: Path) -> None:
+def test_one_table_rounds_reach_the_ledger_exactly_once(broker, ledger_url: str,
+                                                        tmp_path: Path) -> None:
     async def main() -> None:
-        async with head_office(tmp_path / "ho.db", broker) as (worker,):
+        async with head_office(ledger_url, broker) as (worker,):
             table = await start(make_table("T1", tmp_path / "T1", broker))
             await wait_for(play_until([table], 25), 60, "25 rounds")
             await drain([table])

@@ -83,9 +83,10 @@ def test_a_table_cannot_impersonate_another_nor_publish_a_pool_value(broker, tmp
     run(main())
 
 
-def test_duplicated_and_reordered_deliveries_are_applied_once_in_order(broker, tmp_path) -> None:
+def test_duplicated_and_reordered_deliveries_are_applied_once_in_order(broker,
+                                                                      ledger_url) -> None:
     async def main() -> None:
-        async with head_office(tmp_path / "ho.db", broker) as (worker,):
+        async with head_office(ledger_url, broker) as (worker,):
             msgs = [body("T1", 1, *inc(1, 3)), body("T1", 2, *result(1)),
                     body("T1", 3, *inc(2, 1)), body("T1", 4, *inc(2, 1, "jackpot_cancel")),
                     body("T1", 5, *result(2, "voided")), body("T1", 6, *inc(3, 5))]
@@ -183,9 +184,9 @@ async def _to_the_river(table: SimTable) -> None:
     assert table.status()["state"] == "river"
 
 
-def test_two_tables_hit_a_royal_flush_10ms_apart(broker, tmp_path) -> None:
+def test_two_tables_hit_a_royal_flush_10ms_apart(broker, ledger_url, tmp_path) -> None:
     async def main() -> None:
-        async with head_office(tmp_path / "ho.db", broker) as (worker,):
+        async with head_office(ledger_url, broker) as (worker,):
             tables = []
             for name, suit in (("A", "h"), ("B", "s")):
                 t = make_table(name, tmp_path / name, broker, autoplay=False)

@@ -28,9 +28,9 @@ pytestmark = [
 ]
 
 
-def test_broker_killed_and_restarted_mid_stream(broker, tmp_path: Path) -> None:
+def test_broker_killed_and_restarted_mid_stream(broker, ledger_url: str, tmp_path: Path) -> None:
     async def main() -> None:
-        async with head_office(tmp_path / "ho.db", broker) as (worker,):
+        async with head_office(ledger_url, broker) as (worker,):
             tables = [await start(make_table(f"T{i}", tmp_path / f"T{i}", broker, seed=i))
                       for i in (1, 2)]
             await wait_for(play_until(tables, 8), 60, "8 rounds each")
@@ -62,10 +62,11 @@ def test_broker_killed_and_restarted_mid_stream(broker, tmp_path: Path) -> None:
     run(main())
 
 
-def test_table_offline_for_many_rounds_then_back(broker, tmp_path: Path) -> None:
+def test_table_offline_for_many_rounds_then_back(broker, ledger_url: str,
+                                                 tmp_path: Path) -> None:
     async def main() -> None:
         proxy = await mqtt_broker.TcpProxy(broker.port).start()
-        async with head_office(tmp_path / "ho.db", broker) as (worker,):
+        async with head_office(ledger_url, broker) as (worker,):
             cut = await start(make_table("CUT", tmp_path / "CUT", broker, port=proxy.port,
                                          seed=7))
             other = await start(make_table("OK", tmp_path / "OK", broker, seed=8))
@@ -92,9 +93,10 @@ def test_table_offline_for_many_rounds_then_back(broker, tmp_path: Path) -> None
     run(main())
 
 
-def test_two_workers_share_the_load_without_double_applying(broker, tmp_path: Path) -> None:
+def test_two_workers_share_the_load_without_double_applying(broker, ledger_url: str,
+                                                            tmp_path: Path) -> None:
     async def main() -> None:
-        async with head_office(tmp_path / "ho.db", broker, workers=2) as workers:
+        async with head_office(ledger_url, broker, workers=2) as workers:
             tables = [await start(make_table(f"S{i}", tmp_path / f"S{i}", broker, seed=20 + i))
                       for i in range(3)]
             await wait_for(play_until(tables, 10), 90, "10 rounds each")
