@@ -4,16 +4,20 @@
                                         [--procs 4]
 
 Measures, in the same run:
-- Mosquitto's raw rate: one client publishing QoS 1 to one subscriber (the baseline);
+- Mosquitto's own raw rate (the baseline): Mosquitto's C clients, `mosquitto_pub -l` to
+  `mosquitto_sub`, QoS 1 over TLS, the same message body; beside it one Python (aiomqtt)
+  client to another, the client library head office is built on;
 - increments per second through the durable ledger: every table publishes a burst of
-  `jackpot_increment` messages, timed until head office has acknowledged all of them (one
-  fsync'd transaction per batch);
+  `jackpot_increment` messages (QoS 1, at most 32 in flight, as a relay does), timed until
+  head office has acknowledged all of them (one fsync'd transaction per batch);
 - lock-to-meters latency: one table publishes an increment (what its relay does after the lock
   is journaled), timed until every table's meter client has received the new pool version
   (p50, p99 over `--samples`).
-Head office runs as its own process (`tablectl-headoffice run`), as it would in production;
-the K meter clients and their burst publishers are spread over `--procs` processes, and the
-CPU each process used per phase is printed (where the time goes on a shared machine).
+Head office runs as its own process (`tablectl-headoffice run`), as it would in production.
+The K meter clients are spread over `--procs` processes; the tables' burst publishers are
+`mosquitto_pub` processes (C, connected before the burst), because on a small machine a
+Python load generator takes the CPU head office needs: in production each table is its own
+computer. The CPU each process used per phase is printed (where the time goes).
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ def _increment(table: str, seq: int) -> bytes:
 
 
 async def raw_rate(broker: Broker, n: int) -> float:
-    """Mosquitto alone: QoS 1 publishes from one client to one subscriber, per second."""
+    """One Python (aiomqtt) client publishing QoS 1 to another, per second: the rate of the
+    client library head office reads with."""
     got = asyncio.Event()
     count = 0
     topic = contract.outbox_topic("RAW")  # the table -> head office path, no ledger behind it
@@ -81,6 +86,63 @@ async def raw_rate(broker: Broker, n: int) -> float:
         elapsed = time.perf_counter() - t0
         reader.cancel()
     return n / elapsed
+
+
+def _mosquitto_tls(broker: Broker, cn: str) -> list[str]:
+    tls = broker.pki.client(cn)
+    return ["-h", "127.0.0.1", "-p", str(broker.port), "-V", "5", "--cafile", str(tls.ca),
+            "--cert", str(tls.cert), "--key", str(tls.key)]
+
+
+def _wait_for_text(path: Path, text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in (path.read_text(errors="replace") if path.exists() else ""):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{path}: no {text!r} within {timeout} s")
+        time.sleep(0.05)
+
+
+def spawn_publisher(broker: Broker, table: str, client_id: str, log: Path,
+                    inflight: int = 32) -> subprocess.Popen[bytes]:
+    """A `mosquitto_pub -l` for one table: connects now, then publishes each line written to
+    its stdin (QoS 1, at most `inflight` unacknowledged) and exits at end of input once
+    everything is acknowledged. `-d` logs the CONNACK, which says it is connected."""
+    with open(log, "wb") as out:  # the child keeps its own copy
+        return subprocess.Popen(
+            ["stdbuf", "-oL", "mosquitto_pub", *_mosquitto_tls(broker, table), "-i", client_id, "-q", "1",
+             "-M", str(inflight), "-t", contract.outbox_topic(table), "-l", "-d"],
+            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+        )
+
+
+def mosquitto_rate(broker: Broker, root: Path, n: int) -> float:
+    """Mosquitto with its own C clients: `mosquitto_pub -l` (QoS 1, 256 in flight) to
+    `mosquitto_sub` over TLS, per second, timed from the first line written to the
+    subscriber's exit after the n-th message."""
+    topic = contract.outbox_topic("RAW")
+    sub_log = root / "raw-sub.log"
+    with open(sub_log, "wb") as out:
+        sub = subprocess.Popen(
+            ["stdbuf", "-oL", "mosquitto_sub", *_mosquitto_tls(broker, "headoffice"), "-i", "raw-c-sub",
+             "-q", "1", "-t", topic, "-C", str(n), "-d"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )
+    pub = spawn_publisher(broker, "RAW", "raw-c-pub", root / "raw-pub.log", inflight=256)
+    try:
+        _wait_for_text(sub_log, "received SUBACK")
+        _wait_for_text(root / "raw-pub.log", "received CONNACK")
+        lines = _increment("T0", 1) + b"\n"
+        assert pub.stdin is not None
+        t0 = time.perf_counter()
+        pub.stdin.write(lines * n)
+        pub.stdin.close()
+        sub.wait(120)
+        return n / (time.perf_counter() - t0)
+    finally:
+        for p in (pub, sub):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
 
 
 def ledger_alone(root: Path, n: int, batch: int) -> float:
@@ -127,9 +189,10 @@ class CpuMeter:
 
 async def meters_process(idx: int, tables: list[int], broker: Broker,
                          cmds: Any, results: Any) -> None:
-    """One load-generator process: the meter clients (and burst publishers) of `tables`.
-    Reports ("seen", idx, version, t) once all its meters show a version (while watching),
-    and ("burst", idx, t, deliveries) once its tables' bursts are all acknowledged."""
+    """One process of meter clients, for `tables`. Reports ("seen", idx, version, t) once all
+    its meters show a version (while watching); on ("burst", targets) it stops watching,
+    answers ("armed", idx), and reports ("burst", idx, t, deliveries) once head office has
+    acknowledged every one of its tables up to its target."""
     loop = asyncio.get_running_loop()
     sem = asyncio.Semaphore(32)
     stack = []
@@ -156,7 +219,7 @@ async def meters_process(idx: int, tables: list[int], broker: Broker,
         async for m in conn.messages():
             if m.topic.endswith("/ack"):
                 before = acks[n] >= target[n]
-                acks[n] = contract.parse_ack(m.payload, f"T{i}")
+                acks[n] = max(acks[n], contract.parse_ack(m.payload, f"T{i}"))
                 if not before and acks[n] >= target[n]:
                     pending[0] -= 1
                     if pending[0] == 0:
@@ -176,20 +239,13 @@ async def meters_process(idx: int, tables: list[int], broker: Broker,
     while True:
         cmd = await loop.run_in_executor(None, cmds.get)
         if cmd[0] == "burst":
-            _, per_table, base = cmd
             watch[0] = False
             deliveries[0] = 0
             done.clear()
             for n, i in enumerate(tables):
-                target[n] = base.get(i, 0) + per_table
+                target[n] = cmd[1][i]
             pending[0] = sum(1 for n in range(len(tables)) if acks[n] < target[n])
-
-            async def burst(n: int, i: int, count: int) -> None:
-                for s in range(target[n] - count + 1, target[n] + 1):
-                    await conns[n].publish(contract.outbox_topic(f"T{i}"),
-                                           _increment(f"T{i}", s))
-
-            await asyncio.gather(*(burst(n, i, per_table) for n, i in enumerate(tables)))
+            results.put(("armed", idx))
             if pending[0]:
                 await done.wait()
             results.put(("burst", idx, time.perf_counter(), deliveries[0]))
@@ -207,11 +263,15 @@ def _meters_main(idx: int, tables: list[int], broker: Broker, cmds: Any, results
 
 
 async def fleet(args: argparse.Namespace, broker: Broker,
-                hos: list[subprocess.Popen[bytes]]) -> dict:
+                hos: list[subprocess.Popen[bytes]], root: Path) -> dict:
     """The meters live in `--procs` processes (one Python process cannot read 500+ TLS
     connections fast enough); this process publishes table 0's locks and times everything.
     perf_counter is CLOCK_MONOTONIC, one clock for all processes on the machine."""
     k, nproc = args.tables, args.procs
+    logs = root / "publishers"
+    logs.mkdir()
+    publishers = [spawn_publisher(broker, f"T{i}", f"bench-pub-T{i}", logs / f"T{i}.log")
+                  for i in range(k)]
     assert broker.proc is not None
     ctx = mp.get_context("fork")
     results = ctx.Queue()
@@ -233,6 +293,8 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         ready = 0
         while ready < nproc:
             ready += (await get(120))[0] == "ready"
+        for i in range(k):
+            await asyncio.to_thread(_wait_for_text, logs / f"T{i}.log", "received CONNACK")
         t_connect = time.perf_counter() - t_connect
         current = [0]
         async with connect(broker.settings("T0", "bench-T0-lock", session_expiry_s=0)) as pub:
@@ -271,10 +333,20 @@ async def fleet(args: argparse.Namespace, broker: Broker,
             await get(1)
         # Throughput: every table sends a burst; timed to the last ack of every table.
         per_table = max(1, args.increments // k)
+        base = {i: args.samples if i == 0 else 0 for i in range(k)}
+        bursts = [b"".join(_increment(f"T{i}", base[i] + s) + b"\n"
+                           for s in range(1, per_table + 1)) for i in range(k)]
+        for c in cmds:
+            c.put(("burst", {i: base[i] + per_table for i in range(k)}))
+        armed = 0
+        while armed < nproc:
+            armed += (await get(60))[0] == "armed"
         cpu = CpuMeter(pids)
         t0 = time.perf_counter()
-        for c in cmds:
-            c.put(("burst", per_table, {0: args.samples}))
+        for p, lines in zip(publishers, bursts, strict=True):
+            assert p.stdin is not None
+            p.stdin.write(lines)  # within the pipe's buffer: returns at once
+            p.stdin.close()
         ends, deliveries = [], 0
         while len(ends) < nproc:
             msg = await get(600)
@@ -290,6 +362,10 @@ async def fleet(args: argparse.Namespace, broker: Broker,
             p.join(20)
             if p.is_alive():
                 p.kill()
+        for pub in publishers:
+            if pub.poll() is None:
+                pub.kill()
+            pub.wait()
     latencies.sort()
     return {
         "tables": k,
@@ -320,7 +396,7 @@ def main() -> int:
     args = ap.parse_args()
     logging.getLogger("mqtt").disabled = True  # aiomqtt warns about every queued publish
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = min(hard, max(soft, 4 * args.tables + 256))
+    want = min(hard, max(soft, 6 * args.tables + 256))
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # the broker inherits it
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -332,7 +408,9 @@ def main() -> int:
         quiet = text.replace("connection_messages true", "connection_messages false")
         broker.conf.write_text(quiet)
         broker.start()
-        raw = asyncio.run(raw_rate(broker, args.raw))  # before head office takes its share
+        # Before head office takes its share of the machine.
+        raw = mosquitto_rate(broker, root, args.raw)
+        python_raw = asyncio.run(raw_rate(broker, args.raw))
         alone = ledger_alone(root, args.increments, 500)
         tls = pki.client("headoffice")
         hos: list[subprocess.Popen[bytes]] = []
@@ -366,7 +444,7 @@ hidden_bp = 500
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             ))
         try:
-            result = asyncio.run(fleet(args, broker, hos))
+            result = asyncio.run(fleet(args, broker, hos, root))
         finally:
             for ho in hos:
                 ho.terminate()
@@ -374,9 +452,11 @@ hidden_bp = 500
                 ho.wait(10)
             broker.stop()
     result["mosquitto_raw_publish_per_s"] = round(raw)
-    result["ledger_vs_raw"] = round(result["increments_per_s"] / raw, 3)
+    result["increments_vs_mosquitto_raw"] = round(result["increments_per_s"] / raw, 3)
+    result["python_client_raw_per_s"] = round(python_raw)
+    result["increments_vs_python_raw"] = round(result["increments_per_s"] / python_raw, 3)
     result["ledger_alone_increments_per_s"] = round(alone)
-    result["ledger_alone_vs_raw"] = round(alone / raw, 2)
+    result["ledger_alone_vs_mosquitto_raw"] = round(alone / raw, 2)
     for key, value in result.items():
         print(f"{key:>28}: {value}")
     return 0
