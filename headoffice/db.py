@@ -14,6 +14,7 @@ in one transaction; on PostgreSQL an advisory lock makes workers opening at once
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -72,11 +73,16 @@ _SCHEMA_LOCK = 0x7461626C6563746C  # "tablectl"
 class Database:
     """A connection plus its dialect. Use from one thread at a time."""
 
-    def __init__(self, conn: Any, dialect: str, url: str) -> None:
+    def __init__(self, conn: Any, dialect: str, url: str, lock_path: Path | None = None) -> None:
         self.conn = conn
         self.dialect = dialect
         self.url = url
         self.for_update = " FOR UPDATE" if dialect == "postgresql" else ""
+        # SQLite's own wait for a busy database sleeps 1, 2, 5 ... 100 ms between tries, so
+        # a worker whose turn came after 2 ms slept 25: two workers sharing one ledger spent
+        # their time asleep (bench/fleet). Writers queue on a file lock instead, woken the
+        # moment it is free; BEGIN IMMEDIATE still guards against anything that does not.
+        self._lock_file = None if lock_path is None else open(lock_path, "a+b")  # noqa: SIM115
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.dialect == "postgresql" else sql
@@ -115,13 +121,19 @@ class Database:
     def transaction(self) -> Iterator[None]:
         """One write transaction: committed (durably: synchronous=FULL on SQLite) on success,
         rolled back on any exception."""
-        self.conn.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+        if self._lock_file is not None:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX)
         try:
-            yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+            try:
+                yield
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        finally:
+            if self._lock_file is not None:
+                fcntl.flock(self._lock_file, fcntl.LOCK_UN)
 
     def is_retryable(self, exc: BaseException) -> bool:
         """A transaction the server aborted on its own (deadlock, serialisation failure):
@@ -131,6 +143,8 @@ class Database:
 
     def close(self) -> None:
         self.conn.close()
+        if self._lock_file is not None:
+            self._lock_file.close()
 
 
 def open_database(url: str | Path) -> Database:
@@ -151,7 +165,7 @@ def open_database(url: str | Path) -> Database:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")  # a committed ack is on the disk
-        db = Database(conn, "sqlite", str(path))
+        db = Database(conn, "sqlite", str(path), lock_path=path.with_name(path.name + ".lock"))
     with db.transaction():
         if db.dialect == "postgresql":
             db.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -94,47 +95,46 @@ def _mosquitto_tls(broker: Broker, cn: str) -> list[str]:
             "--cert", str(tls.cert), "--key", str(tls.key)]
 
 
-def _wait_for_text(path: Path, text: str, timeout: float = 60) -> None:
+def wait_in_log(broker: Broker, text: str, count: int = 1, timeout: float = 60) -> None:
+    """Until the broker's log says `text` `count` times: it logs each connection ("New client
+    connected ... as ID") and each subscription, so this is the broker's own word that the
+    C clients are connected and subscribed."""
     deadline = time.monotonic() + timeout
-    while text not in (path.read_text(errors="replace") if path.exists() else ""):
+    while broker.log().count(text) < count:
         if time.monotonic() > deadline:
-            raise SystemExit(f"{path}: no {text!r} within {timeout} s")
-        time.sleep(0.05)
+            raise SystemExit(f"the broker's log shows {text!r} fewer than {count} times"
+                             f" after {timeout} s")
+        time.sleep(0.1)
 
 
-def spawn_publisher(broker: Broker, table: str, client_id: str, log: Path,
+def spawn_publisher(broker: Broker, table: str, client_id: str,
                     inflight: int = 32) -> subprocess.Popen[bytes]:
     """A `mosquitto_pub -l` for one table: connects now, then publishes each line written to
-    its stdin (QoS 1, at most `inflight` unacknowledged) and exits at end of input once
-    everything is acknowledged. `-d` logs the CONNACK, which says it is connected."""
-    with open(log, "wb") as out:  # the child keeps its own copy
-        return subprocess.Popen(
-            ["stdbuf", "-oL", "mosquitto_pub", *_mosquitto_tls(broker, table), "-i", client_id, "-q", "1",
-             "-M", str(inflight), "-t", contract.outbox_topic(table), "-l", "-d"],
-            stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
-        )
+    its stdin (QoS 1, at most `inflight` unacknowledged)."""
+    return subprocess.Popen(
+        ["mosquitto_pub", *_mosquitto_tls(broker, table), "-i", client_id, "-q", "1",
+         "-M", str(inflight), "-t", contract.outbox_topic(table), "-l"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
 
 
-def mosquitto_rate(broker: Broker, root: Path, n: int) -> float:
+def mosquitto_rate(broker: Broker, n: int) -> float:
     """Mosquitto with its own C clients: `mosquitto_pub -l` (QoS 1, 256 in flight) to
     `mosquitto_sub` over TLS, per second, timed from the first line written to the
     subscriber's exit after the n-th message."""
     topic = contract.outbox_topic("RAW")
-    sub_log = root / "raw-sub.log"
-    with open(sub_log, "wb") as out:
-        sub = subprocess.Popen(
-            ["stdbuf", "-oL", "mosquitto_sub", *_mosquitto_tls(broker, "headoffice"), "-i", "raw-c-sub",
-             "-q", "1", "-t", topic, "-C", str(n), "-d"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )
-    pub = spawn_publisher(broker, "RAW", "raw-c-pub", root / "raw-pub.log", inflight=256)
+    sub = subprocess.Popen(
+        ["mosquitto_sub", *_mosquitto_tls(broker, "headoffice"), "-i", "raw-c-sub", "-q", "1",
+         "-t", topic, "-C", str(n)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    pub = spawn_publisher(broker, "RAW", "raw-c-pub", inflight=256)
     try:
-        _wait_for_text(sub_log, "received SUBACK")
-        _wait_for_text(root / "raw-pub.log", "received CONNACK")
-        lines = _increment("T0", 1) + b"\n"
+        wait_in_log(broker, f"raw-c-sub 1 {topic}")
+        wait_in_log(broker, " as raw-c-pub ")
         assert pub.stdin is not None
         t0 = time.perf_counter()
-        pub.stdin.write(lines * n)
+        pub.stdin.write((_increment("T0", 1) + b"\n") * n)
         pub.stdin.close()
         sub.wait(120)
         return n / (time.perf_counter() - t0)
@@ -167,24 +167,33 @@ def ledger_alone(root: Path, n: int, batch: int) -> float:
 
 
 def cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds a process (all its threads) has run so far, to the nanosecond: the
+    scheduler's own count (/proc/PID/schedstat), where /proc/PID/stat counts 10 ms ticks and
+    500 publishers of a few ms each would read as zero."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
 
 
 class CpuMeter:
-    """CPU used per process (bench, head office, Mosquitto) during one phase: where the time
-    goes on a shared machine."""
+    """CPU used per process (bench, head office, Mosquitto) and per group of processes (the
+    tables' publishers) during one phase: where the time goes on a shared machine."""
 
-    def __init__(self, pids: dict[str, int]) -> None:
-        self.pids = pids
-        self.start = {name: cpu_s(pid) for name, pid in pids.items()}
+    def __init__(self, pids: dict[str, int], groups: dict[str, list[int]] | None = None) -> None:
+        self.pids = {**{name: [pid] for name, pid in pids.items()}, **(groups or {})}
+        self.start = {name: self._cpu(pids) for name, pids in self.pids.items()}
         self.t0 = time.perf_counter()
+
+    @staticmethod
+    def _cpu(pids: list[int]) -> float:
+        return sum(cpu_s(pid) for pid in pids)
 
     def shares(self) -> dict[str, float]:
         wall = time.perf_counter() - self.t0
-        return {name: round((cpu_s(pid) - self.start[name]) / wall, 2)
-                for name, pid in self.pids.items()}
+        return {name: round((self._cpu(pids) - self.start[name]) / wall, 2)
+                for name, pids in self.pids.items()}
 
 
 async def meters_process(idx: int, tables: list[int], broker: Broker,
@@ -263,15 +272,12 @@ def _meters_main(idx: int, tables: list[int], broker: Broker, cmds: Any, results
 
 
 async def fleet(args: argparse.Namespace, broker: Broker,
-                hos: list[subprocess.Popen[bytes]], root: Path) -> dict:
+                hos: list[subprocess.Popen[bytes]]) -> dict:
     """The meters live in `--procs` processes (one Python process cannot read 500+ TLS
     connections fast enough); this process publishes table 0's locks and times everything.
     perf_counter is CLOCK_MONOTONIC, one clock for all processes on the machine."""
     k, nproc = args.tables, args.procs
-    logs = root / "publishers"
-    logs.mkdir()
-    publishers = [spawn_publisher(broker, f"T{i}", f"bench-pub-T{i}", logs / f"T{i}.log")
-                  for i in range(k)]
+    publishers = [spawn_publisher(broker, f"T{i}", f"bench-pub-T{i}") for i in range(k)]
     assert broker.proc is not None
     ctx = mp.get_context("fork")
     results = ctx.Queue()
@@ -293,8 +299,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         ready = 0
         while ready < nproc:
             ready += (await get(120))[0] == "ready"
-        for i in range(k):
-            await asyncio.to_thread(_wait_for_text, logs / f"T{i}.log", "received CONNACK")
+        await asyncio.to_thread(wait_in_log, broker, " as bench-pub-T", k)
         t_connect = time.perf_counter() - t_connect
         current = [0]
         async with connect(broker.settings("T0", "bench-T0-lock", session_expiry_s=0)) as pub:
@@ -341,7 +346,8 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         armed = 0
         while armed < nproc:
             armed += (await get(60))[0] == "armed"
-        cpu = CpuMeter(pids)
+        # Publishers are not waited for until the end, so their /proc entries stay readable.
+        cpu = CpuMeter(pids, {f"publishers({k})": [p.pid for p in publishers]})
         t0 = time.perf_counter()
         for p, lines in zip(publishers, bursts, strict=True):
             assert p.stdin is not None
@@ -404,12 +410,9 @@ def main() -> int:
         for i in range(args.tables):
             pki.client(f"T{i}")
         broker = Broker(root / "broker", pki)
-        text = broker.conf.read_text().replace("log_type subscribe\n", "")
-        quiet = text.replace("connection_messages true", "connection_messages false")
-        broker.conf.write_text(quiet)
         broker.start()
         # Before head office takes its share of the machine.
-        raw = mosquitto_rate(broker, root, args.raw)
+        raw = mosquitto_rate(broker, args.raw)
         python_raw = asyncio.run(raw_rate(broker, args.raw))
         alone = ledger_alone(root, args.increments, 500)
         tls = pki.client("headoffice")
@@ -444,7 +447,7 @@ hidden_bp = 500
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             ))
         try:
-            result = asyncio.run(fleet(args, broker, hos, root))
+            result = asyncio.run(fleet(args, broker, hos))
         finally:
             for ho in hos:
                 ho.terminate()
