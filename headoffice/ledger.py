@@ -202,13 +202,12 @@ class Ledger:
         result = BatchResult()
         with self.db.transaction():
             batch = _Batch(self, result)
-            if self.db.dialect == "postgresql":
-                # Lock every table row, then every pool row, in one global order, so two
-                # workers whose batches name the same rows in other orders cannot deadlock.
-                for table_id in sorted({i.table for i in items}):
-                    batch.table(table_id)
-                for pool_id in sorted(_pool_ids(items)):
-                    batch.pool(pool_id)
+            # Every table row, then every pool row, loaded (and locked on PostgreSQL) in one
+            # global order, so two workers whose batches name the same rows in other orders
+            # cannot deadlock; a few queries per batch, not a few per table.
+            batch.preload(items)
+            for pool_id in sorted(_pool_ids(items)):
+                batch.pool(pool_id)
             for item in items:
                 if item.kind == "outbox":
                     batch.outbox(item.table, item.body)
@@ -333,6 +332,29 @@ def _pool_ids(items: Sequence[Incoming]) -> set[str]:
     return ids
 
 
+def _round_keys(items: Sequence[Incoming]) -> set[tuple[str, int]]:
+    """(table, round) of the batch's increments and cancellations."""
+    keys = set()
+    for item in items:
+        if item.kind == "outbox" and item.body.get("type") in ("jackpot_increment",
+                                                               "jackpot_cancel"):
+            payload = item.body.get("payload")
+            round_ = payload.get("round") if isinstance(payload, dict) else None
+            if isinstance(round_, int) and not isinstance(round_, bool):
+                keys.add((item.table, round_))
+    return keys
+
+
+def _increment_of(row: dict[str, Any]) -> dict[str, Any]:
+    return {"seq": row["seq"], "pool": row["pool_id"], "amount": int(row["amount"]),
+            "meter": Fraction(row["meter_part"]), "reserve": Fraction(row["reserve_part"]),
+            "cancelled": row["cancelled_seq"] is not None, "new": False}
+
+
+# Rows named per IN (...) query: well under SQLite's and PostgreSQL's parameter limits.
+_IN_CHUNK = 500
+
+
 def force_bool(value: bool) -> Any:
     return bool(value)
 
@@ -352,28 +374,60 @@ class _Batch:
         self.cancelled: list[tuple[int, str, int]] = []
         self.hits: list[tuple[Any, ...]] = []
         self.rounds: list[tuple[Any, ...]] = []
+        # increments stored by earlier transactions, by (table, round), and the keys looked up
+        self.stored: dict[tuple[str, int], dict[str, Any]] = {}
+        self.looked_up: set[tuple[str, int]] = set()
         self.utc = utc_now()
 
     # -- loading (locks the rows on PostgreSQL) -------------------------------------------------
     def table(self, table_id: str) -> _Table:
         t = self.tables.get(table_id)
         if t is None:
-            self.db.execute(
+            self._load_tables([table_id])
+            t = self.tables[table_id]
+        return t
+
+    def preload(self, items: Sequence[Incoming]) -> None:
+        """The batch's tables, and the stored increments of the rounds its outbox messages
+        name, in a few queries."""
+        ids = sorted({i.table for i in items})
+        for lo in range(0, len(ids), _IN_CHUNK):
+            self._load_tables(ids[lo:lo + _IN_CHUNK])
+        keys = sorted(_round_keys(items))
+        for lo in range(0, len(keys), _IN_CHUNK):
+            chunk = keys[lo:lo + _IN_CHUNK]
+            rows = self.db.execute(
+                "SELECT table_id, round, seq, pool_id, amount, meter_part, reserve_part,"
+                " cancelled_seq FROM increments WHERE (table_id, round) IN"
+                f" (VALUES {', '.join(['(?, ?)'] * len(chunk))})",
+                [v for key in chunk for v in key],
+            )
+            self.looked_up.update(chunk)
+            for row in rows:
+                self.stored[(row["table_id"], int(row["round"]))] = _increment_of(row)
+
+    def _load_tables(self, ids: list[str]) -> None:
+        """Sorted table ids -> self.tables; rows created for tables never seen before."""
+        marks = ", ".join("?" * len(ids))
+        select = (f"SELECT id, last_seq, pool_id FROM tables WHERE id IN ({marks})"
+                  f" ORDER BY id{self.db.for_update}")
+        rows = {r["id"]: r for r in self.db.execute(select, ids)}
+        if len(rows) < len(ids):
+            self.db.executemany(
                 "INSERT INTO tables (id, last_seq, state) VALUES (?, 0, 'unknown')"
                 " ON CONFLICT (id) DO NOTHING",
-                (table_id,),
+                [(t,) for t in ids if t not in rows],
             )
-            row = self.db.one(
-                f"SELECT last_seq, pool_id FROM tables WHERE id = ?{self.db.for_update}",
-                (table_id,),
-            )
-            assert row is not None
-            parked = self.db.one("SELECT min(seq) AS m FROM parked WHERE table_id = ?",
-                                 (table_id,))
-            t = _Table(table_id, int(row["last_seq"]), row["pool_id"],
-                       parked is not None and parked["m"] is not None)
-            self.tables[table_id] = t
-        return t
+            rows = {r["id"]: r for r in self.db.execute(select, ids)}
+        parked = {
+            r["table_id"]
+            for r in self.db.execute(
+                f"SELECT DISTINCT table_id FROM parked WHERE table_id IN ({marks})", ids)
+        }
+        for table_id in ids:
+            row = rows[table_id]
+            self.tables[table_id] = _Table(table_id, int(row["last_seq"]), row["pool_id"],
+                                           table_id in parked)
 
     def pool(self, pool_id: str) -> Pool | None:
         if pool_id not in self.pools:
@@ -549,15 +603,15 @@ class _Batch:
         return 0
 
     def _stored_increment(self, key: tuple[str, int]) -> dict[str, Any] | None:
-        row = self.db.one(
-            "SELECT seq, pool_id, amount, meter_part, reserve_part, cancelled_seq"
-            " FROM increments WHERE table_id = ? AND round = ?", key,
-        )
-        if row is None:
-            return None
-        return {"seq": row["seq"], "pool": row["pool_id"], "amount": int(row["amount"]),
-                "meter": Fraction(row["meter_part"]), "reserve": Fraction(row["reserve_part"]),
-                "cancelled": row["cancelled_seq"] is not None, "new": False}
+        if key not in self.looked_up:  # a parked message drained into this batch
+            row = self.db.one(
+                "SELECT seq, pool_id, amount, meter_part, reserve_part, cancelled_seq"
+                " FROM increments WHERE table_id = ? AND round = ?", key,
+            )
+            self.looked_up.add(key)
+            if row is not None:
+                self.stored[key] = _increment_of(row)
+        return self.stored.get(key)
 
     def _reanswer(self, table_id: str, body: dict[str, Any]) -> None:
         payload = body.get("payload")

@@ -151,14 +151,26 @@ class Pool:
         meter and reserve parts (kept to reverse them on a cancellation)."""
         meter_part = staked * self.params.increment
         reserve_part = staked * self.params.hidden
-        pool = self._moved(meter_part, reserve_part)
+        # The whole step in one new value (this runs for every jackpot wager in the fleet).
+        m = self.carry + meter_part
+        r = self.reserve_carry + reserve_part
+        whole_m, whole_r = floor(m), floor(r)
+        amount, overflow = self.amount + whole_m, self.overflow
+        ceiling = self.params.ceiling
+        if ceiling is not None and amount > ceiling:
+            amount, overflow = ceiling, overflow + amount - ceiling
         pool = replace(
-            pool,
+            self,
+            amount=amount,
+            carry=m - whole_m,
+            reserve=self.reserve + whole_r,
+            reserve_carry=r - whole_r,
+            overflow=overflow,
             contributions=self.contributions + meter_part + reserve_part,
             wagers_in=self.wagers_in + staked,
             version=self.version + 1,
         )
-        return pool._capped().check(), meter_part, reserve_part
+        return pool.check(), meter_part, reserve_part
 
     def cancel(self, staked: int, meter_part: Fraction, reserve_part: Fraction) -> Pool:
         """15.3.1: a void round's jackpot wagers are returned; their contributions come out."""
