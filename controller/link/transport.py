@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import select
 import ssl
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
@@ -102,12 +103,65 @@ class Connection:
 
     async def messages(self) -> AsyncIterator[Message]:
         """Incoming messages until the connection drops (then LinkError)."""
+        # aiomqtt's iterator makes a task and an asyncio.wait per message: three passes of the
+        # event loop each. Whatever else is already queued is taken straight from its queue
+        # (an aiomqtt 2.x internal, hence the getattr), and the iterator only waits for more.
+        queue = getattr(self._client, "_queue", None)
         try:
             async for m in self._client.messages:
-                payload = m.payload if isinstance(m.payload, bytes) else str(m.payload).encode()
-                yield Message(m.topic.value, payload, bool(m.retain))
+                yield _message(m)
+                while queue is not None and not queue.empty():
+                    yield _message(queue.get_nowait())
         except aiomqtt.MqttError as exc:
             raise LinkError(f"connection lost: {exc}") from None
+
+
+# Packets read per wake-up of the event loop at most, so the loop's other tasks get a turn.
+_READS_PER_WAKE = 256
+
+
+class _Client(aiomqtt.Client):
+    """aiomqtt's client, with a reader that takes every packet waiting on the socket.
+
+    aiomqtt's reader handles one TLS record (one MQTT packet, as Mosquitto writes them) per
+    pass of the event loop, so head office draining a fleet's burst went round the loop once
+    per message: a quarter of its receive time (bench/fleet: 99 -> 76 us of CPU a message).
+    This reader calls paho's `loop_read()` again while the socket holds more: bytes TLS has
+    already decrypted, or bytes in the kernel's buffer (a zero-timeout poll). It overrides
+    aiomqtt's `_on_socket_open` (an internal of aiomqtt 2.x, pinned < 3); if a later 2.x drops
+    it, `_READER_OVERRIDE` is False and the plain reader runs: slower, not wrong.
+    """
+
+    def _on_socket_open(self, client: Any, userdata: Any, sock: Any) -> None:
+        super()._on_socket_open(client, userdata, sock)
+        fd = sock.fileno()
+        waiting = select.poll()
+        waiting.register(fd, select.POLLIN)
+        pending = getattr(sock, "pending", None)  # TLS: decrypted bytes not yet read
+
+        def read() -> None:
+            try:
+                for _ in range(_READS_PER_WAKE):
+                    client.loop_read()
+                    if client.socket() is not sock:
+                        return  # closed meanwhile: aiomqtt's disconnect handling has it
+                    if (pending is None or pending() == 0) and not waiting.poll(0):
+                        return
+            except Exception as exc:  # as aiomqtt's own reader: the connection is broken
+                disconnected = self._disconnected
+                if not disconnected.done():
+                    disconnected.set_exception(exc)
+
+        # Scheduled after aiomqtt's own add_reader, so this one replaces it.
+        self._loop.call_soon_threadsafe(self._loop.add_reader, fd, read)
+
+
+_READER_OVERRIDE = callable(getattr(aiomqtt.Client, "_on_socket_open", None))
+
+
+def _message(m: aiomqtt.Message) -> Message:
+    payload = m.payload if isinstance(m.payload, bytes) else str(m.payload).encode()
+    return Message(m.topic.value, payload, bool(m.retain))
 
 
 def _client(s: BrokerSettings) -> aiomqtt.Client:
@@ -122,7 +176,7 @@ def _client(s: BrokerSettings) -> aiomqtt.Client:
     will = None
     if s.will is not None:
         will = aiomqtt.Will(s.will.topic, s.will.payload, qos=1, retain=s.will.retain)
-    return aiomqtt.Client(
+    return (_Client if _READER_OVERRIDE else aiomqtt.Client)(
         s.host,
         s.port,
         identifier=s.client_id,
