@@ -235,3 +235,48 @@ def _event(kind: str, **data: Any) -> Any:
     from controller.rounds.base import Event
 
     return Event(kind, data)
+
+
+def test_pool_values_a_meter_sees_only_go_forward_and_end_at_the_ledger(broker) -> None:
+    # Head office publishes pool values from one task, newest only, without holding up the
+    # ledger (headoffice/worker.py): under a burst of increments the meter may skip versions,
+    # but never sees an older one after a newer one, and ends on what the ledger holds.
+    async def main() -> None:
+        async with head_office(broker.root / "ho.db", broker, heartbeat_s=0.2) as (worker,):
+            seen: list[tuple[int, int]] = []
+            async with connect(broker.settings("T2")) as meter, \
+                    connect(broker.settings("T1")) as t1:
+                await meter.subscribe([contract.pool_topic(POOL)])
+                await t1.subscribe([contract.ack_topic("T1")])
+
+                async def watch() -> None:
+                    with contextlib.suppress(LinkError):
+                        async for m in meter.messages():
+                            value = contract.parse_pool(m.payload)
+                            seen.append((value["version"], value["amount"]))
+
+                acks: list[tuple[str, bytes]] = []
+                readers = [asyncio.create_task(watch()), asyncio.create_task(collect(t1, acks))]
+                window = asyncio.Semaphore(32)
+
+                async def send(seq: int) -> None:
+                    async with window:
+                        await t1.publish(contract.outbox_topic("T1"),
+                                         contract.dumps(body("T1", seq, *inc(seq, 2))))
+
+                await asyncio.gather(*(send(s) for s in range(1, 301)))
+                await wait_for(lambda: any(contract.parse_ack(p, "T1") == 300
+                                           for _, p in acks), 20, "ack of 300")
+                pool = worker.ledger.pool(POOL)
+                assert pool is not None
+                await wait_for(lambda: bool(seen) and seen[-1][0] == pool.version, 5,
+                               "the meter on the ledger's version")
+                for r in readers:
+                    r.cancel()
+            versions = [v for v, _ in seen]
+            assert versions == sorted(versions)
+            assert len({v for v, _ in seen}) == len(set(seen))  # one amount per version
+            assert seen[-1] == (pool.version, pool.amount)
+            assert pool.wagers_in == 300 * 200
+
+    run(main())
