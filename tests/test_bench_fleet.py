@@ -1,0 +1,40 @@
+"""The fleet benchmark (bench/fleet/run.py) end to end at a tiny size, so that it keeps
+working: every increment of the burst is acknowledged, every meter sees every sample, and it
+prints its measurements beside Mosquitto's own rate. No speed is asserted here (the numbers
+are the benchmark's to print, docs/headoffice.md)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import mqtt_broker
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(
+    not mqtt_broker.available() or shutil.which("mosquitto_pub") is None,
+    reason="mosquitto and mosquitto-clients (./dev installs them) are needed")
+
+
+def test_the_fleet_benchmark_runs_and_reports() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.fleet.run", "--tables", "6", "--procs", "2",
+         "--samples", "4", "--increments", "300", "--raw", "500"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = dict(line.strip().split(": ", 1) for line in out.stdout.splitlines()
+                  if ": " in line)
+    assert report["tables"] == "6"
+    assert report["increments"] == str(300 // 6 * 6)
+    for key in ("latency_p50_ms", "latency_p99_ms", "increments_per_s",
+                "mosquitto_raw_publish_per_s", "python_client_raw_per_s",
+                "ledger_alone_increments_per_s"):
+        assert float(report[key]) > 0, key
+    assert float(report["latency_p50_ms"]) <= float(report["latency_p99_ms"])
+    assert "publishers(6)" in report["cpu_cores_burst_phase"]
