@@ -67,7 +67,8 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"  {t['id']:<20} pool {t['pool_id'] or '-':<12} last seq {t['last_seq']:<8}"
                      f" {t['state']:<8} seen {t['last_seen_utc'] or '-'}")
     for a in report["alarms"]:
-        lines.append(f"ALARM {a['utc']} {a['pool_id'] or ''} {a['table_id'] or ''}: {a['text']}")
+        lines.append(f"ALARM #{a['alarm_no']} {a['utc']} {a['pool_id'] or ''}"
+                     f" {a['table_id'] or ''}: {a['text']}")
     return "\n".join(lines)
 
 

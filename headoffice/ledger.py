@@ -29,6 +29,7 @@ from headoffice.db import Database, open_database
 from headoffice.pools import ConservationError, Params, Pool
 
 LAST_HITS = 25
+LAST_ALARMS = 25
 log = logging.getLogger("tablectl.headoffice")
 
 
@@ -246,10 +247,9 @@ class Ledger:
         tables = self.db.execute(
             "SELECT id, pool_id, last_seq, state, last_seen_utc FROM tables ORDER BY id"
         )
-        alarms = self.db.execute(
-            "SELECT utc, pool_id, table_id, text FROM alarms ORDER BY rowid DESC LIMIT 25"
-            if self.db.dialect == "sqlite"
-            else "SELECT utc, pool_id, table_id, text FROM alarms ORDER BY utc DESC LIMIT 25"
+        alarms = self.db.execute(  # newest first, by number: `utc` orders nothing
+            "SELECT alarm_no, utc, pool_id, table_id, text FROM alarms"
+            " ORDER BY alarm_no DESC LIMIT ?", (LAST_ALARMS,)
         )
         return {"pools": pools, "tables": tables, "alarms": alarms}
 
@@ -316,6 +316,7 @@ class Ledger:
                                (pool_id,))
 
     def alarm(self, text: str, pool_id: str | None = None, table: str | None = None) -> None:
+        """Logged critical and recorded; the database numbers it (`alarm_no`, see db.py)."""
         log.critical("%s", text)
         self.db.execute("INSERT INTO alarms (utc, pool_id, table_id, text) VALUES (?, ?, ?, ?)",
                         (utc_now(), pool_id, table, text))

@@ -464,3 +464,146 @@ def test_workers_starting_together_create_a_pool_once(new_url: NewUrl,
     assert [(r["action"], r["entry_no"]) for r in first.param_log()] == [("create", 1)]
     first.close()
     second.close()
+
+
+# -- alarms -----------------------------------------------------------------------------------
+def test_alarms_in_one_millisecond_come_back_newest_first_in_the_order_recorded(
+    new_url: NewUrl, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report's last 25 alarms are in the order they were recorded, by `alarm_no`, however
+    many share a millisecond (the clock stepped back too); `report` prints the numbers."""
+    import headoffice.ledger
+
+    now = {"utc": "2026-03-01T10:00:00.000Z"}
+    monkeypatch.setattr(headoffice.ledger, "utc_now", lambda: now["utc"])
+    led = ledger(new_url)
+    for i in range(1, 21):
+        led.alarm(f"alarm {i}", P if i % 2 else None, f"T{i}")
+    now["utc"] = "2026-03-01T09:00:00.000Z"  # the clock steps back
+    for i in range(21, 31):
+        led.alarm(f"alarm {i}")
+    alarms = led.report()["alarms"]
+    assert [a["alarm_no"] for a in alarms] == list(range(30, 5, -1))  # the last 25
+    assert [a["text"] for a in alarms] == [f"alarm {i}" for i in range(30, 5, -1)]
+    assert alarms[-1] == {"alarm_no": 6, "utc": "2026-03-01T10:00:00.000Z", "pool_id": None,
+                          "table_id": "T6", "text": "alarm 6"}
+    url = led.db.url
+    led.close()
+    assert cli.main(["report", "--db", url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["alarms"] == alarms
+    assert cli.main(["report", "--db", url]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ALARM")]
+    assert [line.split()[1] for line in lines] == [f"#{n}" for n in range(30, 5, -1)]
+    assert lines[-1] == "ALARM #6 2026-03-01T10:00:00.000Z  T6: alarm 6"
+    assert lines[-2] == "ALARM #7 2026-03-01T10:00:00.000Z p1 T7: alarm 7"
+
+
+def test_two_workers_recording_alarms_get_distinct_increasing_numbers(
+    new_url: NewUrl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers (two connections, no row in common) record alarms in turn, then at once:
+    every alarm has its own number, each later than the ones recorded before it."""
+    import threading
+
+    import headoffice.ledger
+
+    monkeypatch.setattr(headoffice.ledger, "utc_now", lambda: "2026-03-01T10:00:00.000Z")
+    first = ledger(new_url)
+    second = Ledger.open(first.db.url)
+    for i in range(6):  # in turn: the numbers follow the order recorded
+        (first if i % 2 == 0 else second).alarm(f"turn {i}")
+    numbers = {a["text"]: a["alarm_no"] for a in first.report()["alarms"]}
+    assert [numbers[f"turn {i}"] for i in range(6)] == [1, 2, 3, 4, 5, 6]
+
+    if first.db.dialect == "postgresql":  # one alarm inside a larger transaction, still open
+        with first.db.transaction():
+            first.db.execute("SELECT id FROM pools WHERE id = ? FOR UPDATE", (P,))
+            first.alarm("inside")
+            second.alarm("meanwhile")  # not held up, and not given the same number
+        numbers = {a["text"]: a["alarm_no"] for a in first.report()["alarms"]}
+        assert (numbers["inside"], numbers["meanwhile"]) == (7, 8)
+
+    start = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def record(led: Ledger, name: str) -> None:
+        try:
+            start.wait(10)
+            for i in range(40):
+                led.alarm(f"{name} {i}")
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=record, args=(first, "a")),
+               threading.Thread(target=record, args=(second, "b"))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    second.close()
+    assert errors == []
+    rows = first.db.execute("SELECT alarm_no, text FROM alarms ORDER BY alarm_no")
+    nos = [r["alarm_no"] for r in rows]
+    assert len(set(nos)) == len(nos) == len(rows)
+    assert nos == list(range(1, len(rows) + 1))  # nothing rolled back here: no gaps either
+    for name in ("a", "b"):  # each worker's alarms in the order it recorded them
+        assert [r["text"] for r in rows if r["text"].startswith(f"{name} ")] == [
+            f"{name} {i}" for i in range(40)]
+    reported = [a["alarm_no"] for a in first.report()["alarms"]]
+    assert reported == sorted(nos, reverse=True)[:25]
+    first.close()
+
+
+# The alarms table as ledgers before the alarm numbers made it (the rest is unchanged).
+OLD_ALARMS = """CREATE TABLE alarms (
+    utc TEXT NOT NULL, pool_id TEXT, table_id TEXT, text TEXT NOT NULL)"""
+
+
+def test_old_alarms_are_numbered_when_the_ledger_opens(new_url: NewUrl) -> None:
+    """A ledger made before `alarm_no`: opening it rebuilds alarms with the numbers, in the
+    order the old report gave (SQLite: as stored; PostgreSQL: utc, then as stored); new alarms
+    go on from there, and opening it again changes nothing."""
+    url = new_url()
+    ph = "%s" if url.startswith("postgresql://") else "?"
+    old = [  # (utc, pool, table, text) in the order they were stored
+        ("2026-01-01T00:00:02.000Z", P, "T1", "A"),
+        ("2026-01-01T00:00:01.000Z", None, "T2", "B"),  # stored after a later one
+        ("2026-01-01T00:00:02.000Z", P, None, "C"),  # same millisecond as A
+        ("2026-01-01T00:00:03.000Z", None, None, "D"),
+    ]
+    conn = _raw_connection(url)
+    conn.execute(OLD_ALARMS)
+    for row in old:
+        conn.execute(f"INSERT INTO alarms VALUES ({ph}, {ph}, {ph}, {ph})", row)
+    conn.close()
+    empty_url = new_url()  # an old ledger that never had an alarm
+    conn = _raw_connection(empty_url)
+    conn.execute(OLD_ALARMS)
+    conn.close()
+
+    led = Ledger.open(url)
+    fresh = Ledger.open(new_url())
+    assert led.db.columns("alarms") == fresh.db.columns("alarms")
+    fresh.close()
+    order = "ABCD" if led.db.dialect == "sqlite" else "BACD"
+    rows = led.db.execute("SELECT * FROM alarms ORDER BY alarm_no")
+    assert [(r["alarm_no"], r["text"]) for r in rows] == list(enumerate(order, start=1))
+    by_text = {r["text"]: (r["utc"], r["pool_id"], r["table_id"]) for r in rows}
+    assert by_text == {text: (utc, pool, table) for utc, pool, table, text in old}
+    led.alarm("E")
+    assert [(a["alarm_no"], a["text"]) for a in led.report()["alarms"]] == [
+        (5, "E"), *reversed(list(enumerate(order, start=1)))]
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):  # alarm_no is the key
+        led.db.execute("INSERT INTO alarms (alarm_no, utc, text) VALUES (5, 'x', 'x')")
+    before = led.report()["alarms"]
+    led.close()
+    again = Ledger.open(url)
+    assert again.report()["alarms"] == before
+    again.alarm("F")
+    assert again.report()["alarms"][0]["alarm_no"] == 6
+    again.close()
+
+    empty = Ledger.open(empty_url)
+    empty.alarm("first")
+    assert [(a["alarm_no"], a["text"]) for a in empty.report()["alarms"]] == [(1, "first")]
+    empty.close()
