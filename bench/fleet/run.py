@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -145,14 +146,41 @@ def mosquitto_rate(broker: Broker, n: int) -> float:
             p.wait()
 
 
-def ledger_alone(root: Path, n: int, batch: int) -> float:
+@contextlib.contextmanager
+def ledger_urls(root: Path, pg: str | None) -> Iterator[Callable[[str], str]]:
+    """name -> a fresh ledger URL: a SQLite file under `root`, or with `pg` a PostgreSQL schema
+    of its own on that server (its search_path), dropped afterwards."""
+    if pg is None:
+        yield lambda name: str(root / f"{name}.db")
+        return
+    import psycopg
+
+    admin = psycopg.connect(pg, autocommit=True)
+    schemas: list[str] = []
+
+    def new(name: str) -> str:
+        schema = f"bench_fleet_{name}_{os.getpid()}"
+        admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        schemas.append(schema)
+        return f"{pg}{'&' if '?' in pg else '?'}options=-csearch_path%3D{schema}"
+
+    try:
+        yield new
+    finally:
+        for schema in schemas:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        admin.close()
+
+
+def ledger_alone(url: str, n: int, batch: int) -> float:
     """The durable ledger without MQTT: increments applied per second in fsync'd batches."""
     import json
 
     from headoffice.ledger import Incoming, Ledger
     from headoffice.pools import Params
 
-    ledger = Ledger.open(str(root / "alone.db"))
+    ledger = Ledger.open(url)
     ledger.ensure_pool(POOL, Params(seed=5_000_000, increment=Fraction(1, 4),
                                     hidden=Fraction(1, 20)))
     items = [Incoming("outbox", f"T{i % 100}", json.loads(_increment(f"T{i % 100}",
@@ -399,12 +427,16 @@ def main() -> int:
     ap.add_argument("--batch-max", type=int, default=10000,
                     help="head office's batch_max: messages per ledger transaction at most")
     ap.add_argument("--raw", type=int, default=20000, help="messages for Mosquitto's own rate")
+    ap.add_argument("--pg", metavar="URL",
+                    help="the ledger on this PostgreSQL server (a schema of its own, dropped"
+                         " afterwards), e.g. postgresql://root@127.0.0.1:5432/test;"
+                         " default SQLite")
     args = ap.parse_args()
     logging.getLogger("mqtt").disabled = True  # aiomqtt warns about every queued publish
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, max(soft, 6 * args.tables + 256))
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # the broker inherits it
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         root = Path(tmp)
         pki = Pki(root / "pki")
         for i in range(args.tables):
@@ -414,14 +446,16 @@ def main() -> int:
         # Before head office takes its share of the machine.
         raw = mosquitto_rate(broker, args.raw)
         python_raw = asyncio.run(raw_rate(broker, args.raw))
-        alone = ledger_alone(root, args.increments, 500)
+        urls = stack.enter_context(ledger_urls(root, args.pg))
+        alone = ledger_alone(urls("alone"), args.increments, 500)
+        ledger_url = urls("ledger")
         tls = pki.client("headoffice")
         hos: list[subprocess.Popen[bytes]] = []
         for w in range(args.workers):
             # Several workers share the tables' topics ($share/headoffice/...) and one ledger.
             (root / f"ho{w}.toml").write_text(f"""
 [database]
-url = "{root / 'ledger.db'}"
+url = "{ledger_url}"
 [broker]
 host = "127.0.0.1"
 port = {broker.port}
@@ -454,6 +488,7 @@ hidden_bp = 500
             for ho in hos:
                 ho.wait(10)
             broker.stop()
+    result["ledger"] = "postgresql" if args.pg else "sqlite"
     result["mosquitto_raw_publish_per_s"] = round(raw)
     result["increments_vs_mosquitto_raw"] = round(result["increments_per_s"] / raw, 3)
     result["python_client_raw_per_s"] = round(python_raw)
