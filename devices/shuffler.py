@@ -13,10 +13,17 @@ Events:   shuffler.ready {deck}            the deck is shuffled and dispensing m
 
 A card the reader sees that is not one of the 52 (a joker, a card of another game) is reported as
 dispensed with the token the reader gave; the round machine treats it as a foreign card (11.7).
+
+A shuffler that stopped answering is asked to shuffle again after a growing pause (`retry_delay`:
+2 s doubling to 60 s), not at once: the round machine answers every failed shuffle with another
+(12.1), and each failure is journaled, so a dead shuffler would have added a record a second
+all night. Any answer from it (a deck ready, a card, a check, a jam or fault it reports itself)
+ends the pauses.
 """
 
 from __future__ import annotations
 
+import asyncio
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -74,7 +81,17 @@ def check_deck(cards: Iterable[str | None], deck: int = 1) -> DeckCheck:
     )
 
 
+def retry_delay(unanswered: int, base_s: float, cap_s: float) -> float:
+    """Seconds to wait before the next shuffle after `unanswered` shuffles in a row got no
+    answer: none after an answer, then base, 2 x base, 4 x base ... up to cap."""
+    if unanswered <= 0:
+        return 0.0
+    return min(cap_s, base_s * 2 ** min(unanswered - 1, 30))
+
+
 class Shuffler(Device):
+    retry_base_s = 2.0
+    retry_cap_s = 60.0
     COMMANDS: ClassVar[tuple[str, ...]] = ("shuffle", "deck_check", "dispense")
     EVENTS: ClassVar[tuple[str, ...]] = (
         "shuffler.ready",
@@ -90,6 +107,15 @@ class Shuffler(Device):
         super().__init__(name)
         self.decks = decks
         self.deck_in_play: int | None = None  # the last deck reported ready
+        self.unanswered = 0  # commands in a row the shuffler did not answer
+        self._delayed: asyncio.TimerHandle | None = None  # a shuffle waiting for its retry
+        self._retries: set[asyncio.Task[None]] = set()
+
+    async def stop(self) -> None:
+        if self._delayed is not None:
+            self._delayed.cancel()
+            self._delayed = None
+        await super().stop()
 
     def next_deck(self) -> int:
         """The deck to shuffle next: the one not in play when two alternate (rule 4.2)."""
@@ -103,12 +129,32 @@ class Shuffler(Device):
         return arg_int(self.name, command, args, "deck", lo=1, hi=self.decks)
 
     async def _cmd_shuffle(self, args: Mapping[str, Any]) -> None:
-        if self.state == State.BUSY:
+        if self.state == State.BUSY or self._delayed is not None:
             raise DeviceError(f"{self.name}.shuffle: a shuffle is already in progress")
         deck = self._deck_arg("shuffle", args, self.next_deck())
         self.counters["shuffles"] += 1
+        delay = retry_delay(self.unanswered, self.retry_base_s, self.retry_cap_s)
+        if delay > 0:
+            # Still OFFLINE in `health` while it waits: that is what it is.
+            self.counters["shuffles_delayed"] += 1
+            self._delayed = asyncio.get_running_loop().call_later(delay, self._retry, deck)
+            return
         self.state = State.BUSY
         await self.shuffle(deck)
+
+    def _retry(self, deck: int) -> None:
+        self._delayed = None
+        if not self.started:
+            return
+        self.state = State.BUSY
+        task = asyncio.ensure_future(self.shuffle(deck))
+        self._retries.add(task)
+        task.add_done_callback(self._retried)
+
+    def _retried(self, task: asyncio.Task[None]) -> None:
+        self._retries.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._report_fault(f"shuffle retry failed: {task.exception()}", answered=False)
 
     async def _cmd_deck_check(self, args: Mapping[str, Any]) -> None:
         deck = self._deck_arg("deck_check", args, self.deck_in_play or self.next_deck())
@@ -121,10 +167,12 @@ class Shuffler(Device):
         if self.deck_in_play is None or self.state != State.READY:
             # Not a controller bug: after a restart or a fault the deck may be gone. Report it
             # as the machine would, so the round goes to 12.1/12.2 instead of hanging.
-            self._report_fault(f"no shuffled deck ready to dispense ({self.state})")
+            self._report_fault(f"no shuffled deck ready to dispense ({self.state})",
+                               answered=False)
             return
         if deck != self.deck_in_play:
-            self._report_fault(f"deck {deck} is not in play (deck {self.deck_in_play} is)")
+            self._report_fault(f"deck {deck} is not in play (deck {self.deck_in_play} is)",
+                               answered=False)
             return
         self.counters["dispenses"] += 1
         await self.dispense_cards(count)
@@ -144,29 +192,38 @@ class Shuffler(Device):
     # --- reports shared by driver and simulator -------------------------------------------------
 
     def _report_ready(self, deck: int) -> None:
+        self.unanswered = 0
         self.state = State.READY
         self.deck_in_play = deck
         self._post("shuffler.ready", {"deck": deck})
 
     def _report_card(self, card: str, index: int) -> None:
+        self.unanswered = 0
         self.counters["cards"] += 1
         if card not in _STANDARD:
             self.counters["foreign_cards"] += 1
         self._post("card.dispensed", {"card": card, "index": index})
 
     def _report_check(self, result: DeckCheck) -> None:
+        self.unanswered = 0
         if not result.ok:
             self.counters["deck_check_failed"] += 1
             self.last_error = f"deck {result.deck} check failed"
         self._post("deck.check", result.as_json())
 
     def _report_jam(self, reason: str) -> None:
+        self.unanswered = 0
         self._fault(reason, counter="jams")
         self._post("shuffler.jam", {"reason": reason})
 
-    def _report_fault(self, reason: str, *, offline: bool = False) -> None:
+    def _report_fault(self, reason: str, *, offline: bool = False, answered: bool = True) -> None:
+        """`offline`: the shuffler did not answer; `answered=False`: refused here, before the
+        shuffler was asked (it neither answered nor failed to)."""
         if offline:
+            self.unanswered += 1
             self._fault(reason, state=State.OFFLINE, counter="timeouts")
         else:
+            if answered:
+                self.unanswered = 0  # it answered, with a fault of its own
             self._fault(reason)
         self._post("shuffler.fault", {"reason": reason})

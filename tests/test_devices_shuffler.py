@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import secrets
 
@@ -11,7 +12,7 @@ import pytest
 from controller.games.uth.cards import parse_cards
 from controller.rounds.base import Event
 from devices.base import DeviceError, State
-from devices.shuffler import STANDARD_DECK, check_deck
+from devices.shuffler import STANDARD_DECK, check_deck, retry_delay
 from devices.sim import SimShuffler
 
 
@@ -281,5 +282,73 @@ def test_dispense_command_stops_at_a_fault() -> None:
             assert await t.do("dispense", count=5) == [
                 Event("shuffler.jam", {"reason": "card jam"})
             ]
+
+    asyncio.run(main())
+
+
+def test_retry_delay_grows_to_its_cap_and_an_answer_ends_it() -> None:
+    assert retry_delay(0, 2.0, 60.0) == 0.0
+    assert [retry_delay(n, 2.0, 60.0) for n in range(1, 8)] == [2, 4, 8, 16, 32, 60, 60]
+    assert retry_delay(10**6, 2.0, 60.0) == 60.0  # no overflow after a long night
+
+
+def test_a_silent_shuffler_is_asked_again_after_growing_pauses_not_at_once() -> None:
+    # The round machine answers each failed shuffle with another (12.1); here the test does the
+    # same. Without the pauses a shuffler that never answers (timeout 10 ms) would fail ~50
+    # times in 0.5 s; with pauses of 40, 80, 160 ms ... it fails a handful of times, each pause
+    # longer than the one before, and an answer ends the pauses.
+    async def main() -> None:
+        shuffler = SimShuffler(rng=random.Random(5), answer_timeout_s=0.01)
+        shuffler.retry_base_s, shuffler.retry_cap_s = 0.04, 0.16
+        faults: list[float] = []
+        ready: list[Event] = []
+        asked: set[asyncio.Task[None]] = set()
+        loop = asyncio.get_running_loop()
+
+        def emit(event: Event) -> None:
+            if event.kind == "shuffler.ready":
+                ready.append(event)
+            elif event.kind == "shuffler.fault":
+                faults.append(loop.time())
+                task = loop.create_task(shuffler.command("shuffle", {}))
+                asked.add(task)
+                task.add_done_callback(asked.discard)
+
+        await shuffler.start(emit)
+        shuffler.no_answer = True
+        await shuffler.command("shuffle", {})
+        await asyncio.sleep(0.5)
+        assert 3 <= len(faults) <= 6, faults
+        gaps = [b - a for a, b in itertools.pairwise(faults)]
+        assert gaps[0] >= 0.04 and gaps[1] > gaps[0], gaps
+        health = shuffler.health()
+        assert health.state == State.OFFLINE
+        assert health.counters["shuffles_delayed"] == len(faults)  # every one after a failure
+        # It answers again (repaired): the waiting retry shuffles, and the pauses are over.
+        shuffler.no_answer = False
+        await asyncio.sleep(0.2)
+        assert [e.kind for e in ready] == ["shuffler.ready"]
+        assert shuffler.unanswered == 0 and shuffler.health().state == State.READY
+        await shuffler.stop()
+
+    asyncio.run(main())
+
+
+def test_stopping_cancels_a_waiting_retry() -> None:
+    async def main() -> None:
+        shuffler = SimShuffler(rng=random.Random(6), answer_timeout_s=0.01)
+        shuffler.retry_base_s = 0.05
+        events: list[Event] = []
+        await shuffler.start(events.append)
+        shuffler.no_answer = True
+        await shuffler.command("shuffle", {})
+        await asyncio.sleep(0.03)
+        shuffler.no_answer = False
+        await shuffler.command("shuffle", {})  # waits 50 ms for its retry
+        with pytest.raises(DeviceError, match="already in progress"):
+            await shuffler.command("shuffle", {})
+        await shuffler.stop()
+        await asyncio.sleep(0.1)
+        assert [e.kind for e in events] == ["shuffler.fault"]  # nothing after the stop
 
     asyncio.run(main())
