@@ -391,7 +391,7 @@ class TableService:
         assert self.policy is not None
         while not self._stop.is_set():
             await self._idle.wait()
-            events = self.policy.next_events(self.machine.status(self.state))
+            events = self.policy.next_events(self.machine.seat_view(self.state))
             if not events:
                 await asyncio.sleep(0.01)  # waiting for a device: it will answer
                 continue

@@ -611,8 +611,21 @@ def test_status_fields() -> None:
     assert s["jackpot"] == "online" and s["pool"]["mode"] == "standalone"
     assert s["pool"]["amount"] == POOL.amount + 10
     box2 = next(b for b in s["boxes"] if b["box"] == 2)
-    assert box2["hole"] == ["Jh", "Th"] and box2["lamp"] == "locked" and box2["jackpot"]
+    assert box2["hole_cards"] == 2 and box2["lamp"] == "locked" and box2["jackpot"]
     assert s["cards_dealt"] == s["cards_needed"] == 11 and s["waiting_for"] == "decisions"
+
+
+def test_status_shows_no_hole_card_and_a_seat_sees_its_own() -> None:
+    # `tablectl status` reaches technicians' terminals during play: no player's hand in it.
+    t = Table()
+    t.stack(ROYAL_DECK)
+    t.deal_round({2: (1000, 0), 5: (500, 0)}, jackpot=[2])
+    shown = json.dumps(t.machine.status(t.state))
+    seats = {b["box"]: b["hole"] for b in t.machine.seat_view(t.state)["boxes"]}
+    assert seats[2] == ["Jh", "Th"] and len(seats[5]) == 2
+    for card in seats[2] + seats[5]:
+        assert f'"{card}"' not in shown, card
+    assert all("hole" not in b for b in t.machine.status(t.state)["boxes"])
 
 
 def test_pool_state_round_trips_exact_fractions() -> None:

@@ -92,7 +92,7 @@ def drive(table: Table, sim: UthSim, actions: list[tuple[Any, ...]], *, strict: 
             continue
         if action[0] == "sim":
             if not queued:
-                queued = sim.next_events(table.status())
+                queued = sim.next_events(table.seat_view())
             if not queued:
                 continue
             event = queued.pop(0)

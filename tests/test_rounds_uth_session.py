@@ -37,7 +37,7 @@ def _inject(table: Table, rng: random.Random) -> None:
 
 def play(table: Table, sim: UthSim, rounds: int, rng: random.Random, hook=None) -> None:
     while len(table.rounds) < rounds:
-        events = sim.next_events(table.status())
+        events = sim.next_events(table.seat_view())
         assert events or table.queue, f"stuck: {table.status()}"
         for event in events:
             table.ms += 700

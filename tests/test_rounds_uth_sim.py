@@ -34,14 +34,14 @@ def test_hidden_pair_uses_a_hole_card() -> None:
 def test_answers_per_phase() -> None:
     t = Table()
     sim = UthSim(random.Random(1), boxes=7)
-    wagers = sim.next_events(t.status())
+    wagers = sim.next_events(t.seat_view())
     assert wagers and {e.kind for e in wagers} <= {"dealer.wager", "bet.on", "bet.off"}
     for e in wagers:
         assert e.data.get("ante", 500) in (500, 1000, 2500, 5000)
         t.event(e)
-    assert [e.kind for e in sim.next_events(t.status())] == ["dealer.deal"]
+    assert [e.kind for e in sim.next_events(t.seat_view())] == ["dealer.deal"]
     t.run("dealer.deal")
-    preflop = sim.next_events(t.status())
+    preflop = sim.next_events(t.seat_view())
     assert preflop[-1].kind in ("dealer.flop", "dealer.misdeal")
     hands = {int(b) for b in t.state.wagers}
     if preflop[-1].kind == "dealer.flop":
@@ -54,7 +54,7 @@ def test_deterministic_for_a_seed() -> None:
         t = Table(seed=seed)
         sim = UthSim(random.Random(seed))
         while len(t.rounds) < 10:
-            for e in sim.next_events(t.status()):
+            for e in sim.next_events(t.seat_view()):
                 t.event(e)
                 t.pump()
         return t.rounds
@@ -67,10 +67,10 @@ def test_closed_table_is_opened_and_a_suspect_deck_rechecked_once() -> None:
     t = Table()
     t.step("table.close")
     sim = UthSim(random.Random(0))
-    assert [e.kind for e in sim.next_events(t.status())] == ["table.open"]
+    assert [e.kind for e in sim.next_events(t.seat_view())] == ["table.open"]
     t.step("table.open")
     t.step("dealer.wager", box=1, ante=500)
     t.step("deck.check", deck=1, ok=False, missing=["2c"], extra=[], duplicate=[], unreadable=0)
-    first = sim.next_events(t.status())
+    first = sim.next_events(t.seat_view())
     assert [(e.kind, dict(e.data)) for e in first] == [("dealer.deck_check", {"deck": 1})]
-    assert sim.next_events(t.status()) == []
+    assert sim.next_events(t.seat_view()) == []

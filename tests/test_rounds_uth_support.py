@@ -119,6 +119,10 @@ class Table:
     def status(self) -> dict[str, Any]:
         return self.machine.status(self.state)
 
+    def seat_view(self) -> dict[str, Any]:
+        """What the simulated players and dealer play from (their own hole cards too)."""
+        return self.machine.seat_view(self.state)
+
     def since(self, mark: int) -> list[Effect]:
         return self.effects[mark:]
 

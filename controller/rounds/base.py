@@ -95,7 +95,14 @@ class RoundMachine(Protocol, Generic[S]):
     def from_json(self, data: JSON) -> S: ...
 
     def status(self, state: S) -> JSON:
-        """What `tablectl status` shows: state name, round number, and game-specific fields."""
+        """What `tablectl status` shows: state name, round number, and game-specific fields.
+        Nothing the players have not been shown (no hole cards): it reaches technicians'
+        terminals during play."""
+        ...
+
+    def seat_view(self, state: S) -> JSON:
+        """`status` plus what each seat sees of its own hand: for the simulated players and
+        dealer (`tablectld --simulate`), never for the control socket."""
         ...
 
     def resume(self, state: S) -> list[Effect]:

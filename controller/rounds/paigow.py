@@ -216,6 +216,10 @@ class PaiGowMachine:
             "display": dict(state.display),
         }
 
+    def seat_view(self, state: PaiGowState) -> JSON:
+        # The tiles are dealt by hand and never read: a seat sees nothing status does not.
+        return self.status(state)
+
     def resume(self, state: PaiGowState) -> list[Effect]:
         effects = [Effect("display", dict(state.display))]
         if state.phase in (SHAKING, OFF_DRAW) and state.fault is None:

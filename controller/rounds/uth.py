@@ -77,6 +77,9 @@ class UthMachine:
     def status(self, state: UthState) -> JSON:
         return status(self.config, state)
 
+    def seat_view(self, state: UthState) -> JSON:
+        return status(self.config, state, hole_cards=True)
+
     def resume(self, state: UthState) -> list[Effect]:
         return resume(self.config, state)
 
@@ -351,7 +354,11 @@ EVENT_KINDS = frozenset(_HANDLERS)
 
 
 # -- status and resume -------------------------------------------------------------------------
-def status(config: UthConfig, state: UthState) -> JSON:
+def status(config: UthConfig, state: UthState, *, hole_cards: bool = False) -> JSON:
+    """The table as a technician's terminal shows it: no hole cards, only how many each box
+    holds (a terminal at a live table must not show a player's or the dealer's hand; the
+    journal and the round record keep every card for the audit). `hole_cards`: each box's own
+    cards too, for the simulated players (`seat_view`)."""
     return {
         "game": "uth",
         "state": state.phase,
@@ -363,7 +370,7 @@ def status(config: UthConfig, state: UthState) -> JSON:
         "cards_dealt": len(state.cards),
         "cards_needed": rnd.needed(state) if state.wagers else 0,
         "community": _community(config, state),
-        "boxes": _boxes(config, state),
+        "boxes": _boxes(config, state, hole_cards),
         "pool": jackpot.pool_status(config, state),
         "jackpot": "online" if state.jackpot["online"] else "offline",
         "jackpot_disabled": state.jackpot["disabled"],
@@ -381,9 +388,8 @@ def _community(config: UthConfig, state: UthState) -> list[str]:
     return [format_card(c) for c in shown]
 
 
-def _boxes(config: UthConfig, state: UthState) -> list[JSON]:
-    """Occupied boxes. Hole cards are included: every card is in the journal anyway, and the
-    simulator plays from them."""
+def _boxes(config: UthConfig, state: UthState, hole_cards: bool) -> list[JSON]:
+    """Occupied boxes; each box's hole cards only with `hole_cards` (a seat's own view)."""
     d = rnd.the_deal(config, state) if state.dealt else None
     out = []
     for box in range(1, config.boxes + 1):
@@ -391,6 +397,7 @@ def _boxes(config: UthConfig, state: UthState) -> list[JSON]:
         if key not in state.wagers and box not in state.sensors and key not in state.lamps:
             continue
         ante, blind, trips = state.wagers.get(key, [0, 0, 0])
+        hole = d.boxes[box] if d and box in d.boxes else ()
         out.append(
             {
                 "box": box,
@@ -402,7 +409,8 @@ def _boxes(config: UthConfig, state: UthState) -> list[JSON]:
                 "lamp": state.lamps.get(key, "idle"),
                 "decision": state.decisions.get(key),
                 "checked": box in state.checks,
-                "hole": [format_card(c) for c in d.boxes[box]] if d and box in d.boxes else [],
+                "hole_cards": len(hole),
+                **({"hole": [format_card(c) for c in hole]} if hole_cards else {}),
             }
         )
     return out
