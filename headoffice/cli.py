@@ -2,12 +2,16 @@
 
     tablectl-headoffice run     [--config FILE]
     tablectl-headoffice report  [--config FILE | --db URL] [--json]
-    tablectl-headoffice pool set POOL --operator NAME [--force] [--seed C] [--increment-bp N]
+    tablectl-headoffice pool set POOL [--operator NAME] [--force] [--seed C] [--increment-bp N]
                                  [--hidden-bp N] [--ceiling C | --no-ceiling]
-    tablectl-headoffice pool resume POOL --operator NAME
+    tablectl-headoffice pool resume POOL [--operator NAME]
     tablectl-headoffice params-log [POOL] [--config FILE | --db URL] [--json]
 
 Bad input exits 2 with one line naming it; a refused operator request exits 1.
+
+The operator is who runs the console, as the operating system authenticated them (the user who
+ran sudo, else the login), never a name typed on the command line: `--operator` may only
+repeat it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import pwd
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
@@ -84,7 +90,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     psub = pool.add_subparsers(dest="pool_cmd", required=True)
     ps = psub.add_parser("set")
     ps.add_argument("pool")
-    ps.add_argument("--operator", required=True)
+    ps.add_argument("--operator", help="must be who runs the console (default)")
     ps.add_argument("--force", action="store_true", help="even while tables are live")
     ps.add_argument("--seed", type=int)
     ps.add_argument("--increment-bp", type=int)
@@ -93,7 +99,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ps.add_argument("--no-ceiling", action="store_true")
     pr = psub.add_parser("resume")
     pr.add_argument("pool")
-    pr.add_argument("--operator", required=True)
+    pr.add_argument("--operator", help="must be who runs the console (default)")
     pl = sub.add_parser("params-log", help="every parameter change, with old and new values,"
                         " numbered per pool in the order made")
     pl.add_argument("pool", nargs="?")
@@ -122,6 +128,23 @@ def _changes(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("nothing to change: give --seed, --increment-bp, --hidden-bp or"
                          " --ceiling")
     return changes
+
+
+def login_name() -> str:
+    """Who runs this console, as the operating system knows them: under sudo, the user who ran
+    it (SUDO_USER is believed only when we are root, since anyone can set it), else the user
+    we run as."""
+    if os.geteuid() == 0 and os.environ.get("SUDO_USER"):
+        return os.environ["SUDO_USER"]
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def _operator(args: argparse.Namespace) -> str:
+    who = login_name()
+    if args.operator is not None and args.operator != who:
+        raise LedgerError(f"--operator {args.operator!r}, but this console runs as {who!r}:"
+                          " an operator acts under their own login")
+    return who
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -160,13 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(f"tablectl-headoffice: {exc}", file=sys.stderr)
                     return 2
                 old, new = ledger.set_params(
-                    args.pool, changes, operator=args.operator, authorised=cfg.operators,
+                    args.pool, changes, operator=_operator(args), authorised=cfg.operators,
                     force=args.force, live_window_s=cfg.live_window_s,
                 )
                 print(json.dumps({"pool": args.pool, "old": old.as_json(),
                                   "new": new.as_json()}))
                 return 0
-            pool = ledger.resume_pool(args.pool, operator=args.operator,
+            pool = ledger.resume_pool(args.pool, operator=_operator(args),
                                       authorised=cfg.operators)
             print(json.dumps(pool.meters()))
             return 0
