@@ -9,6 +9,7 @@ on 127.0.0.1:5432."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from fractions import Fraction
@@ -205,6 +206,15 @@ def test_ceiling_overflow_keeps_the_books(new_url: NewUrl) -> None:
     assert pool.imbalance() == 0
 
 
+def at_once(target: Callable[..., None], *calls: tuple[Any, ...]) -> None:
+    """Run target(*args) for each args in its own thread, all at once; wait for all."""
+    threads = [threading.Thread(target=target, args=args) for args in calls]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+
+
 def _live(led: Ledger, table: str) -> None:
     led.apply_batch([Incoming("birth", table, {"v": 1, "table": table, "pool_id": P,
                                                "pending_hits": []})])
@@ -281,7 +291,6 @@ def test_pool_round_trips_through_its_row() -> None:
 def test_two_workers_sharing_tables_apply_everything_once(new_url: NewUrl) -> None:
     """Two workers (two connections) get the same messages, naming the tables in opposite
     orders (shared subscription plus redelivery): nothing is applied twice, no deadlock."""
-    import threading
 
     first = ledger(new_url)
     second = Ledger.open(first.db.url)
@@ -296,12 +305,7 @@ def test_two_workers_sharing_tables_apply_everything_once(new_url: NewUrl) -> No
         except BaseException as exc:  # reported below, not lost in the thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(first, ["A", "B", "C"])),
-               threading.Thread(target=work, args=(second, ["C", "B", "A"]))]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    at_once(work, (first, ["A", "B", "C"]), (second, ["C", "B", "A"]))
     second.close()
     assert errors == []
     pool = first.pool(P)
@@ -428,7 +432,6 @@ def test_workers_starting_together_create_a_pool_once(new_url: NewUrl,
     """Two workers start on a new ledger and both ensure the configured pool. On PostgreSQL
     the first's row is not yet committed, so the second cannot lock it: its insert must wait
     and find it (it used to fail, UniqueViolation, and the worker died at start)."""
-    import threading
 
     first = Ledger.open(new_url())
     second = Ledger.open(first.db.url)
@@ -503,7 +506,6 @@ def test_two_workers_recording_alarms_get_distinct_increasing_numbers(
 ) -> None:
     """Two workers (two connections, no row in common) record alarms in turn, then at once:
     every alarm has its own number, each later than the ones recorded before it."""
-    import threading
 
     import headoffice.ledger
 
@@ -534,12 +536,7 @@ def test_two_workers_recording_alarms_get_distinct_increasing_numbers(
         except BaseException as exc:  # reported below, not lost in the thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=record, args=(first, "a")),
-               threading.Thread(target=record, args=(second, "b"))]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    at_once(record, (first, "a"), (second, "b"))
     second.close()
     assert errors == []
     rows = first.db.execute("SELECT alarm_no, text FROM alarms ORDER BY alarm_no")
