@@ -148,7 +148,9 @@ class _Client(aiomqtt.Client):
                     if (pending is None or pending() == 0) and not waiting.poll(0):
                         return
             except Exception as exc:  # as aiomqtt's own reader: the connection is broken
-                disconnected = self._disconnected
+                disconnected = getattr(self, "_disconnected", None)
+                if disconnected is None:
+                    raise  # not the aiomqtt this was written for: let the loop report it
                 if not disconnected.done():
                     disconnected.set_exception(exc)
 
