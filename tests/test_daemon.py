@@ -4,6 +4,7 @@ sd_notify. The SIGKILL crash test is in test_daemon_crash.py."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -98,17 +99,24 @@ def test_corrupt_journal_takes_the_table_out_of_service(tmp_path: Path) -> None:
     with Journal.open(tmp_path, table_id="SIM-PAIGOW-NSW", game="paigow") as j:
         records = j.last_seq
     assert records > 5
-    # Change one record's payload by one byte: the chain must no longer verify.
+    # Change the records of the commit holding seq 3 by one byte (a space, still JSON): the
+    # chain must no longer verify.
     import sqlite3
 
+    from controller.journal import Codec
+
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE events SET data = data || ' ' WHERE seq = 3")
+    codec = Codec(conn.execute("SELECT value FROM meta WHERE key='deflate_dict'").fetchone()[0])
+    key, body = conn.execute("SELECT seq, body FROM commits WHERE seq >= 3 ORDER BY seq LIMIT 1"
+                             ).fetchone()
+    text = codec.unpack(body).replace('{"', '{ "', 1)
+    conn.execute("UPDATE commits SET body = ? WHERE seq = ?", (codec.pack(text), key))
     conn.commit()
     conn.close()
     proc = start_daemon(tmp_path, "--game", "paigow", "--rules", "nsw", "--autoplay", "2")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
-    assert "OUT OF SERVICE" in err and "seq 3" in err
+    assert "OUT OF SERVICE" in err and re.search(rf"seq (\d+\.\.)?{key}: hash mismatch", err)
     assert "round" not in out  # no round played on a corrupt journal
     # The journal was not replaced by a fresh one.
     assert not verify_dir(tmp_path).ok

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from controller import journal as jmod
 from controller.journal import (
     JOURNAL_FILE,
+    Entry,
     Journal,
     JournalError,
     genesis_hash,
@@ -177,13 +179,17 @@ def test_open_without_verify_continues_the_same_chain(jdir: Path) -> None:
     assert verify_dir(jdir).ok
 
 
-def test_snapshots_pruned_to_the_latest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jmod, "KEEP_SNAPSHOTS", 2)
+def test_snapshots_kept_deflated_and_replay_from_the_latest(tmp_path: Path) -> None:
     with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
         fill(j, rounds=4, per_round=3)
-        seqs = [r[0] for r in j._conn.execute("SELECT seq FROM snapshots ORDER BY seq")]
-        assert seqs == [9, 12]
+        rows = j._conn.execute("SELECT seq, typeof(state) FROM snapshots ORDER BY seq").fetchall()
+        assert rows == [(3, "blob"), (6, "blob"), (9, "blob"), (12, "blob")]
         assert j.replay_point() == ({"round": 4, "after": 12}, [])
+        j.append_batch([Entry(Event("a"), now(13), 5), Entry(Event("b"), now(14), 5,
+                                                               snapshot={"at": 14}),
+                        Entry(Event("c"), now(15), 5)])
+        snap, events = j.replay_point()
+        assert snap == {"at": 14} and [e.seq for e in events] == [15]
     assert verify_dir(tmp_path).ok
 
 
@@ -309,59 +315,129 @@ def test_verify_dir_leaves_a_closed_journal_untouched(jdir: Path) -> None:
     assert {p.name: p.read_bytes() for p in jdir.iterdir()} == before
 
 
-# ---- tampering ----------------------------------------------------------------------------
+# ---- tampering (schema-1 rows: tests/test_journal_v1.py) -----------------------------------
+
+
+def bodies(d: Path) -> dict[int, str]:
+    """Each commit's records as text, by the commit's key (its last seq)."""
+    with raw(d) as c:
+        codec = jmod.Codec(c.execute("SELECT value FROM meta WHERE key='deflate_dict'"
+                                     ).fetchone()[0])
+        return {k: codec.unpack(b) for k, b in c.execute("SELECT seq, body FROM commits")}
+
+
+def rewrite(d: Path, key: int, old: str, new: str) -> None:
+    """Change a commit's records as someone who can inflate and deflate would."""
+    text = bodies(d)[key]
+    assert old in text
+    with raw(d) as c:
+        codec = jmod.Codec(c.execute("SELECT value FROM meta WHERE key='deflate_dict'"
+                                     ).fetchone()[0])
+        c.execute("UPDATE commits SET body=? WHERE seq=?",
+                  (codec.pack(text.replace(old, new)), key))
+
+
+@pytest.fixture
+def batched(tmp_path: Path) -> Path:
+    """Commits of several records: seq 1..4, 5..9, 10..12 (round 1 recorded at seq 9)."""
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        for lo, hi in ((1, 4), (5, 9), (10, 12)):
+            j.append_batch([Entry(Event("card", {"i": i}), now(i), 1 if i < 10 else 2,
+                                  (Effect("round", {"number": 1, "status": "completed",
+                                                    "summary": {}}),) if i == 9 else ())
+                            for i in range(lo, hi + 1)])
+    return tmp_path
 
 
 def test_flipped_byte_in_event_data(jdir: Path) -> None:
-    with raw(jdir) as c:
-        c.execute("""UPDATE events SET data = replace(data, '"i":13', '"i":14') WHERE seq=13""")
+    rewrite(jdir, 13, '"i":13', '"i":14')
     errs = errors_of(jdir)
     assert errs == ["seq 13: hash mismatch (record altered, reordered or chain broken)"]
     with pytest.raises(JournalError, match=r"journal .*journal\.sqlite3 is corrupt.*seq 13"):
         Journal.open(jdir, table_id=TABLE, game=GAME)
 
 
+def test_altered_record_in_a_batch_names_the_commit(batched: Path) -> None:
+    rewrite(batched, 9, '"i":7', '"i":70')
+    assert errors_of(batched) == [
+        "seq 5..9: hash mismatch (record altered, reordered or chain broken)"]
+
+
 def test_flipped_byte_in_the_file(jdir: Path) -> None:
+    with raw(jdir) as c:
+        body = c.execute("SELECT body FROM commits WHERE seq=21").fetchone()[0]
     path = jdir / JOURNAL_FILE
     blob = bytearray(path.read_bytes())
-    at = blob.index(b'"box":0,"i":21}')
-    blob[at + 6] ^= 0x01  # "0" -> "1"
+    at = blob.index(body)
+    blob[at + len(body) // 2] ^= 0x01
     path.write_bytes(bytes(blob))
     errs = errors_of(jdir)
-    assert any(e.startswith("seq 21: hash mismatch") for e in errs), errs
+    assert any(e.startswith(("seq 21: hash mismatch", "seq 21..21: commit unreadable"))
+               for e in errs), errs
 
 
-def test_deleted_middle_row(jdir: Path) -> None:
+def test_deleted_commit(batched: Path) -> None:
+    with raw(batched) as c:
+        c.execute("DELETE FROM commits WHERE seq=9")
+    errs = errors_of(batched)
+    assert errs[0] == "seq 5..9 missing (records deleted or reordered; next is seq 10)"
+    assert errs[1] == "seq 10..12: hash mismatch (record altered, reordered or chain broken)"
+
+
+def test_reordered_commits(jdir: Path) -> None:
     with raw(jdir) as c:
-        c.execute("DELETE FROM events WHERE seq=6")
-    errs = errors_of(jdir)
-    assert errs[0].startswith("seq 6 missing")
-    assert errs[1].startswith("seq 7: hash mismatch")
-
-
-def test_reordered_rows(jdir: Path) -> None:
-    with raw(jdir) as c:
-        c.execute("UPDATE events SET seq=-5 WHERE seq=5")
-        c.execute("UPDATE events SET seq=5 WHERE seq=6")
-        c.execute("UPDATE events SET seq=6 WHERE seq=-5")
+        five, six = (c.execute("SELECT body FROM commits WHERE seq=?", (k,)).fetchone()[0]
+                     for k in (5, 6))
+        c.execute("UPDATE commits SET body=? WHERE seq=5", (six,))
+        c.execute("UPDATE commits SET body=? WHERE seq=6", (five,))
     errs = errors_of(jdir)
     assert any(e.startswith("seq 5: hash mismatch") for e in errs), errs
 
 
+def test_records_moved_between_commits(batched: Path) -> None:
+    with raw(batched) as c:
+        c.execute("UPDATE commits SET seq=8 WHERE seq=9")  # now 5..8 holding 5 records
+    errs = errors_of(batched)
+    assert errs[0] == "seq 4..8 out of order (expected seq 5 next)"
+
+
 def test_altered_outbox_payload(jdir: Path) -> None:
-    with raw(jdir) as c:
-        c.execute("""UPDATE events SET fx = replace(fx, '"cents":12', '"cents":99')
-                     WHERE seq=12""")
+    rewrite(jdir, 12, '"cents":12', '"cents":99')
     assert errors_of(jdir) == ["seq 12: hash mismatch (record altered, reordered or chain broken)"]
 
 
-def test_deleted_or_moved_outbox_row(jdir: Path) -> None:
+def test_stray_outbox_and_rounds_rows(jdir: Path) -> None:
     with raw(jdir) as c:
-        c.execute("DELETE FROM outbox WHERE id=3")
-        c.execute("UPDATE outbox SET seq=1 WHERE id=5")
+        c.execute("INSERT INTO outbox(id, seq) VALUES (3, 12)")
+        c.execute("INSERT INTO rounds(number, status, seq) VALUES (2, 'voided', 20)")
     errs = errors_of(jdir)
-    assert "seq 12: outbox message 3 not acknowledged but missing from the outbox" in errs
-    assert "outbox row id 5 points at seq 1, its message is in seq 20" in errs
+    assert errs == ["outbox row id 3 (seq 12) matches no message",
+                    "rounds row 2 (seq 20) matches no round record"]
+
+
+def test_altered_index_columns(batched: Path) -> None:
+    with raw(batched) as c:
+        c.execute("UPDATE commits SET rec=0 WHERE seq=9")
+        c.execute("UPDATE commits SET round=9 WHERE seq=12")
+    assert errors_of(batched) == [
+        "seq 9: commit columns round/rec/out 1/0/0 do not match its records (1/1/0)",
+        "seq 12: commit columns round/rec/out 9/1/0 do not match its records (2/1/0)"]
+
+
+def test_unreadable_commit(batched: Path) -> None:
+    with raw(batched) as c:
+        c.execute("UPDATE commits SET body=x'00ff' WHERE seq=9")
+    errs = errors_of(batched)
+    assert errs[0].startswith("seq 5..9: commit unreadable"), errs
+    # The next commit is checked from the stored hash and columns: only the count is off.
+    assert errs[1:] == ["rounds counted 0, recorded 1"]
+
+
+def test_altered_dictionary(jdir: Path) -> None:
+    with raw(jdir) as c:
+        c.execute("UPDATE meta SET value = value || 'x' WHERE key='deflate_dict'")
+    errs = errors_of(jdir)
+    assert any("commit unreadable" in e or "hash mismatch" in e for e in errs), errs
 
 
 def test_altered_snapshot(jdir: Path) -> None:
@@ -371,14 +447,9 @@ def test_altered_snapshot(jdir: Path) -> None:
 
 
 def test_altered_round_record(jdir: Path) -> None:
-    with raw(jdir) as c:
-        c.execute("UPDATE rounds SET status='completed' WHERE number=2")
+    rewrite(jdir, 20, '"voided"', '"completed"')
     errs = errors_of(jdir)
-    assert errs == ["rounds row 2 says completed at seq 20, seq 20 records voided"]
-    with raw(jdir) as c:
-        c.execute("UPDATE rounds SET status='voided' WHERE number=2")
-        c.execute("DELETE FROM rounds WHERE number=1")
-    assert errors_of(jdir) == ["seq 10: round 1 missing from the rounds table"]
+    assert "seq 20: hash mismatch (record altered, reordered or chain broken)" in errs
 
 
 def test_altered_meta_table_id(jdir: Path) -> None:
@@ -387,6 +458,25 @@ def test_altered_meta_table_id(jdir: Path) -> None:
     assert errors_of(jdir)[0].startswith("seq 1: hash mismatch")
     with pytest.raises(JournalError, match="seq 1"):
         Journal.open(jdir, table_id="T99", game=GAME)
+
+
+def test_records_can_be_checked_with_zlib_and_sha256_alone(batched: Path) -> None:
+    """docs/journal.md: the chain needs nothing of this code."""
+    import hashlib
+    import zlib
+
+    with raw(batched) as c:
+        meta = dict(c.execute("SELECT key, value FROM meta"))
+        h = hashlib.sha256(f"tablectl:{meta['table_id']}:{meta['game']}".encode()).hexdigest()
+        seq = 0
+        for key, body, stored in c.execute("SELECT seq, body, hash FROM commits ORDER BY seq"):
+            d = zlib.decompressobj(-15, zdict=meta["deflate_dict"].encode())
+            for rec in json.loads(d.decompress(body) + d.flush()):
+                seq += 1
+                text = json.dumps([seq, *rec], sort_keys=True, separators=(",", ":"),
+                                  ensure_ascii=False)
+                h = hashlib.sha256((h + text).encode()).hexdigest()
+            assert (seq, h) == (key, stored.hex())
 
 
 # ---- property: exact round trip -----------------------------------------------------------
