@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,10 @@ def daemon_process(game: str, rules: str, rounds: int) -> dict[str, Any]:
         while "READY=1" not in sock.recv(4096).decode():
             pass
         ready = time.perf_counter() - start
+        # Keep reading the notifications (WATCHDOG=1 every 2 s), as systemd does: the daemon's
+        # sendto blocks once ~10 datagrams wait unread, which hung runs longer than ~30 s.
+        done = threading.Event()
+        threading.Thread(target=drain, args=(sock, done), daemon=True).start()
         from controller.control import request
 
         path = state / "run" / "control.sock"
@@ -162,8 +167,20 @@ def daemon_process(game: str, rules: str, rounds: int) -> dict[str, Any]:
         rss = rss_kb(proc.pid)
         proc.terminate()
         proc.wait(timeout=10)
+        done.set()
         sock.close()
         return {"ready_s": ready, "rss_kb": rss, "bytes_per_round": written / rounds}
+
+
+def drain(sock: socket.socket, done: threading.Event) -> None:
+    sock.settimeout(0.5)
+    while not done.is_set():
+        try:
+            sock.recv(4096)
+        except TimeoutError:
+            continue
+        except OSError:
+            return
 
 
 def main() -> None:
