@@ -32,13 +32,19 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from controller.errors import InputError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
+
+# `cryptography` (7 MB of the daemon's memory once imported) is imported where a key is used:
+# the daemon checks the signature in a child process (controller/verify_service.py), so the
+# table's long-running process never loads it.
 
 FORMAT = "tablectl-manifest/1"
 CHUNK = 1 << 20
@@ -230,6 +236,9 @@ def _own_version() -> str:
 
 def generate_keypair(private_path: Path, public_path: Path) -> str:
     """A new ed25519 signing key (PKCS#8 PEM, mode 0600) and its public key; the fingerprint."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -247,6 +256,9 @@ def generate_keypair(private_path: Path, public_path: Path) -> str:
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     try:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     except (OSError, ValueError, TypeError) as exc:
@@ -257,6 +269,9 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         key = serialization.load_pem_public_key(path.read_bytes())
     except (OSError, ValueError) as exc:
@@ -268,6 +283,8 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
 
 def fingerprint(key: Ed25519PublicKey) -> str:
     """SHA-256 of the raw 32-byte public key: what an inspector compares with the lab's record."""
+    from cryptography.hazmat.primitives import serialization
+
     raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()
 
@@ -278,6 +295,8 @@ def sign(data: bytes, key: Ed25519PrivateKey) -> bytes:
 
 
 def check_signature(data: bytes, signature: bytes, key: Ed25519PublicKey) -> bool:
+    from cryptography.exceptions import InvalidSignature
+
     try:
         raw = base64.b64decode(signature.strip(), validate=True)
         key.verify(raw, data)

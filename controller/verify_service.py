@@ -14,7 +14,9 @@ Control-socket commands (the game goes on while they run, in a worker thread):
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import multiprocessing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,15 @@ METER_TEXT = "OUT OF SERVICE - SOFTWARE"
 NOT_CONFIGURED = (
     "no manifest configured (development or simulation): the installed program is not verified"
 )
+
+
+async def _in_child(fn: Any, *args: Any) -> Any:
+    """fn(*args) in a fresh interpreter that exits afterwards: the signature check needs
+    `cryptography`, 7 MB that would otherwise stay in the daemon for good (docs/daemon.md)."""
+    loop = asyncio.get_running_loop()
+    ctx = multiprocessing.get_context("spawn")  # not fork: the daemon has threads and a loop
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return await loop.run_in_executor(pool, fn, *args)
 
 
 class SoftwareVerification:
@@ -108,9 +119,7 @@ class SoftwareVerification:
         s = self.settings
         async with self._busy:
             try:
-                report = await asyncio.to_thread(
-                    verify, s.manifest, s.signature, s.public_key, s.root
-                )
+                report = await _in_child(verify, s.manifest, s.signature, s.public_key, s.root)
             except Exception as exc:  # never crash the daemon over what is on disk
                 report = Report(ok=False, problems=[f"verification error: {exc!r}"])
         self.report = report

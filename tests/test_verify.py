@@ -492,3 +492,13 @@ def test_manifest_tool_build_sign_verify_cli(tmp_path: Path) -> None:
     )
     assert bad.returncode == 1
     assert json.loads(bad.stdout)["problems"][0].startswith("opt/tablectl/bin/tablectld:")
+
+
+def test_the_daemon_process_never_loads_cryptography() -> None:
+    # 7 MB of the daemon's memory (target <= 45 MB, docs/daemon.md): the signature is checked in
+    # a child process, and nothing the daemon imports pulls the library in.
+    code = ("import sys, controller.daemon, controller.verify_service;"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "[]"
