@@ -130,6 +130,22 @@ class Broker:
         path = self.root / "mosquitto.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def headoffice_toml(self, database: str, client_id: str) -> str:
+        """The [database] and [broker] sections of a head-office config for this broker (TLS
+        as CN "headoffice"); the caller adds [service] and [[pools]]."""
+        tls = self.pki.client("headoffice")
+        return f"""[database]
+url = "{database}"
+[broker]
+host = "127.0.0.1"
+port = {self.port}
+client_id = "{client_id}"
+[broker.tls]
+ca = "{tls.ca}"
+cert = "{tls.cert}"
+key = "{tls.key}"
+"""
+
     def settings(self, cn: str, client_id: str | None = None, *, will: Will | None = None,
                  session_expiry_s: int = 3600) -> BrokerSettings:
         return BrokerSettings(

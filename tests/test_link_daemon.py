@@ -30,19 +30,8 @@ def test_tablectld_with_a_link_config_relays_to_a_headoffice_process(tmp_path: P
     pki = mqtt_broker.Pki(tmp_path / "pki")
     broker = mqtt_broker.Broker(tmp_path / "broker", pki)
     broker.start()
-    ho_tls = pki.client("headoffice")
-    (tmp_path / "ho.toml").write_text(f"""
-[database]
-url = "{tmp_path / 'ledger.db'}"
-[broker]
-host = "127.0.0.1"
-port = {broker.port}
-client_id = "ho-test"
-[broker.tls]
-ca = "{ho_tls.ca}"
-cert = "{ho_tls.cert}"
-key = "{ho_tls.key}"
-[service]
+    (tmp_path / "ho.toml").write_text(broker.headoffice_toml(str(tmp_path / "ledger.db"), "ho-test")
+                                      + """[service]
 operators = ["alice"]
 [[pools]]
 id = "p1"

@@ -449,22 +449,11 @@ def main() -> int:
         urls = stack.enter_context(ledger_urls(root, args.pg))
         alone = ledger_alone(urls("alone"), args.increments, 500)
         ledger_url = urls("ledger")
-        tls = pki.client("headoffice")
         hos: list[subprocess.Popen[bytes]] = []
         for w in range(args.workers):
             # Several workers share the tables' topics ($share/headoffice/...) and one ledger.
-            (root / f"ho{w}.toml").write_text(f"""
-[database]
-url = "{ledger_url}"
-[broker]
-host = "127.0.0.1"
-port = {broker.port}
-client_id = "bench-ho{w}"
-[broker.tls]
-ca = "{tls.ca}"
-cert = "{tls.cert}"
-key = "{tls.key}"
-[service]
+            (root / f"ho{w}.toml").write_text(broker.headoffice_toml(ledger_url, f"bench-ho{w}")
+                                              + f"""[service]
 heartbeat_s = 1.0
 batch_max = {args.batch_max}
 [[pools]]
