@@ -36,7 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-TABLE = "T1"  # the table a table-side parser believes it is
+from tests import fuzz_seeds  # noqa: E402
+from tests.fuzz_seeds import TABLE  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -51,28 +52,6 @@ class Target:
 
 
 # -- the parsers -----------------------------------------------------------------------------
-def _contract_seeds() -> list[bytes]:
-    from controller.link import contract as c
-
-    inc = {"round": 3, "pool_id": "p1", "wager": 100, "wagers": 2, "amount": 200,
-           "boxes": [1, 4]}
-    hit = {"round": 4, "pool_id": "p1", "hits": [{"box": 2, "award": "royal"}],
-           "entries": [{"box": 2, "wager": 100, "cards": ["AS", "KS", "QS", "JS", "TS"],
-                        "folded": False}]}
-    out = [c.outbox_message(TABLE, 1, 5, t, "2026-01-01T00:00:00Z", p)
-           for t, p in (("jackpot_increment", inc), ("jackpot_cancel", inc),
-                        ("jackpot_hit", hit), ("round_result", {"round": 3, "status": "ok"}))]
-    rest = [
-        c.birth_message(TABLE, "2026-01-01T00:00:00Z", {"pool": {"amount": 1}, "pending_hits": [
-            {"round": 4, "boxes": [2]}]}),
-        c.status_message(TABLE, "online", "2026-01-01T00:00:00Z"),
-        c.ack_message(TABLE, 7),
-        c.pool_message("p1", 500_000, 3, "2026-01-01T00:00:00Z"),
-        c.award_message(TABLE, "p1", 4, 9, [{"box": 2, "award": "royal", "amount": 500_000}]),
-    ]
-    return [c.dumps(m) for m in out + rest]
-
-
 def _outbox(data: bytes) -> None:
     from controller.link import contract as c
 
@@ -116,13 +95,6 @@ def _chunks(data: bytes) -> list[bytes]:
     return [data[i:i + step] for i in range(0, len(data), step)]
 
 
-def _frame_seeds() -> list[bytes]:
-    from devices.framing import ACK, DATA, NAK, encode, message
-
-    return [encode(1, DATA, message("HELLO", "v1")), encode(2, DATA, message("DICE", 3, 4, 5)),
-            encode(3, ACK), encode(4, NAK), encode(5, DATA, message("CARD", "AS", 12))]
-
-
 def _frames(data: bytes) -> None:
     from devices.framing import MAX_FRAME, MAX_PAYLOAD, FrameDecoder, MessageError, parse_message
 
@@ -141,13 +113,6 @@ def _message(data: bytes) -> None:
 
     verb, args = parse_message(data)
     assert verb.isalpha() and all(a and " " not in a for a in args)
-
-
-def _alpha_seeds() -> list[bytes]:
-    from devices.alpha import FLASH, HOLD, encode_read_text, encode_text_reply, encode_write_text
-
-    return [encode_write_text("JACKPOT $5,000.00", HOLD), encode_write_text("CLOSED", FLASH),
-            encode_read_text(), encode_text_reply("JACKPOT $5,000.00")]
 
 
 def _alpha(data: bytes) -> None:
@@ -184,20 +149,11 @@ def _arq(data: bytes) -> None:
     _LOOP.run_until_complete(feed())
 
 
-def _control_seeds() -> list[bytes]:
-    return [b'{"cmd": "status", "args": {}}\n', b'{"cmd": "journal_tail", "args": {"n": 5}}\n',
-            b'{"cmd": "dealer", "args": {"action": "bank", "box": 3}}\n']
-
-
 def _control(data: bytes) -> None:
     from controller.control import _parse_request
 
     request = _parse_request(data)
     assert isinstance(request["cmd"], str) and isinstance(request.get("args", {}), dict)
-
-
-def _table_config_seeds() -> list[bytes]:
-    return [p.read_bytes() for p in sorted((REPO / "examples").glob("*.toml"))]
 
 
 def _table_config(data: bytes) -> None:
@@ -206,12 +162,6 @@ def _table_config(data: bytes) -> None:
     from controller.config import validate_text
 
     validate_text(data.decode("utf-8", "replace"))
-
-
-def _ho_config_seeds() -> list[bytes]:
-    doc = (REPO / "docs" / "headoffice.md").read_text()
-    blocks = re.findall(r"```toml\n(.*?)```", doc, re.S)
-    return [b.encode() for b in blocks]
 
 
 def _ho_config(data: bytes) -> None:
@@ -232,31 +182,31 @@ def _errors(module: str, name: str) -> Callable[[], tuple[type[BaseException], .
 CONTRACT = ("controller.link.contract", "SchemaError")
 TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[str, str] | None,
                          Callable[[], list[bytes]], str]] = {
-    "contract.parse_outbox": (_outbox, CONTRACT, _contract_seeds,
+    "contract.parse_outbox": (_outbox, CONTRACT, fuzz_seeds.contract_seeds,
                               "head office: a table's outbox message and its payload"),
-    "contract.parse_birth": (_ho_side("parse_birth"), CONTRACT, _contract_seeds,
+    "contract.parse_birth": (_ho_side("parse_birth"), CONTRACT, fuzz_seeds.contract_seeds,
                              "head office: a table's birth message"),
-    "contract.parse_status": (_ho_side("parse_status"), CONTRACT, _contract_seeds,
+    "contract.parse_status": (_ho_side("parse_status"), CONTRACT, fuzz_seeds.contract_seeds,
                               "head office: a table's status message"),
     "contract.table_of_topic": (_topic, CONTRACT, lambda: [
         b"tablectl/v1/table/T1/outbox", b"tablectl/v1/table/T-2/birth"],
         "head office: the topic a message came on"),
-    "contract.parse_ack": (_ho_side("parse_ack"), CONTRACT, _contract_seeds,
+    "contract.parse_ack": (_ho_side("parse_ack"), CONTRACT, fuzz_seeds.contract_seeds,
                            "table: head office's ack"),
-    "contract.parse_pool": (_pool, CONTRACT, _contract_seeds, "table: the pool value"),
-    "contract.parse_award": (_award, CONTRACT, _contract_seeds, "table: a jackpot award"),
-    "framing.FrameDecoder": (_frames, None, _frame_seeds,
+    "contract.parse_pool": (_pool, CONTRACT, fuzz_seeds.contract_seeds, "table: the pool value"),
+    "contract.parse_award": (_award, CONTRACT, fuzz_seeds.contract_seeds, "table: a jackpot award"),
+    "framing.FrameDecoder": (_frames, None, fuzz_seeds.frame_seeds,
                              "serial frames in chunks, each payload parsed"),
     "framing.parse_message": (_message, ("devices.framing", "MessageError"), lambda: [
         b"HELLO v1", b"DICE 3 4 5", b"CARD AS 12"], "a serial message payload"),
-    "alpha.AlphaDecoder": (_alpha, None, _alpha_seeds, "the Alpha sign's replies"),
-    "arq.FramedLink": (_arq, None, _frame_seeds, "the ARQ link, every chunk replayed"),
-    "control._parse_request": (_control, ("builtins", "ValueError"), _control_seeds,
+    "alpha.AlphaDecoder": (_alpha, None, fuzz_seeds.alpha_seeds, "the Alpha sign's replies"),
+    "arq.FramedLink": (_arq, None, fuzz_seeds.frame_seeds, "the ARQ link, every chunk replayed"),
+    "control._parse_request": (_control, ("builtins", "ValueError"), fuzz_seeds.control_seeds,
                                "the control socket's request line"),
     "config.validate_text": (_table_config, ("controller.config", "ConfigError"),
-                           _table_config_seeds, "the table's config file"),
+                           fuzz_seeds.table_config_seeds, "the table's config file"),
     "headoffice.config": (_ho_config, ("headoffice.config", "HeadOfficeConfigError"),
-                          _ho_config_seeds, "head office's config file"),
+                          fuzz_seeds.ho_config_seeds, "head office's config file"),
 }
 
 
@@ -314,6 +264,7 @@ def mutational(t: Target, runs: int, timeout_s: float, rss_mb: int, seed: int,
     signal.signal(signal.SIGALRM, _alarm)
     rng = random.Random(seed)
     seeds = t.seeds()
+    warm_up(t, seeds)
     corpus = list(seeds)
     max_len = max(4096, 2 * max(map(len, seeds)))
     findings: list[str] = []
@@ -345,6 +296,14 @@ def mutational(t: Target, runs: int, timeout_s: float, rss_mb: int, seed: int,
             "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
 
 
+def warm_up(t: Target, seeds: list[bytes]) -> None:
+    """Each seed once, untimed: what a parser imports lazily (the UTH evaluator's tables take
+    seconds to build) is not a hang."""
+    for s in seeds:
+        with contextlib.suppress(*t.errors):
+            t.run(s)
+
+
 def run_atheris(name: str, runs: int, timeout_s: float, rss_mb: int, artifacts: Path) -> None:
     """Never returns: libFuzzer exits when the runs are done or at the first finding."""
     import atheris
@@ -356,8 +315,7 @@ def run_atheris(name: str, runs: int, timeout_s: float, rss_mb: int, artifacts: 
 
         t = target(name)
         seeds = t.seeds()
-        with contextlib.suppress(*t.errors):
-            t.run(seeds[0])  # imports the parser's modules, here, so they are instrumented
+        warm_up(t, seeds)  # imports the parser's modules here, so they are instrumented
     corpus = Path(tempfile.mkdtemp(prefix=f"fuzz-{name}-"))
     for i, s in enumerate(seeds):
         (corpus / f"seed-{i}").write_bytes(s)

@@ -45,7 +45,7 @@ TABLES = (("U1", "uth"), ("U2", "uth"), ("U3", "uth"), ("PG1", "paigow"))
 
 @dataclass
 class SoakPlan:
-    kills: int  # SIGKILLs per table
+    kills: int  # SIGKILLs per game, shared among its tables (UTH: 3 tables, Pai Gow: 1)
     outages: int  # broker and head-office kill/restart pairs, interleaved with the kills
     seed: int = 1
     alive_s: tuple[float, float] = (0.3, 2.5)  # a daemon lives this long before its SIGKILL
@@ -231,7 +231,7 @@ class Soak:
         for th in threads:
             th.start()
         # Spread the outages over the time the kills take (alive_s on average a kill).
-        span = self.plan.kills * sum(self.plan.alive_s) / 2
+        span = max(map(self._kills_of, self.tables)) * sum(self.plan.alive_s) / 2
         gap = span / (2 * self.plan.outages + 1)
         for i in range(2 * self.plan.outages):
             time.sleep(self.rng.uniform(0.5, 1.5) * gap)
@@ -260,8 +260,12 @@ class Soak:
         except BaseException as exc:  # handed to the main thread, which raises it
             self._errors.append(exc)
 
+    def _kills_of(self, table: Table) -> int:
+        same_game = sum(t.game == table.game for t in self.tables)
+        return -(-self.plan.kills // same_game)  # rounded up: at least `kills` per game
+
     def _kill_loop(self, table: Table, rng: random.Random) -> None:
-        for _ in range(self.plan.kills):
+        for _ in range(self._kills_of(table)):
             if self._errors:
                 return
             table.spawn(play=True)
