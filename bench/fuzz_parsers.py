@@ -362,6 +362,22 @@ def _atheris_summary(name: str, out: str, code: int, seconds: float) -> dict[str
             "findings": findings, "coverage": int(cov[-1]) if cov else None}
 
 
+def _report(name: str, engine: str, code: int, out: str, seconds: float) -> dict[str, object]:
+    if engine == "atheris":
+        summary = _atheris_summary(name, out, code, seconds)
+    else:
+        line = next((x for x in out.splitlines() if x.startswith("SUMMARY ")), None)
+        summary = json.loads(line[8:]) if line else {
+            "target": name, "engine": engine, "inputs": None, "seconds": round(seconds, 1),
+            "findings": [f"worker died ({code})"]}
+    inputs, secs = summary["inputs"], summary["seconds"]
+    rate = f"{inputs / secs:,.0f}/s" if inputs and secs else "-"  # type: ignore[operator]
+    cov = f"  coverage {summary['coverage']} edges" if summary.get("coverage") else ""
+    print(f"{name:26} {inputs or 0:>10,} inputs {secs:>7} s {rate:>9}{cov}"
+          f"  findings: {summary['findings'] or 'none'}", flush=True)
+    return summary
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=1_000_000, help="inputs per parser")
@@ -389,7 +405,7 @@ def main() -> int:
     names = args.only or sorted(TARGETS)
     print(f"engine {engine}, {args.runs:,} inputs per parser, {len(names)} parsers")
     results: list[dict[str, object]] = []
-    running: list[tuple[str, subprocess.Popen[str], float]] = []
+    running: list[tuple[str, subprocess.Popen[bytes], float, Path]] = []
     queue = list(names)
     while queue or running:
         while queue and len(running) < args.jobs:
@@ -398,28 +414,20 @@ def main() -> int:
                    "--runs", str(args.runs), "--timeout", str(args.timeout),
                    "--rss-mb", str(args.rss_mb), "--seed", str(args.seed),
                    "--artifacts", str(args.artifacts)]
-            proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True,
-                                    env={**os.environ, "PYTHONPATH": str(REPO)})
-            running.append((name, proc, time.perf_counter()))
-        name, proc, started = running.pop(0)
-        out, _ = proc.communicate()
-        seconds = time.perf_counter() - started
-        if engine == "atheris":
-            summary = _atheris_summary(name, out, proc.returncode, seconds)
-        else:
-            line = next((x for x in out.splitlines() if x.startswith("SUMMARY ")), None)
-            summary = json.loads(line[8:]) if line else {
-                "target": name, "engine": engine, "inputs": None, "seconds": round(seconds, 1),
-                "findings": [f"worker died ({proc.returncode})"]}
-        if summary["findings"]:
-            (args.artifacts / f"{name}.log").write_text(out)
-        results.append(summary)
-        rate = (f"{summary['inputs'] / summary['seconds']:,.0f}/s"  # type: ignore[operator]
-                if summary["inputs"] and summary["seconds"] else "-")
-        cov = f"  coverage {summary['coverage']} edges" if summary.get("coverage") else ""
-        print(f"{name:26} {summary['inputs'] or 0:>10,} inputs {summary['seconds']:>7} s"
-              f" {rate:>9}{cov}  findings: {summary['findings'] or 'none'}", flush=True)
+            log = args.artifacts / f"{name}.log"  # a file, not a pipe: libFuzzer talks a lot
+            with log.open("wb") as out:
+                proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                                        env={**os.environ, "PYTHONPATH": str(REPO)})
+            running.append((name, proc, time.perf_counter(), log))
+        finished = [r for r in running if r[1].poll() is not None]
+        if not finished:
+            time.sleep(0.5)
+            continue
+        for item in finished:
+            running.remove(item)
+            name, proc, started, log = item
+            results.append(_report(name, engine, proc.returncode, log.read_text(errors="replace"),
+                                   time.perf_counter() - started))
     total = sum(int(r["inputs"] or 0) for r in results)  # type: ignore[call-overload]
     print(f"total {total:,} inputs, {sum(bool(r['findings']) for r in results)} parsers with"
           " findings")
