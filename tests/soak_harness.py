@@ -48,7 +48,11 @@ class SoakPlan:
     kills: int  # SIGKILLs per game, shared among its tables (UTH: 3 tables, Pai Gow: 1)
     outages: int  # broker and head-office kill/restart pairs, interleaved with the kills
     seed: int = 1
-    alive_s: tuple[float, float] = (0.3, 2.5)  # a daemon lives this long before its SIGKILL
+    # A daemon plays this long after it first answers, then SIGKILL; a game's n tables are
+    # each killed kills/n times and play up to n times longer, so every game's kills take
+    # about as long and a UTH table (its simulated shuffler shuffles at every start) deals.
+    alive_s: tuple[float, float] = (0.0, 2.5)
+    startup_kills: float = 0.2  # this share of the kills land during start-up instead
     down_s: tuple[float, float] = (0.5, 3.0)  # how long the broker or head office stays dead
     pace_s: float = 0.01  # seconds between simulated players' actions
     resume_rounds: int = 3  # rounds each table must play after its last kill
@@ -129,6 +133,7 @@ class Table:
     toml: Path
     pace_s: float
     process: Process = field(init=False)
+    startup_kills: int = 0
 
     def __post_init__(self) -> None:
         self.process = Process(self.id, [], self.root / "daemon.err")
@@ -157,6 +162,7 @@ class Table:
 @dataclass
 class Figures:
     kills: dict[str, int] = field(default_factory=dict)  # per game
+    startup_kills: int = 0  # of which before the daemon answered (all games)
     broker_kills: int = 0
     headoffice_kills: int = 0
     rounds: dict[str, tuple[int, int]] = field(default_factory=dict)  # completed, voided
@@ -173,8 +179,8 @@ class Figures:
         kills = ", ".join(f"{g} {n}" for g, n in sorted(self.kills.items()))
         rounds = ", ".join(f"{t} {c}+{v}" for t, (c, v) in sorted(self.rounds.items()))
         return [
-            f"SIGKILLs: {kills}; broker killed {self.broker_kills}x, head office killed"
-            f" {self.headoffice_kills}x",
+            f"SIGKILLs: {kills} ({self.startup_kills} in start-up); broker killed"
+            f" {self.broker_kills}x, head office killed {self.headoffice_kills}x",
             f"rounds (completed+voided): {rounds}",
             f"ledger = journals: {self.messages} messages, {self.wagered} cents wagered into"
             f" pool {POOL}, {self.hits} hits paid {self.paid} cents",
@@ -231,7 +237,7 @@ class Soak:
         for th in threads:
             th.start()
         # Spread the outages over the time the kills take (alive_s on average a kill).
-        span = max(map(self._kills_of, self.tables)) * sum(self.plan.alive_s) / 2
+        span = max(self._kills_of(t) * sum(self._alive_of(t)) / 2 for t in self.tables)
         gap = span / (2 * self.plan.outages + 1)
         for i in range(2 * self.plan.outages):
             time.sleep(self.rng.uniform(0.5, 1.5) * gap)
@@ -253,6 +259,7 @@ class Soak:
             raise self._errors[0]
         for t in self.tables:
             self.figures.kills[t.game] = self.figures.kills.get(t.game, 0) + t.process.kills
+            self.figures.startup_kills += t.startup_kills
 
     def _guard(self, fn: Any, *args: Any) -> None:
         try:
@@ -264,12 +271,28 @@ class Soak:
         same_game = sum(t.game == table.game for t in self.tables)
         return -(-self.plan.kills // same_game)  # rounded up: at least `kills` per game
 
+    def _alive_of(self, table: Table) -> tuple[float, float]:
+        lo, hi = self.plan.alive_s
+        return lo, hi * sum(t.game == table.game for t in self.tables)
+
     def _kill_loop(self, table: Table, rng: random.Random) -> None:
+        """Each life: killed during start-up (a fifth of them, 0-1.5 s after exec), else at a
+        random moment of play after the daemon first answers on its control socket (a loaded
+        machine takes seconds to start a Python process: a timer from exec alone would land
+        nearly every kill in start-up)."""
         for _ in range(self._kills_of(table)):
             if self._errors:
                 return
             table.spawn(play=True)
-            time.sleep(rng.uniform(*self.plan.alive_s))  # some land during start-up
+            if rng.random() < self.plan.startup_kills:
+                time.sleep(rng.uniform(0, 1.5))
+                table.startup_kills += 1
+            else:
+                deadline = time.monotonic() + 60
+                while table.status() is None and time.monotonic() < deadline:
+                    table.process.check_alive()
+                    time.sleep(0.05)
+                time.sleep(rng.uniform(*self._alive_of(table)))
             table.process.kill()
 
     # -- phase 2: every table plays on --------------------------------------------------------
