@@ -22,13 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.verify import (
-    build_manifest,
-    generate_keypair,
-    load_private_key,
-    sign,
-)
 from tests.daemon_helpers import ask, start_daemon, wait_for_socket
+from tests.signed_install import signed_install
 
 REPO = Path(__file__).resolve().parent.parent
 SLOT = REPO / "image/overlay/usr/local/sbin/tablectl-slot"
@@ -57,28 +52,6 @@ def _exe(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def _signed_install(root: Path, keys: Path) -> Path:
-    """A small installed program with its signed manifest; returns the settings file."""
-    prog = root / "opt/tablectl/lib/python3.11/site-packages/controller"
-    prog.mkdir(parents=True)
-    (prog / "rules.py").write_text("PAYOUT = 95\n")
-    share = root / "opt/tablectl/share/tablectl"
-    share.mkdir(parents=True)
-    keys.mkdir()
-    generate_keypair(keys / "signing.pem", share / "signing.pub")
-    manifest = build_manifest(root, ["opt/tablectl/lib"], exclude=[], version="1.0.0")
-    (share / "manifest.json").write_bytes(manifest.to_bytes())
-    (share / "manifest.json.sig").write_bytes(
-        sign(manifest.to_bytes(), load_private_key(keys / "signing.pem"))
-    )
-    settings = keys / "verification.toml"
-    settings.write_text(
-        f'manifest = "{share}/manifest.json"\nsignature = "{share}/manifest.json.sig"\n'
-        f'public_key = "{share}/signing.pub"\nroot = "{root}"\n'
-    )
-    return settings
-
-
 class Table:
     """The fake root, a running simulated table in it, and a way to run tablectl-slot."""
 
@@ -86,7 +59,7 @@ class Table:
         self.root = tmp / "root"
         self.state = self.root / "persistent/tablectl"
         self.state.mkdir(parents=True)
-        self.settings = _signed_install(self.root, tmp / "keys")
+        self.settings = signed_install(self.root, tmp / "keys")
         venv_bin = self.root / "opt/tablectl/bin"
         venv_bin.mkdir(parents=True)
         os.symlink(PY311, venv_bin / "python")
