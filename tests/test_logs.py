@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -273,3 +274,31 @@ def test_version_option_prints_the_verified_digest(tmp_path: Path) -> None:
     assert "rules.py" in run.stdout
     assert json.dumps(run.stdout)  # one line
     assert run.stdout.count("\n") == 1
+
+
+def test_round_lines_carry_their_round_as_a_field(tmp_path: Path, restore_logger: None) -> None:
+    """What `journalctl -o json` shows as ROUND= and STATUS= (the fields journald gets)."""
+    import asyncio
+    import random
+
+    from controller.daemon import build_devices, build_machine, build_policy, simulation_config
+    from controller.service import TableService
+
+    state = tmp_path / "state"
+    cfg = simulation_config("paigow", "nsw", state, state / "run")
+    rng = random.Random(3)
+    log = logs.setup(journald=False, stream=(tmp_path / "stderr").open("w"))
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append  # type: ignore[method-assign]
+    log.addHandler(handler)
+    service = TableService(cfg, build_machine(cfg), build_devices(cfg, rng), log,
+                           policy=build_policy(cfg, rng), autoplay=2)
+    asyncio.run(service.run())
+    rounds = [
+        logs.journal_fields(getattr(r, logs.FIELDS_ATTR))
+        for r in seen
+        if re.fullmatch(r"round \d+ (completed|voided)", r.getMessage())
+    ]
+    assert [f.get("ROUND") for f in rounds] == ["1", "2"]
+    assert all(f["STATUS"] in ("completed", "voided") for f in rounds)
