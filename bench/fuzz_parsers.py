@@ -266,7 +266,7 @@ def mutational(t: Target, runs: int, timeout_s: float, rss_mb: int, seed: int,
     seeds = t.seeds()
     warm_up(t, seeds)
     corpus = list(seeds)
-    max_len = max(4096, 2 * max(map(len, seeds)))
+    max_len = max(1024, 2 * max(map(len, seeds)))
     findings: list[str] = []
     start = time.perf_counter()
     for n in range(runs):
@@ -323,7 +323,7 @@ def run_atheris(name: str, runs: int, timeout_s: float, rss_mb: int, artifacts: 
         with contextlib.suppress(*t.errors):
             t.run(data)
 
-    max_len = max(4096, 2 * max(map(len, seeds)))
+    max_len = max(1024, 2 * max(map(len, seeds)))
     atheris.Setup([sys.argv[0], f"-runs={runs}", f"-timeout={max(1, int(timeout_s))}",
                    f"-rss_limit_mb={rss_mb}", f"-max_len={max_len}", "-print_final_stats=1",
                    f"-artifact_prefix={artifacts}/{name}-", str(corpus)], one)
