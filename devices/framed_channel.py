@@ -24,10 +24,10 @@ import logging
 from collections.abc import Callable
 
 from controller.config import SerialConfig
-from devices import serial_port
 from devices.arq import FramedLink
 from devices.base import Device, DeviceError, State
 from devices.framing import MessageError, message, parse_message
+from devices.serial_line import SerialLine
 
 POLL_S = 5.0  # idle STATUS poll: how soon a silent idle device shows offline
 log = logging.getLogger("tablectl.devices")
@@ -44,6 +44,7 @@ class FramedChannel:
         on_timeout: Callable[[str], None],
         *,
         poll_s: float = POLL_S,
+        on_reconnect: Callable[[], None] | None = None,
     ) -> None:
         self.device = device
         self.cfg = cfg
@@ -60,7 +61,10 @@ class FramedChannel:
             on_give_up=self._gave_up,
             counters=device.counters,
         )
-        self._transport: asyncio.Transport | None = None
+        self.on_reconnect = on_reconnect
+        self.line = SerialLine(
+            device, cfg.port, cfg.baud, self.link.data_received, self._up, self._down
+        )
         self._answer_timer: asyncio.TimerHandle | None = None
         self.waiting: str | None = None  # the verb whose answer we wait for
         self._ask: tuple[frozenset[str], asyncio.Future[Message]] | None = None
@@ -70,11 +74,11 @@ class FramedChannel:
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def open(self) -> None:
-        self._transport = await serial_port.open_serial(
-            self.device.name, self.cfg.port, self.cfg.baud, self.link.data_received, self._lost
-        )
+        """Open the port; a port missing at start is `disconnected` and reopened when it comes."""
         self.link.closed = False
-        self.link.start_session()
+        await self.line.open()
+        if self.line.connected:
+            self.link.start_session()
         if self.poll_s > 0:
             self._poll_task = asyncio.create_task(self._poll(), name=f"{self.device.name}-poll")
 
@@ -89,23 +93,50 @@ class FramedChannel:
             self._ask[1].cancel()
         self._ask = None
         self.link.close()
-        if self._transport is not None:
-            self._transport.close()
-            self._transport = None
+        await self.line.close()
 
     def _write(self, data: bytes) -> None:
-        serial_port.write(self._transport, data)
+        self.line.write(data)
 
-    def _lost(self, reason: str) -> None:
-        if self._transport is not None:  # not our own close
-            self.device.last_error = f"{self.cfg.port}: {reason}"
-            log.error("%s: %s", self.device.name, self.device.last_error)
-            self._transport = None
+    # --- the port going and coming back (devices/serial_line.py) ---------------------------------
+
+    def _down(self, reason: str) -> None:
+        """The port is gone: whatever was asked of the device is lost with it. The device's fault
+        path runs once (`<device>.fault {reason: "disconnected: ..."}`), as for a silent one."""
+        self.device.port_down = reason
+        self._stop_timer()
+        self.waiting = None
+        self._status_pending = False
+        self.link.abort()
+        if self._ask is not None and not self._ask[1].done():
+            self._ask[1].set_exception(DeviceError(f"{self.device.name}: disconnected ({reason})"))
+        self.device.state = State.OFFLINE
+        self.on_timeout(self.line.fault_reason)
+
+    def _up(self) -> None:
+        """The port is back: a new ARQ session (HELLO resets both ends' sequence numbers), then
+        the device's own recovery (`on_reconnect`)."""
+        self.device.port_down = None
+        self.device.state = State.READY
+        self._status_pending = False
+        self.link.abort()
+        self.link.start_session()
+        if self.on_reconnect is not None:
+            self.on_reconnect()
+
+    @property
+    def disconnected(self) -> str | None:
+        return self.line.down_reason
 
     # --- requests -------------------------------------------------------------------------------
 
     def request(self, verb: str, *args: object) -> None:
-        """Send a command whose answer arrives through `on_message`; time it."""
+        """Send a command whose answer arrives through `on_message`; time it. With the port
+        gone the answer is the fault at once (on the loop, never inside the caller)."""
+        if self.line.down_reason is not None:
+            self.waiting = None
+            self.on_timeout(self.line.fault_reason)
+            return
         self.link.send(message(verb, *args))
         self.waiting = verb
         self.progress()
@@ -123,6 +154,8 @@ class FramedChannel:
         """A technician request: send and await one of `answers` (DeviceError on silence)."""
         if self._ask is not None or self.waiting is not None:
             raise DeviceError(f"{self.device.name}: busy ({self.waiting or 'a test'} running)")
+        if self.line.down_reason is not None:
+            raise DeviceError(f"{self.device.name}: disconnected ({self.line.down_reason})")
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._ask = (answers, future)
         try:
@@ -184,7 +217,7 @@ class FramedChannel:
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(self.poll_s)
-            if self.waiting is not None or self._ask is not None:
+            if self.waiting is not None or self._ask is not None or not self.line.connected:
                 continue
             if self._status_pending:
                 self._went_offline("no answer to STATUS")

@@ -1,0 +1,240 @@
+"""A serial device unplugged and plugged back (issue 11), on the real wire: each driver opens a
+udev-like symlink to its simulator's pty; unplug removes the symlink and closes the pty (the
+driver's end reads EIO, as a vanished ttyUSB does), replug puts a new pty behind the same
+symlink. The driver must say `disconnected`, give the round machine the device's fault event,
+reopen the port by itself and work again."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.config import SerialConfig
+from controller.rounds.base import Event
+from devices.alpha_meter import AlphaMeter
+from devices.base import State
+from devices.pty_sim import PtyMeterSim, PtyShakerSim, PtyShufflerSim
+from devices.serial_shaker import SerialShaker
+from devices.serial_shuffler import SerialShuffler
+
+DETECT_S = 2.0  # issue 11: `disconnected` within 2 s of the unplug
+REPLUG_S = 5.0  # "a replug must be picked up within a few seconds"
+
+
+def cfg(path: Path, baud: int = 115200) -> SerialConfig:
+    return SerialConfig(port=str(path), baud=baud, answer_timeout_ms=300)
+
+
+async def until(pred: Any, timeout: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)
+
+
+def run(fn: Any) -> None:
+    asyncio.run(asyncio.wait_for(fn(), 40))
+
+
+def state(dev: Any) -> str:
+    return dev.status()["state"]
+
+
+def faults(events: list[Event], kind: str) -> list[str]:
+    return [e.data["reason"] for e in events if e.kind == kind]
+
+
+def test_shaker_unplugged_mid_shake_is_disconnected_and_shakes_again_after_replug(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    link = tmp_path / "tablectl-shaker"
+
+    async def go() -> None:
+        sim = PtyShakerSim(rng=random.Random(1), shake_time_s=5.0)
+        sim.plug_at(str(link))
+        await sim.start()
+        dev = SerialShaker(cfg(link), poll_s=0)
+        events: list[Event] = []
+        await dev.start(events.append)
+        assert state(dev) == State.READY and dev.status()["port"] == str(link)
+
+        await dev.command("shake")  # a 5 s shake: the cable is pulled while the cup turns
+        await until(lambda: sim.shakes == 1, 2)
+        await sim.unplug()
+        await until(lambda: state(dev) == State.DISCONNECTED, DETECT_S)
+        # The round machine hears once, by the shaker's own fault event (Pai Gow: dealer
+        # reshakes or voids), not by a timeout later.
+        await until(lambda: faults(events, "shaker.fault"), 1)
+        await asyncio.sleep(0.5)
+        [reason] = faults(events, "shaker.fault")
+        assert reason.startswith("disconnected: ")
+        assert dev.status()["ok"] is False and str(link) in dev.status()["last_error"]
+
+        # A shake asked while it is gone is answered with the fault at once.
+        await dev.command("shake")
+        await until(lambda: len(faults(events, "shaker.fault")) == 2, 1)
+        assert state(dev) == State.DISCONNECTED
+
+        sim.shake_time_s = 0.0
+        await sim.replug()  # a new pty behind the same symlink
+        await until(lambda: state(dev) == State.READY, REPLUG_S)
+        await dev.command("shake")
+        await until(lambda: any(e.kind == "dice.result" for e in events), 3)
+        assert sim.shakes == 2  # the shake asked while unplugged never reached the shaker
+        assert dev.counters["reconnects"] == 1 and dev.counters["disconnects"] == 1
+        await dev.stop()
+        await sim.close()
+
+    with caplog.at_level(logging.INFO, logger="tablectl.devices"):
+        run(go)
+    said = [(r.levelno, r.getMessage()) for r in caplog.records]
+    down = [m for lvl, m in said if lvl == logging.WARNING and "disconnected from" in m]
+    up = [m for lvl, m in said if lvl == logging.INFO and "reconnected" in m]
+    assert len(down) == 1 and "shaker" in down[0] and str(link) in down[0], said
+    assert len(up) == 1 and str(link) in up[0], said
+    assert not link.exists()  # the simulator's close took its symlink with it
+
+
+def test_shuffler_unplugged_mid_deal_faults_and_its_waiting_shuffle_goes_at_replug(
+    tmp_path: Path,
+) -> None:
+    link = tmp_path / "tablectl-shuffler"
+
+    async def go() -> None:
+        sim = PtyShufflerSim(rng=random.Random(2), card_time_s=0.15)
+        sim.plug_at(str(link))
+        await sim.start()
+        dev = SerialShuffler(cfg(link), decks=1, poll_s=0)
+        events: list[Event] = []
+        await dev.start(events.append)
+        await dev.command("shuffle", {})
+        await until(lambda: any(e.kind == "shuffler.ready" for e in events), 3)
+        await dev.command("dispense", {"count": 9})
+        await until(lambda: any(e.kind == "card.dispensed" for e in events), 3)
+
+        await sim.unplug()  # mid-deal: the round machine voids the round (UTH 12.2)
+        await until(lambda: faults(events, "shuffler.fault"), DETECT_S)
+        assert faults(events, "shuffler.fault")[0].startswith("disconnected: ")
+        assert state(dev) == State.DISCONNECTED
+        # The machine answers a fault with a reshuffle (12.1): it waits out a pause instead
+        # of failing at once, so a dead shuffler adds a fault now and then, not a stream.
+        await dev.command("shuffle", {})
+        assert dev.counters["shuffles_delayed"] == 1
+        assert len(faults(events, "shuffler.fault")) == 1
+
+        await sim.replug()
+        # The waiting shuffle goes as soon as the port is back, not after its pause.
+        await until(lambda: sum(e.kind == "shuffler.ready" for e in events) == 2, REPLUG_S)
+        assert state(dev) == State.READY and dev.counters["reconnects"] == 1
+        cards_before = sum(e.kind == "card.dispensed" for e in events)
+        await dev.command("dispense", {"count": 2})
+        await until(lambda: sum(e.kind == "card.dispensed" for e in events) == cards_before + 2, 3)
+        dealt = [e.data["index"] for e in events if e.kind == "card.dispensed"][-2:]
+        assert dealt == [0, 1]  # a fresh shuffle, indexes from 0
+        await dev.stop()
+        await sim.close()
+
+    run(go)
+
+
+def test_meter_unplugged_reports_the_fault_and_shows_the_current_view_after_replug(
+    tmp_path: Path,
+) -> None:
+    link = tmp_path / "tablectl-meter"
+
+    async def go() -> None:
+        sim = PtyMeterSim()
+        sim.plug_at(str(link))
+        await sim.start()
+        dev = AlphaMeter(cfg(link, 9600), min_interval_s=0.02, poll_s=0)
+        events: list[Event] = []
+        await dev.start(events.append)
+        await dev.command("pool", {"amount": 5_000_000})
+        await until(lambda: sim.text == "$50,000.00", 3)
+
+        await sim.unplug()
+        await until(lambda: state(dev) == State.DISCONNECTED, DETECT_S)
+        await until(lambda: [e.kind for e in events] == ["meter.fault"], 1)
+        assert events[0].data["reason"].startswith("disconnected: ")
+        assert (await dev.selftest())["ok"] is False
+        # The pool moves while the sign is gone: the newest value waits for it.
+        await dev.command("pool", {"amount": 5_000_100})
+        await dev.command("pool", {"amount": 5_000_200})
+
+        await sim.replug()  # a new sign (blank) behind the same symlink
+        await until(lambda: sim.text == "$50,002.00", REPLUG_S)
+        await until(lambda: [e.kind for e in events] == ["meter.fault", "meter.ready"], 1)
+        assert state(dev) == State.READY and dev.counters["reconnects"] == 1
+        assert (await dev.selftest())["read_back"] == "8888888888888888"
+        await dev.stop()
+        await sim.close()
+
+    run(go)
+
+
+def test_a_port_missing_at_start_is_disconnected_until_it_is_plugged_in(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    link = tmp_path / "tablectl-shaker"
+    junk = tmp_path / "not-a-tty"
+    junk.write_text("")
+
+    async def go() -> None:
+        dev = SerialShaker(cfg(link), poll_s=0)
+        events: list[Event] = []
+        await dev.start(events.append)  # no exception: the daemon starts without it
+        assert state(dev) == State.DISCONNECTED
+        assert str(link) in dev.status()["last_error"]
+        await until(lambda: faults(events, "shaker.fault"), 1)
+
+        # A node that is there but not a tty (udev not done with it): opens fail, retried
+        # with a growing pause (0.5 s, 1 s, ...), counted, not logged one by one.
+        os.symlink(junk, link)
+        await until(lambda: dev.counters["reopen_failed"] >= 2, 3)
+        assert state(dev) == State.DISCONNECTED
+        os.unlink(link)
+
+        sim = PtyShakerSim(rng=random.Random(4))
+        await sim.start()
+        sim.plug_at(str(link))
+        await until(lambda: state(dev) == State.READY, REPLUG_S)
+        await dev.command("shake")
+        await until(lambda: any(e.kind == "dice.result" for e in events), 3)
+        await dev.stop()
+        await sim.close()
+
+    with caplog.at_level(logging.INFO, logger="tablectl.devices"):
+        run(go)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "disconnected from" in warnings[0].getMessage()
+
+
+def test_a_symlink_that_vanishes_is_a_disconnect_even_before_a_read_fails(tmp_path: Path) -> None:
+    """udev removes /dev/tablectl-* when the adapter goes; the path is watched, not only reads."""
+    link = tmp_path / "tablectl-shaker"
+
+    async def go() -> None:
+        sim = PtyShakerSim(rng=random.Random(5))
+        sim.plug_at(str(link))
+        await sim.start()
+        dev = SerialShaker(cfg(link), poll_s=0)
+        events: list[Event] = []
+        await dev.start(events.append)
+        link.unlink()  # the pty is still open and answering
+        await until(lambda: state(dev) == State.DISCONNECTED, DETECT_S)
+        sim.plug_at(str(link))
+        await until(lambda: state(dev) == State.READY, REPLUG_S)
+        await dev.command("shake")
+        await until(lambda: any(e.kind == "dice.result" for e in events), 3)
+        await dev.stop()
+        await sim.close()
+
+    run(go)
