@@ -4,6 +4,7 @@ pty pair, through the daemon; technician commands on the control socket."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -64,7 +65,8 @@ def test_technician_commands_and_a_silent_shuffler_through_the_daemon(tmp_path: 
                 time.sleep(0.05)
         assert set(listed) >= {"sensors", "meter", "shuffler"}
         assert listed["shuffler"]["driver"] == "SerialShuffler" and listed["shuffler"]["simulated"]
-        assert listed["meter"]["port"].startswith("/dev/pts/")
+        # A udev-like symlink to the simulator's pty (so it can be unplugged and replugged).
+        assert os.path.realpath(listed["meter"]["port"]).startswith("/dev/pts/")
 
         test = ask(tmp_path, "device_test", {"device": "meter"})
         assert test["result"]["ok"] and test["result"]["read_back"] == "8888888888888888"
@@ -108,6 +110,82 @@ def test_technician_commands_and_a_silent_shuffler_through_the_daemon(tmp_path: 
             cwd=REPO, capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         assert "SerialShuffler" in res.stdout and "counters:" in res.stdout
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert verify_dir(tmp_path).ok
+
+
+def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "controller.cli.main", *args, "--runtime-dir", str(tmp_path / "run")],
+        cwd=REPO, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+
+
+def journal_rows(tmp_path: Path, kind: str) -> list[dict]:
+    return [r for r in ask(tmp_path, "journal_tail", {"n": 500}) if r["kind"] == kind]
+
+
+def poll(what, timeout: float):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        got = what()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.02)
+
+
+@pytest.mark.slow
+def test_the_shuffler_unplugged_mid_round_and_plugged_back_through_the_daemon(
+    tmp_path: Path,
+) -> None:
+    """Issue 11 end to end: the shuffler's symlink and pty vanish mid-round; status and devices
+    list both say disconnected within 2 s, the round is void (UTH 12.2), the replugged
+    shuffler is reopened by the same daemon process and rounds are dealt from it again."""
+    proc = start_daemon(
+        tmp_path, "--simulate=pty", "--game", "uth", "--autoplay", "0", "--pace", "0.15",
+        "--seed", "8", "--quiet",
+    )  # fmt: skip
+    try:
+        wait_for_socket(tmp_path, proc)
+        in_round = poll(lambda: ask(tmp_path, "status")["state"] in ("preflop", "flop"), 60)
+        assert in_round, "no round reached its decisions"
+        ask(tmp_path, "device_fault", {"device": "shuffler", "fault": "unplug"})
+        unplugged = time.monotonic()
+
+        def both_disconnected() -> bool:
+            st = ask(tmp_path, "status")["devices"]["shuffler"]
+            listed = ask(tmp_path, "device_list")["shuffler"]
+            return st["state"] == listed["state"] == "disconnected"
+
+        assert poll(both_disconnected, 2.0), "not disconnected in both within 2 s"
+        assert time.monotonic() - unplugged <= 2.0
+        # Same state, same words, in both commands a technician types.
+        status_txt, list_txt = cli(tmp_path, "status").stdout, cli(tmp_path, "devices", "list").stdout
+        assert "device   shuffler  disconnected FAULT" in status_txt, status_txt
+        assert "shuffler  disconnected FAULT SerialShuffler" in list_txt, list_txt
+
+        faults = poll(lambda: journal_rows(tmp_path, "shuffler.fault"), 5)
+        assert faults and faults[0]["data"]["reason"].startswith("disconnected: ")
+        assert "tablectl-shuffler" in faults[0]["data"]["reason"]
+        # The fault came mid-round: the machine voided that round (12.2).
+        assert [r["status"] for r in faults[0].get("rounds", [])] == ["voided"], faults[0]
+        voided_seq = faults[0]["seq"]
+
+        ask(tmp_path, "device_fault", {"device": "shuffler", "fault": "replug"})
+        back = poll(lambda: ask(tmp_path, "device_list")["shuffler"]["state"] != "disconnected", 8)
+        assert back, "the replugged shuffler was not reopened"
+        listed = ask(tmp_path, "device_list")["shuffler"]
+        assert listed["counters"]["reconnects"] == 1 and listed["counters"]["disconnects"] == 1
+
+        def dealt_again() -> bool:
+            rows = journal_rows(tmp_path, "card.dispensed")
+            return any(r["seq"] > voided_seq for r in rows)
+
+        assert poll(dealt_again, 60), "no card dealt after the replug"
+        assert proc.poll() is None  # the same daemon process all along
+        assert ask(tmp_path, "status")["devices"]["shuffler"]["state"] != "disconnected"
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
