@@ -89,7 +89,7 @@ class SerialLine:
         try:
             await self._connect()
         except DeviceError as exc:
-            self._down(str(exc).removeprefix(f"{self.device.name}: "))
+            self._down("not present" if _node(self.port) is None else self._why(exc))
             return
         self._task = asyncio.create_task(self._watch(), name=f"{self.device.name}-port-watch")
 
@@ -155,6 +155,9 @@ class SerialLine:
         self._task = asyncio.create_task(self._reconnect(), name=f"{self.device.name}-reconnect")
         self.on_down(reason)
 
+    def _why(self, exc: DeviceError) -> str:
+        return str(exc).removeprefix(f"{self.device.name}: cannot open {self.port}: ")
+
     async def _watch(self) -> None:
         while self._transport is not None:
             await asyncio.sleep(WATCH_S)
@@ -177,7 +180,7 @@ class SerialLine:
                 await self._connect()
             except DeviceError as exc:
                 self.device.counters["reopen_failed"] += 1
-                self.device.last_error = str(exc)
+                self.device.last_error = f"{self.fault_reason} (reopen: {self._why(exc)})"
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.backoff_max_s)
                 continue

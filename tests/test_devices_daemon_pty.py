@@ -3,10 +3,13 @@ pty pair, through the daemon; technician commands on the control socket."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from daemon_helpers import REPO, ask, start_daemon, wait_for_socket
 
 from controller.config import validate_text
 from controller.journal import verify_dir
+from devices.pty_sim import PtyMeterSim, PtyShakerSim
 from devices.udev import rules
 
 
@@ -189,6 +193,80 @@ def test_the_shuffler_unplugged_mid_round_and_plugged_back_through_the_daemon(
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+    assert verify_dir(tmp_path).ok
+
+
+class SimThread:
+    """Wire simulators on their own loop in this (the test's) process: the hardware plugged
+    into a daemon that runs its real drivers (`simulate = false`)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.sims: list = []
+
+    def plug(self, sim, link: Path) -> None:  # type: ignore[no-untyped-def]
+        asyncio.run_coroutine_threadsafe(sim.start(), self.loop).result(5)
+        sim.plug_at(str(link))  # udev makes the symlink once the node is there
+        self.sims.append(sim)
+
+    def close(self) -> None:
+        for sim in self.sims:
+            asyncio.run_coroutine_threadsafe(sim.close(), self.loop).result(5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.mark.slow
+def test_ports_missing_at_start_come_up_when_plugged_in(tmp_path: Path) -> None:
+    """The real drivers (no --simulate) on /dev/tablectl-* paths that do not exist yet: the
+    daemon starts, shows them disconnected, journals their faults, and opens each port when
+    it appears; a test shake and a meter flash then go over the wire."""
+    shaker_link, meter_link = tmp_path / "tablectl-shaker", tmp_path / "tablectl-meter"
+    config = tmp_path / "table.toml"
+    config.write_text(
+        'table_id = "PG-T"\ngame = "paigow"\n[paigow]\nrules = "nz"\nboxes = 8\n'
+        "[paigow.limits]\nminimum = 2000\nmaximum = 500000\nchip_unit = 100\n"
+        f'[devices]\nsimulate = false\n[devices.shaker]\nport = "{shaker_link}"\n'
+        f'[devices.meter]\nport = "{meter_link}"\n'
+        # Real pins: none on a test machine, so the sensors do not start; the daemon runs on.
+        '[devices.gpio]\npin_factory = "lgpio"\nchung = [4, 5, 6, 7, 8, 9, 10, 11]\n'
+        "off = [12, 13, 14, 15, 16, 17, 18, 19]\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller.daemon", "--config", str(config),
+         "--state-dir", str(tmp_path), "--runtime-dir", str(tmp_path / "run")],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    sims = SimThread()
+    try:
+        wait_for_socket(tmp_path, proc)
+        states = poll(lambda: {n: d["state"] for n, d in ask(tmp_path, "device_list").items()}, 5)
+        assert states["shaker"] == states["meter"] == "disconnected", states
+        assert ask(tmp_path, "status")["devices"]["shaker"]["state"] == "disconnected"
+        reasons = [r["data"]["reason"] for r in journal_rows(tmp_path, "shaker.fault")]
+        assert reasons and str(shaker_link) in reasons[0], reasons
+        assert poll(lambda: journal_rows(tmp_path, "meter.fault"), 5)
+
+        sims.plug(PtyShakerSim(rng=random.Random(3)), shaker_link)
+        sims.plug(PtyMeterSim(), meter_link)
+
+        def up() -> bool:
+            listed = ask(tmp_path, "device_list")
+            return listed["shaker"]["state"] == listed["meter"]["state"] == "ready"
+
+        assert poll(up, 8), ask(tmp_path, "device_list")
+        shake = ask(tmp_path, "device_test", {"device": "shaker"})["result"]
+        assert shake["ok"] and len(shake["box_dice"]) == 3, shake
+        flash = ask(tmp_path, "device_test", {"device": "meter"})["result"]
+        assert flash["ok"] and flash["read_back"] == "8888888888888888", flash
+        assert poll(lambda: journal_rows(tmp_path, "meter.ready"), 5)
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+        sims.close()
     assert verify_dir(tmp_path).ok
 
 
