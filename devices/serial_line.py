@@ -37,6 +37,16 @@ BACKOFF_MAX_S = 5.0
 log = logging.getLogger("tablectl.devices")
 
 
+def short_reason(reason: str) -> str:
+    """pyserial's words for a vanished port, shortened for a status line."""
+    if "returned no data" in reason:
+        return "hung up (readable, no data)"
+    for errno_, name in (("[Errno 5]", "I/O error (EIO)"), ("[Errno 6]", "no device (ENXIO)")):
+        if errno_ in reason:
+            return name
+    return reason
+
+
 def _node(path: str) -> int | None:
     """The device number the path leads to, None when it leads nowhere."""
     try:
@@ -134,9 +144,9 @@ class SerialLine:
         if self._transport is None:
             return  # our own close
         self._transport = None  # already closed by the transport itself
-        self._down(reason)
+        self._down(short_reason(reason), detail=reason)
 
-    def _down(self, reason: str) -> None:
+    def _down(self, reason: str, *, detail: str | None = None) -> None:
         if self.down_reason is not None:
             return
         self.down_reason = reason
@@ -147,7 +157,7 @@ class SerialLine:
         self.device.counters["disconnects"] += 1
         log.warning(
             "%s: disconnected from %s: %s (reopening until it is back)",
-            self.device.name, self.port, reason,
+            self.device.name, self.port, detail or reason,
         )  # fmt: skip
         current = asyncio.current_task()
         if self._task is not None and self._task is not current:

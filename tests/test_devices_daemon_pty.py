@@ -121,8 +121,9 @@ def test_technician_commands_and_a_silent_shuffler_through_the_daemon(tmp_path: 
 
 
 def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    where = ["--runtime-dir", str(tmp_path / "run")]
     return subprocess.run(
-        [sys.executable, "-m", "controller.cli.main", *args, "--runtime-dir", str(tmp_path / "run")],
+        [sys.executable, "-m", "controller.cli.main", *args, *where],
         cwd=REPO, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
 
@@ -166,7 +167,8 @@ def test_the_shuffler_unplugged_mid_round_and_plugged_back_through_the_daemon(
         assert poll(both_disconnected, 2.0), "not disconnected in both within 2 s"
         assert time.monotonic() - unplugged <= 2.0
         # Same state, same words, in both commands a technician types.
-        status_txt, list_txt = cli(tmp_path, "status").stdout, cli(tmp_path, "devices", "list").stdout
+        status_txt = cli(tmp_path, "status").stdout
+        list_txt = cli(tmp_path, "devices", "list").stdout
         assert "device   shuffler  disconnected FAULT" in status_txt, status_txt
         assert "shuffler  disconnected FAULT SerialShuffler" in list_txt, list_txt
 

@@ -20,6 +20,7 @@ from controller.rounds.base import Event
 from devices.alpha_meter import AlphaMeter
 from devices.base import State
 from devices.pty_sim import PtyMeterSim, PtyShakerSim, PtyShufflerSim
+from devices.serial_line import short_reason
 from devices.serial_shaker import SerialShaker
 from devices.serial_shuffler import SerialShuffler
 
@@ -234,7 +235,35 @@ def test_a_symlink_that_vanishes_is_a_disconnect_even_before_a_read_fails(tmp_pa
         await until(lambda: state(dev) == State.READY, REPLUG_S)
         await dev.command("shake")
         await until(lambda: any(e.kind == "dice.result" for e in events), 3)
+
+        # Replugged faster than the hangup was seen: the same name now leads to another node
+        # (the old pty still open). The driver follows the name, not the old node.
+        sim2 = PtyShakerSim(rng=random.Random(6))
+        await sim2.start()
+        sim2.plug_at(str(link))
+        await until(lambda: dev.counters["reconnects"] == 2, DETECT_S + REPLUG_S)
+        await dev.command("shake")
+        await until(lambda: sum(e.kind == "dice.result" for e in events) == 2, 3)
+        assert (sim.shakes, sim2.shakes) == (1, 1)
         await dev.stop()
         await sim.close()
+        await sim2.close()
 
     run(go)
+
+
+@pytest.mark.parametrize(
+    ("pyserial_said", "shown"),
+    [
+        ("device reports readiness to read but returned no data (device disconnected or "
+         "multiple access on port?)", "hung up (readable, no data)"),
+        ("read failed: [Errno 5] Input/output error", "I/O error (EIO)"),
+        ("write failed: [Errno 6] No such device or address", "no device (ENXIO)"),
+        ("port closed", "port closed"),
+    ],
+)  # fmt: skip
+def test_a_vanished_ttyusb_is_named_shortly_whichever_way_pyserial_says_it(
+    pyserial_said: str, shown: str
+) -> None:
+    # A vanished USB adapter: pyserial raises EIO/ENXIO, or reads b'' from a readable port.
+    assert short_reason(pyserial_said) == shown
