@@ -103,14 +103,12 @@ class AlphaMeter(Meter):
         await self.line.close()
 
     def _down(self, reason: str) -> None:
-        self.port_down = reason
         self._fault(self.line.fault_reason)
         if self._reply is not None and not self._reply.done():
             self._reply.set_exception(DeviceError(f"{self.name}: disconnected ({reason})"))
         self._post("meter.fault", {"reason": self.line.fault_reason})
 
     def _up(self) -> None:
-        self.port_down = None
         self.state = State.READY
         if not self._queue and self.view is not None:
             # The sign may have been power-cycled with its adapter: show it the view again.
@@ -220,7 +218,7 @@ class AlphaMeter(Meter):
         if not self.started:
             return {"ok": False, "error": "not started"}
         if self.port_down is not None:
-            return {"ok": False, "error": f"disconnected ({self.port_down})"}
+            return {"ok": False, "error": self.port_down}
         async with self._lock:
             self._write(encode_write_text(TEST_PATTERN, FLASH))
         try:

@@ -78,7 +78,8 @@ class Device(ABC):
         self.counters: Counter[str] = Counter()
         self.last_error: str | None = None
         self.last_seen_mono: float | None = None
-        self.port_down: str | None = None  # why the device's port is gone; None while it is open
+        # "disconnected: <path>: <why>" while the device's port is gone; None while it is open.
+        self.port_down: str | None = None
         self._emit: Emit | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -130,9 +131,12 @@ class Device(ABC):
 
     def health(self) -> DeviceHealth:
         # A port that is gone outranks whatever the device said last: nothing reaches it.
-        state = State.DISCONNECTED if self.port_down is not None else self.state
+        if self.port_down is not None:
+            state, error = State.DISCONNECTED, self.port_down
+        else:
+            state, error = self.state, self.last_error
         ok = state in (State.READY, State.BUSY)
-        return DeviceHealth(ok, state, dict(self.counters), self.last_error, self.last_seen_mono)
+        return DeviceHealth(ok, state, dict(self.counters), error, self.last_seen_mono)
 
     def status(self) -> dict[str, Any]:
         """What `tablectl status` and `tablectl devices list` show of this device: one source,

@@ -11,6 +11,10 @@
   returns it instead of reporting an event.
 * While idle it polls `STATUS` every POLL_S; a device that does not answer is marked `offline`
   in its health (no game event: nothing was asked of it) and `ready` again when it answers.
+* The port itself is held by a `SerialLine` (devices/serial_line.py). When it goes (unplugged),
+  whatever was asked is dropped and `on_timeout("disconnected: <path>: <why>")` runs once, so the
+  device reports its usual fault event; a request while it is gone gets the same at once. When
+  it is back, a new ARQ session starts (HELLO) and `on_reconnect` runs.
 
 Link and codec counters (`frames_bad`, `retries`, `frames_duplicate`, ...) are kept in the
 device's own counters, so `tablectl devices list` shows them.
@@ -103,7 +107,6 @@ class FramedChannel:
     def _down(self, reason: str) -> None:
         """The port is gone: whatever was asked of the device is lost with it. The device's fault
         path runs once (`<device>.fault {reason: "disconnected: ..."}`), as for a silent one."""
-        self.device.port_down = reason
         self._stop_timer()
         self.waiting = None
         self._status_pending = False
@@ -116,17 +119,12 @@ class FramedChannel:
     def _up(self) -> None:
         """The port is back: a new ARQ session (HELLO resets both ends' sequence numbers), then
         the device's own recovery (`on_reconnect`)."""
-        self.device.port_down = None
         self.device.state = State.READY
         self._status_pending = False
         self.link.abort()
         self.link.start_session()
         if self.on_reconnect is not None:
             self.on_reconnect()
-
-    @property
-    def disconnected(self) -> str | None:
-        return self.line.down_reason
 
     # --- requests -------------------------------------------------------------------------------
 

@@ -137,6 +137,7 @@ class SerialLine:
         self._transport = transport
         self._rdev = _node(self.port)
         self.down_reason = None
+        self.device.port_down = None
         self._up.set()
 
     def _lost(self, reason: str) -> None:
@@ -150,6 +151,7 @@ class SerialLine:
         if self.down_reason is not None:
             return
         self.down_reason = reason
+        self.device.port_down = self.fault_reason  # what health shows until it is back
         self._up.clear()
         transport, self._transport = self._transport, None
         if transport is not None:
@@ -190,7 +192,7 @@ class SerialLine:
                 await self._connect()
             except DeviceError as exc:
                 self.device.counters["reopen_failed"] += 1
-                self.device.last_error = f"{self.fault_reason} (reopen: {self._why(exc)})"
+                self.device.port_down = f"{self.fault_reason} (reopen: {self._why(exc)})"
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.backoff_max_s)
                 continue
