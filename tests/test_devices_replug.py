@@ -267,3 +267,29 @@ def test_a_vanished_ttyusb_is_named_shortly_whichever_way_pyserial_says_it(
 ) -> None:
     # A vanished USB adapter: pyserial raises EIO/ENXIO, or reads b'' from a readable port.
     assert short_reason(pyserial_said) == shown
+
+
+def test_the_machines_answer_a_meter_that_went_with_an_alarm_and_no_state_change() -> None:
+    """meter.fault is new (the meter had no events): UTH raises the 11.11 alarm (2.4.3 jackpot
+    equipment: notify an inspector; going on without the jackpot is the supervisor's call,
+    dealer.jackpot_off), Pai Gow an alarm; neither changes its state; meter.ready logs."""
+    from test_rounds_paigow_support import Table as PaiGowTable
+    from test_rounds_uth_support import Table as UthTable
+
+    from controller.games.paigow.profiles import Profile
+
+    uth = UthTable()
+    before = uth.machine.to_json(uth.state)
+    effects = uth.step("meter.fault", reason="disconnected: /dev/tablectl-meter: I/O error (EIO)")
+    [alarm] = [e.data for e in effects if e.kind == "alarm"]
+    assert alarm["rule"] == "11.11" and "inspector" in alarm["text"]
+    assert "/dev/tablectl-meter" in alarm["text"]
+    assert [e.kind for e in uth.step("meter.ready")] == ["log"]
+    assert uth.machine.to_json(uth.state) == before
+
+    pg = PaiGowTable(Profile.NZ)
+    before_pg = pg.m.to_json(pg.state)
+    effects = pg.send("meter.fault", reason="disconnected: /dev/tablectl-meter: not present")
+    assert [e.kind for e in effects] == ["alarm"] and "refused" not in effects[0].data
+    assert [e.kind for e in pg.send("meter.ready")] == ["log"]
+    assert pg.m.to_json(pg.state) == before_pg
