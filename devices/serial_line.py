@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import select
 from collections.abc import Callable
 
 from devices import serial_port
@@ -45,6 +46,18 @@ def short_reason(reason: str) -> str:
         if errno_ in reason:
             return name
     return reason
+
+
+def hung_up(transport: asyncio.Transport) -> bool:
+    """The tty reports a hangup (its USB device or the pty's other end is gone). Looked at
+    before a write, so a write into a vanished port never reaches pyserial-asyncio-fast's
+    'Fatal write error' path (a traceback in the log for what is an unplug)."""
+    fd = getattr(getattr(transport, "serial", None), "fd", None)
+    if not isinstance(fd, int) or fd < 0:
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)  # POLLHUP / POLLERR are always reported
+    return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, ev in poller.poll(0))
 
 
 def _node(path: str) -> int | None:
@@ -119,6 +132,11 @@ class SerialLine:
 
     def write(self, data: bytes) -> None:
         """Write or raise OSError (a closed transport: the port is down)."""
+        if self._transport is not None and hung_up(self._transport):
+            # Reported on the next turn of the loop, not inside the caller's send.
+            loop = asyncio.get_running_loop()
+            loop.call_soon(self._hung_up, self._generation)
+            raise OSError("port hung up")
         serial_port.write(self._transport, data)
 
     # --- internals ------------------------------------------------------------------------------
@@ -146,6 +164,10 @@ class SerialLine:
             return  # our own close
         self._transport = None  # already closed by the transport itself
         self._down(short_reason(reason), detail=reason)
+
+    def _hung_up(self, generation: int) -> None:
+        if generation == self._generation:  # still the port that hung up, not a reopened one
+            self._down("hung up (POLLHUP)")
 
     def _down(self, reason: str, *, detail: str | None = None) -> None:
         if self.down_reason is not None:

@@ -293,3 +293,37 @@ def test_the_machines_answer_a_meter_that_went_with_an_alarm_and_no_state_change
     assert [e.kind for e in effects] == ["alarm"] and "refused" not in effects[0].data
     assert [e.kind for e in pg.send("meter.ready")] == ["log"]
     assert pg.m.to_json(pg.state) == before_pg
+
+
+def test_a_shake_written_as_the_cable_goes_is_one_fault_and_no_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The write comes before the loop has read the hangup: the port is seen hung up at the
+    write (POLLHUP), reported once as the disconnect; no 'no answer' fault after it and no
+    'Fatal write error' traceback from the transport."""
+    link = tmp_path / "tablectl-shaker"
+
+    async def go() -> None:
+        sim = PtyShakerSim(rng=random.Random(8))
+        sim.plug_at(str(link))
+        await sim.start()
+        dev = SerialShaker(cfg(link), poll_s=0)
+        events: list[Event] = []
+        await dev.start(events.append)
+        await asyncio.sleep(0.2)  # the session's HELLO acknowledged
+        await sim.unplug()
+        await dev.command("shake")  # same turn of the loop: nothing read yet
+        await until(lambda: state(dev) == State.DISCONNECTED, DETECT_S)
+        await asyncio.sleep(0.6)  # past the 300 ms answer time
+        assert [e.kind for e in events] == ["shaker.fault"]
+        assert events[0].data["reason"].startswith("disconnected: ")
+        await sim.replug()
+        await until(lambda: state(dev) == State.READY, REPLUG_S)
+        await dev.command("shake")
+        await until(lambda: [e.kind for e in events] == ["shaker.fault", "dice.result"], 3)
+        await dev.stop()
+        await sim.close()
+
+    with caplog.at_level(logging.INFO):
+        run(go)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
