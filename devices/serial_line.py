@@ -199,10 +199,10 @@ class SerialLine:
                 return
             node = _node(self.port)
             if node is None:
-                self._down(f"{self.port} is gone")
+                self._down("gone (no such path)")
                 return
             if node != self._rdev:
-                self._down(f"{self.port} now names another device")
+                self._down("replaced (the path leads to another device)")
                 return
 
     async def _reconnect(self) -> None:
