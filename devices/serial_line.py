@@ -97,6 +97,7 @@ class SerialLine:
         self._task: asyncio.Task[None] | None = None  # the watch, or the reconnect loop
         self._up = asyncio.Event()
         self._generation = 0  # one per open, so a late `connection_lost` of an old port is ignored
+        self._closed = False  # stopped: nothing is reopened any more
 
     @property
     def fault_reason(self) -> str:
@@ -109,6 +110,7 @@ class SerialLine:
 
     async def open(self) -> None:
         """Open the port; a port that cannot be opened is reported down, never raised."""
+        self._closed = False
         try:
             await self._connect()
         except DeviceError as exc:
@@ -117,6 +119,7 @@ class SerialLine:
         self._task = asyncio.create_task(self._watch(), name=f"{self.device.name}-port-watch")
 
     async def close(self) -> None:
+        self._closed = True
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -124,6 +127,7 @@ class SerialLine:
                 await task
         transport, self._transport = self._transport, None
         self._up.clear()
+        self.down_reason = self.device.port_down = None  # stopped says it all now
         if transport is not None:
             transport.close()
 
@@ -170,7 +174,7 @@ class SerialLine:
             self._down("hung up (POLLHUP)")
 
     def _down(self, reason: str, *, detail: str | None = None) -> None:
-        if self.down_reason is not None:
+        if self.down_reason is not None or self._closed:
             return
         self.down_reason = reason
         self.device.port_down = self.fault_reason  # what health shows until it is back
@@ -189,7 +193,7 @@ class SerialLine:
         self._task = asyncio.create_task(self._reconnect(), name=f"{self.device.name}-reconnect")
         self.on_down(reason)
 
-    def _why(self, exc: DeviceError) -> str:
+    def _why(self, exc: Exception) -> str:
         return str(exc).removeprefix(f"{self.device.name}: cannot open {self.port}: ")
 
     async def _watch(self) -> None:
@@ -212,7 +216,7 @@ class SerialLine:
                 await asyncio.sleep(NODE_POLL_S)
             try:
                 await self._connect()
-            except DeviceError as exc:
+            except Exception as exc:  # whatever the open raised, this loop must go on trying
                 self.device.counters["reopen_failed"] += 1
                 self.device.port_down = f"{self.fault_reason} (reopen: {self._why(exc)})"
                 await asyncio.sleep(delay)

@@ -327,3 +327,25 @@ def test_a_shake_written_as_the_cable_goes_is_one_fault_and_no_traceback(
     with caplog.at_level(logging.INFO):
         run(go)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+def test_a_stopped_device_stops_looking_for_its_port(tmp_path: Path) -> None:
+    link = tmp_path / "tablectl-meter"
+
+    async def go() -> None:
+        dev = AlphaMeter(cfg(link, 9600), poll_s=0)
+        await dev.start(lambda e: None)
+        assert state(dev) == State.DISCONNECTED
+        await dev.stop()
+        await asyncio.sleep(0.3)
+        others = {t.get_name() for t in asyncio.all_tasks()} - {asyncio.current_task().get_name()}
+        assert not [n for n in others if n.startswith("meter-")], others
+        # Plugged in after the stop: nothing opens it.
+        sim = PtyMeterSim()
+        await sim.start()
+        sim.plug_at(str(link))
+        await asyncio.sleep(0.6)
+        assert dev.counters["reconnects"] == 0 and state(dev) == State.STOPPED
+        await sim.close()
+
+    run(go)
