@@ -201,6 +201,8 @@ class AlphaMeter(Meter):
         try:
             text = await self.read_back()
         except DeviceError as exc:
+            if not self.line.connected:
+                return  # unplugged while it read: that is reported as such, not as silence
             if self.state != State.OFFLINE:
                 self._fault(str(exc), state=State.OFFLINE, counter="timeouts")
                 log.error("%s", exc)
