@@ -13,8 +13,9 @@
   in its health (no game event: nothing was asked of it) and `ready` again when it answers.
 * The port itself is held by a `SerialLine` (devices/serial_line.py). When it goes (unplugged),
   whatever was asked is dropped and `on_timeout("disconnected: <path>: <why>")` runs once, so the
-  device reports its usual fault event; a request while it is gone gets the same at once. When
-  it is back, a new ARQ session starts (HELLO) and `on_reconnect` runs.
+  device reports its usual fault event. A request while it is gone is held for the answer time
+  and then gets the same fault (sent instead if the port is back by then). When it is back, a
+  new ARQ session starts (HELLO) and `on_reconnect` runs.
 
 Link and codec counters (`frames_bad`, `retries`, `frames_duplicate`, ...) are kept in the
 device's own counters, so `tablectl devices list` shows them.
@@ -74,6 +75,7 @@ class FramedChannel:
         self._ask: tuple[frozenset[str], asyncio.Future[Message]] | None = None
         self._poll_task: asyncio.Task[None] | None = None
         self._status_pending = False
+        self._held: bytes | None = None  # a request made while the port was gone
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -88,6 +90,7 @@ class FramedChannel:
 
     async def close(self) -> None:
         self._stop_timer()
+        self._held = None
         if self._poll_task is not None:
             self._poll_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -109,6 +112,7 @@ class FramedChannel:
         path runs once (`<device>.fault {reason: "disconnected: ..."}`), as for a silent one."""
         self._stop_timer()
         self.waiting = None
+        self._held = None
         self._status_pending = False
         self.link.abort()
         if self._ask is not None and not self._ask[1].done():
@@ -116,13 +120,24 @@ class FramedChannel:
         self.device.state = State.OFFLINE
         self.on_timeout(self.line.fault_reason)
 
+    def _held_out(self) -> None:
+        self._answer_timer = None
+        self._held = None
+        self.waiting = None
+        self.on_timeout(self.line.fault_reason)
+
     def _up(self) -> None:
-        """The port is back: a new ARQ session (HELLO resets both ends' sequence numbers), then
-        the device's own recovery (`on_reconnect`)."""
+        """The port is back: a new ARQ session (HELLO resets both ends' sequence numbers), the
+        command held meanwhile, then the device's own recovery (`on_reconnect`)."""
         self.device.state = State.READY
         self._status_pending = False
         self.link.abort()
         self.link.start_session()
+        held, self._held = self._held, None
+        if held is not None and self.waiting is not None:
+            self.device.state = State.BUSY
+            self.link.send(held)
+            self.progress()
         if self.on_reconnect is not None:
             self.on_reconnect()
 
@@ -132,8 +147,13 @@ class FramedChannel:
         """Send a command whose answer arrives through `on_message`; time it. With the port
         gone the answer is the fault at once (on the loop, never inside the caller)."""
         if self.line.down_reason is not None:
-            self.waiting = None
-            self.on_timeout(self.line.fault_reason)
+            # Held for the answer time, as a silent device is: a dealer's or the machine's
+            # immediate retry cannot spin on it. Sent if the port is back by then.
+            self.waiting = verb
+            self._held = message(verb, *args)
+            self._stop_timer()
+            loop = asyncio.get_running_loop()
+            self._answer_timer = loop.call_later(self.answer_s, self._held_out)
             return
         self.link.send(message(verb, *args))
         self.waiting = verb
