@@ -345,6 +345,7 @@ def _atheris_summary(name: str, out: str, code: int, seconds: float) -> dict[str
     done = re.search(r"Done (\d+) runs in (\d+) second", out)
     execs = re.search(r"stat::number_of_executed_units: (\d+)", out)
     cov = re.findall(r"cov: (\d+)", out)
+    rss = re.search(r"stat::peak_rss_mb:\s+(\d+)", out)
     findings = []
     if code != 0:
         m = re.search(r"=== Uncaught Python exception: ===\n(.*?)\n", out)
@@ -358,7 +359,8 @@ def _atheris_summary(name: str, out: str, code: int, seconds: float) -> dict[str
     return {"target": name, "engine": "atheris",
             "inputs": int(execs.group(1)) if execs else int(done.group(1)) if done else None,
             "seconds": max(1, int(done.group(2))) if done else round(seconds, 1),
-            "findings": findings, "coverage": int(cov[-1]) if cov else None}
+            "findings": findings, "coverage": int(cov[-1]) if cov else None,
+            "max_rss_mb": int(rss.group(1)) if rss else None}
 
 
 def _report(name: str, engine: str, code: int, out: str, seconds: float) -> dict[str, object]:
@@ -372,6 +374,7 @@ def _report(name: str, engine: str, code: int, out: str, seconds: float) -> dict
     inputs, secs = summary["inputs"], summary["seconds"]
     rate = f"{inputs / secs:,.0f}/s" if inputs and secs else "-"  # type: ignore[operator]
     cov = f"  coverage {summary['coverage']} edges" if summary.get("coverage") else ""
+    cov += f"  peak RSS {summary['max_rss_mb']} MB" if summary.get("max_rss_mb") else ""
     print(f"{name:26} {inputs or 0:>10,} inputs {secs:>7} s {rate:>9}{cov}"
           f"  findings: {summary['findings'] or 'none'}", flush=True)
     return summary
