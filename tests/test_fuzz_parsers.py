@@ -13,13 +13,17 @@ import asyncio
 import contextlib
 import json
 import re
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench import fuzz_parsers as fuzz_bench
 from controller.config import ConfigError, SerialConfig
 from controller.config import load_config as load_table_config
 from controller.config import validate_text as validate_table_config
@@ -520,3 +524,40 @@ def test_headoffice_config_refuses_deep_nesting_and_huge_numbers(text: str) -> N
 def test_headoffice_config_refuses_an_infinite_heartbeat() -> None:
     with pytest.raises(HeadOfficeConfigError):
         validate_ho_config('[database]\nurl = "x"\n[service]\nheartbeat_s = inf\n')
+
+
+# --- the fuzz bench itself (bench/fuzz_parsers.py) -----------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_fuzz_bench_runs_every_parser_and_reports(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "bench/fuzz_parsers.py", "--engine", "mutational", "--runs", "100",
+         "--jobs", "4", "--artifacts", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600,
+        check=False)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    for name in fuzz_bench.TARGETS:
+        assert re.search(rf"^{re.escape(name)} +100 inputs .* findings: none$", out.stdout,
+                         re.M), name
+
+
+def test_the_fuzz_bench_reports_an_undocumented_exception_and_a_hang(tmp_path: Path) -> None:
+    """The mutational engine (in a child: it sets RLIMIT_AS) finds what a parser must not do."""
+    code = f"""
+import time
+from bench import fuzz_parsers as fz
+def run(data):
+    if b"q" in data:
+        raise KeyError("not the documented error")
+    if b"w" in data:
+        time.sleep(30)
+    raise ValueError("documented")
+t = fz.Target(run, (ValueError,), lambda: [b"abcdefgh"], "test")
+got = fz.mutational(t, 2000, 0.1, 2048, 1, fz.Path({str(tmp_path)!r}), "t")
+print(sorted(f.split(":")[0] for f in got["findings"]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert out.stdout.strip().splitlines()[-1] == "['Hang', 'KeyError']", out.stderr[-3000:]
+    assert (tmp_path / "t-1.bin").exists() and (tmp_path / "t-2.bin").exists()
