@@ -534,8 +534,8 @@ REPO = Path(__file__).resolve().parents[1]
 def test_the_fuzz_bench_runs_every_parser_and_reports(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "bench/fuzz_parsers.py", "--engine", "mutational", "--runs", "100",
-         "--jobs", "4", "--artifacts", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600,
-        check=False)
+         "--jobs", "4", "--artifacts", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     for name in fuzz_bench.TARGETS:
         assert re.search(rf"^{re.escape(name)} +100 inputs .* findings: none$", out.stdout,
