@@ -17,12 +17,15 @@ class TableMoney:
     chip_unit: the smallest chip the table pays with, in cents (NSW 14.3 "collectable in chips").
     commission_bp: commission in basis points; ACT 12.9 lets the operator charge less than 5%,
     no profile allows more.
+    house_liability: the maximum house liability displayed for co-banking, in cents (NZ 5.1(c)
+    "up to the displayed maximum (if any)", ACT 5.4); None: none displayed.
     """
 
     minimum: int
     maximum: int | None
     chip_unit: int = 100
     commission_bp: int = STANDARD_COMMISSION_BP
+    house_liability: int | None = None
 
     def __post_init__(self) -> None:
         if self.chip_unit <= 0:
@@ -36,6 +39,8 @@ class TableMoney:
             raise InputError(f"table minimum must be positive, got {self.minimum}")
         if self.maximum is not None and self.maximum < self.minimum:
             raise InputError(f"table maximum {self.maximum} is below the minimum {self.minimum}")
+        if self.house_liability is not None and self.house_liability <= 0:
+            raise InputError(f"house liability must be positive, got {self.house_liability}")
 
     def commission_exact(self, won: int) -> tuple[int, int]:
         """Commission on an amount won as (whole cents, remainder in 1/10000 of a cent)."""
