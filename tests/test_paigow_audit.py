@@ -46,15 +46,18 @@ def _ceil_to(amount: int, unit: int) -> int:
     chips=st.integers(1, 400),
     bp=st.sampled_from([0, 250, 500]) | st.integers(0, 500),
     notice=st.booleans(),
+    up=st.booleans(),
 )
 def test_act_win_is_paid_in_full_unless_15_10_condition_holds(
-    chip: int, min_chips: int, chips: int, bp: int, notice: bool
+    chip: int, min_chips: int, chips: int, bp: int, notice: bool, up: bool
 ) -> None:
     # ACT 12.6: even money less commission. ACT 15.10 cuts a win down to the lower multiple of the
     # minimum only when a multiples notice is up, the wager is not a multiple, AND the win "cannot
     # be paid in full from the table float"; without a notice an unpayable win is paid to the next
-    # higher payable amount.
-    money = TableMoney(minimum=min_chips * chip, maximum=None, chip_unit=chip, commission_bp=bp)
+    # higher payable amount. Under a notice the rule is silent on the rest: `unpayable_up`.
+    money = TableMoney(
+        minimum=min_chips * chip, maximum=None, chip_unit=chip, commission_bp=bp, unpayable_up=up
+    )
     amount = chips * chip
     acc = accept(Wager(2, "x", amount), Profile.ACT, H, money, notice)
     s = settle_round(Profile.ACT, money, H, [(acc, W)], multiples_notice=notice)
@@ -64,13 +67,13 @@ def test_act_win_is_paid_in_full_unless_15_10_condition_holds(
     condition = notice and not payable and amount % money.minimum != 0 and amount > money.minimum
     if payable:
         assert (r.won, r.commission, r.net) == (amount, exact_commission, amount - exact_commission)
-    elif condition:
-        assert r.won == amount - amount % money.minimum
     else:
-        assert r.won == amount
-        exact_net = amount * BASIS_POINTS - amount * bp  # in 1/10000 cent
-        assert r.net == _ceil_to(-(-exact_net // BASIS_POINTS), chip)
-    assert r.net % chip == 0 and s.conserved
+        assert r.won == (amount - amount % money.minimum if condition else amount)
+        exact_net = r.won * (BASIS_POINTS - bp)  # in 1/10000 cent
+        down = exact_net // BASIS_POINTS // chip * chip
+        up_to = _ceil_to(-(-exact_net // BASIS_POINTS), chip)
+        assert r.net == (down if notice and not up else up_to)
+    assert r.net % chip == 0 and 0 <= r.commission <= r.won and s.conserved
 
 
 def test_act_15_10_example_a_payable_win_off_the_multiple_is_paid_in_full() -> None:
@@ -101,6 +104,12 @@ def test_act_co_bank_has_no_box_maximum_nz_co_bank_keeps_it() -> None:
     # player/banker "other than as a co-banker".
     assert accept(Wager(2, "x", 30_000), Profile.ACT, H, money).action == 10_000
     assert accept(Wager(2, "x", 30_000), Profile.NZ, CO, money).action == 10_000
+    # The other reading of each, as a table option (docs/paigow.md, "What a regulator should
+    # confirm").
+    nz_other = TableMoney(minimum=1000, maximum=10_000, cobank_box_maximum=False)
+    assert accept(Wager(2, "x", 30_000), Profile.NZ, CO, nz_other).action == 30_000
+    act_other = TableMoney(minimum=1000, maximum=10_000, cobank_box_maximum=True)
+    assert accept(Wager(2, "x", 30_000), Profile.ACT, CO, act_other).action == 10_000
 
 
 @pytest.mark.parametrize("profile", [Profile.NZ, Profile.ACT])

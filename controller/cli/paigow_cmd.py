@@ -183,6 +183,12 @@ def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
         chip_unit=_int_field(table, "chip_unit", "table", 100),
         commission_bp=_int_field(table, "commission_bp", "table", STANDARD_COMMISSION_BP),
         house_liability=_optional_int(table, "house_liability", "table"),
+        cobank_box_maximum=(
+            None
+            if table.get("cobank_box_maximum") is None
+            else _bool_field(table, "cobank_box_maximum", "table", True)
+        ),
+        unpayable_up=_bool_field(table, "unpayable_up", "table", True),
     )
     n_boxes = _int_field(table, "boxes", "table", 8)
     multiples_notice = _bool_field(table, "multiples_notice", "table", True)

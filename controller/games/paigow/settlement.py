@@ -163,11 +163,16 @@ def _settle_wager(
     if outcome is Outcome.LOSE:
         return WagerResult(acc, outcome, 0, 0, -acc.action)
     won = acc.action
-    if profile is Profile.ACT and act_short_payment(won, money, multiples_notice):
-        won -= won % money.minimum
+    commission_of = money.commission_chips
+    if profile is Profile.ACT and multiples_notice:
+        if act_short_payment(won, money, multiples_notice):
+            won -= won % money.minimum
+        if not money.unpayable_up:
+            # ACT is silent here (docs/paigow.md): the table's reading pays down, not up.
+            commission_of = money.commission_chips_up
     # Exact when the win less commission is payable in chips; otherwise the commission is rounded
     # down to the chips, i.e. the payment up to the next payable amount (NSW 14.3, ACT 15.10).
-    commission = money.commission_chips(won)
+    commission = commission_of(won)
     return WagerResult(acc, outcome, won, commission, won - commission)
 
 

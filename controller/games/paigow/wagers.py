@@ -71,7 +71,8 @@ def accept(
         notes.append(f"below the table minimum; valid for this round ({rule[profile]})")
     if profile is Profile.ACT and multiples_notice and action % money.minimum:
         notes.append("not a multiple of the table minimum (ACT 5.1(b)); paid per ACT 15.10")
-    if money.maximum is not None and box_maximum_applies(profile, bank) and action > money.maximum:
+    limited = box_maximum_applies(profile, bank, money.cobank_box_maximum)
+    if money.maximum is not None and limited and action > money.maximum:
         notes.append(f"over the maximum: in action to {money.maximum} (NSW 10.3, ACT 5.1(d))")
         action = money.maximum
     if profile is Profile.NZ:
@@ -87,15 +88,20 @@ def accept(
     return Accepted(wager, action, wager.amount - action, tuple(notes))
 
 
-def box_maximum_applies(profile: Profile, bank: BankHolder) -> bool:
+def box_maximum_applies(
+    profile: Profile, bank: BankHolder, cobank_reading: bool | None = None
+) -> bool:
     """Whether the table maximum limits a wager under this bank.
 
     Not when a player banks alone (NSW 10.2, NZ 6.8, ACT 5.3) nor when the house co-banks in ACT
     (ACT 5.4 "no box maximums will apply"); NZ 6.8 exempts only a player/banker "other than as a
     co-banker", so an NZ co-bank keeps the maximum. NSW has no co-bank (NSW 11.1).
+    cobank_reading (TableMoney.cobank_box_maximum) overrides the co-bank reading when set.
     """
     if bank is BankHolder.PLAYER:
         return False
+    if bank is BankHolder.CO_BANK and cobank_reading is not None:
+        return cobank_reading
     return not (bank is BankHolder.CO_BANK and profile is Profile.ACT)
 
 
