@@ -7,6 +7,7 @@ concession (NSW 12.17, NZ 10.13; none in ACT), NSW 9.14 and ACT 7.3 wager layout
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.cli.paigow_cmd import settle_document
+from controller.config import ConfigError, validate_text
 from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState
 from controller.games.paigow.houseway import house_way
@@ -316,3 +318,28 @@ def test_settle_applies_the_layout_rules() -> None:
     hands = {**HANDS, "6": {"tiles": ["2-4", "1-6", "2-3", "3-6"]}}
     with pytest.raises(InputError, match=r"NSW 9\.14"):
         settle_document(_doc(Profile.NSW, {"tiles": BANK_TILES}, hands, wagers), Profile.NSW)
+
+
+# -- the readings as table.toml options ------------------------------------------------------------
+
+
+def _toml(rules: str, paigow: str = "", limits: str = "") -> str:
+    example = (Path(__file__).parent.parent / "examples" / "paigow-act.toml").read_text()
+    example = example.replace('rules = "act"', f'rules = "{rules}"\n{paigow}')
+    if rules != "act":
+        example = example.replace("multiples_notice = true", "")
+    return example.replace("chip_unit = 100", f"chip_unit = 100\n{limits}")
+
+
+def test_table_toml_carries_the_co_bank_limits_and_readings_to_the_money() -> None:
+    cfg = validate_text(_toml("act", "unpayable_up = false\ncobank_box_maximum = true",
+                              "house_liability = 300000"))
+    money = cfg.paigow.money
+    assert (money.house_liability, money.unpayable_up, money.cobank_box_maximum) == (
+        300_000, False, True)
+    assert validate_text(_toml("nz")).paigow.money.house_liability is None
+    # NSW 11.1 has no co-bank; unpayable_up is an ACT 15.10 reading.
+    with pytest.raises(ConfigError, match="house_liability: nsw has no co-banking"):
+        validate_text(_toml("nsw", limits="house_liability = 300000"))
+    with pytest.raises(ConfigError, match="unpayable_up: applies only to profile act"):
+        validate_text(_toml("nz", "unpayable_up = true"))
