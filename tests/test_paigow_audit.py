@@ -7,6 +7,7 @@ concession (NSW 12.17, NZ 10.13; none in ACT), NSW 9.14 and ACT 7.3 wager layout
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +344,41 @@ def test_table_toml_carries_the_co_bank_limits_and_readings_to_the_money() -> No
         validate_text(_toml("nsw", limits="house_liability = 300000"))
     with pytest.raises(ConfigError, match="unpayable_up: applies only to profile act"):
         validate_text(_toml("nz", "unpayable_up = true"))
+
+
+wager_events = st.lists(
+    st.tuples(
+        st.sampled_from(["wager", "wager", "wager", "remove"]),
+        st.integers(2, 6),
+        st.sampled_from(["ann", "bob", "cat"]),
+        st.integers(1, 8).map(lambda n: n * 2_000),
+        st.booleans(),
+    ),
+    max_size=14,
+)
+
+
+@given(profile=st.sampled_from(list(Profile)), events=wager_events, co_bank=st.booleans())
+def test_no_round_goes_into_play_with_a_layout_the_rules_refuse(
+    profile: Profile, events: list[tuple[str, int, str, int, bool]], co_bank: bool
+) -> None:
+    # NSW 9.14, ACT 7.3, NZ 5.1(c)/ACT 5.4: whatever the dealer keys and withdraws, the wagers in
+    # play after no more bets satisfy the same checks `tablectl paigow settle` applies.
+    money = TableMoney(minimum=1000, maximum=500_000, house_liability=9_000)
+    t = Table(profile, {"money": money})
+    t.send("table.open")
+    if co_bank and profile is not Profile.NSW:
+        t.state = replace(t.state, bank_at_open={**t.state.bank_at_open, "rounds_played": 1})
+        t.send("dealer.bank", box=8, holder="co-bank", player="zed", funds=10_000_000)
+    for kind, box, player, amount, seated in events:
+        if kind == "wager":
+            t.send("dealer.wager", box=box, player=player, amount=amount, seated=seated)
+        else:
+            t.send("dealer.wager_remove", box=box, player=player)
+    t.send("dealer.no_more_bets")
+    assert t.phase in ("shaking", "cutting")
+    holder = BankHolder(t.state.bank["holder"])
+    assert holder is (CO if co_bank and profile is not Profile.NSW else H)
+    wagers = [Wager(w["box"], w["player"], w["amount"], w["seated"]) for w in t.state.wagers]
+    accepted = [accept(w, profile, holder, money) for w in wagers]
+    check_round_wagers(accepted, profile, holder, money, t.state.bank["box"])
