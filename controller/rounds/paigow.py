@@ -554,8 +554,8 @@ class PaiGowMachine:
             accepted, bank.holder, money)
 
     def _layout_returned(self, state: PaiGowState, bank: BankState) -> Result:
-        """Return, latest first, the wagers the layout no longer allows (a bank change or a
-        withdrawal can make one: NSW 9.14, ACT 7.3, NZ 5.1(c)/ACT 5.4)."""
+        """Return, one at a time, the wager each layout check names until none breaks it (a bank
+        change or a withdrawal can leave one: NSW 9.14, ACT 7.3, NZ 5.1(c)/ACT 5.4)."""
         effects: list[Effect] = []
         while (breach := self._layout_breach(bank, state.wagers)) is not None:
             index, why = breach
