@@ -30,6 +30,7 @@ from controller.games.paigow.tiles import parse_tiles
 from controller.games.paigow.wagers import Wager, accept, check_round_wagers, layout_breach
 from controller.rounds.paigow_result import round_result
 from controller.rounds.paigow_state import PaiGowConfig
+from tests.paigow_strategies import dealt_settings
 from tests.test_rounds_paigow_support import Table, texts
 
 W, L, P = Outcome.WIN, Outcome.LOSE, Outcome.PUSH
@@ -382,3 +383,68 @@ def test_no_round_goes_into_play_with_a_layout_the_rules_refuse(
     wagers = [Wager(w["box"], w["player"], w["amount"], w["seated"]) for w in t.state.wagers]
     accepted = [accept(w, profile, holder, money) for w in wagers]
     check_round_wagers(accepted, profile, holder, money, t.state.bank["box"])
+
+
+@st.composite
+def rounds(draw: st.DrawFn) -> tuple[Profile, str, dict[str, Any]]:
+    """A round as `tablectl paigow settle` reads it: any profile and bank, hands dealt from one set
+    and set any legal way (the bank's too), some conceded, wagers from a few players."""
+    profile = draw(st.sampled_from(list(Profile)))
+    holder = draw(st.sampled_from(["house", "player"] + ([] if profile is Profile.NSW else
+                                                         ["co-bank"])))
+    boxes = draw(st.lists(st.integers(2, 7), min_size=1, max_size=5, unique=True))
+    settings = draw(dealt_settings(len(boxes) + 1))
+    hands: dict[str, Any] = {}
+    for box, setting in zip(boxes, settings[1:], strict=True):
+        spec: Any = " / ".join(" ".join(t.notation for t in h.tiles)
+                               for h in (setting.high, setting.low))
+        hands[str(box)] = {"conceded": True} if draw(st.integers(0, 9)) == 0 else spec
+    bank = settings[0]
+    bank_spec = " / ".join(" ".join(t.notation for t in h.tiles) for h in (bank.high, bank.low))
+    step = 2000 if profile is Profile.NZ else 1000  # NZ 6.12 with $1 chips
+    wagers = [
+        {"box": box, "player": draw(st.sampled_from(["ann", "bob", "cat"])),
+         "amount": step * draw(st.integers(1, 6)), "seated": draw(st.booleans())}
+        for box in boxes for _ in range(draw(st.integers(1, 2)))
+    ]
+    doc = {
+        "table": {"minimum": 1000, "maximum": 8000, "chip_unit": 100, "house_liability": 20_000},
+        "bank": {"holder": holder, "box": 1 if holder == "house" else 8, "wager": 100_000,
+                 "hand": bank_spec},
+        "hands": hands,
+        "wagers": wagers,
+    }
+    return profile, holder, doc
+
+
+@given(rounds())
+def test_settle_and_the_round_machine_agree_on_every_round(
+    round_: tuple[Profile, str, dict[str, Any]]
+) -> None:
+    # One settlement path: the command and the machine settle alike or refuse alike (ACT 13.8,
+    # NSW 12.17 / NZ 10.13, NSW 9.14, ACT 7.3, NZ 5.1(c) / ACT 5.4, ACT 15.10 ...).
+    profile, holder, doc = round_
+    rows = {(w["box"], w["player"]): w for w in doc["wagers"]}  # the machine keys box and player
+    doc["wagers"] = list(rows.values())
+    money = TableMoney(minimum=1000, maximum=8000, house_liability=20_000)
+    bank = BankState(profile, holder=BankHolder(holder), box=doc["bank"]["box"])
+    banker = None if holder == "house" else {"player": "zed", "funds": 100_000}
+    machine_rows = [{"distance_to_dealer": 0, **w} for w in doc["wagers"]]
+    entry = {"bank_hand": doc["bank"]["hand"], "hands": doc["hands"]}
+    try:
+        cli = settle_document(json.loads(json.dumps(doc)), profile)
+    except InputError as e:
+        with pytest.raises(InputError) as machine_error:
+            round_result(PaiGowConfig(profile, money=money), bank, banker, machine_rows, [], entry)
+        assert str(machine_error.value) == str(e)
+        return
+    machine, alarms = round_result(
+        PaiGowConfig(profile, money=money), bank, banker, machine_rows, [], entry
+    )
+    settled = machine["settlement"]
+    assert cli["alarms"] == alarms and cli["bank"]["hand"] == machine["bank_hand"]
+    assert [(r["box"], r["player"], r["net"], r["commission"]) for r in cli["results"]] == [
+        (r["box"], r["player"], r["net"], r["commission"]) for r in settled["results"]
+    ]
+    assert (cli["banker"]["net"], cli["house_net"]) == (settled["banker_net"], settled["house_net"])
+    assert cli["conserved"]
