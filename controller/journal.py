@@ -866,7 +866,7 @@ def _verify_mark(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | No
                  meta: Mapping[str, str], rep: VerifyReport) -> None:
     problem = _mark_problem(conn, mark_path, key, meta, rep.last_seq)
     if problem is not None:
-        rep.error(f"journal {problem[0]}")
+        rep.error(f"journal: {problem[0]}")
         rep.mark = "FAILED"
     else:
         with contextlib.suppress(OSError, MarkError):
