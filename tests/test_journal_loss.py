@@ -96,7 +96,7 @@ def test_a_missing_or_forged_mark_is_refused(jdir: Path) -> None:
     with pytest.raises(JournalLossError, match="mark MAC does not match"):
         Journal.open(jdir, table_id=TABLE, game=GAME)
     (jdir / MARK_FILE).write_bytes(b"\0" * MARK_SIZE)
-    with pytest.raises(JournalLossError, match="high-water mark .* is unusable"):
+    with pytest.raises(JournalLossError, match=r"high-water mark .* is unusable"):
         Journal.open(jdir, table_id=TABLE, game=GAME)
 
 
@@ -196,7 +196,7 @@ def test_damaged_wal_after_sigkill_takes_the_table_out_of_service(
     assert "OUT OF SERVICE" in err
     assert (f"its high-water mark says seq {mark_seq} was committed, the journal ends at seq "
             f"{journal_seq}") in err
-    assert "round 1 completed" not in err  # nothing played on the shorter journal
+    assert "round" not in out  # nothing played on the shorter journal
 
     capsys.readouterr()
     assert cli(["journal", "verify", "--state-dir", str(tmp_path), "--json"]) == 1
