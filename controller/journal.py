@@ -681,8 +681,10 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
         first = key_seq - len(records) + 1
         walk.gap(first, key_seq)
         h = walk.prev
-        for i, (text, (_utc, _mono, _kind, rnd, _data, fx)) in enumerate(records):
+        for i, (text, (_utc, _mono, kind, rnd, data, fx)) in enumerate(records):
             h = chain_hash(h, first + i, text)
+            if kind == LOSS_KIND:  # the outbox ids lost with the records are skipped
+                walk.next_out = max(walk.next_out, _outbox_next(data) or 0)
             walk.record(first + i, rnd, fx, h, indexed=False)
         if h != stored_hex:
             what = f"seq {key_seq}" if first == key_seq else f"seq {first}..{key_seq}"
@@ -701,6 +703,12 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
         rep.error(f"journal ends at seq {rep.last_seq}, before seq {since} where its MACs begin "
                   "(records lost or cut off)")
     walk.finish()
+
+
+def _outbox_next(data: Mapping[str, Any]) -> int | None:
+    """The first outbox id after an accepted loss (`accept_loss`), if it skips any."""
+    value = data.get("outbox_next")
+    return value if type(value) is int and value >= 1 else None
 
 
 def _check_commit_mac(macs: _Macs | None, since: int, seq: int, chain: str, mac: Any,
@@ -1042,7 +1050,7 @@ class Journal:
                 raise JournalError(f"journal {path} does not exist")
             key = _find_key(path, key_file, create=True, key_id=None)
             _create(path, table_id, game, key)
-            create_mark(state_dir / MARK_FILE, key, table_id, game, 0,
+            create_mark(state_dir / MARK_FILE, key, table_id, game, 0, 0,
                         genesis_hash(table_id, game))
         with open(path, "rb") as f:
             magic = f.read(16)
@@ -1086,6 +1094,7 @@ class Journal:
                 # The mark first: a crash before the upgrade commits leaves a schema-1/2 journal
                 # (upgraded again next time) with a mark, never a schema-3 one without.
                 create_mark(state_dir / MARK_FILE, key, table_id, game, state.last_seq,
+                            state.next_outbox_id - 1,
                             state.last_hash or genesis_hash(table_id, game))
                 if schema == "1":
                     _upgrade(conn, path, game, state.last_seq)
@@ -1166,6 +1175,8 @@ class Journal:
             rows: list[_Row] = []
             for entry in entries:
                 seq += 1
+                if entry.event.kind == LOSS_KIND:  # outbox ids lost with the records: skipped
+                    next_id = max(next_id, _outbox_next(entry.event.data) or 0)
                 row = _prepare(entry, seq, last_hash, last_round, next_id, next_round)
                 rows.append(row)
                 last_hash, last_round = row.hash, entry.round
@@ -1192,7 +1203,8 @@ class Journal:
                 raise
             self._last_seq, self._last_hash = seq, last_hash
             if self._mark is not None:
-                self._mark.advance(seq, last_hash)  # after the commit: never ahead of it
+                # After the commit: never ahead of it.
+                self._mark.advance(seq, next_id - 1, last_hash)
             self._last_event_round = last_round
             self._next_outbox_id = next_id
             for row in rows:
@@ -1626,14 +1638,20 @@ MAX_REASON_CHARS = 500
 
 
 def accept_loss(state_dir: Path | str, *, reason: str, user: str,
-                key_file: Path | None = None) -> dict[str, Any]:
+                key_file: Path | None = None, outbox_after: int | None = None
+                ) -> dict[str, Any]:
     """Record, as the journal's next record, that records (or its high-water mark) were lost,
     then reset the mark to the journal as it stands: the documented way back into service
     after a loss (`tablectl journal accept-loss`; docs/journal.md, "Recovering").
 
-    The chain and MACs must verify: only the mark may disagree. JournalError if they do not,
-    or if there is nothing to accept. Returns the record's data with its seq."""
+    New outbox messages continue after the last id the table is known to have used: the mark's,
+    or `outbox_after` (head office's acknowledged id, from the out-of-service message), so that
+    head office never takes a new message for one it already applied. The chain and MACs must
+    verify: only the mark (or head office) may disagree. JournalError if they do not, or if
+    there is nothing to accept. Returns the record's data with its seq."""
     reason = reason.strip()
+    if outbox_after is not None and (type(outbox_after) is not int or outbox_after < 0):
+        raise ValueError(f"outbox_after must be an id >= 0, got {outbox_after!r}")
     if not reason or len(reason) > MAX_REASON_CHARS or not reason.isprintable():
         raise ValueError(f"the reason must be 1..{MAX_REASON_CHARS} printable characters")
     state_dir = Path(state_dir)
@@ -1649,16 +1667,34 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
     table_id, game = meta.get("table_id", ""), meta.get("game", "")
     with Journal.open(state_dir, table_id=table_id, game=game, create=False,
                       key_file=key_file, _recovering=True) as j:
-        if j.mark_problem is None:
-            raise JournalError(f"journal {path}: nothing to accept, the journal and its "
-                               f"high-water mark agree (seq {j.last_seq})")
-        text, mark_seq = j.mark_problem
+        last_out = j._next_outbox_id - 1
+        text, mark_seq = j.mark_problem or (None, None)
+        if text is None:
+            if outbox_after is None or outbox_after <= last_out:
+                raise JournalError(f"journal {path}: nothing to accept, the journal and its "
+                                   f"high-water mark agree (seq {j.last_seq}, outbox message "
+                                   f"{last_out})")
+            text = (f"head office acknowledged outbox message {outbox_after}, the journal's "
+                    f"last is message {last_out}")
+        mark_out = _readable_mark_out(state_dir, j)
+        skip_to = max(last_out, mark_out, outbox_after or 0) + 1
         data = {"by": user, "reason": reason, "problem": text, "mark_seq": mark_seq,
                 "journal_seq": j.last_seq,
                 "lost": ([j.last_seq + 1, mark_seq]
-                         if mark_seq is not None and mark_seq > j.last_seq else None)}
+                         if mark_seq is not None and mark_seq > j.last_seq else None),
+                "outbox_next": skip_to, "outbox_lost": ([last_out + 1, skip_to - 1]
+                                                        if skip_to > last_out + 1 else None)}
         now = Now(_utc_now(), time.monotonic_ns() // 1_000_000)
         seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round)
         # Durable (unlike the per-commit update): the mark now names this record.
-        create_mark(state_dir / MARK_FILE, j.key, table_id, game, seq, j.last_hash)
+        create_mark(state_dir / MARK_FILE, j.key, table_id, game, seq, skip_to - 1,
+                    j.last_hash)
     return {"seq": seq, "utc": now.utc, **data}
+
+
+def _readable_mark_out(state_dir: Path, j: Journal) -> int:
+    """The last outbox id the (genuine) mark names; 0 if it is missing or forged."""
+    try:
+        return read_mark(state_dir / MARK_FILE, j.key, j.table_id, j.game).out
+    except (OSError, MarkError):
+        return 0

@@ -77,7 +77,7 @@ def test_a_lagging_mark_is_no_alarm(jdir: Path) -> None:
     with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
         key = j.key
         hash20 = next(e.hash for e in j.iter_events(20, 20))
-    create_mark(jdir / MARK_FILE, key, TABLE, GAME, 20, hash20)
+    create_mark(jdir / MARK_FILE, key, TABLE, GAME, 20, 5, hash20)
     assert verify_dir(jdir).ok
     with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
         j.append(Event("x", {}), now(31), round=3)
@@ -92,7 +92,7 @@ def test_a_missing_or_forged_mark_is_refused(jdir: Path) -> None:
     assert "is missing beside a journal of 30 records" in verify_dir(jdir).errors[0]
     # A mark made with another key (someone without the table's key) is not believed.
     other = JournalKey(b"\x01" * 32, "test", True)
-    create_mark(jdir / MARK_FILE, other, TABLE, GAME, 30, "0" * 64)
+    create_mark(jdir / MARK_FILE, other, TABLE, GAME, 30, 7, "0" * 64)
     with pytest.raises(JournalLossError, match="mark MAC does not match"):
         Journal.open(jdir, table_id=TABLE, game=GAME)
     (jdir / MARK_FILE).write_bytes(b"\0" * MARK_SIZE)

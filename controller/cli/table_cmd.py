@@ -59,6 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--state-dir", type=Path, required=True)
     a.add_argument("--reason", required=True, help="why, for the record (who: taken from the OS)")
     a.add_argument("--key-file", type=Path)
+    a.add_argument("--outbox-after", type=int, metavar="ID", help="head office's acknowledged "
+                   "outbox id when it is beyond the journal (the out-of-service message names it)")
     a.add_argument("--json", action="store_true")
     a.set_defaults(func=cmd_accept_loss)
 
@@ -209,16 +211,18 @@ def cmd_accept_loss(args: argparse.Namespace) -> int:
         return 1
     try:
         record = accept_loss(args.state_dir, reason=args.reason, user=_operator(),
-                             key_file=args.key_file)
+                             key_file=args.key_file, outbox_after=args.outbox_after)
     except (JournalError, ValueError) as exc:
         print(f"tablectl: journal accept-loss refused: {exc}", file=sys.stderr)
         return 1
     lost = record["lost"]
     # Also to the system log (journald on the table): a loss is an event for surveillance.
-    syslog.syslog(syslog.LOG_WARNING, f"tablectl: journal loss accepted: {json.dumps(record)}")
+    syslog.openlog("tablectl")
+    syslog.syslog(syslog.LOG_WARNING, f"journal loss accepted: {json.dumps(record)}")
     emit(record, args.json, lambda: (
         f"loss recorded as journal #{record['seq']} by {record['by']}: "
         + (f"seq {lost[0]}..{lost[1]} lost" if lost else record["problem"])
+        + f"; next outbox message {record['outbox_next']}"
         + f"; high-water mark reset to seq {record['seq']}"))
     return 0
 
