@@ -28,7 +28,7 @@ from controller.journal import (
 )
 from controller.journal_mac import JournalKey
 from controller.journal_mark import MARK_FILE, MARK_SIZE, create_mark, read_mark
-from controller.rounds.base import Event
+from controller.rounds.base import Effect, Event
 from tests.daemon_helpers import ask, start_daemon, wait_for_socket
 from tests.test_journal import GAME, TABLE, fill, now, raw
 
@@ -130,6 +130,29 @@ def test_accept_loss_records_who_why_and_the_range_then_the_table_goes_on(jdir: 
         assert last.data["reason"] == "WAL lost after a power cut, ticket 4711"
         assert last.data["lost"] == [27, 30]
         assert read_mark(jdir / MARK_FILE, j.key, TABLE, GAME).seq == 27
+        # Message 7 (seq 28) was lost with the records: head office may have applied it, so a
+        # new message never reuses its id.
+        assert (record["outbox_next"], record["outbox_lost"]) == (8, [7, 7])
+        j.append(Event("x", {}), now(28), round=3,
+                 effects=[Effect("outbox", {"type": "t", "payload": 1})])
+        assert [m.id for m in j.pending_outbox()] == [1, 2, 3, 4, 5, 6, 8]
+    assert verify_dir(jdir).ok
+
+
+def test_accept_loss_after_an_ack_beyond_the_journal_skips_to_head_offices_id(jdir: Path
+                                                                              ) -> None:
+    with pytest.raises(JournalError, match="nothing to accept"):
+        accept_loss(jdir, reason="x", user="root", outbox_after=7)  # head office agrees
+    record = accept_loss(jdir, reason="head office acked 50", user="root", outbox_after=50)
+    assert record["problem"] == ("head office acknowledged outbox message 50, the journal's last "
+                                 "is message 7")
+    assert (record["lost"], record["outbox_next"], record["outbox_lost"]) == (None, 51, [8, 50])
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        j.append(Event("x", {}), now(32), round=3,
+                 effects=[Effect("outbox", {"type": "t", "payload": 1})])
+        assert j.pending_outbox()[-1].id == 51
+        j.ack_outbox(51)
+        assert j.pending_outbox() == []
     assert verify_dir(jdir).ok
 
 
