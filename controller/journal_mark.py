@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.journal_mac import JournalKey
+from controller.journal_mac import MAC_BYTES, JournalKey
 
 MARK_FILE = "journal.mark"
 MARK_SIZE = 256  # one fixed-size record at offset 0: within one disk sector
@@ -57,7 +57,7 @@ def parse(raw: bytes, key: JournalKey | None, table_id: str, game: str) -> MarkV
         raise MarkError("mark is not a tablectl journal mark of version 1")
     seq_text, out_text, chain, mac_text = parts[2:]
     if not (seq_text.isdigit() and out_text.isdigit() and len(seq_text) <= 18
-            and len(out_text) <= 18 and len(chain) == 64 and len(mac_text) == 64):
+            and len(out_text) <= 18 and len(chain) == 64 and len(mac_text) == 2 * MAC_BYTES):
         raise MarkError("mark fields malformed")
     try:
         bytes.fromhex(chain)

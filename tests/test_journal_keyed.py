@@ -88,8 +88,8 @@ def plain_chain_ok(d: Path) -> bool:
 def test_a_new_journal_is_keyed_and_verifies(jdir: Path) -> None:
     with raw(jdir) as c:
         meta = dict(c.execute("SELECT key, value FROM meta"))
-        macs = c.execute("SELECT count(*) FROM commits WHERE length(mac) = 32").fetchone()[0]
-        snaps = c.execute("SELECT count(*) FROM snapshots WHERE length(mac) = 32").fetchone()[0]
+        macs = c.execute("SELECT count(*) FROM commits WHERE length(mac) = 16").fetchone()[0]
+        snaps = c.execute("SELECT count(*) FROM snapshots WHERE length(mac) = 16").fetchone()[0]
     assert meta["schema"] == "3" and meta["mac_since"] == "0"
     assert macs == 30 and snaps == 3
     rep = verify_dir(jdir)

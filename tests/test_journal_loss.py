@@ -159,7 +159,7 @@ def test_accept_loss_after_an_ack_beyond_the_journal_skips_to_head_offices_id(jd
 def test_accept_loss_does_not_cover_tampering(jdir: Path) -> None:
     cut_after(jdir, 26)
     with raw(jdir) as c:
-        c.execute("UPDATE commits SET mac = zeroblob(32) WHERE seq = 5")
+        c.execute("UPDATE commits SET mac = zeroblob(16) WHERE seq = 5")
     with pytest.raises(JournalError, match="seq 5: commit MAC mismatch"):
         accept_loss(jdir, reason="hide it", user="root")
 
