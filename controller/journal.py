@@ -797,9 +797,10 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None) -> VerifyRep
         return rep
     try:
         key = find_key(state_dir, key_file=key_file)
-        key_problem = None
+        key_problem = key_note = None
     except KeyFileError as exc:
-        key, key_problem = None, str(exc)
+        key, key_problem = None, None if exc.denied else str(exc)
+        key_note = f"not checked: {exc} (root can read it)" if exc.denied else None
     lock_fd = None
     uri = f"file:{path}?mode=ro"
     wal = Path(f"{path}-wal")
@@ -821,6 +822,8 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None) -> VerifyRep
             rep = _verify_conn(conn, key=key)
             if key_problem is not None:
                 rep.error(key_problem)
+            elif key is None and rep.macs.startswith("not checked") and key_note is not None:
+                rep.macs = key_note
             with contextlib.suppress(sqlite3.Error):
                 meta = _meta(conn)
                 if meta.get("schema") == "3":
@@ -845,15 +848,30 @@ def _hash_at(conn: sqlite3.Connection, seq: int, genesis: str) -> str | None:
     return None if row is None else str(row[0])
 
 
+def _last_seq_now(conn: sqlite3.Connection) -> int:
+    """The journal's last seq as a read started now sees it."""
+    row = conn.execute("SELECT max(seq) FROM commits").fetchone()
+    if row[0] is not None:
+        return int(row[0])
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+
+
 def _mark_problem(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | None,
-                  meta: Mapping[str, str], last_seq: int
+                  meta: Mapping[str, str], last_seq: int | None
                   ) -> tuple[str, int | None] | None:
     """What is wrong between a schema-3 journal ending at `last_seq` and its high-water mark
-    (the text, and the mark's seq when it is readable), or None."""
+    (the text, and the mark's seq when it is readable), or None.
+
+    `last_seq` None: a daemon may be appending (verify_dir): the journal is read after the
+    mark, and the mark is written after each commit, so the commit it names is visible then."""
     table_id, game = meta["table_id"], meta["game"]
     try:
         mark: MarkValue = read_mark(mark_path, key, table_id, game)
+        if last_seq is None:
+            last_seq = _last_seq_now(conn)
     except FileNotFoundError:
+        if last_seq is None:
+            last_seq = _last_seq_now(conn)
         if last_seq == 0:
             return None  # a journal made a moment before it (creation is not atomic with it)
         return (f"its high-water mark {mark_path} is missing beside a journal of {last_seq} "
@@ -872,7 +890,7 @@ def _mark_problem(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | N
 
 def _verify_mark(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | None,
                  meta: Mapping[str, str], rep: VerifyReport) -> None:
-    problem = _mark_problem(conn, mark_path, key, meta, rep.last_seq)
+    problem = _mark_problem(conn, mark_path, key, meta, None)
     if problem is not None:
         rep.error(f"journal: {problem[0]}")
         rep.mark = "FAILED"

@@ -34,7 +34,12 @@ MAX_KEY_FILE_BYTES = 4096
 
 
 class KeyFileError(Exception):
-    """No usable key: missing, unreadable or malformed."""
+    """No usable key: missing, unreadable or malformed. `denied`: it exists but this user may
+    not read it (a technician without root: the MACs are then not checked, which is no error)."""
+
+    def __init__(self, text: str, denied: bool = False) -> None:
+        super().__init__(text)
+        self.denied = denied
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,8 @@ def read_key_file(path: Path, *, dev: bool = False) -> JournalKey:
         with open(path, "rb") as f:
             raw = f.read(MAX_KEY_FILE_BYTES + 1)
     except OSError as exc:
-        raise KeyFileError(f"journal key {path} unreadable: {exc.strerror or exc}") from exc
+        raise KeyFileError(f"journal key {path} unreadable: {exc.strerror or exc}",
+                           denied=isinstance(exc, PermissionError)) from exc
     text = raw[:MAX_KEY_FILE_BYTES].strip()
     try:
         secret = bytes.fromhex(text.decode("ascii"))

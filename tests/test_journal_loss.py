@@ -251,3 +251,37 @@ def test_wal_loss_without_a_mark_file_is_caught_as_a_missing_mark(jdir: Path) ->
     # Not even an empty-looking journal is accepted once it has records.
     with sqlite3.connect(jdir / JOURNAL_FILE) as c:
         assert c.execute("SELECT count(*) FROM commits").fetchone()[0] == 10
+
+
+def test_verify_beside_a_running_writer_is_no_false_loss(jdir: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import controller.journal as jmod
+
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        walk = jmod._verify_conn
+
+        def walk_then_commit(*args, **kw):  # the daemon commits (and moves the mark) meanwhile
+            rep = walk(*args, **kw)
+            j.append(Event("x", {}), now(31), round=3)
+            return rep
+
+        monkeypatch.setattr(jmod, "_verify_conn", walk_then_commit)
+        rep = verify_dir(jdir)
+        assert rep.ok, rep.errors
+        assert rep.last_seq == 30 and read_mark(jdir / MARK_FILE, j.key, TABLE, GAME).seq == 31
+
+
+def test_a_technician_who_cannot_read_the_key_gets_the_plain_chain_checked(
+        jdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import controller.journal as jmod
+    from controller.journal_mac import KeyFileError
+
+    def denied(*_a, **_k):
+        raise KeyFileError("journal key /etc/tablectl/journal-key unreadable: Permission denied",
+                           denied=True)
+
+    monkeypatch.setattr(jmod, "find_key", denied)
+    rep = verify_dir(jdir)
+    assert rep.ok and rep.macs == ("not checked: journal key /etc/tablectl/journal-key "
+                                   "unreadable: Permission denied (root can read it)")
+    assert rep.mark == "seq 30 (journal ends at seq 30); its MAC not checked: no key"
