@@ -17,7 +17,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,7 +103,7 @@ def find_key(state_dir: Path, *, key_file: Path | None = None, create: bool = Fa
 
 def _make_dev_key(path: Path) -> JournalKey:
     """A new development key, 0600, written once (O_EXCL: never replaces one)."""
-    secret = secrets.token_bytes(32)
+    secret = os.urandom(32)  # getrandom(2): the kernel's CSPRNG, as `secrets` uses
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.write(fd, secret.hex().encode("ascii") + b"\n")
