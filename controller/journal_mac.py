@@ -53,13 +53,25 @@ class JournalKey:
         return hmac.new(self.secret, b"tablectl-journal-key-id", hashlib.sha256).hexdigest()[:16]
 
     def mac(self, domain: str, table_id: str, game: str, *fields: Any) -> bytes:
-        text = json.dumps([domain, table_id, game, *fields], separators=(",", ":"),
-                          ensure_ascii=True)
-        return hmac.new(self.secret, text.encode("ascii"), hashlib.sha256).digest()[:MAC_BYTES]
+        """HMAC over `json.dumps([domain, table_id, game, *fields], separators=(",", ":"))`;
+        the keyed state and the constant head are computed once (verification MACs every
+        commit of the journal at each start)."""
+        head = _HEADS.get((self.secret, domain, table_id, game))
+        if head is None:
+            h = hmac.new(self.secret, digestmod=hashlib.sha256)
+            h.update(_encode([domain, table_id, game])[:-1].encode("ascii"))
+            head = _HEADS.setdefault((self.secret, domain, table_id, game), h)
+        h = head.copy()
+        h.update(("," + _encode(list(fields))[1:] if fields else "]").encode("ascii"))
+        return h.digest()[:MAC_BYTES]
 
     def check(self, mac: Any, domain: str, table_id: str, game: str, *fields: Any) -> bool:
         return isinstance(mac, bytes) and hmac.compare_digest(
             mac, self.mac(domain, table_id, game, *fields))
+
+
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode  # built once
+_HEADS: dict[tuple[bytes, str, str, str], hmac.HMAC] = {}  # a few per process (kinds x tables)
 
 
 def read_key_file(path: Path, *, dev: bool = False) -> JournalKey:

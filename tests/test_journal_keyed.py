@@ -281,3 +281,14 @@ def test_upgrade_is_all_or_nothing(v2: Path, monkeypatch: pytest.MonkeyPatch) ->
     with Journal.open(v2, table_id=TABLE, game=GAME) as j:
         assert j.last_seq == 30
     assert verify_dir(v2).ok
+
+
+def test_an_auditor_with_the_key_recomputes_the_macs_with_hmac_and_json_alone(jdir: Path) -> None:
+    import hmac
+
+    key = bytes.fromhex((jdir / DEV_KEY_FILE).read_text().strip())
+    with raw(jdir) as c:
+        rows = c.execute("SELECT seq, hash, mac FROM commits ORDER BY seq").fetchall()
+    for seq, chain, mac in rows:
+        text = json.dumps(["commit", TABLE, GAME, seq, chain.hex()], separators=(",", ":"))
+        assert hmac.new(key, text.encode(), hashlib.sha256).digest()[:16] == mac
