@@ -7,6 +7,7 @@ power cut before the kernel wrote it back) is no alarm.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.cli.main import main as cli
 from controller.journal import (
@@ -27,7 +30,14 @@ from controller.journal import (
     verify_dir,
 )
 from controller.journal_mac import JournalKey
-from controller.journal_mark import MARK_FILE, MARK_SIZE, create_mark, read_mark
+from controller.journal_mark import (
+    MARK_FILE,
+    MARK_SIZE,
+    MarkError,
+    create_mark,
+    parse,
+    read_mark,
+)
 from controller.rounds.base import Effect, Event
 from tests.daemon_helpers import ask, start_daemon, wait_for_socket
 from tests.test_journal import GAME, TABLE, fill, now, raw
@@ -285,3 +295,14 @@ def test_a_technician_who_cannot_read_the_key_gets_the_plain_chain_checked(
     assert rep.ok and rep.macs == ("not checked: journal key /etc/tablectl/journal-key "
                                    "unreadable: Permission denied (root can read it)")
     assert rep.mark == "seq 30 (journal ends at seq 30); its MAC not checked: no key"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300) | st.builds(lambda b: b.ljust(MARK_SIZE - 1)[:MARK_SIZE - 1]
+                                           + b"\n", st.binary(max_size=300)))
+def test_a_mark_of_any_bytes_is_refused_cleanly(raw_mark: bytes) -> None:
+    # Outside input: whatever is in the file, parse says MarkError or gives a value, never more.
+    key = JournalKey(b"\x02" * 32, "test", True)
+    with contextlib.suppress(MarkError):
+        value = parse(raw_mark, key, TABLE, GAME)
+        assert value.seq >= 0  # only a genuine mark (its MAC) gets here
