@@ -306,3 +306,16 @@ def test_a_mark_of_any_bytes_is_refused_cleanly(raw_mark: bytes) -> None:
     with contextlib.suppress(MarkError):
         value = parse(raw_mark, key, TABLE, GAME)
         assert value.seq >= 0  # only a genuine mark (its MAC) gets here
+
+
+@pytest.mark.parametrize("game", ["paigow", "uth"])
+def test_the_round_machines_replay_past_a_loss_record_unchanged(tmp_path: Path, game: str
+                                                                ) -> None:
+    from controller.daemon import build_machine, simulation_config
+    from controller.rounds.base import Now
+
+    machine = build_machine(simulation_config(game, "nsw", tmp_path, tmp_path / "run"))
+    state = machine.initial()
+    after, _effects = machine.step(state, Event(LOSS_KIND, {"by": "root", "reason": "x"}),
+                                   Now("2026-11-26T00:00:00.000Z", 1))
+    assert machine.to_json(after) == machine.to_json(state)
