@@ -149,6 +149,8 @@ class PaiGowMachine:
             "dice.not_flat": self._dice_not_flat,
             "dice.result": self._dice_result,
             "shaker.fault": self._shaker_fault,
+            "meter.fault": self._meter_fault,
+            "meter.ready": self._meter_ready,
             "dealer.delivered": self._delivered,
             "dealer.result": self._result,
             "dealer.void": self._void,
@@ -676,6 +678,14 @@ class PaiGowMachine:
         return replace(state, fault=reason), [
             _alarm(f"shaker fault: {reason}; dealer.shake to retry or dealer.void")
         ]
+
+    def _meter_fault(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        """The table display is gone (unplugged): the dealer announces by voice meanwhile."""
+        reason = str(data.get("reason", "meter fault"))[:200]
+        return state, [_alarm(f"meter fault: {reason}; announce first box and cut by voice")]
+
+    def _meter_ready(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        return state, [_log("meter back: showing the table's display again")]
 
     def _dice_result(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         self._expect(state, "dice.result", SHAKING, OFF_DRAW)
