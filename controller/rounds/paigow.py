@@ -48,7 +48,13 @@ from controller.games.paigow.dice import (
     off_box,
 )
 from controller.games.paigow.profiles import Profile
-from controller.games.paigow.wagers import MAX_PLAYERS_PER_BOX, accept, box_controller
+from controller.games.paigow.wagers import (
+    MAX_PLAYERS_PER_BOX,
+    accept,
+    box_controller,
+    cover_breach,
+    layout_breach,
+)
 from controller.rounds.base import Effect, Event, Now
 from controller.rounds.paigow_input import (
     get_bool,
@@ -534,7 +540,32 @@ class PaiGowMachine:
                    self.config.multiples_notice)
         except InputError as e:
             return str(e)
+        # The layout as a whole (NSW 9.14, ACT 7.3, NZ 5.1(c)/ACT 5.4): refused only if this
+        # wager is what breaks it.
+        if self._layout_breach(bank, others) is None:
+            breach = self._layout_breach(bank, [*others, row])
+            if breach is not None:
+                return breach[1]
         return None
+
+    def _layout_breach(self, bank: BankState, rows: list[JSON]) -> tuple[int, str] | None:
+        wagers = [to_wager(r) for r in rows]
+        money, notice = self.config.money, self.config.multiples_notice
+        accepted = [accept(w, self.profile, bank.holder, money, notice) for w in wagers]
+        return layout_breach(wagers, self.profile, bank.holder) or cover_breach(
+            accepted, bank.holder, money)
+
+    def _layout_returned(self, state: PaiGowState, bank: BankState) -> Result:
+        """Return, one at a time, the wager each layout check names until none breaks it (a bank
+        change or a withdrawal can leave one: NSW 9.14, ACT 7.3, NZ 5.1(c)/ACT 5.4)."""
+        effects: list[Effect] = []
+        while (breach := self._layout_breach(bank, state.wagers)) is not None:
+            index, why = breach
+            w = state.wagers[index]
+            effects.append(_log(f"wager of {w['player']} on box {w['box']} ({w['amount']} c)"
+                                f" returned: {why}"))
+            state = replace(state, wagers=[r for i, r in enumerate(state.wagers) if i != index])
+        return state, effects
 
     def _dealer_wager_remove(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         if state.phase in IN_ROUND:
@@ -612,6 +643,8 @@ class PaiGowMachine:
             lambda w: self._wager_problem(state, bank, w, []) is None,
             "not valid under the round's bank",
         )
+        effects += returned
+        state, returned = self._layout_returned(state, bank)
         effects += returned
         state, dropped = self._check_choices(state, bank)
         effects += dropped
