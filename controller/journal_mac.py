@@ -113,8 +113,11 @@ def find_key(state_dir: Path, *, key_file: Path | None = None, create: bool = Fa
     return _make_dev_key(dev)
 
 
-def _make_dev_key(path: Path) -> JournalKey:
-    """A new development key, 0600, written once (O_EXCL: never replaces one)."""
+def make_key_file(path: Path, *, dev: bool = False) -> JournalKey:
+    """A new key, 0600, written once: O_EXCL never replaces one (a lost key means a journal
+    that cannot be reopened). A symlink is followed to where it points (on the image
+    /etc/tablectl/journal-key points at the data partition), since O_EXCL would refuse it."""
+    path = Path(os.path.realpath(path))
     secret = os.urandom(32)  # getrandom(2): the kernel's CSPRNG, as `secrets` uses
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -122,4 +125,17 @@ def _make_dev_key(path: Path) -> JournalKey:
         os.fsync(fd)
     finally:
         os.close(fd)
-    return JournalKey(secret, str(path), True)
+    _fsync_dir(path.parent)
+    return JournalKey(secret, str(path), dev)
+
+
+def _make_dev_key(path: Path) -> JournalKey:
+    return make_key_file(path, dev=True)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,7 +1,7 @@
 """Technician commands that talk to the running daemon over its control socket, plus the offline
 ones (`journal verify`, `config validate`) that never need it.
 
-    tablectl status [--json] | watch | journal tail|summary|verify|accept-loss | round show N
+    tablectl status [--json] | watch | journal tail|summary|verify|accept-loss|keygen | round show N
     tablectl dealer ACTION [key=value ...] | selftest | devices list | config validate FILE
 """
 
@@ -21,6 +21,7 @@ from controller.config import DEFAULT_PATH, ConfigError, config_json, load_confi
 from controller.control import SOCKET_NAME, NotRunning, request, stream
 from controller.errors import InputError
 from controller.journal import JournalError, accept_loss, verify_dir
+from controller.journal_mac import SYSTEM_KEY_FILE, make_key_file
 
 EXIT_NOT_RUNNING = 3
 
@@ -63,6 +64,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "outbox id when it is beyond the journal (the out-of-service message names it)")
     a.add_argument("--json", action="store_true")
     a.set_defaults(func=cmd_accept_loss)
+    k = jsub.add_parser("keygen", help="make the table's journal key once (never replaces one; "
+                        "default /etc/tablectl/journal-key, root); tablectl-journal-key.service "
+                        "runs it on first start")
+    k.add_argument("path", type=Path, nargs="?", default=SYSTEM_KEY_FILE)
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_keygen)
 
     rnd = sub.add_parser("round", help="one round from the journal")
     rsub = rnd.add_subparsers(dest="round_command", required=True, parser_class=type(rnd))
@@ -226,6 +233,23 @@ def cmd_accept_loss(args: argparse.Namespace) -> int:
         + (f"seq {lost[0]}..{lost[1]} lost" if lost else record["problem"])
         + f"; next outbox message {record['outbox_next']}"
         + f"; high-water mark reset to seq {record['seq']}"))
+    return 0
+
+
+def cmd_keygen(args: argparse.Namespace) -> int:
+    try:
+        key = make_key_file(args.path)
+    except FileExistsError:
+        print(f"tablectl: journal keygen: {args.path} exists; a key is never replaced (the "
+              "journal it protects could not be reopened)", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"tablectl: journal keygen: {args.path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    syslog.openlog("tablectl")
+    syslog.syslog(syslog.LOG_NOTICE, f"journal key made: {key.source} (key id {key.key_id})")
+    emit({"path": key.source, "key_id": key.key_id}, args.json,
+         lambda: f"journal key made: {key.source} (key id {key.key_id}); keep a copy off the table")
     return 0
 
 
