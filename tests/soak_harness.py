@@ -303,7 +303,7 @@ class Soak:
             t.spawn(play=True)
         self._wait(lambda: all((t.status() or {}).get("round", 0) >= before[t.id]
                                + self.plan.resume_rounds for t in self.tables), 120,
-                   "every table to play on")
+                   "every table to play on", self.tables)
         self._stop(self.tables)
 
     # -- phase 3: nobody plays; the outboxes drain ------------------------------------------------
@@ -319,7 +319,7 @@ class Soak:
             for t in waiting:
                 t.spawn(play=False)
             self._wait(lambda w=waiting: all(self._drained(t) for t in w), 120,
-                       "outboxes drained")
+                       "outboxes drained", waiting)
             self._stop(waiting)
         raise AssertionError("outboxes still not drained after 5 starts")
 
@@ -339,10 +339,11 @@ class Soak:
         return bool(t.game == "uth" and (status_from_journal(t.cfg).get("pool") or {}).get(
             "pending"))
 
-    def _wait(self, cond: Any, timeout: float, what: str) -> None:
+    def _wait(self, cond: Any, timeout: float, what: str, tables: list[Table]) -> None:
+        """Poll `cond`; head office and `tables` (the ones started for it) must stay up."""
         deadline = time.monotonic() + timeout
         while not cond():
-            for p in (self.headoffice, *(t.process for t in self.tables)):
+            for p in (self.headoffice, *(t.process for t in tables)):
                 p.check_alive()
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what}")
