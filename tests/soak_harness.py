@@ -174,6 +174,7 @@ class Figures:
     # Stops that needed SIGKILL after SIGTERM hung (docs/security.md: the link's tasks can
     # swallow a cancellation on Python 3.11); the journal is crash-safe either way.
     sigterm_hangs: int = 0
+    refused: dict[str, int] = field(default_factory=dict)  # messages head office refused
 
     def lines(self) -> list[str]:
         kills = ", ".join(f"{g} {n}" for g, n in sorted(self.kills.items()))
@@ -184,6 +185,7 @@ class Figures:
             f"rounds (completed+voided): {rounds}",
             f"ledger = journals: {self.messages} messages, {self.wagered} cents wagered into"
             f" pool {POOL}, {self.hits} hits paid {self.paid} cents",
+            f"refused by head office (recorded in sequence, not applied): {self.refused or 0}",
             f"SIGTERM stops that hung (then SIGKILL): {self.sigterm_hangs}",
             f"wall time {self.wall_s:.0f} s",
         ]
@@ -361,6 +363,9 @@ class Soak:
             self.figures.wagered, self.figures.paid = totals["in"], totals["paid"]
             self.figures.hits = totals["pool"].hits
             self.figures.messages = sum(journal_totals(t)["messages"] for t in self.tables)
+            for row in ledger.db.execute("SELECT table_id, count(*) AS n FROM messages"
+                                         " WHERE status <> 'applied' GROUP BY table_id"):
+                self.figures.refused[row["table_id"]] = row["n"]
         finally:
             ledger.close()
 

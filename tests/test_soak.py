@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from controller.journal import Journal
+from controller.link import contract
 from tests import mqtt_broker
+from tests.daemon_helpers import start_daemon
 from tests.soak_harness import SoakPlan, run_soak
 
 pytestmark = [
@@ -27,3 +30,21 @@ def test_sigkills_and_outages_lose_and_duplicate_nothing(tmp_path: Path) -> None
     # soak exercised money: jackpot wagers went into the pool and every table played rounds.
     assert figures.wagered > 0
     assert all(completed > 0 for completed, _voided in figures.rounds.values())
+    # Head office applied every UTH message; it refuses Pai Gow's round results (the xfail
+    # below): recorded in sequence, so nothing is lost or blocked, but not applied.
+    assert figures.refused == {"PG1": figures.rounds["PG1"][0] + figures.rounds["PG1"][1]}
+
+
+@pytest.mark.xfail(strict=True, raises=contract.SchemaError, reason="a Pai Gow round result "
+                   "names its round 'number', the contract (check_outbox_payload) reads 'round':"
+                   " head office refuses every Pai Gow round result (the soak counts them);"
+                   " docs/security.md, Findings")
+def test_head_office_accepts_a_pai_gow_round_result(tmp_path: Path) -> None:
+    daemon = start_daemon(tmp_path, "--game", "paigow", "--rules", "nz", "--autoplay", "1",
+                          "--quiet")
+    _out, err = daemon.communicate(timeout=120)
+    assert daemon.returncode == 0, err
+    with Journal.open(tmp_path, table_id="SIM-PAIGOW-NZ", game="paigow") as journal:
+        results = [m for m in journal.pending_outbox(100) if m.type == "round_result"]
+    assert results
+    contract.check_outbox_payload("round_result", results[0].payload)
