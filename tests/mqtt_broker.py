@@ -77,7 +77,8 @@ class Pki:
 
 
 class Broker:
-    def __init__(self, root: Path, pki: Pki, port: int | None = None) -> None:
+    def __init__(self, root: Path, pki: Pki, port: int | None = None,
+                 acl: Path = ACL) -> None:
         self.root = root
         self.pki = pki
         self.port = port or free_port()
@@ -86,7 +87,7 @@ class Broker:
         self.conf = root / "mosquitto.conf"
         text = TEMPLATE.read_text()
         for key, value in {
-            "@STATE_DIR@": str(root), "@ACL@": str(ACL), "@PORT@": str(self.port),
+            "@STATE_DIR@": str(root), "@ACL@": str(acl), "@PORT@": str(self.port),
             "@BIND@": "127.0.0.1", "@CA@": str(pki.ca), "@CERT@": str(pki.server_cert),
             "@KEY@": str(pki.server_key),
         }.items():
