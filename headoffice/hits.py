@@ -82,11 +82,11 @@ def problems(payload: dict[str, Any], wagered: dict[str, Any] | None) -> list[st
             continue
         if cards[2:] != flop:  # 15.2.6: two hole cards, then the flop
             found.append(f"box {e['box']}: the hand is not its 2 hole cards plus the flop")
-        for card in cards[:2]:
-            if card in seen:
-                where = "the flop" if seen[card] == 0 else f"box {seen[card]}"
-                found.append(f"box {e['box']}: a card also in {where} (one deck, rule 3.1)")
-            seen[card] = e["box"]
+        clash = sorted({seen[c] for c in cards[:2] if c in seen})
+        if clash:
+            where = ", ".join("the flop" if b == 0 else f"box {b}" for b in clash)
+            found.append(f"box {e['box']}: a card also in {where} (one deck, rule 3.1)")
+        seen.update(dict.fromkeys(cards[:2], e["box"]))
         if len(set(cards)) != 5:
             continue
         category = category_of(hand_rank(cards))
