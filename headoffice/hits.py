@@ -32,8 +32,7 @@ class HitPolicy:
 
 def entries_of(payload: dict[str, Any]) -> list[Any]:
     """The hit's hands as the UTH engine's JackpotEntry values; InputError if a card is not a
-    card or a hand repeats a card. The evaluator is imported here, the first time a hit is
-    looked at."""
+    card or a hand repeats a card."""
     from controller.games.uth.cards import parse_cards
     from controller.games.uth.jackpot import JackpotEntry
 

@@ -124,6 +124,35 @@ def test_head_office_counts_junk_and_keeps_serving(broker, ledger_url) -> None:
 
 
 @needs_broker
+def test_a_failing_ledger_call_restarts_the_session_not_the_process(
+    broker, tmp_path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        async with head_office(tmp_path / "ho.db", broker) as (worker,):
+            real = worker.ledger.apply_batch
+            calls: list[int] = []
+
+            def failing_once(items: Any) -> Any:
+                calls.append(len(items))
+                if len(calls) == 1:
+                    raise RuntimeError("disk on fire")
+                return real(items)
+
+            worker.ledger.apply_batch = failing_once  # type: ignore[method-assign]
+            async with connect(broker.settings("T1")) as t1:
+                msg = contract.dumps(body("T1", 1, *inc(1)))
+                await t1.publish(contract.outbox_topic("T1"), msg)
+                await wait_for(lambda: worker.counters["connects"] == 2, 10, "a new session")
+                await t1.publish(contract.outbox_topic("T1"), msg)  # the table's resend
+                await wait_for(lambda: worker.ledger.table_totals("T1")["last_seq"] == 1, 10,
+                               "applied after the restart")
+            assert worker.counters["session_failures"] == 1
+        assert "session failed; reconnecting" in caplog.text and "disk on fire" in caplog.text
+
+    run(main())
+
+
+@needs_broker
 def test_an_unknown_table_is_refused_counted_and_alarmed_once(broker, ledger_url) -> None:
     async def main() -> None:
         async with head_office(ledger_url, broker) as (worker,):
