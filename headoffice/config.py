@@ -209,6 +209,8 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
         pool_of = _get(errors, t, f"tables[{i}]", "pool", str, None)
         if table_id is not None and not contract.TABLE_ID.fullmatch(table_id):
             errors.append(f"tables[{i}].id: 1-32 of A-Z a-z 0-9 _ -, got {table_id!r}")
+        elif table_id is not None and table_id.startswith("headoffice"):
+            errors.append(f"tables[{i}].id: {table_id!r} is a head-office worker's name (ACL)")
         elif table_id in tables:
             errors.append(f"tables[{i}].id: table {table_id!r} listed twice")
         elif table_id is not None:

@@ -107,14 +107,29 @@ class Ledger:
         """The tables head office accepts messages from (headoffice.toml [[tables]]): these
         and no others. A table not listed is refused, never created on the fly; one listed
         with a pool may name no other pool."""
+        for attempt in range(1, 4):  # as apply_batch: PostgreSQL may abort a transaction
+            try:
+                return self._enrol(tables)
+            except Exception as exc:
+                if attempt == 3 or not self.db.is_retryable(exc):
+                    raise
+                log.warning("ledger transaction aborted (%s), enrolling again", exc)
+
+    def _enrol(self, tables: dict[str, str | None]) -> None:
         with self.db.transaction():
             self.db.executemany(
                 "INSERT INTO tables (id, last_seq, state) VALUES (?, 0, 'unknown')"
                 " ON CONFLICT (id) DO NOTHING", [(t,) for t in sorted(tables)])
-            self.db.execute("UPDATE tables SET enrolled = ?, enrolled_pool = NULL",
-                            (force_bool(False),))
+            # Only the rows that change are written, in id order (as apply_batch locks them):
+            # workers starting while others apply messages do not deadlock with them.
+            changes = []
+            for row in self.db.execute("SELECT id, enrolled, enrolled_pool FROM tables"
+                                       " ORDER BY id"):
+                want = (row["id"] in tables, tables.get(row["id"]))
+                if (bool(row["enrolled"]), row["enrolled_pool"]) != want:
+                    changes.append((force_bool(want[0]), want[1], row["id"]))
             self.db.executemany("UPDATE tables SET enrolled = ?, enrolled_pool = ? WHERE id = ?",
-                                [(force_bool(True), pool, t) for t, pool in sorted(tables.items())])
+                                changes)
 
     def close(self) -> None:
         self.db.close()

@@ -35,8 +35,8 @@ class Worker:
         self.counters: Counter[str] = Counter()
         self.connected = asyncio.Event()
         self._db_lock = asyncio.Lock()  # one thread at a time on the ledger's connection
-        # Bounded: when the ledger falls behind, the reader waits (and the broker holds the
-        # rest) instead of head office's memory growing with whatever the tables send.
+        # Bounded: when the ledger falls behind, the reader waits for it (what arrives
+        # meanwhile waits in the MQTT client's own queue).
         self._queue: asyncio.Queue[Incoming] = asyncio.Queue(max(10_000, 4 * cfg.batch_max))
         self._unknown_alarmed: set[str] = set()  # tables not enrolled, alarmed once each
         # Pool values waiting for the publisher (pool -> (amount, version)), newest only.
@@ -60,6 +60,8 @@ class Worker:
         for pool_id, params in self.cfg.pools.items():
             await self._db(self.ledger.ensure_pool, pool_id, params)
         await self._db(self.ledger.enrol, self.cfg.tables)
+        if not self.cfg.tables:
+            log.error("head office: no [[tables]] enrolled: every table's messages are refused")
         backoff = Backoff()
         while True:
             started = time.monotonic()
@@ -122,10 +124,10 @@ class Worker:
                 log.error("head office: message held (not acknowledged): %s", text)
             self.counters["held_hits"] += len(result.held_hits)
             self.counters["forks"] += len(result.forks)
-            for table in result.unknown:
-                self.counters["unknown_table"] += 1
-                log.warning("head office: message from %s refused: not an enrolled table",
-                            table)
+            self.counters["unknown_table"] += len(result.unknown)
+            for table, n in Counter(result.unknown).items():
+                log.warning("head office: %d message(s) from %s refused: not an enrolled table",
+                            n, table)
                 if table not in self._unknown_alarmed and len(self._unknown_alarmed) < 1000:
                     self._unknown_alarmed.add(table)
                     await self._db(self._alarm_unknown, table)

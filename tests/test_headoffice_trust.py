@@ -316,3 +316,28 @@ def test_every_enrolled_table_is_known(new_url: NewUrl) -> None:
     led = ledger(new_url)
     rows = led.db.execute("SELECT id, enrolled FROM tables ORDER BY id")
     assert {r["id"] for r in rows if r["enrolled"]} == set(TABLES)
+
+
+# -- configuration ----------------------------------------------------------------------------
+def test_the_configuration_enrols_tables_and_sets_the_hit_policy() -> None:
+    from headoffice.config import HeadOfficeConfigError, validate_text
+
+    base = '[database]\nurl = "x.db"\n'
+    cfg = validate_text(base + '[service]\nverify_from = "straight_flush"\nverify_above = 500000'
+                        '\nmax_jackpot_wager = 500\n[[tables]]\nid = "T1"\npool = "p1"\n'
+                        '[[tables]]\nid = "T2"\n')
+    assert cfg.tables == {"T1": "p1", "T2": None}
+    assert (cfg.verify_from, cfg.verify_above, cfg.max_jackpot_wager) == (
+        "straight_flush", 500_000, 500)
+    defaults = validate_text(base)
+    assert defaults.tables == {} and defaults.verify_from == "royal_flush"
+    assert validate_text(base + '[service]\nverify_from = "none"\n').verify_from is None
+    with pytest.raises(HeadOfficeConfigError) as err:
+        validate_text(base + '[service]\nverify_from = "pair"\nmax_jackpot_wager = 0\n'
+                      '[[tables]]\nid = "T1"\n[[tables]]\nid = "T1"\n'
+                      '[[tables]]\nid = "headoffice-1"\n[[tables]]\nid = "bad id"\nseat = 1\n')
+    text = str(err.value)
+    for expected in ("service.verify_from: a hand category", "max_jackpot_wager: must be >= 1",
+                     "table 'T1' listed twice", "a head-office worker's name",
+                     "tables[3].id: 1-32", "tables[3].seat: unknown key"):
+        assert expected in text, expected
