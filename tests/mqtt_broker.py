@@ -131,12 +131,13 @@ class Broker:
         path = self.root / "mosquitto.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def headoffice_toml(self, database: str, client_id: str = "headoffice-1") -> str:
+    def headoffice_toml(self, database: str, client_id: str = "headoffice-1",
+                        cn: str = "headoffice-1") -> str:
         """The [database] and [broker] sections of a head-office config for this broker: TLS
-        with a certificate whose CN is `client_id`, a head-office worker's name in the ACL
-        (headoffice-1 ... headoffice-8; the broker makes the CN the client id). The caller adds
-        [service], [[pools]] and [[tables]]."""
-        tls = self.pki.client(client_id)
+        with a certificate whose CN is `cn`, a head-office worker's name in the ACL
+        (headoffice-1 ... headoffice-8; the broker makes the CN the client id, `client_id` is a
+        label). The caller adds [service], [[pools]] and [[tables]]."""
+        tls = self.pki.client(cn)
         return f"""[database]
 url = "{database}"
 [broker]

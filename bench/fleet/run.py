@@ -466,7 +466,7 @@ def main() -> int:
         hos: list[subprocess.Popen[bytes]] = []
         for w in range(args.workers):
             # Several workers share the tables' topics ($share/headoffice/...) and one ledger.
-            (root / f"ho{w}.toml").write_text(broker.headoffice_toml(ledger_url,
+            (root / f"ho{w}.toml").write_text(broker.headoffice_toml(ledger_url, f"bench-ho{w}",
                                                                      f"headoffice-{w + 1}")
                                               + f"""[service]
 heartbeat_s = 1.0
