@@ -173,7 +173,7 @@ def test_an_ack_beyond_the_journal_takes_the_table_out_of_service(broker, tmp_pa
         async with head_office(tmp_path / "ho.db", broker):
             table = await start(make_table("T1", tmp_path / "T1", broker))
             await wait_for(lambda: len(table.rounds) >= 3, 30, "3 rounds")
-            async with connect(broker.settings("headoffice", "rogue-ho",
+            async with connect(broker.settings("headoffice-8", "rogue-ho",
                                                session_expiry_s=0)) as ho:
                 await ho.publish(contract.ack_topic("T1"),
                                  contract.dumps(contract.ack_message("T1", 10**6)))
