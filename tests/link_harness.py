@@ -252,9 +252,13 @@ def assert_ledger_matches(ledger: Ledger, tables: Sequence[JournalOwner]) -> dic
     return {"in": total_in, "paid": total_paid, "pool": pool}
 
 
-def headoffice_file(broker: Broker, path: Path, database: str, client_id: str) -> Path:
+def headoffice_file(broker: Broker, path: Path, database: str,
+                    tables: dict[str, str | None], client_id: str = "headoffice-1") -> Path:
     """A complete head-office config file for `tablectl-headoffice run` on this broker, with
-    the pool POOL as the in-process head office has it (ho_config)."""
+    the pool POOL as the in-process head office has it (ho_config) and `tables` enrolled
+    (id -> its pool, None for a table without a jackpot)."""
+    enrolled = "".join(f'[[tables]]\nid = "{t}"\n' + (f'pool = "{pool}"\n' if pool else "")
+                       for t, pool in tables.items())
     path.write_text(broker.headoffice_toml(database, client_id) + f"""[service]
 operators = ["alice"]
 [[pools]]
@@ -262,7 +266,7 @@ id = "{POOL}"
 seed = {SEED}
 increment_bp = 2500
 hidden_bp = 500
-""")
+{enrolled}""")
     return path
 
 

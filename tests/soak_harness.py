@@ -198,7 +198,8 @@ class Soak:
         self.rng = random.Random(plan.seed)
         self.broker = Broker(root / "broker", Pki(root / "pki"))
         self.db = root / "ledger.db"
-        ho_toml = headoffice_file(self.broker, root / "headoffice.toml", str(self.db), "ho-soak")
+        ho_toml = headoffice_file(self.broker, root / "headoffice.toml", str(self.db), {
+            t: POOL if game == "uth" else None for t, game in TABLES})
         self.headoffice = Process("head office", [
             sys.executable, "-m", "headoffice.cli", "--config", str(ho_toml), "run",
         ], root / "headoffice.err")
