@@ -13,7 +13,6 @@ every key.
 from __future__ import annotations
 
 import difflib
-import math
 import re
 import sys
 import tomllib
@@ -382,7 +381,7 @@ class _Table:
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.error(name, f"{need}, got {_kind(value)} {value!r}")
             return None
-        if not math.isfinite(value) or not lo <= value <= hi:  # nan compares false: refused
+        if not lo <= value <= hi:  # inf is out of range, nan compares false: both refused
             self.error(name, f"{need}, got {_short(value)}")
             return None
         return float(value)

@@ -160,9 +160,7 @@ class Access:
         role = self.role(peer)
         if role == "supervisor" or (role == "technician" and cmd in READ_ONLY):
             return
-        need = (
-            f"{self.tech_group} or {self.super_group}" if cmd in READ_ONLY else self.super_group
-        )
+        need = f"{self.tech_group} or {self.super_group}" if cmd in READ_ONLY else self.super_group
         raise Refused(
             f"permission denied: {cmd!r} needs group {need}; user {peer.user} (uid {peer.uid})"
             f" is {'a technician (read-only)' if role else 'in neither group'}"
