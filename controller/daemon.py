@@ -143,13 +143,34 @@ def build_devices(
     return devices
 
 
-def build_extensions(cfg: TableConfig, args: argparse.Namespace) -> list[Extension]:
+def run_mode(cfg: TableConfig, args: argparse.Namespace) -> str:
+    """production, simulation (--simulate) or development (service.development = true, never
+    on an installed table): only the last two may play unverified (docs/verification.md)."""
+    from controller.verify_service import installed_layout
+
+    if args.simulate:
+        return "simulation"
+    if cfg.service.development:
+        if installed_layout():
+            logging.getLogger("tablectl").critical(
+                "service.development = true is refused on an installed table: the software"
+                " must be verified (running in production mode)"
+            )
+            return "production"
+        return "development"
+    return "production"
+
+
+def build_extensions(
+    cfg: TableConfig, args: argparse.Namespace, mode: str = "production"
+) -> list[Extension]:
     """The daemon's parts beside the round machine, in start order (see service.Extension).
     Each later issue adds its part here: the head-office link, software verification, ..."""
     from controller.verify_service import SoftwareVerification
 
     # Software verification first: a program that fails it never plays nor talks to head office.
-    extensions: list[Extension] = [SoftwareVerification.installed(logging.getLogger("tablectl"))]
+    log = logging.getLogger("tablectl")
+    extensions: list[Extension] = [SoftwareVerification.installed(log, mode=mode)]
     from controller.devices_ext import DevicesExtension
 
     extensions.append(DevicesExtension())  # tablectl devices list|test|watch
@@ -278,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     policy = None
     if args.simulate:
         policy = build_policy(cfg, rng or random.Random())
+    mode = run_mode(cfg, args)
     service = TableService(
         cfg,
         machine,
@@ -287,7 +309,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         autoplay=args.autoplay or None,
         pace_s=args.pace,
         on_round=None if args.quiet else print_round,
-        extensions=build_extensions(cfg, args),
+        extensions=build_extensions(cfg, args, mode),
+        mode=mode,
     )
     if args.simulate:
         log.setLevel(logging.WARNING)

@@ -185,6 +185,12 @@ class TableService:
             for ext in self.extensions:
                 await self._start_extension(ext)
             await self._resume()
+            if self.out_of_service is None and self.mode != "production":
+                # Unverified software may run only here: the meter says so until play shows
+                # something else, status and every STATUS= line say so for good.
+                await self._run_effect(
+                    Effect("display", {"mode": "announce", "text": f"{self.mode.upper()} MODE"})
+                )
             if self.out_of_service is None:
                 await self._selftest_or_fail()
             notify.notify("READY=1", f"STATUS={self._status_line()}")
