@@ -111,7 +111,7 @@ class Peer:
     groups: frozenset[str]
 
     def as_json(self) -> dict[str, Any]:
-        """What is journaled with a command that changes the table: `by: {uid, user}`."""
+        """What is journaled with a command that changes the table: `operator: {uid, user}`."""
         return {"uid": self.uid, "user": self.user}
 
 

@@ -689,13 +689,15 @@ class TableService:
         data = args.get("data") or {}
         if not isinstance(data, dict):
             raise ValueError("dealer data must be an object")
-        if "by" in data:
-            raise ValueError("dealer data may not hold 'by': the daemon records who asked")
+        if "operator" in data:
+            raise ValueError("dealer data may not hold 'operator': the daemon records who asked")
         if self.out_of_service is not None:
             raise ValueError(f"out of service: {self.out_of_service}")
         peer = current_peer()
-        if peer is not None:  # journaled with the event: who acted (the machines ignore it)
-            data = {**data, "by": peer.as_json()}
+        if peer is not None:
+            # Journaled with the event: who acted. Not `by`: dealer.cut already says by whom
+            # the cut was chosen (NSW 8.4.3); the machines ignore `operator`.
+            data = {**data, "operator": peer.as_json()}
         await self._idle.wait()
         seq = await self.process(Event(f"dealer.{action}", data))
         said = [item["effects"] for item in self.recent if item["seq"] == seq]
