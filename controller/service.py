@@ -143,6 +143,7 @@ class TableService:
         self._failures: dict[str, deque[float]] = {}  # task name -> recent deaths (monotonic)
         self._ext_tasks: dict[str, list[asyncio.Task[Any]]] = {}
         self._restarting: set[str] = set()
+        self._gave_up: set[str] = set()  # tasks that took the table out of service
         self._helpers: set[asyncio.Task[Any]] = set()  # extension restarts in flight
         handlers: dict[str, Any] = {}
         for ext in self.extensions:
@@ -335,7 +336,9 @@ class TableService:
             delay = min(delay * 2, RESTART_MAX_S)
             log_event(self.log, logging.WARNING, f"task {name} restarted", task=name)
 
-    def _task_died(self, name: str, exc: BaseException) -> None:
+    def _task_died(self, name: str, exc: BaseException) -> bool:
+        """Log and count a death; True when the task has now died too often (the table is
+        then out of service, once, for that task)."""
         self.stats.task_failures[name] += 1
         self.log.critical(
             f"task {name} died: {type(exc).__name__}: {exc}", exc_info=exc, extra={"TASK": name}
@@ -346,11 +349,16 @@ class TableService:
         while recent and now - recent[0] > RESTART_WINDOW_S:
             recent.popleft()
         if len(recent) > RESTART_LIMIT:
+            if name in self._gave_up:
+                return True
+            self._gave_up.add(name)
             self.go_out_of_service(
                 f"task {name} died {len(recent)} times in {RESTART_WINDOW_S:.0f} s"
                 f" (last: {type(exc).__name__}: {exc})"
             )
             self._helper(self._show_closed())
+            return True
+        return False
 
     async def _show_closed(self) -> None:
         await self._run_effect(Effect("display", {"mode": "closed"}))
@@ -386,14 +394,17 @@ class TableService:
             task.add_done_callback(lambda t, ext=ext: self._ext_task_done(ext, t))  # type: ignore[misc]
 
     def _ext_task_done(self, ext: Extension, task: asyncio.Task[Any]) -> None:
-        if self._stopping or task.cancelled() or ext.name in self._restarting:
+        if task.cancelled():
             return
-        exc = task.exception()
+        exc = task.exception()  # retrieved here, whatever happens next
+        if self._stopping or ext.name in self._restarting:
+            return
         if exc is None:
             log_event(self.log, logging.INFO, f"extension {ext.name}: task {task.get_name()} ended")
             return
+        if self._task_died(f"{ext.name}/{task.get_name()}", exc):
+            return  # too many deaths: left stopped, the table is out of service
         self._restarting.add(ext.name)
-        self._task_died(f"{ext.name}/{task.get_name()}", exc)
         self._helper(self._restart_extension(ext))
 
     async def _restart_extension(self, ext: Extension) -> None:
@@ -407,7 +418,9 @@ class TableService:
             try:
                 await self._start_extension(ext)
             except Exception as exc:
-                self._task_died(f"{ext.name}/start", exc)
+                if self._task_died(f"{ext.name}/start", exc):
+                    self._restarting.discard(ext.name)
+                    return
                 continue
             log_event(self.log, logging.WARNING, f"extension {ext.name} restarted", ext=ext.name)
             self._restarting.discard(ext.name)
