@@ -256,7 +256,7 @@ class _Errors:
 def _short(value: float) -> str:
     """A number for an error line: a 10^23 typo is shown as such, not as 24 digits."""
     text = str(value)
-    return text if len(text) <= 24 else f"{value:.3e}"
+    return text if len(text) <= 15 else f"{value:.3e}"
 
 
 def _kind(value: object) -> str:
