@@ -323,6 +323,7 @@ class TableService:
     ) -> None:
         delay = RESTART_MIN_S
         while True:
+            began = time.monotonic()
             try:
                 await factory()
                 if self._stopping:
@@ -332,6 +333,8 @@ class TableService:
                 raise
             except Exception as exc:
                 self._task_died(name, exc)
+            if time.monotonic() - began > RESTART_WINDOW_S:
+                delay = RESTART_MIN_S  # it had been healthy for a while: a fresh start
             await asyncio.sleep(delay)
             delay = min(delay * 2, RESTART_MAX_S)
             log_event(self.log, logging.WARNING, f"task {name} restarted", task=name)
