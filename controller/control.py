@@ -41,6 +41,7 @@ MAX_DEPTH = 6  # nesting of objects/arrays in a request
 MAX_STRING = 1024  # characters in any string (and object key)
 MAX_ITEMS = 256  # members of any object or array
 MAX_INT = 10_000_000_000  # any integer, e.g. a wager in cents ($100,000,000; config.MAX_CENTS)
+MAX_REPLY = 16 * 1024 * 1024  # the CLI's bound on one reply line (a journal tail of 1000)
 CLIENT_TIMEOUT_S = 10.0  # a connected client has this long to send its one request line
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -177,6 +178,7 @@ class ControlServer:
         on_error: Callable[[str], None] | None = None,
         access: Access | None = None,
         on_refused: Callable[[str], None] | None = None,
+        on_action: Callable[[str], None] | None = None,
     ) -> None:
         self.path = path
         self.handlers = handlers
@@ -185,6 +187,7 @@ class ControlServer:
         self.access = access or Access()
         self.on_error = on_error or (lambda _msg: None)
         self.on_refused = on_refused or self.on_error
+        self.on_action = on_action or (lambda _msg: None)  # every acting command, with who
         self._server: asyncio.AbstractServer | None = None
         self.requests = 0
         self.bad_requests = 0
@@ -259,6 +262,8 @@ class ControlServer:
                 return
             self.requests += 1
             _PEER.set(peer)
+            if cmd not in READ_ONLY:
+                self.on_action(f"control command {cmd} {_clip(json.dumps(args), 200)} by {who}")
             if cmd in self.streams:
                 async for item in self.streams[cmd](args):
                     writer.write(_line({"ok": True, "result": item}))
@@ -425,6 +430,8 @@ def _lines(sock: socket.socket) -> Iterator[dict[str, Any]]:
         if not chunk:
             return
         buffer += chunk
+        if len(buffer) > MAX_REPLY and b"\n" not in buffer:
+            raise RuntimeError(f"reply from tablectld longer than {MAX_REPLY} bytes: refused")
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             yield json.loads(line)

@@ -165,6 +165,7 @@ class TableService:
             on_error=lambda msg: log_event(log, logging.WARNING, msg),
             access=Access(cfg.service.tech_group, cfg.service.super_group),
             on_refused=lambda msg: log_event(log, logging.WARNING, msg),
+            on_action=lambda msg: log_event(log, logging.INFO, msg),
         )
 
     # -- start and stop -----------------------------------------------------------------------

@@ -133,7 +133,9 @@ def test_a_peer_in_neither_group_may_not_even_read(daemon: tuple[Path, Any]) -> 
     assert "in neither group" in got["error"]
 
 
-def test_a_supervisor_acts_and_the_journal_names_who(daemon: tuple[Path, Any]) -> None:
+def test_a_supervisor_acts_and_the_journal_names_who(
+    daemon: tuple[Path, Any], tmp_path: Path
+) -> None:
     path, _ = daemon
     wager = {"action": "wager", "data": {"box": 2, "player": "p7", "amount": 3000}}
     done = as_user(path, _gid(SUPER), "dealer", wager)
@@ -148,6 +150,9 @@ def test_a_supervisor_acts_and_the_journal_names_who(daemon: tuple[Path, Any]) -
         rows[seq]["data"]["amount"] == 3000
     )  # the machine took the wager with `operator` beside it
     assert rows[root_seq]["data"]["operator"] == {"uid": 0, "user": "root"}
+    # Every acting command is logged with its peer as well.
+    log = (tmp_path / "daemon.err").read_text()
+    assert "control command dealer " in log and "by user nobody (uid 65534, pid " in log
     # A client may not claim to be someone else.
     forged = {"action": "wager", "data": {"box": 3, "player": "p", "amount": 2000, "operator": {}}}
     with pytest.raises(RuntimeError, match="may not hold 'operator'"):
