@@ -196,3 +196,28 @@ def test_a_part_failing_to_stop_is_logged_and_the_rest_still_stops(
     assert service.stats.stop_errors == 1
     assert not service.control.path.exists()  # the control socket was still closed
     assert service.journal is not None and service.journal._lock_fd is None  # and the journal
+
+
+def test_a_control_server_that_stopped_serving_is_served_again(
+    tmp_path: Path, records: Records
+) -> None:
+    from controller.control import request
+
+    service = make(tmp_path, [], pace=0.05)
+
+    async def scenario() -> dict[str, Any]:
+        run = asyncio.create_task(service.run())
+        await until(lambda: service.stats.events > 0)
+        server = service.control._server
+        assert server is not None
+        server.close()  # as if the listening socket had died
+        await server.wait_closed()
+        await until(lambda: service.control.serving(), timeout=10)
+        status = await asyncio.to_thread(request, service.control.path, "status")
+        service.stop()
+        await run
+        return status
+
+    status = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert status["tasks"]["failures"] == {"control": 1}
+    assert records.find(logging.CRITICAL, "control socket not serving: restarted")
