@@ -57,7 +57,10 @@ class Extension(Protocol):
     """A part of the daemon beside the round machine (the head-office link, software
     verification, device test commands): started after the journal and devices, stopped before
     them. It may emit events (`table.emit`), read the journal, watch processed events
-    (`table.subscribe()`), add control-socket commands and take the table out of service."""
+    (`table.subscribe()`), add control-socket commands and take the table out of service.
+    The tasks it creates in `start()` are supervised: one that raises is logged CRITICAL with
+    its traceback and the extension is stopped and started again (TableService._start_extension);
+    a control command's peer is `control.current_peer()`."""
 
     name: str
 
