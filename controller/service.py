@@ -23,6 +23,7 @@ from controller import notify
 from controller.config import TableConfig, config_json
 from controller.control import SOCKET_NAME, Access, ControlServer, current_peer
 from controller.journal import Entry, Journal, JournalError
+from controller.logs import FIELDS_ATTR
 from controller.logs import event as log_event
 from controller.rounds.base import Effect, Event, Now, RoundMachine
 from devices.base import Device, DeviceError
@@ -349,7 +350,9 @@ class TableService:
         then out of service, once, for that task)."""
         self.stats.task_failures[name] += 1
         self.log.critical(
-            f"task {name} died: {type(exc).__name__}: {exc}", exc_info=exc, extra={"TASK": name}
+            f"task {name} died: {type(exc).__name__}: {exc}",
+            exc_info=exc,  # the traceback (journald: EXCEPTION_TEXT)
+            extra={FIELDS_ATTR: {"task": name}},
         )
         now = time.monotonic()
         recent = self._failures.setdefault(name, deque(maxlen=RESTART_LIMIT + 1))
