@@ -332,7 +332,7 @@ class TableService:
             began = time.monotonic()
             try:
                 await factory()
-                if self._stopping:
+                if self._stopping or self._stop.is_set():  # it ended because we are stopping
                     return
                 raise RuntimeError(f"task {name} returned while the table runs")
             except asyncio.CancelledError:
