@@ -669,7 +669,7 @@ class TableService:
             "out_of_service": self.out_of_service,
             "round": machine.get("round"),
             "machine": machine,
-            "devices": {n: d.health().as_json() for n, d in self.devices.items()},
+            "devices": {n: d.status() for n, d in self.devices.items()},  # = device_list
             "link": machine.get("link", "disabled" if not self.cfg.link.enabled else "unknown"),
             "pool": machine.get("pool"),
             "events": self.stats.events,
@@ -750,10 +750,7 @@ class TableService:
         }
 
     async def _h_devices(self, args: dict[str, Any]) -> dict[str, Any]:
-        return {
-            name: {**d.health().as_json(), "commands": list(d.COMMANDS), "events": list(d.EVENTS)}
-            for name, d in self.devices.items()
-        }
+        return {name: d.status() for name, d in self.devices.items()}
 
     async def _watch(self, args: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         q = self.subscribe()

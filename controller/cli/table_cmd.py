@@ -98,6 +98,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     st = _ask(args, "status")
 
     def human() -> str:
+        from controller.cli.devices_cmd import state_text  # (it imports this module)
+
         lines = [
             f"table    {st['table_id']}  {st['game']} ({st.get('rules') or '-'})",
             f"state    {st['state']}  round {st.get('round')}",
@@ -114,7 +116,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             lines.append(f"software {st['verification'].get('state')}")
         for name, h in st["devices"].items():
             err = f"  last error: {h['last_error']}" if h.get("last_error") else ""
-            lines.append(f"device   {name:<9} {h['state']:<8} {'ok' if h['ok'] else 'FAULT'}{err}")
+            lines.append(f"device   {name:<9} {state_text(h)}{err}")
         lines.append(f"events   {st['events']} this run, uptime {st['uptime_s']} s")
         return "\n".join(lines)
 
