@@ -233,11 +233,22 @@ class TableService:
                 self.cfg.service.state_dir, table_id=self.cfg.table_id, game=self.cfg.game
             )
         except JournalError as exc:
+            # A loss (JournalLossError) names the mark's seq and the journal's last seq.
             self._go_out_of_service(f"journal unusable: {exc}")
             return
         except OSError as exc:  # e.g. the state directory cannot be made on a read-only disk
             self._go_out_of_service(f"journal unusable: {exc.filename}: {exc.strerror}")
             return
+        key = self.journal.key
+        if key.dev:
+            log_event(
+                self.log,
+                logging.WARNING,
+                f"JOURNAL KEY IS A DEVELOPMENT KEY ({key.source}), kept beside the journal: its "
+                "MACs stop nobody who can write the state directory. A table in play gets its "
+                "key through systemd LoadCredential= (docs/journal.md)",
+                key_id=key.key_id,
+            )
         snapshot, events = self.journal.replay_point()
         try:
             state = self.machine.initial() if snapshot is None else self.machine.from_json(snapshot)
