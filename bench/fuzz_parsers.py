@@ -150,9 +150,9 @@ def _arq(data: bytes) -> None:
 
 
 def _control(data: bytes) -> None:
-    from controller.control import _parse_request
+    from controller.control import parse_request
 
-    request = _parse_request(data)
+    request = parse_request(data)
     assert isinstance(request["cmd"], str) and isinstance(request.get("args", {}), dict)
 
 
@@ -201,7 +201,7 @@ TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[str, str] | None,
         b"HELLO v1", b"DICE 3 4 5", b"CARD AS 12"], "a serial message payload"),
     "alpha.AlphaDecoder": (_alpha, None, fuzz_seeds.alpha_seeds, "the Alpha sign's replies"),
     "arq.FramedLink": (_arq, None, fuzz_seeds.frame_seeds, "the ARQ link, every chunk replayed"),
-    "control._parse_request": (_control, ("builtins", "ValueError"), fuzz_seeds.control_seeds,
+    "control.parse_request": (_control, ("builtins", "ValueError"), fuzz_seeds.control_seeds,
                                "the control socket's request line"),
     "config.validate_text": (_table_config, ("controller.config", "ConfigError"),
                            fuzz_seeds.table_config_seeds, "the table's config file"),

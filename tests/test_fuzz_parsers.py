@@ -27,7 +27,7 @@ from bench import fuzz_parsers as fuzz_bench
 from controller.config import ConfigError, SerialConfig
 from controller.config import load_config as load_table_config
 from controller.config import validate_text as validate_table_config
-from controller.control import _parse_request
+from controller.control import parse_request
 from controller.link import contract
 from devices.alpha import (
     FLASH,
@@ -432,18 +432,15 @@ def test_table_of_topic_raises_only_schema_error(topic: str) -> None:
 @given(st.one_of(st.binary(max_size=300), json_values.map(lambda v: json.dumps(v).encode())))
 def test_control_request_parser_raises_only_value_error(line: bytes) -> None:
     try:
-        request = _parse_request(line)
+        request = parse_request(line)
     except ValueError:
         return
     assert isinstance(request["cmd"], str) and isinstance(request.get("args", {}), dict)
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError, reason="controller/control.py: "
-                   "_parse_request lets json's RecursionError through (the server answers "
-                   "'internal error' instead of refusing the request); docs/security.md")
 def test_control_request_parser_refuses_deep_nesting() -> None:
     with pytest.raises(ValueError):
-        _parse_request(b'{"cmd": "status", "args": ' + b"[" * 60_000)
+        parse_request(b'{"cmd": "status", "args": ' + b"[" * 60_000)
 
 
 # --- config files (controller/config.py, headoffice/config.py) ----------------------------------
