@@ -205,7 +205,10 @@ class Soak:
         ], root / "headoffice.err")
         self.tables: list[Table] = []
         for table_id, game in TABLES:
-            text = table_toml(table_id, root / table_id, self.broker, game=game)
+            # Started without --simulate for the drain, an unverified program must be allowed
+            # to run by its config (development = true), else it stays out of service.
+            text = table_toml(table_id, root / table_id, self.broker, game=game).replace(
+                "[service]\n", "[service]\ndevelopment = true\n", 1)
             toml = root / f"{table_id}.toml"
             (root / table_id).mkdir(exist_ok=True)
             toml.write_text(text)
