@@ -14,10 +14,10 @@ import json
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from controller.config import TableConfig, validate_text
 from controller.daemon import build_machine
@@ -41,18 +41,18 @@ ENROLLED = ("T1", "T2", "T3", "S0", "S1", "S2", "CUT", "OK", "A", "B")
 SEED = 500_000  # $5,000: small enough that royal minimum top-ups show up
 
 
-def table_config(table_id: str, root: Path, broker: Broker, *, port: int | None = None,
-                 pool_timeout_s: float = 2.0) -> TableConfig:
+def table_toml(table_id: str, root: Path, broker: Broker, *, port: int | None = None,
+               pool_timeout_s: float = 2.0, game: str = "uth") -> str:
+    """A linked table's config file: UTH on the shared pool POOL, or Pai Gow (NZ rules) whose
+    link carries round results only."""
     tls = broker.pki.client(table_id)
-    text = f"""
-table_id = "{table_id}"
-game = "uth"
-[service]
-state_dir = "{root / 'state'}"
-runtime_dir = "{root / 'run'}"
-socket_group = "root"
-watchdog = false
-[uth]
+    game_section = """[paigow]
+rules = "nz"
+[paigow.limits]
+minimum = 2000
+maximum = 1000000
+chip_unit = 100
+""" if game == "paigow" else f"""[uth]
 [uth.limits]
 ante_min = 500
 ante_max = 500000
@@ -66,7 +66,15 @@ wager = 100
 increment_bp = 2500
 hidden_bp = 500
 seed = {SEED}
-[devices]
+"""
+    return f"""table_id = "{table_id}"
+game = "{game}"
+[service]
+state_dir = "{root / 'state'}"
+runtime_dir = "{root / 'run'}"
+socket_group = "root"
+watchdog = false
+{game_section}[devices]
 simulate = true
 [link]
 enabled = true
@@ -79,6 +87,11 @@ ca = "{tls.ca}"
 cert = "{tls.cert}"
 key = "{tls.key}"
 """
+
+
+def table_config(table_id: str, root: Path, broker: Broker, *, port: int | None = None,
+                 pool_timeout_s: float = 2.0) -> TableConfig:
+    text = table_toml(table_id, root, broker, port=port, pool_timeout_s=pool_timeout_s)
     return validate_text(text, f"{table_id}.toml")
 
 
@@ -192,11 +205,21 @@ async def head_office(db: str | Path, broker: Broker, workers: int = 1, **kw: An
 
 
 # -- journals vs ledger ------------------------------------------------------------------------
-def journal_totals(table: SimTable) -> dict[str, int]:
+class JournalOwner(Protocol):
+    """A table whose journal can be read: an in-process SimTable or a daemon process's config."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def cfg(self) -> TableConfig: ...
+
+
+def journal_totals(table: JournalOwner) -> dict[str, int]:
     """What a table's journal says it sent and received: jackpot wagers (increments net of
     cancellations), awards received, outbox messages written and still unacknowledged."""
     wagered = paid = messages = 0
-    with Journal.open(table.cfg.service.state_dir, table_id=table.id, game="uth") as j:
+    with Journal.open(table.cfg.service.state_dir, table_id=table.id, game=table.cfg.game) as j:
         for e in j.iter_events():
             for m in e.outbox:
                 messages += 1
@@ -210,7 +233,7 @@ def journal_totals(table: SimTable) -> dict[str, int]:
     return {"wagered": wagered, "paid": paid, "messages": messages, "pending": pending}
 
 
-def assert_ledger_matches(ledger: Ledger, tables: list[SimTable]) -> dict[str, Any]:
+def assert_ledger_matches(ledger: Ledger, tables: Sequence[JournalOwner]) -> dict[str, Any]:
     total_in = total_paid = 0
     for t in tables:
         j = journal_totals(t)
@@ -227,6 +250,24 @@ def assert_ledger_matches(ledger: Ledger, tables: list[SimTable]) -> dict[str, A
     n = ledger.db.one("SELECT count(*) AS n FROM messages")
     assert n is not None and n["n"] == sum(journal_totals(t)["messages"] for t in tables)
     return {"in": total_in, "paid": total_paid, "pool": pool}
+
+
+def headoffice_file(broker: Broker, path: Path, database: str,
+                    tables: dict[str, str | None], client_id: str = "headoffice-1") -> Path:
+    """A complete head-office config file for `tablectl-headoffice run` on this broker, with
+    the pool POOL as the in-process head office has it (ho_config) and `tables` enrolled
+    (id -> its pool, None for a table without a jackpot)."""
+    enrolled = "".join(f'[[tables]]\nid = "{t}"\n' + (f'pool = "{pool}"\n' if pool else "")
+                       for t, pool in tables.items())
+    path.write_text(broker.headoffice_toml(database, client_id) + f"""[service]
+operators = ["alice"]
+[[pools]]
+id = "{POOL}"
+seed = {SEED}
+increment_bp = 2500
+hidden_bp = 500
+{enrolled}""")
+    return path
 
 
 def report_json(ledger: Ledger) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.config import TableConfig
 from controller.daemon import build_machine, simulation_config
 from controller.journal import Journal, verify_dir
 from tests.daemon_helpers import start_daemon
@@ -37,7 +38,8 @@ def check_journal(state_dir: Path, table_id: str, game: str) -> None:
     assert report.ok, report.errors
     with Journal.open(state_dir, table_id=table_id, game=game) as journal:
         numbers = []
-        for message in journal.pending_outbox(100_000):
+        # Every outbox message ever written (a linked table's acknowledged ones included).
+        for message in (m for e in journal.iter_events() for m in e.outbox):
             if message.type == "round_result":
                 payload = message.payload  # Pai Gow names it "number", UTH "round"
                 numbers.append(payload.get("number", payload.get("round")))
@@ -60,8 +62,14 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
 def replayed_status(state_dir: Path, game: str, rules: str, table_id: str) -> dict:
     """The machine's status rebuilt from the journal alone, as the daemon would at start."""
     cfg = simulation_config(game, rules, state_dir, state_dir / "run")
+    assert cfg.table_id == table_id
+    return status_from_journal(cfg)
+
+
+def status_from_journal(cfg: TableConfig) -> dict:
+    """The status of the table configured by `cfg`, from its journal alone."""
     machine = build_machine(cfg)
-    with Journal.open(state_dir, table_id=table_id, game=game) as journal:
+    with Journal.open(cfg.service.state_dir, table_id=cfg.table_id, game=cfg.game) as journal:
         snapshot, events = journal.replay_point()
     state = machine.initial() if snapshot is None else machine.from_json(snapshot)
     for stored in events:

@@ -1,18 +1,34 @@
 """Property-based fuzzing of every parser that reads bytes or levels from outside.
 
 Random bytes, truncated, corrupted and replayed frames: no exception escapes, state stays
-usable (a good frame after garbage still decodes), and what was thrown away is counted.
+usable (a good frame after garbage still decodes), and what was thrown away is counted. The MQTT
+contract, the control socket's request line and both config files: random input and real
+messages and configs with one field mangled raise only the parser's documented error.
+bench/fuzz_parsers.py runs a million coverage-guided inputs per parser outside CI.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import re
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.config import SerialConfig
+from bench import fuzz_parsers as fuzz_bench
+from controller.config import ConfigError, SerialConfig
+from controller.config import load_config as load_table_config
+from controller.config import validate_text as validate_table_config
+from controller.control import parse_request
+from controller.link import contract
 from devices.alpha import (
     FLASH,
     HOLD,
@@ -39,6 +55,9 @@ from devices.framing import (
 )
 from devices.serial_shaker import SerialShaker
 from devices.serial_shuffler import SerialShuffler
+from headoffice.config import HeadOfficeConfigError
+from headoffice.config import validate_text as validate_ho_config
+from tests.fuzz_seeds import TABLE, contract_seeds, ho_config_seeds, table_config_seeds
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -302,3 +321,240 @@ def test_random_messages_never_break_the_shuffler(
             assert e.kind in shuffler.EVENTS
 
     asyncio.run(run())
+
+
+# --- the MQTT contract, both sides (controller/link/contract.py) ---------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=12,
+)
+
+
+def _parse_outbox(raw: bytes) -> dict:
+    body = contract.parse_outbox(raw, TABLE)
+    return contract.check_outbox_payload(body["type"], body["payload"])
+
+
+CONTRACT_PARSERS = {
+    "outbox": _parse_outbox,
+    "birth": lambda raw: contract.parse_birth(raw, TABLE),
+    "status": lambda raw: contract.parse_status(raw, TABLE),
+    "ack": lambda raw: contract.parse_ack(raw, TABLE),
+    "pool": contract.parse_pool,
+    "award": lambda raw: contract.parse_award(raw, TABLE),
+}
+
+
+def _whole(value: object, lo: int = 0) -> bool:
+    return type(value) is int and value >= lo  # not bool, not float
+
+
+def _money_checked(name: str, got: Any) -> None:
+    """What a parser accepted carries its money and numbers as integers (cents), never float
+    or bool: the fields each parser promises to check (birth and status carry no money)."""
+    if name == "outbox":
+        assert _whole(got["round"], 1)
+        if "amount" in got and "hits" not in got:  # an increment or a cancellation
+            assert _whole(got["amount"]) and got["amount"] == got["wager"] * got["wagers"]
+        for e in got.get("entries", []):
+            assert _whole(e["box"], 1) and _whole(e["wager"], 1)
+    elif name == "pool":
+        assert _whole(got["amount"]) and _whole(got["version"], 1)
+    elif name == "award":
+        assert _whole(got["round"], 1)
+        assert all(_whole(p["amount"]) and _whole(p["box"], 1) for p in got["payouts"])
+    elif name == "ack":
+        assert _whole(got)
+
+
+@FUZZ
+@given(st.sampled_from(sorted(CONTRACT_PARSERS)), st.binary(max_size=400))
+def test_contract_parsers_raise_only_schema_error_on_random_bytes(name: str, raw: bytes) -> None:
+    with contextlib.suppress(contract.SchemaError):
+        CONTRACT_PARSERS[name](raw)
+
+
+@FUZZ
+@given(st.sampled_from(sorted(CONTRACT_PARSERS)), st.sampled_from(contract_seeds()), st.data())
+def test_contract_parsers_on_valid_messages_with_a_field_mangled(
+    name: str, seed: bytes, data: st.DataObject
+) -> None:
+    """One field of a real message replaced by any JSON value or removed, at the top or in the
+    payload: refused with SchemaError, or accepted with integer cents."""
+    message = json.loads(seed)
+    where = message["payload"] if "payload" in message and data.draw(st.booleans()) else message
+    if isinstance(where, dict) and where:
+        key = data.draw(st.sampled_from(sorted(where)))
+        if data.draw(st.booleans()):
+            where[key] = data.draw(json_values)
+        else:
+            del where[key]
+    raw = json.dumps(message, allow_nan=True).encode()
+    try:
+        got = CONTRACT_PARSERS[name](raw)
+    except contract.SchemaError:
+        return
+    _money_checked(name, got)
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT_PARSERS))
+@pytest.mark.parametrize("raw", [b"[" * 100_000, b'{"v": 1, "x": ' + b"{\"a\": " * 50_000,
+                                 b"\xff\xfe", b'{"v": 1}' * 2, b"", b"9" * 5000])
+def test_contract_parsers_refuse_deep_nesting_and_junk(name: str, raw: bytes) -> None:
+    with pytest.raises(contract.SchemaError):
+        CONTRACT_PARSERS[name](raw)
+
+
+def test_contract_parsers_refuse_a_payload_over_the_bound() -> None:
+    big = json.dumps({"v": 1, "table": TABLE, "pad": "x" * contract.MAX_PAYLOAD}).encode()
+    for parse in CONTRACT_PARSERS.values():
+        with pytest.raises(contract.SchemaError, match="more than"):
+            parse(big)
+
+
+@FUZZ
+@given(st.text(max_size=80))
+def test_table_of_topic_raises_only_schema_error(topic: str) -> None:
+    try:
+        table, _leaf = contract.table_of_topic(topic)
+    except contract.SchemaError:
+        return
+    assert contract.TABLE_ID.fullmatch(table)
+
+
+# --- the control socket's request line (controller/control.py) -----------------------------------
+
+
+@FUZZ
+@given(st.one_of(st.binary(max_size=300), json_values.map(lambda v: json.dumps(v).encode())))
+def test_control_request_parser_raises_only_value_error(line: bytes) -> None:
+    try:
+        request = parse_request(line)
+    except ValueError:
+        return
+    assert isinstance(request["cmd"], str) and isinstance(request.get("args", {}), dict)
+
+
+def test_control_request_parser_refuses_deep_nesting() -> None:
+    with pytest.raises(ValueError):
+        parse_request(b'{"cmd": "status", "args": ' + b"[" * 60_000)
+
+
+# --- config files (controller/config.py, headoffice/config.py) ----------------------------------
+
+toml_scalars = st.one_of(
+    st.integers(-(2**70), 2**70).map(str), st.floats().map(lambda f: repr(f).replace("nan", "nan")
+                                                           .replace("inf", "inf")),
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E, exclude_characters='"\\'),
+            max_size=12).map(lambda s: f'"{s}"'),
+    st.sampled_from(["true", "false", "[]", "{}", "[1, 2]", '""', "1979-05-27T07:32:00Z",
+                     "inf", "-inf", "nan", "0x7fffffffffffffff", "1e400"]),
+)
+
+
+def _mangled(text: str, data: st.DataObject) -> str:
+    """One `key = value` line of a real config given another value."""
+    lines = text.splitlines()
+    keyed = [i for i, line in enumerate(lines) if re.match(r"\s*[a-z_]+\s*=", line)]
+    i = data.draw(st.sampled_from(keyed))
+    lines[i] = lines[i].split("=", 1)[0] + "= " + data.draw(toml_scalars)
+    return "\n".join(lines) + "\n"
+
+
+@FUZZ
+@given(st.sampled_from(table_config_seeds()), st.data())
+def test_table_config_with_any_value_is_loaded_or_refused_with_config_error(
+    seed: bytes, data: st.DataObject
+) -> None:
+    with contextlib.suppress(ConfigError):
+        validate_table_config(_mangled(seed.decode(), data))
+
+
+@FUZZ
+@given(st.text(max_size=300))
+def test_table_config_random_text_is_a_config_error(text: str) -> None:
+    with contextlib.suppress(ConfigError):
+        validate_table_config(text)
+
+
+def test_a_table_config_file_that_is_not_utf8_is_a_config_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "table.toml"
+    path.write_bytes(table_config_seeds()[0] + b"# \xff\xfe\n")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_table_config(path)
+
+
+@FUZZ
+@given(st.sampled_from(ho_config_seeds()), st.data())
+def test_headoffice_config_with_any_value_is_loaded_or_refused_with_its_error(
+    seed: bytes, data: st.DataObject
+) -> None:
+    with contextlib.suppress(HeadOfficeConfigError):
+        validate_ho_config(_mangled(seed.decode(), data))
+
+
+@pytest.mark.xfail(strict=True, raises=RecursionError, reason="tomllib recurses on nested "
+                   "arrays; controller/config.py lets the RecursionError through "
+                   "(tablectld exits with a traceback, not 'tablectld: <error>'); "
+                   "docs/security.md")
+def test_table_config_refuses_deep_nesting() -> None:
+    with pytest.raises(ConfigError):
+        validate_table_config("a = " + "[" * 5000)
+
+
+@pytest.mark.xfail(strict=True, raises=(RecursionError, OverflowError), reason="headoffice/"
+                   "config.py: nested arrays (RecursionError) and an integer past a float "
+                   "(OverflowError in float()) escape HeadOfficeConfigError; docs/security.md")
+@pytest.mark.parametrize("text", ["a = " + "[" * 5000,
+                                  '[database]\nurl = "x"\n[service]\nheartbeat_s = ' + "9" * 400])
+def test_headoffice_config_refuses_deep_nesting_and_huge_numbers(text: str) -> None:
+    with pytest.raises(HeadOfficeConfigError):
+        validate_ho_config(text)
+
+
+@pytest.mark.xfail(strict=True, reason="headoffice/config.py: heartbeat_s = inf is accepted "
+                   "(no upper bound): head office would never republish pool values; "
+                   "docs/security.md")
+def test_headoffice_config_refuses_an_infinite_heartbeat() -> None:
+    with pytest.raises(HeadOfficeConfigError):
+        validate_ho_config('[database]\nurl = "x"\n[service]\nheartbeat_s = inf\n')
+
+
+# --- the fuzz bench itself (bench/fuzz_parsers.py) -----------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_fuzz_bench_runs_every_parser_and_reports(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "bench/fuzz_parsers.py", "--engine", "mutational", "--runs", "100",
+         "--jobs", "4", "--artifacts", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    for name in fuzz_bench.TARGETS:
+        assert re.search(rf"^{re.escape(name)} +100 inputs .* findings: none$", out.stdout,
+                         re.M), name
+
+
+def test_the_fuzz_bench_reports_an_undocumented_exception_and_a_hang(tmp_path: Path) -> None:
+    """The mutational engine (in a child: it sets RLIMIT_AS) finds what a parser must not do."""
+    code = f"""
+import time
+from bench import fuzz_parsers as fz
+def run(data):
+    if b"q" in data:
+        raise KeyError("not the documented error")
+    if b"w" in data:
+        time.sleep(30)
+    raise ValueError("documented")
+t = fz.Target(run, (ValueError,), lambda: [b"abcdefgh"], "test")
+got = fz.mutational(t, 2000, 0.1, 2048, 1, fz.Path({str(tmp_path)!r}), "t")
+print(sorted(f.split(":")[0] for f in got["findings"]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert out.stdout.strip().splitlines()[-1] == "['Hang', 'KeyError']", out.stderr[-3000:]
+    assert (tmp_path / "t-1.bin").exists() and (tmp_path / "t-2.bin").exists()
