@@ -231,10 +231,16 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         raise SchemaError(f"unknown outbox message type {type_!r}")
     if not isinstance(payload, dict):
         raise SchemaError(f"{what}: must be an object")
-    _int(payload, "round", what, lo=1)
     if type_ == "round_result":
+        if "round" not in payload and "number" in payload:
+            # A Pai Gow round summary names its round `number` (UTH's: `round`); journals hold
+            # such messages, so both are read, and head office stores it under `round`.
+            _int(payload, "number", what, lo=1)
+            payload = {**payload, "round": payload["number"]}
+        _int(payload, "round", what, lo=1)
         _str(payload, "status", what)
         return payload
+    _int(payload, "round", what, lo=1)
     _str(payload, "pool_id", what, POOL_ID)
     if type_ in ("jackpot_increment", "jackpot_cancel"):
         wager = _int(payload, "wager", what, lo=1)
