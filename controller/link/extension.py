@@ -28,6 +28,7 @@ from controller.link.transport import (
     LinkError,
     Tls,
     Will,
+    cancel_and_wait,
     connect,
     run_together,
 )
@@ -139,9 +140,7 @@ class LinkExtension:
         await supervised(name, factory, self._log, self.counters)
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks)
         self._tasks = []
 
     def handlers(self) -> dict[str, Any]:

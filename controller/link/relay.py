@@ -107,5 +107,8 @@ class OutboxRelay:
         while True:
             self.wake.clear()
             await self.pump(publish)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # (gh-86296) and the relay would go on after the daemon asked it to stop.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), timeout=self.resend_s / 2)
+                async with asyncio.timeout(self.resend_s / 2):
+                    await self.wake.wait()

@@ -12,7 +12,7 @@ import contextlib
 import random
 import select
 import ssl
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,6 +247,21 @@ async def run_together(*coros: Coroutine[Any, Any, None]) -> None:
             if exc is not None:
                 raise exc
     finally:
-        for task in tasks:
+        await cancel_and_wait(tasks)
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]], every_s: float = 0.5) -> None:
+    """Cancel `tasks` and wait until each has ended, cancelling again while one goes on: on
+    Python 3.11 `asyncio.wait_for` (aiomqtt waits for every PUBACK with it) can swallow a
+    cancellation that arrives in the same loop pass as its result (CPython gh-86296, fixed in
+    3.12), and a single cancel then left the daemon's stop waiting forever (found by the soak:
+    docs/security.md, finding 1)."""
+    tasks = list(tasks)
+    pending = {t for t in tasks if not t.done()}
+    while pending:
+        for task in pending:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        _done, pending = await asyncio.wait(pending, timeout=every_s)
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()  # retrieved: an error while stopping is no "never retrieved" noise
