@@ -830,6 +830,8 @@ def validate_text(text: str, source: str = "table.toml") -> TableConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"{source}: not valid TOML: {exc}"]) from None
+    except RecursionError:  # tomllib recurses on nested arrays and tables
+        raise ConfigError([f"{source}: not valid TOML: nested too deeply"]) from None
     root = _Table(errors, "", data)
     table_id = root.string("table_id", pattern=_TABLE_ID, what="1-32 characters of A-Z a-z 0-9 _ -")
     game = root.string("game", choices=GAMES)

@@ -12,6 +12,7 @@ docs/headoffice.md documents every key.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import tomllib
@@ -56,7 +57,7 @@ class HeadOfficeConfig:
 
 
 def _get(errors: list[str], d: dict[str, Any], path: str, key: str, kind: type | tuple[type, ...],
-         default: Any = ..., lo: float | None = None) -> Any:
+         default: Any = ..., lo: float | None = None, hi: float | None = None) -> Any:
     if key not in d:
         if default is ...:
             errors.append(f"{path}.{key}: required")
@@ -68,10 +69,22 @@ def _get(errors: list[str], d: dict[str, Any], path: str, key: str, kind: type |
     if not isinstance(value, kind):
         errors.append(f"{path}.{key}: expected {getattr(kind, '__name__', kind)}, got {value!r}")
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        errors.append(f"{path}.{key}: must be a finite number, got {value!r}")
+        return None
     if lo is not None and value < lo:
         errors.append(f"{path}.{key}: must be >= {lo}, got {value!r}")
         return None
+    if hi is not None and value > hi:
+        # Compared before any float(): a 400-digit integer is refused, not an OverflowError.
+        errors.append(f"{path}.{key}: must be <= {hi}, got {_short(value)}")
+        return None
     return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def _unknown(errors: list[str], d: dict[str, Any], path: str, known: set[str]) -> None:
@@ -175,6 +188,8 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise HeadOfficeConfigError([f"{source}: not valid TOML: {exc}"]) from None
+    except RecursionError:  # tomllib recurses on nested arrays and tables
+        raise HeadOfficeConfigError([f"{source}: not valid TOML: nested too deeply"]) from None
     errors: list[str] = []
     _unknown(errors, data, "", {"database", "broker", "service", "pools", "tables"})
     db = _get(errors, data, "", "database", dict, {}) or {}
@@ -233,12 +248,14 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
         database=url or "",
         broker=broker,
         pools=pools,
-        heartbeat_s=float(_get(errors, s, "service", "heartbeat_s", (int, float), 1.0, lo=0.05)
-                          or 1.0),
-        pool_expiry_s=int(_get(errors, s, "service", "pool_expiry_s", int, 5, lo=1) or 5),
+        heartbeat_s=float(_get(errors, s, "service", "heartbeat_s", (int, float), 1.0, lo=0.05,
+                               hi=60) or 1.0),
+        pool_expiry_s=int(_get(errors, s, "service", "pool_expiry_s", int, 5, lo=1, hi=3600)
+                          or 5),
         live_window_s=float(_get(errors, s, "service", "live_window_s", (int, float), 90.0,
-                                 lo=1) or 90.0),
-        batch_max=int(_get(errors, s, "service", "batch_max", int, 500, lo=1) or 500),
+                                 lo=1, hi=86400) or 90.0),
+        batch_max=int(_get(errors, s, "service", "batch_max", int, 500, lo=1, hi=100_000)
+                      or 500),
         operators=tuple(operators or ()),
         tables=tables,
         verify_from=verify_from,
