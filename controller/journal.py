@@ -43,6 +43,7 @@ from typing import Any
 
 from controller.journal_dict import deflate_dict
 from controller.journal_mac import JournalKey, KeyFileError, find_key
+from controller.journal_mac import fsync_dir as _fsync_dir
 from controller.journal_mark import (
     MARK_FILE,
     MarkError,
@@ -358,14 +359,6 @@ class VerifyReport:
 
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _lock(lock_path: Path, exclusive: bool, wait_s: float) -> int:

@@ -125,7 +125,7 @@ def make_key_file(path: Path, *, dev: bool = False) -> JournalKey:
         os.fsync(fd)
     finally:
         os.close(fd)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return JournalKey(secret, str(path), dev)
 
 
@@ -133,7 +133,8 @@ def _make_dev_key(path: Path) -> JournalKey:
     return make_key_file(path, dev=True)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """A new or renamed file's directory entry made durable (the journal uses it too)."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
