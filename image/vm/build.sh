@@ -1,0 +1,79 @@
+#!/bin/bash
+# Build the table's arm64 root for the VM (image/vm/README.md): the product part with the
+# image's own recipe (image/customize.sh, unchanged) and the VM layer (layer.sh) on top, then
+# the read-only system disk (ext4) and the kernel and initramfs to boot it with.
+#
+#   image/vm/build.sh [WORK]        (default image/vm/work; root, needs the Debian and PyPI registries)
+#
+# WORK/root.img, WORK/vmlinuz, WORK/initrd.img, WORK/id_ed25519 (the test's ssh key).
+# A rebuild is skipped when the hash of every input (WORK/inputs.sha256) is unchanged.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+WORK=$(mkdir -p "${1:-$HERE/work}" && cd "${1:-$HERE/work}" && pwd)
+PY=${TABLECTL_PYTHON:-$REPO/.venv/bin/python}
+MIRROR=${TABLECTL_MIRROR:-http://deb.debian.org/debian}
+t0=$SECONDS
+phase() { echo "vm-build: $1 ($((SECONDS - t0)) s)" >&2; }
+
+# binfmt_misc: run the root's arm64 programs (dpkg scripts, venv, pip) under qemu-user.
+if [ "$(uname -m)" != aarch64 ]; then
+    [ -e /proc/sys/fs/binfmt_misc/register ] ||
+        mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+    if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+        grep -v '^#' /usr/lib/binfmt.d/qemu-aarch64.conf >/proc/sys/fs/binfmt_misc/register
+        phase "registered qemu-aarch64 with binfmt_misc"
+    fi
+fi
+
+[ -f "$WORK/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C tablectl-vm-test -f "$WORK/id_ed25519"
+
+# Everything the root is made from. The product's code goes in as a wheel of this checkout.
+inputs=$(cd "$REPO" && find image/customize.sh image/packages.txt image/overlay systemd \
+    controller devices headoffice pyproject.toml docs/operations.md docs/verification.md \
+    examples/paigow-nsw.toml examples/vm-paigow.toml examples/vm-uth.toml \
+    image/vm/build.sh image/vm/layer.sh image/vm/packages.txt image/vm/overlay \
+    -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+inputs="$inputs $(sha256sum <"$WORK/id_ed25519.pub" | cut -d' ' -f1)"
+if [ -f "$WORK/root.img" ] && [ "$(cat "$WORK/inputs.sha256" 2>/dev/null)" = "$inputs" ]; then
+    phase "root unchanged (inputs $inputs): reusing $WORK/root.img"
+    exit 0
+fi
+rm -f "$WORK/inputs.sha256" "$WORK/root.img"
+
+# The recipe as the table image gets it, except one file: the VM's three USB serial adapters are
+# all FT232s (QEMU's usb-serial, 0403:6001), so the rules are the ones `tablectl devices udev`
+# makes from the VM's configs (by USB serial string), as systemd/99-tablectl-serial.rules says
+# a table with other adapters does. customize.sh installs and signs them like the shipped file.
+recipe=$WORK/recipe
+rm -rf "$recipe"
+mkdir -p "$recipe"
+(cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay systemd \
+    controller devices docs/operations.md docs/verification.md examples/paigow-nsw.toml "$recipe/")
+{
+    "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-paigow.toml"
+    "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-uth.toml" |
+        grep -v '^#' | grep -v 'tablectl-meter'
+} >"$recipe/systemd/99-tablectl-serial.rules"
+wheels=$WORK/wheel
+rm -rf "$wheels"
+"$PY" -m pip wheel -q --no-deps -w "$wheels" "$REPO"
+wheel=$(ls "$wheels"/tablectl-*.whl)
+phase "recipe staged, wheel $(basename "$wheel")"
+
+root=$WORK/root
+rm -rf "$root"
+pkgs=$(cat "$REPO/image/packages.txt" "$HERE/packages.txt" | grep -v '^\s*#' | grep -v '^\s*$' | paste -sd,)
+mmdebstrap --mode=root --arch=arm64 --variant=minbase --include="$pkgs" \
+    --customize-hook="TABLECTL_WHEEL=$wheel TABLECTL_PYTHON=$PY $recipe/image/customize.sh \"\$1\"" \
+    --customize-hook="VM_AUTHORIZED_KEY='$(cat "$WORK/id_ed25519.pub")' $HERE/layer.sh \"\$1\"" \
+    bookworm "$root" "$MIRROR"
+phase "root built (mmdebstrap + customize.sh + VM layer)"
+
+cp -L "$root"/boot/vmlinuz-* "$WORK/vmlinuz"
+cp -L "$root"/boot/initrd.img-* "$WORK/initrd.img"
+size_mb=$(( $(du -sm "$root" | cut -f1) * 13 / 10 + 200 ))
+mkfs.ext4 -q -L system -d "$root" "$WORK/root.img" "${size_mb}M"
+phase "system disk root.img ${size_mb} MB"
+rm -rf "$root"
+echo "$inputs" >"$WORK/inputs.sha256"
