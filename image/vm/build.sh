@@ -1,12 +1,13 @@
 #!/bin/bash
 # Build the table's arm64 root for the VM (image/vm/README.md): the product part with the
-# image's own recipe (image/customize.sh, unchanged) and the VM layer (layer.sh) on top, then
-# the read-only system disk (ext4) and the kernel and initramfs to boot it with.
+# image's own recipe (image/customize.sh, unchanged) in mmdebstrap, the VM layer (layer.sh) on
+# a copy of it, then the system disk (ext4) and the kernel and initramfs to boot it with.
 #
-#   image/vm/build.sh [WORK]        (default image/vm/work; root, needs the Debian and PyPI registries)
+#   image/vm/build.sh [WORK]    (default image/vm/work; root; the Debian and PyPI registries)
 #
-# WORK/root.img, WORK/vmlinuz, WORK/initrd.img, WORK/id_ed25519 (the test's ssh key).
-# A rebuild is skipped when the hash of every input (WORK/inputs.sha256) is unchanged.
+# Out: WORK/root.img, WORK/vmlinuz, WORK/initrd.img, WORK/id_ed25519 (the test's ssh key).
+# Cache: WORK/base (the product root) is rebuilt only when the product's inputs change
+# (WORK/base.sha256), root.img only when those or the VM layer's change (WORK/inputs.sha256).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -15,6 +16,8 @@ PY=${TABLECTL_PYTHON:-$REPO/.venv/bin/python}
 MIRROR=${TABLECTL_MIRROR:-http://deb.debian.org/debian}
 t0=$SECONDS
 phase() { echo "vm-build: $1 ($((SECONDS - t0)) s)" >&2; }
+digest() { (cd "$REPO" && find "$@" -type f ! -name '*.pyc' -print0 | sort -z |
+    xargs -0 sha256sum | sha256sum | cut -d' ' -f1); }
 
 # binfmt_misc: run the root's arm64 programs (dpkg scripts, venv, pip) under qemu-user.
 if [ "$(uname -m)" != aarch64 ]; then
@@ -28,52 +31,60 @@ fi
 
 [ -f "$WORK/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C tablectl-vm-test -f "$WORK/id_ed25519"
 
-# Everything the root is made from. The product's code goes in as a wheel of this checkout.
-inputs=$(cd "$REPO" && find image/customize.sh image/packages.txt image/overlay systemd \
-    controller devices headoffice pyproject.toml docs/operations.md docs/verification.md \
+# Everything the product root is made from (its code goes in as a wheel of this checkout).
+base_inputs=$(digest image/customize.sh image/packages.txt image/overlay systemd controller \
+    devices headoffice pyproject.toml docs/operations.md docs/verification.md \
     examples/paigow-nsw.toml examples/vm-paigow.toml examples/vm-uth.toml \
-    image/vm/build.sh image/vm/layer.sh image/vm/packages.txt image/vm/overlay \
-    -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
-inputs="$inputs $(sha256sum <"$WORK/id_ed25519.pub" | cut -d' ' -f1)"
+    image/vm/packages.txt image/vm/build.sh)
+inputs="$base_inputs $(digest image/vm/layer.sh image/vm/overlay) $(sha256sum <"$WORK/id_ed25519.pub" | cut -c1-64)"
 if [ -f "$WORK/root.img" ] && [ "$(cat "$WORK/inputs.sha256" 2>/dev/null)" = "$inputs" ]; then
-    phase "root unchanged (inputs $inputs): reusing $WORK/root.img"
+    phase "root.img is up to date (inputs $inputs): reused"
     exit 0
 fi
 rm -f "$WORK/inputs.sha256" "$WORK/root.img"
 
-# The recipe as the table image gets it, except one file: the VM's three USB serial adapters are
-# all FT232s (QEMU's usb-serial, 0403:6001), so the rules are the ones `tablectl devices udev`
-# makes from the VM's configs (by USB serial string), as systemd/99-tablectl-serial.rules says
-# a table with other adapters does. customize.sh installs and signs them like the shipped file.
-recipe=$WORK/recipe
-rm -rf "$recipe"
-mkdir -p "$recipe"
-(cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay systemd \
-    controller devices docs/operations.md docs/verification.md examples/paigow-nsw.toml "$recipe/")
-{
-    "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-paigow.toml"
-    "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-uth.toml" |
-        grep -v '^#' | grep -v 'tablectl-meter'
-} >"$recipe/systemd/99-tablectl-serial.rules"
-wheels=$WORK/wheel
-rm -rf "$wheels"
-"$PY" -m pip wheel -q --no-deps -w "$wheels" "$REPO"
-wheel=$(ls "$wheels"/tablectl-*.whl)
-phase "recipe staged, wheel $(basename "$wheel")"
+if [ ! -d "$WORK/base" ] || [ "$(cat "$WORK/base.sha256" 2>/dev/null)" != "$base_inputs" ]; then
+    rm -f "$WORK/base.sha256"
+    rm -rf "$WORK/base"
+    # The recipe as the table image gets it, except one file: the VM's three USB serial adapters
+    # are all FT232s (QEMU's usb-serial, 0403:6001), so the udev rules are the ones
+    # `tablectl devices udev` makes from the VM's configs (told apart by USB serial string), as
+    # systemd/99-tablectl-serial.rules says a table with other adapters does. customize.sh
+    # installs them and signs them into the manifest like the shipped file.
+    recipe=$WORK/recipe
+    rm -rf "$recipe"
+    mkdir -p "$recipe"
+    (cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay systemd \
+        controller devices docs/operations.md docs/verification.md examples/paigow-nsw.toml \
+        "$recipe/")
+    {
+        "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-paigow.toml"
+        "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-uth.toml" |
+            sed -n '/^# shuffler/,/^# meter/p' | grep -v '^# meter'
+    } >"$recipe/systemd/99-tablectl-serial.rules"
+    wheels=$WORK/wheel
+    rm -rf "$wheels"
+    "$PY" -m pip wheel -q --no-deps -w "$wheels" "$REPO"
+    wheel=$(ls "$wheels"/tablectl-*.whl)
+    phase "recipe staged, wheel $(basename "$wheel")"
+    pkgs=$(cat "$REPO/image/packages.txt" "$HERE/packages.txt" | grep -v '^\s*#' |
+        grep -v '^\s*$' | paste -sd,)
+    mmdebstrap --mode=root --arch=arm64 --variant=minbase --include="$pkgs" \
+        --customize-hook="TABLECTL_WHEEL=$wheel TABLECTL_PYTHON=$PY $recipe/image/customize.sh \"\$1\"" \
+        bookworm "$WORK/base" "$MIRROR"
+    echo "$base_inputs" >"$WORK/base.sha256"
+    phase "product root built (mmdebstrap + image/customize.sh)"
+fi
 
 root=$WORK/root
 rm -rf "$root"
-pkgs=$(cat "$REPO/image/packages.txt" "$HERE/packages.txt" | grep -v '^\s*#' | grep -v '^\s*$' | paste -sd,)
-mmdebstrap --mode=root --arch=arm64 --variant=minbase --include="$pkgs" \
-    --customize-hook="TABLECTL_WHEEL=$wheel TABLECTL_PYTHON=$PY $recipe/image/customize.sh \"\$1\"" \
-    --customize-hook="VM_AUTHORIZED_KEY='$(cat "$WORK/id_ed25519.pub")' $HERE/layer.sh \"\$1\"" \
-    bookworm "$root" "$MIRROR"
-phase "root built (mmdebstrap + customize.sh + VM layer)"
-
+cp -a "$WORK/base" "$root"
+VM_AUTHORIZED_KEY=$(cat "$WORK/id_ed25519.pub") "$HERE/layer.sh" "$root"
+phase "VM layer applied"
 cp -L "$root"/boot/vmlinuz-* "$WORK/vmlinuz"
 cp -L "$root"/boot/initrd.img-* "$WORK/initrd.img"
 size_mb=$(( $(du -sm "$root" | cut -f1) * 13 / 10 + 200 ))
 mkfs.ext4 -q -L system -d "$root" "$WORK/root.img" "${size_mb}M"
-phase "system disk root.img ${size_mb} MB"
 rm -rf "$root"
 echo "$inputs" >"$WORK/inputs.sha256"
+phase "system disk root.img (${size_mb} MB)"

@@ -84,6 +84,7 @@ class Guest:
         self.work, self.run, self.data_img = work, run, data_img
         self.serial_links = serial_links
         self.dtb = dtb
+        self.bootfs: Path | None = None  # the Pi firmware's boot partition, for the A/B check
         self.key = work / "id_ed25519"
         self.overlay = run / "system.qcow2"
         self.qmp_path = run / "qmp.sock"
@@ -111,6 +112,9 @@ class Guest:
             "-device", "virtio-net-pci,netdev=net0",
             "-device", "qemu-xhci,id=xhci",
         ]
+        if self.bootfs is not None:
+            cmd += ["-drive", f"if=none,id=bootfs,file={self.bootfs},format=raw",
+                    "-device", "virtio-blk-pci,drive=bootfs"]
         if self.dtb is not None:
             cmd += ["-dtb", str(self.dtb)]
         for name, link in self.serial_links.items():
@@ -239,3 +243,29 @@ def make_data_partition(src: Path, img: Path, size_mb: int = 512) -> None:
 
 def tool(name: str) -> str | None:
     return shutil.which(name)
+
+
+def tryboot_dtb(path: Path, partition: int) -> Path:
+    """QEMU virt's device tree with what the Pi firmware adds on a tryboot: /chosen/bootloader
+    {tryboot = <1>; partition = <N>;} (big-endian cells, read by tablectl-slot)."""
+    subprocess.run([QEMU, "-M", f"virt,dumpdtb={path}", "-cpu", "cortex-a72", "-smp", "2",
+                    "-m", "1024", "-display", "none"], check=True, capture_output=True)
+    subprocess.run(["fdtput", "-c", str(path), "/chosen/bootloader"], check=True)
+    subprocess.run(["fdtput", "-t", "u", str(path), "/chosen/bootloader", "tryboot", "1"],
+                   check=True)
+    subprocess.run(["fdtput", "-t", "u", str(path), "/chosen/bootloader", "partition",
+                    str(partition)], check=True)
+    return path
+
+
+def autoboot(committed: int, tried: int) -> str:
+    """autoboot.txt as tablectl-slot writes it."""
+    return (f"[all]\ntryboot_a_b=1\nboot_partition={committed}\n"
+            f"[tryboot]\nboot_partition={tried}\n")
+
+
+def read_ext4_file(img: Path, path: str) -> str:
+    """A file from an ext4 image, without mounting it."""
+    r = subprocess.run(["debugfs", "-R", f"cat {path}", str(img)], capture_output=True,
+                       text=True, check=True)
+    return r.stdout

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The VM layer (VM only, never in the table image): what stands in for the Pi's firmware side
-# and lets the test in. Runs as an mmdebstrap customize hook AFTER image/customize.sh, which
-# installed the product exactly as for the Pi.
+# and lets the test in. build.sh runs it on a copy of the root that mmdebstrap and
+# image/customize.sh made, exactly as for the Pi.
 #
 #   image/vm/layer.sh ROOT          (env VM_AUTHORIZED_KEY: the test's ssh public key)
 set -eu
@@ -22,8 +22,10 @@ LABEL=persistent    /persistent ext4   rw,noatime,nodev,nosuid             0 2
 tmpfs               /var        tmpfs  mode=0755,nosuid,nodev              0 0
 tmpfs               /tmp        tmpfs  mode=1777,nosuid,nodev              0 0
 /persistent/log     /var/log    none   bind,x-systemd.requires-mounts-for=/persistent 0 0
+# The Pi firmware's boot partition (autoboot.txt for tryboot A/B) when the test attaches one.
+LABEL=bootfs        /bootfs     ext4   rw,noatime,nofail,x-systemd.device-timeout=5s 0 2
 FSTAB
-mkdir -p "$ROOT/persistent"
+mkdir -p "$ROOT/persistent" "$ROOT/bootfs"
 # systemd makes a transient machine id on a read-only root when the file is empty.
 : >"$ROOT/etc/machine-id"
 
@@ -44,5 +46,4 @@ printf 'UseDNS no\n' >"$ROOT/etc/ssh/sshd_config.d/vm.conf"
 # partition, written by the test (the table image does not run head office).
 ln -sfn /persistent/etc/tablectl/headoffice.toml "$ROOT/etc/tablectl/headoffice.toml"
 
-chroot "$ROOT" apt-get clean
-rm -rf "$ROOT/var/lib/apt/lists/"*
+rm -rf "$ROOT/var/lib/apt/lists/"* "$ROOT/var/cache/apt/"*.bin

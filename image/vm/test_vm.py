@@ -25,7 +25,16 @@ import pytest
 
 from controller.journal import Journal
 from headoffice.ledger import Ledger
-from image.vm.harness import HERE, REPO, Guest, Simulators, make_data_partition
+from image.vm.harness import (
+    HERE,
+    REPO,
+    Guest,
+    Simulators,
+    autoboot,
+    make_data_partition,
+    read_ext4_file,
+    tryboot_dtb,
+)
 from tests import mqtt_broker
 
 WORK = Path(os.environ.get("TABLECTL_VM_WORK", HERE / "work"))
@@ -421,6 +430,47 @@ def test_headoffice_unit_starts_and_serves_the_table(table: Table) -> None:
     report = g.ssh("tablectl-headoffice --config /etc/tablectl/headoffice.toml report --db "
                    "sqlite:////var/lib/private/tablectl-headoffice/ledger.db --json").stdout
     assert "VM-UTH-01" in report, report[-2000:]
+
+
+def test_ab_slot_commits_a_healthy_tryboot_and_refuses_an_unhealthy_one(table: Table) -> None:
+    """The firmware side is emulated: the device tree carries /chosen/bootloader tryboot=1,
+    partition=3 as the Pi firmware sets it on a tryboot, and /bootfs (an ext4 disk standing in
+    for the vfat boot partition) holds autoboot.txt. The slot's contents are not swapped: the
+    same system disk plays both slots; what is checked is tablectl-slot's decision."""
+    g = table.guest
+    g.shutdown()
+    src = table.run / "bootfs"
+    src.mkdir()
+    (src / "autoboot.txt").write_text(autoboot(2, 3))
+    g.bootfs = table.run / "bootfs.img"
+    subprocess.run(["mkfs.ext4", "-q", "-L", "bootfs", "-d", str(src), str(g.bootfs), "16M"],
+                   check=True)
+    g.dtb = tryboot_dtb(table.run / "tryboot.dtb", 3)
+    RESULTS["tryboot"] = g.boot()
+    assert g.ssh("od -An -tu4 --endian=big /proc/device-tree/chosen/bootloader/tryboot"
+                 ).stdout.strip() == "1"
+    # tablectl-health.service (WantedBy=multi-user.target, only on a tryboot) decides.
+    wait_for("tablectl-health.service finished", lambda: g.ssh(
+        "systemctl show -p ExecMainExitTimestampMonotonic --value tablectl-health"
+    ).stdout.strip() not in ("", "0"), 600, 5)
+    result = g.ssh("systemctl show -p Result --value tablectl-health").stdout.strip()
+    committed = g.ssh("cat /bootfs/autoboot.txt").stdout
+    assert result == "success" and committed == autoboot(3, 2), (
+        result, committed, g.ssh("journalctl -u tablectl-health --no-pager").stdout)
+    # An unhealthy try: the table is down. The check gives up, leaves the committed slot as it
+    # was and reboots (QEMU runs with -no-reboot: the reboot ends it).
+    g.ssh(f"printf '{autoboot(2, 3)}' > /bootfs/autoboot.txt && sync")
+    g.ssh("systemctl stop tablectld")
+    g.ssh("TABLECTL_HEALTH_WAIT_S=10 tablectl-slot health-commit", check=False, timeout=180)
+    assert g.proc is not None
+    g.proc.wait(180)
+    assert read_ext4_file(g.bootfs, "/autoboot.txt") == autoboot(2, 3)
+    # The firmware then boots the committed slot (no tryboot): the table plays again.
+    g.dtb = None
+    RESULTS["after_rollback"] = g.boot()
+    assert g.ssh("tablectl-slot status").stdout.split("\n")[2].endswith("no")
+    wait_for("tablectld active", lambda: g.ssh("systemctl is-active tablectld", check=False)
+             .stdout.strip() == "active", 240, 2)
 
 
 def test_the_read_only_root_was_never_written(table: Table) -> None:
