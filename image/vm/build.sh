@@ -35,7 +35,7 @@ fi
 base_inputs=$(digest image/customize.sh image/packages.txt image/overlay systemd controller \
     devices headoffice pyproject.toml docs/operations.md docs/verification.md \
     examples/paigow-nsw.toml examples/vm-paigow.toml examples/vm-uth.toml \
-    image/vm/packages.txt image/vm/build.sh)
+    image/vm/packages.txt image/vm/initramfs image/vm/build.sh)
 inputs="$base_inputs $(digest image/vm/layer.sh image/vm/overlay) $(sha256sum <"$WORK/id_ed25519.pub" | cut -c1-64)"
 if [ -f "$WORK/root.img" ] && [ "$(cat "$WORK/inputs.sha256" 2>/dev/null)" = "$inputs" ]; then
     phase "root.img is up to date (inputs $inputs): reused"
@@ -69,7 +69,9 @@ if [ ! -d "$WORK/base" ] || [ "$(cat "$WORK/base.sha256" 2>/dev/null)" != "$base
     phase "recipe staged, wheel $(basename "$wheel")"
     pkgs=$(cat "$REPO/image/packages.txt" "$HERE/packages.txt" | grep -v '^\s*#' |
         grep -v '^\s*$' | paste -sd,)
+    # The VM's initramfs settings go in before the kernel (its postinst builds the initramfs).
     mmdebstrap --mode=root --arch=arm64 --variant=minbase --include="$pkgs" \
+        --essential-hook="mkdir -p \"\$1/etc/initramfs-tools\" && cp -a $HERE/initramfs/. \"\$1/etc/initramfs-tools/\"" \
         --customize-hook="TABLECTL_WHEEL=$wheel TABLECTL_PYTHON=$PY $recipe/image/customize.sh \"\$1\"" \
         bookworm "$WORK/base" "$MIRROR"
     echo "$base_inputs" >"$WORK/base.sha256"

@@ -267,7 +267,8 @@ def test_lgpio_opens_the_gpiochip_under_the_units_sandbox(table: Table) -> None:
                            "RestartSec", "TimeoutStartSec", "TimeoutStopSec", "KillMode",
                            "StateDirectory", "StateDirectoryMode", "RuntimeDirectory",
                            "RuntimeDirectoryMode", "ConfigurationDirectory",
-                           "ConfigurationDirectoryMode", "EnvironmentFile", "BindPaths"}:
+                           "ConfigurationDirectoryMode", "EnvironmentFile", "BindPaths",
+                           "WorkingDirectory"}:
                 props.append(line)
     assert any(p.startswith("DeviceAllow=char-gpiochip") for p in props), props
     code = ("import lgpio; h = lgpio.gpiochip_open(0); info = lgpio.gpio_get_chip_info(h); "
