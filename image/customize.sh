@@ -52,9 +52,13 @@ esac
 extra=""
 [ "$march" = aarch64 ] && extra="lgpio>=0.2"
 pyver=$(in_root python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+# pip's --platform takes exact tags, no older glibc implied: name every manylinux the root's
+# glibc 2.36 runs (lgpio 0.2.2.0 for aarch64 is manylinux_2_34 only).
+plats=""
+for v in $(seq 36 -1 17); do plats="$plats --platform manylinux_2_${v}_$march"; done
+# shellcheck disable=SC2086
 "$PY" -m pip download -q --disable-pip-version-check -d "$wh" --only-binary=:all: \
-    --implementation cp --python-version "$pyver" --abi "cp$pyver" \
-    --platform "manylinux_2_36_$march" --platform "manylinux_2_28_$march" \
+    --implementation cp --python-version "$pyver" --abi "cp$pyver" $plats \
     --platform "manylinux2014_$march" --platform "linux_$march" --platform any "$wheel" $extra
 in_root python3 -m venv "$VENV"
 in_root env -u PIP_FIND_LINKS -u PIP_CERT "$VENV/bin/pip" install -q --no-cache-dir \

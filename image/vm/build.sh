@@ -16,8 +16,10 @@ PY=${TABLECTL_PYTHON:-$REPO/.venv/bin/python}
 MIRROR=${TABLECTL_MIRROR:-http://deb.debian.org/debian}
 t0=$SECONDS
 phase() { echo "vm-build: $1 ($((SECONDS - t0)) s)" >&2; }
-digest() { (cd "$REPO" && find "$@" -type f ! -name '*.pyc' -print0 | sort -z |
-    xargs -0 sha256sum | sha256sum | cut -d' ' -f1); }
+# The hash of files' paths and contents, from the current directory or the repository.
+digest() { find "$@" \( -type f -o -type l \) ! -name '*.pyc' -print0 | sort -z |
+    xargs -0 sha256sum | sha256sum | cut -c1-64; }
+digest_repo() { (cd "$REPO" && digest "$@"); }
 
 # binfmt_misc: run the root's arm64 programs (dpkg scripts, venv, pip) under qemu-user.
 if [ "$(uname -m)" != aarch64 ]; then
@@ -31,12 +33,29 @@ fi
 
 [ -f "$WORK/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C tablectl-vm-test -f "$WORK/id_ed25519"
 
-# Everything the product root is made from (its code goes in as a wheel of this checkout).
-base_inputs=$(digest image/customize.sh image/packages.txt image/overlay systemd controller \
-    devices headoffice pyproject.toml docs/operations.md docs/verification.md \
-    examples/paigow-nsw.toml examples/vm-paigow.toml examples/vm-uth.toml \
-    image/vm/packages.txt image/vm/initramfs image/vm/build.sh)
-inputs="$base_inputs $(digest image/vm/layer.sh image/vm/overlay) $(sha256sum <"$WORK/id_ed25519.pub" | cut -c1-64)"
+# The recipe as the table image gets it, except one file: the VM's three USB serial adapters are
+# all FT232s (QEMU's usb-serial, 0403:6001), so the udev rules are the ones `tablectl devices
+# udev` makes from the VM's configs (told apart by USB serial string), as
+# systemd/99-tablectl-serial.rules says a table with other adapters does. customize.sh installs
+# them and signs them into the manifest like the shipped file.
+recipe=$WORK/recipe
+rm -rf "$recipe"
+mkdir -p "$recipe"
+(cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay \
+    $(ls image/*.lock image/lock.sh 2>/dev/null) systemd controller devices headoffice \
+    pyproject.toml docs/operations.md docs/verification.md examples "$recipe/")
+find "$recipe" -name __pycache__ -prune -exec rm -rf {} +
+{
+    "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-paigow.toml"
+    "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-uth.toml" |
+        sed -n '/^# shuffler/,/^# meter/p' | grep -v '^# meter'
+} >"$recipe/systemd/99-tablectl-serial.rules"
+# The product root is made from: the staged recipe (with the program's sources), the VM's
+# extra packages and initramfs settings, and the mmdebstrap command below (its text).
+mmdebstrap_cmd='mmdebstrap --mode=root --arch=arm64 --variant=minbase'
+base_inputs=$(cd "$WORK" && { digest recipe; digest_repo image/vm/packages.txt image/vm/initramfs;
+    echo "$mmdebstrap_cmd"; } | sha256sum | cut -c1-64)
+inputs="$base_inputs $(digest_repo image/vm/layer.sh image/vm/overlay) $(sha256sum <"$WORK/id_ed25519.pub" | cut -c1-64)"
 if [ -f "$WORK/root.img" ] && [ "$(cat "$WORK/inputs.sha256" 2>/dev/null)" = "$inputs" ]; then
     phase "root.img is up to date (inputs $inputs): reused"
     exit 0
@@ -46,22 +65,6 @@ rm -f "$WORK/inputs.sha256" "$WORK/root.img"
 if [ ! -d "$WORK/base" ] || [ "$(cat "$WORK/base.sha256" 2>/dev/null)" != "$base_inputs" ]; then
     rm -f "$WORK/base.sha256"
     rm -rf "$WORK/base"
-    # The recipe as the table image gets it, except one file: the VM's three USB serial adapters
-    # are all FT232s (QEMU's usb-serial, 0403:6001), so the udev rules are the ones
-    # `tablectl devices udev` makes from the VM's configs (told apart by USB serial string), as
-    # systemd/99-tablectl-serial.rules says a table with other adapters does. customize.sh
-    # installs them and signs them into the manifest like the shipped file.
-    recipe=$WORK/recipe
-    rm -rf "$recipe"
-    mkdir -p "$recipe"
-    (cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay systemd \
-        controller devices docs/operations.md docs/verification.md examples/paigow-nsw.toml \
-        "$recipe/")
-    {
-        "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-paigow.toml"
-        "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-uth.toml" |
-            sed -n '/^# shuffler/,/^# meter/p' | grep -v '^# meter'
-    } >"$recipe/systemd/99-tablectl-serial.rules"
     wheels=$WORK/wheel
     rm -rf "$wheels"
     "$PY" -m pip wheel -q --no-deps -w "$wheels" "$REPO"
@@ -70,7 +73,7 @@ if [ ! -d "$WORK/base" ] || [ "$(cat "$WORK/base.sha256" 2>/dev/null)" != "$base
     pkgs=$(cat "$REPO/image/packages.txt" "$HERE/packages.txt" | grep -v '^\s*#' |
         grep -v '^\s*$' | paste -sd,)
     # The VM's initramfs settings go in before the kernel (its postinst builds the initramfs).
-    mmdebstrap --mode=root --arch=arm64 --variant=minbase --include="$pkgs" \
+    $mmdebstrap_cmd --include="$pkgs" \
         --essential-hook="mkdir -p \"\$1/etc/initramfs-tools\" && cp -a $HERE/initramfs/. \"\$1/etc/initramfs-tools/\"" \
         --customize-hook="TABLECTL_WHEEL=$wheel TABLECTL_PYTHON=$PY $recipe/image/customize.sh \"\$1\"" \
         bookworm "$WORK/base" "$MIRROR"

@@ -284,11 +284,11 @@ def test_lgpio_opens_the_gpiochip_under_the_units_sandbox(table: Table) -> None:
 def test_watchdog_restarts_a_stopped_daemon_and_the_round_resumes(table: Table) -> None:
     g = table.guest
     pid = table.main_pid()
-    before = table.status()
-    round_at_stop = before["round"]
     restarts = int(g.ssh("systemctl show -p NRestarts --value tablectld").stdout)
-    g.ssh(f"kill -STOP {pid}")
+    # The round in hand and the stop in one go, so no round ends in between.
+    before = json.loads(g.ssh(f"tablectl status --json && kill -STOP {pid}").stdout)
     stopped = time.monotonic()
+    round_at_stop = before["round"]
     new_pid = wait_for("a new tablectld after the watchdog",
                        lambda: (p := table.main_pid()) not in (0, pid) and p, 90, 1)
     RESULTS["watchdog_restart_s"] = round(time.monotonic() - stopped, 1)
