@@ -146,10 +146,14 @@ def build_devices(
 def build_extensions(cfg: TableConfig, args: argparse.Namespace) -> list[Extension]:
     """The daemon's parts beside the round machine, in start order (see service.Extension).
     Each later issue adds its part here: the head-office link, software verification, ..."""
+    from controller.lifecycle import StartLine
     from controller.verify_service import SoftwareVerification
 
     # Software verification first: a program that fails it never plays nor talks to head office.
-    extensions: list[Extension] = [SoftwareVerification.installed(logging.getLogger("tablectl"))]
+    log = logging.getLogger("tablectl")
+    verification = SoftwareVerification.installed(log)
+    # Then the start line, which says what the check found (version, manifest digest).
+    extensions: list[Extension] = [verification, StartLine(log, verification)]
     from controller.devices_ext import DevicesExtension
 
     extensions.append(DevicesExtension())  # tablectl devices list|test|watch
@@ -291,7 +295,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.simulate:
         log.setLevel(logging.WARNING)
-    return asyncio.run(service.run())
+    code = asyncio.run(service.run())
+    from controller.lifecycle import stop_line
+
+    stop_line(log, code)
+    return code
 
 
 if __name__ == "__main__":

@@ -231,7 +231,8 @@ class TableService:
             try:
                 await device.start(self._emit_from_device)
             except DeviceError as exc:
-                log_event(self.log, logging.ERROR, f"device {device.name} did not start: {exc}")
+                log_event(self.log, logging.ERROR, f"device {device.name} did not start: {exc}",
+                          device=device.name)
 
     async def _resume(self) -> None:
         """After the extensions (software verification) had their say: re-issue what the open
@@ -355,7 +356,8 @@ class TableService:
             elif effect.kind == "round":
                 self.stats.rounds[str(data.get("status"))] += 1
                 log_event(
-                    self.log, logging.INFO, f"round {data.get('number')} {data.get('status')}"
+                    self.log, logging.INFO, f"round {data.get('number')} {data.get('status')}",
+                    round=data.get("number"), status=data.get("status"),
                 )
                 if self.on_round is not None:
                     self.on_round(data)
@@ -370,7 +372,10 @@ class TableService:
                 log_event(self.log, logging.INFO, str(data.get("text", data)))
         except DeviceError as exc:
             self.stats.effect_errors += 1
-            log_event(self.log, logging.ERROR, f"effect failed: {exc}", kind=effect.kind)
+            device = {"device": str(data.get("device", "meter"))} if effect.kind in (
+                "device", "display") else {}  # the display effect is the meter's
+            log_event(self.log, logging.ERROR, f"effect failed: {exc}", kind=effect.kind,
+                      **device)
 
     def _device(self, name: str) -> Device:
         if name not in self.devices:

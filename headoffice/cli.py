@@ -7,6 +7,7 @@
     tablectl-headoffice pool resume POOL [--operator NAME]
     tablectl-headoffice params-log [POOL] [--config FILE | --db URL] [--json]
 
+`--config FILE` goes after the command (as above, and as the systemd unit runs it) or before it.
 Bad input exits 2 with one line naming it; a refused operator request exits 1.
 
 The operator is who runs the console, as the operating system authenticated them (the user who
@@ -81,14 +82,18 @@ def format_report(report: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="tablectl-headoffice", description=__doc__.split("\n")[0])
     ap.add_argument("--config", type=Path, default=None, help=f"default {DEFAULT_PATH}")
+    # The same option after the command; SUPPRESS keeps a --config given before it.
+    cfg = argparse.ArgumentParser(add_help=False)
+    cfg.add_argument("--config", type=Path, default=argparse.SUPPRESS,
+                     help=f"default {DEFAULT_PATH}")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("run", help="run a worker (several may share the load)")
-    rep = sub.add_parser("report", help="every pool's meters and its last hits")
+    sub.add_parser("run", parents=[cfg], help="run a worker (several may share the load)")
+    rep = sub.add_parser("report", parents=[cfg], help="every pool's meters and its last hits")
     rep.add_argument("--db", help="ledger URL (instead of the config's)")
     rep.add_argument("--json", action="store_true")
     pool = sub.add_parser("pool", help="pool parameters")
     psub = pool.add_subparsers(dest="pool_cmd", required=True)
-    ps = psub.add_parser("set")
+    ps = psub.add_parser("set", parents=[cfg])
     ps.add_argument("pool")
     ps.add_argument("--operator", help="must be who runs the console (default)")
     ps.add_argument("--force", action="store_true", help="even while tables are live")
@@ -97,10 +102,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ps.add_argument("--hidden-bp", type=int)
     ps.add_argument("--ceiling", type=int)
     ps.add_argument("--no-ceiling", action="store_true")
-    pr = psub.add_parser("resume")
+    pr = psub.add_parser("resume", parents=[cfg])
     pr.add_argument("pool")
     pr.add_argument("--operator", help="must be who runs the console (default)")
-    pl = sub.add_parser("params-log", help="every parameter change, with old and new values,"
+    pl = sub.add_parser("params-log", parents=[cfg],
+                        help="every parameter change, with old and new values,"
                         " numbered per pool in the order made")
     pl.add_argument("pool", nargs="?")
     pl.add_argument("--db", help="ledger URL (instead of the config's)")

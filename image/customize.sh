@@ -48,22 +48,40 @@ case "$arch" in
     amd64) march=x86_64 ;;
     *) echo "customize.sh: unsupported architecture $arch" >&2; exit 1 ;;
 esac
-# Markers are read on the build host: on an x86 host lgpio (Pi only) would be left out.
-extra=""
-[ "$march" = aarch64 ] && extra="lgpio>=0.2"
+# The dependencies are pinned with their hashes, one lock per architecture (image/lock.sh
+# makes them; image/README.md "Pinned wheels"): nothing unpinned or unchecked reaches the image.
+lock="$HERE/requirements-$march.lock"
+[ -f "$lock" ] || { echo "customize.sh: no $lock (image/lock.sh)" >&2; exit 1; }
 pyver=$(in_root python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+[ "$pyver" = 311 ] || { echo "customize.sh: the locks are for CPython 3.11, the root has $pyver" >&2; exit 1; }
+cp "$lock" "$wh/requirements.lock"
 # pip's --platform takes exact tags, no older glibc implied: name every manylinux the root's
 # glibc 2.36 runs (lgpio 0.2.2.0 for aarch64 is manylinux_2_34 only).
 plats=""
 for v in $(seq 36 -1 17); do plats="$plats --platform manylinux_2_${v}_$march"; done
 # shellcheck disable=SC2086
 "$PY" -m pip download -q --disable-pip-version-check -d "$wh" --only-binary=:all: \
-    --implementation cp --python-version "$pyver" --abi "cp$pyver" $plats \
-    --platform "manylinux2014_$march" --platform "linux_$march" --platform any "$wheel" $extra
+    --require-hashes --implementation cp --python-version "$pyver" --abi "cp$pyver" $plats \
+    --platform "manylinux2014_$march" --platform "linux_$march" --platform any -r "$lock"
 in_root python3 -m venv "$VENV"
-in_root env -u PIP_FIND_LINKS -u PIP_CERT "$VENV/bin/pip" install -q --no-cache-dir \
-    --disable-pip-version-check --no-index --find-links /tmp/tablectl-install \
-    /tmp/tablectl-install/"$(basename "$wheel")"
+pipi() { in_root env -u PIP_FIND_LINKS -u PIP_CERT "$VENV/bin/pip" install -q --no-cache-dir \
+    --disable-pip-version-check --no-index --find-links /tmp/tablectl-install "$@"; }
+# Every dependency from the lock, each wheel checked against its hash; then the program built
+# from this checkout, which has nothing left to resolve. pip check: the lock satisfies it.
+pipi --require-hashes -r /tmp/tablectl-install/requirements.lock
+pipi --no-deps /tmp/tablectl-install/"$(basename "$wheel")"
+in_root "$VENV/bin/pip" check --disable-pip-version-check
+# journald's native protocol (controller/logs.py): Debian's python3-systemd (packages.txt),
+# built for this interpreter against the image's libsystemd, rather than systemd-python from
+# PyPI (an sdist: a compiler and libsystemd-dev on the image, or a cross-build). Exactly that
+# one package is made visible to the venv, by a .pth naming a directory that holds only a link
+# to it; --system-site-packages would expose every Debian Python package. Both the link and
+# Debian's files are in the signed manifest (step 5).
+site=$(in_root "$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+mkdir -p "$ROOT$VENV/lib/debian-systemd"
+ln -sfn /usr/lib/python3/dist-packages/systemd "$ROOT$VENV/lib/debian-systemd/systemd"
+echo "$VENV/lib/debian-systemd" >"$ROOT$site/debian-systemd.pth"
+in_root "$VENV/bin/python" -c 'from systemd.journal import JournalHandler'
 rm -rf "$wh"
 # pip compiled the .pyc files; the root is read-only, so none is ever written again.
 mkdir -p "$ROOT$SHARE/doc"
@@ -84,7 +102,14 @@ in_root systemd-sysusers
 in_root systemd-tmpfiles --create --prefix=/etc/tablectl --prefix=/var/lib/tablectl --prefix=/persistent
 # The per-table configuration lives on the data partition; the read-only root points at it.
 ln -sfn /persistent/etc/tablectl/table.toml "$ROOT/etc/tablectl/table.toml"
+# Examples beside it, one per game: copy one to /persistent/etc/tablectl/table.toml and edit.
 install -m 0644 "$REPO/examples/paigow-nsw.toml" "$ROOT/etc/tablectl/table.toml.example"
+install -m 0644 "$REPO/examples/uth-nsw.toml" "$ROOT/etc/tablectl/uth-nsw.toml.example"
+# The persistent journal lives on the data partition, shared by both slots and kept across
+# an update: /var/log/journal is a link to it (the flush drop-in in the overlay makes the
+# directory before journald moves the boot's logs there).
+rm -rf "$ROOT/var/log/journal"
+ln -sfn /persistent/log/journal "$ROOT/var/log/journal"
 systemctl --root="$ROOT" enable tablectld.service tablectl-health.service chrony.service
 # The table is a table, not the head office.
 systemctl --root="$ROOT" disable tablectl-headoffice.service 2>/dev/null || true
@@ -116,7 +141,9 @@ signature = "$SHARE/manifest.json.sig"
 public_key = "$SHARE/manifest-signing.pub"
 TOML
 includes="--include opt/tablectl --include usr/bin/python3.11 --include usr/lib/python3.11"
+includes="$includes --include usr/lib/python3/dist-packages/systemd"
 for f in etc/systemd/system/tablectld.service etc/systemd/system/tablectld.service.d \
+    etc/systemd/system/systemd-journal-flush.service.d etc/systemd/journald.conf.d/tablectl.conf \
     etc/systemd/system/tablectl-headoffice.service etc/systemd/system/tablectl-health.service \
     usr/lib/sysusers.d/tablectl.conf usr/lib/tmpfiles.d/tablectl.conf \
     usr/lib/tmpfiles.d/tablectl-image.conf usr/local/sbin/tablectl-slot; do

@@ -140,3 +140,57 @@ def test_installed_program_verifies_itself_and_plays(rootfs: Path) -> None:
     assert played.returncode == 0, played.stderr
     assert "round 1 completed" in played.stdout
     assert "not verified" not in played.stderr
+
+
+def _lock_pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        if "==" in line and not line.startswith((" ", "#")):
+            name, _, rest = line.partition("==")
+            pins[name.strip().lower().replace("_", "-")] = rest.split()[0]
+    return pins
+
+
+def test_venv_is_exactly_the_lock_plus_the_program(rootfs: Path) -> None:
+    arch = {"x86_64": "x86_64", "aarch64": "aarch64"}[os.uname().machine]
+    pins = _lock_pins(HERE / f"requirements-{arch}.lock")
+    freeze = in_root(rootfs, "/opt/tablectl/bin/pip", "list", "--format=freeze",
+                     "--disable-pip-version-check")
+    assert freeze.returncode == 0, freeze.stderr
+    installed = {
+        name.lower().replace("_", "-"): version
+        for name, _, version in (line.partition("==") for line in freeze.stdout.split())
+    }
+    installed.pop("tablectl")
+    installed.pop("pip", None)  # the venv's own installer, from Debian's python3-venv
+    assert installed == pins
+    assert "numpy" not in installed  # the `math` extra is not on the table
+
+
+def test_journald_route_and_persistent_journal(rootfs: Path) -> None:
+    journal = in_root(rootfs, "/opt/tablectl/bin/python", "-c",
+                      "from systemd.journal import JournalHandler; print('ok')")
+    assert journal.stdout.strip() == "ok", journal.stderr
+    assert os.readlink(rootfs / "var/log/journal") == "/persistent/log/journal"
+    flush = rootfs / "etc/systemd/system/systemd-journal-flush.service.d/tablectl-persistent.conf"
+    assert "/persistent/log/journal" in flush.read_text()
+    assert (rootfs / "etc/tablectl/uth-nsw.toml.example").is_file()
+    assert (rootfs / "etc/tablectl/table.toml.example").is_file()
+
+
+def test_version_names_the_verified_manifest(rootfs: Path) -> None:
+    import hashlib
+
+    digest = hashlib.sha256((rootfs / SHARE / "manifest.json").read_bytes()).hexdigest()
+    run = in_root(rootfs, "/opt/tablectl/bin/tablectl", "--version")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("tablectl ") and f"(manifest sha256 {digest})" in run.stdout
+    math = in_root(rootfs, "/opt/tablectl/bin/tablectl", "math", "paigow", "--rules", "nsw")
+    assert math.returncode == 69 and "tablectl[math]" in math.stderr
+
+
+def test_slot_health_check_parses_on_the_image_python(rootfs: Path) -> None:
+    script = (rootfs / "usr/local/sbin/tablectl-slot").read_text()
+    program = script.split("python\" -c '", 1)[1].split("'", 1)[0]
+    check = in_root(rootfs, "/usr/bin/python3", "-c", f"compile({program!r}, 'slot', 'exec')")
+    assert check.returncode == 0, check.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any, TextIO
 
 from controller.errors import InputError
@@ -61,3 +62,25 @@ def parse_json_object(text: str, what: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise InputError(f"{what}: expected a JSON object, got {type(obj).__name__}")
     return obj
+
+
+EX_UNAVAILABLE = 69  # sysexits(3): a part this command needs is not installed
+
+
+class Unavailable(Exception):
+    """A command needs an optional part that is not installed (exit EX_UNAVAILABLE)."""
+
+
+def paigow_parsheet() -> ModuleType:
+    """The Pai Gow par sheet, imported when a command needs it: it needs numpy, which the
+    table image leaves out (the `math` extra, docs/operations.md)."""
+    try:
+        from controller.games.paigow import parsheet
+    except ModuleNotFoundError as exc:
+        if exc.name != "numpy":
+            raise
+        raise Unavailable(
+            "the Pai Gow par sheet needs numpy, which is not installed (the table image leaves"
+            " it out): pip install 'tablectl[math]' on a workstation"
+        ) from None
+    return parsheet

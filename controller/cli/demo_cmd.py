@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 import secrets
 
-from controller.cli.common import progress_printer
-from controller.games.paigow import parsheet
+from controller.cli.common import paigow_parsheet, progress_printer
 from controller.games.paigow.houseway import explain, house_way_function
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.tiles import FULL_SET
@@ -30,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {profile.value:<3} house way: {setting}   ({rule})")
     if args.no_math:
         return 0
+    parsheet = paigow_parsheet()  # numpy: the `math` extra
     print("\nexact par sheets, both hands set the house way, 5% commission:")
     print(
         f"  {'rules':<5} {'win':>9} {'push':>9} {'lose':>9} {'edge player':>12} {'edge banker':>12}"

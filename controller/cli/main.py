@@ -11,7 +11,23 @@ import sys
 from collections.abc import Sequence
 
 from controller.cli import demo_cmd, devices_cmd, paigow_cmd, table_cmd, uth_cmd, verify_cmd
+from controller.cli.common import EX_UNAVAILABLE, Unavailable
 from controller.errors import InputError
+
+
+class _Version(argparse.Action):
+    """--version: the version and the identity of the installed software, computed when asked
+    (the manifest check reads every installed file, so never at import or for other commands)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="version and verified manifest digest")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from controller.about import program_version, software_identity
+
+        _verified, identity = software_identity()
+        print(f"tablectl {program_version()} ({identity})")
+        parser.exit(0)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,6 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tablectl", description="Technician CLI of the tablectl table controller")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     math = sub.add_parser("math", help="exact par sheets of a game's rules")
     math_sub = math.add_subparsers(dest="math_game", required=True, parser_class=_Parser)
@@ -42,6 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return 2
+    except Unavailable as exc:
+        print(f"tablectl: error: {exc}", file=sys.stderr)
+        return EX_UNAVAILABLE
     except BrokenPipeError:
         return 0
 

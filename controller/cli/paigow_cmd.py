@@ -11,9 +11,14 @@ import time
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from controller.cli.common import emit, parse_json_object, progress_printer, run_batch
+from controller.cli.common import (
+    emit,
+    paigow_parsheet,
+    parse_json_object,
+    progress_printer,
+    run_batch,
+)
 from controller.errors import InputError
-from controller.games.paigow import parsheet
 from controller.games.paigow.bank import BankHolder
 from controller.games.paigow.houseway import explain, house_way, house_way_function
 from controller.games.paigow.money import BASIS_POINTS, STANDARD_COMMISSION_BP, TableMoney
@@ -309,6 +314,7 @@ def commission_bp(text: str) -> int:
 def cmd_math(args: argparse.Namespace) -> int:
     bp = commission_bp(args.commission)
     started = time.monotonic()
+    parsheet = paigow_parsheet()  # numpy: the `math` extra
     sheet = parsheet.compute(
         args.rules,
         house_way_function(args.rules),

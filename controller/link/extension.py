@@ -100,6 +100,8 @@ class LinkExtension:
         self._last_pool: tuple[int, int] | None = None  # (version, amount) last handed over
         self._last_pool_mono = 0.0
         self._log = logging.getLogger("tablectl.link")
+        self._outage_logged = False  # an outage's first failure (or link down) was logged
+        self._failed_attempts = 0  # connection attempts failed since the link was last up
 
     # -- Extension --------------------------------------------------------------------------
     async def start(self, table: TableService) -> None:
@@ -167,6 +169,8 @@ class LinkExtension:
                     await self._session(conn)
             except LinkError as exc:
                 self.last_error = str(exc)
+                if not self.connected:
+                    self._connect_failed()
             except asyncio.CancelledError:
                 self.last_error = "the daemon is stopping"
                 raise
@@ -176,9 +180,26 @@ class LinkExtension:
                     self.counters["disconnects"] += 1
                     self._emit(Event("link.down", {"reason": self.last_error or ""}))
                     log_event(self._log, logging.WARNING, f"link down: {self.last_error}")
+                    self._outage_logged = True  # the retries that follow are not logged again
             if time.monotonic() - started > 10:
                 backoff.reset()  # it was a working connection, not a refusal loop
             await asyncio.sleep(backoff.next_delay())
+
+    def _connect_failed(self) -> None:
+        """A connection attempt failed: the first of an outage is a warning, the retries are
+        only counted (a broker down for a night would otherwise log every backoff step)."""
+        self.counters["connect_failures"] += 1
+        self._failed_attempts += 1
+        if not self._outage_logged:
+            self._outage_logged = True
+            assert self.settings is not None
+            log_event(
+                self._log,
+                logging.WARNING,
+                f"link: cannot connect to {self.settings.host}:{self.settings.port}:"
+                f" {self.last_error} (retrying; logged again when it connects)",
+                broker=f"{self.settings.host}:{self.settings.port}",
+            )
 
     async def _session(self, conn: Connection) -> None:
         assert self.relay is not None
@@ -191,7 +212,15 @@ class LinkExtension:
         self.connected = True
         self.last_error = None
         self.counters["connects"] += 1
-        log_event(self._log, logging.INFO, "link up", broker=f"{self.settings.host}")  # type: ignore[union-attr]
+        broker = f"{self.settings.host}:{self.settings.port}"  # type: ignore[union-attr]
+        if self._outage_logged:  # the recovery of an outage that was logged
+            log_event(self._log, logging.INFO,
+                      f"link up: connected to {broker} after {self._failed_attempts} failed"
+                      " attempts", broker=broker, failed_attempts=self._failed_attempts)
+        else:
+            log_event(self._log, logging.INFO, "link up", broker=broker)
+        self._outage_logged = False
+        self._failed_attempts = 0
         self._emit(Event("link.up", {}))
         self.relay.new_connection()
 

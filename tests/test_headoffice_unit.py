@@ -1,0 +1,116 @@
+"""systemd/tablectl-headoffice.service's ExecStart, run as written against a real Mosquitto: the
+argv the unit gives must parse and the worker must come online (its retained status reaches a
+table), so the unit can start. docs/headoffice.md documents the same spelling."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from headoffice.cli import parse_args
+from tests import mqtt_broker
+
+REPO = Path(__file__).resolve().parent.parent
+UNIT = REPO / "systemd/tablectl-headoffice.service"
+VENV_BIN = Path(sys.executable).parent
+INSTALLED = "/opt/tablectl/bin/tablectl-headoffice"
+CONFIG = "/etc/tablectl/headoffice.toml"
+
+
+def exec_start() -> list[str]:
+    lines = [
+        line.partition("=")[2]
+        for line in UNIT.read_text().splitlines()
+        if line.startswith("ExecStart=")
+    ]
+    assert len(lines) == 1, lines
+    return shlex.split(lines[0])
+
+
+def test_the_unit_runs_the_installed_worker_with_the_etc_config() -> None:
+    argv = exec_start()
+    assert argv[0] == INSTALLED and CONFIG in argv
+    args = parse_args(argv[1:])
+    assert args.cmd == "run" and str(args.config) == CONFIG
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["run", "--config", "F"], ["--config", "F", "run"]],
+    ids=["after the command", "before it"],
+)
+def test_both_spellings_of_config_parse(argv: list[str]) -> None:
+    args = parse_args(argv)
+    assert args.cmd == "run" and str(args.config) == "F"
+
+
+def test_the_documented_command_lines_parse() -> None:
+    """Every `tablectl-headoffice ...` line in docs/headoffice.md's first example parses."""
+    doc = (REPO / "docs/headoffice.md").read_text()
+    block = re.search(r"```sh\n(.*?)```", doc, re.S)
+    assert block is not None
+    lines = [
+        line.split("#")[0].split()
+        for line in block.group(1).splitlines()
+        if "tablectl-headoffice" in line
+    ]
+    assert lines
+    for words in lines:
+        words = [w for w in words if w != "sudo"][1:]
+        # Optional parts in [brackets] are left out; a choice `A | B` takes its first.
+        plain = [w for w in words if not w.startswith("[") and not w.endswith("]")]
+        parse_args(plain)
+
+
+@pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
+@pytest.mark.skipif(
+    subprocess.run(["which", "mosquitto_sub"], capture_output=True).returncode != 0,
+    reason="mosquitto_sub not installed",
+)
+def test_the_unit_execstart_serves_against_a_real_broker(tmp_path: Path) -> None:
+    pki = mqtt_broker.Pki(tmp_path / "pki")
+    broker = mqtt_broker.Broker(tmp_path / "broker", pki)
+    broker.start()
+    config = tmp_path / "headoffice.toml"
+    config.write_text(
+        broker.headoffice_toml(str(tmp_path / "ledger.db"), "ho-unit")
+        + '[service]\noperators = ["alice"]\n[[pools]]\nid = "p1"\nseed = 500000\n'
+        "increment_bp = 2500\nhidden_bp = 500\n"
+    )
+    # The unit's argv, with this checkout's entry point and the test's config in their places.
+    argv = [
+        str(VENV_BIN / "tablectl-headoffice") if a == INSTALLED else str(config) if a == CONFIG
+        else a
+        for a in exec_start()
+    ]
+    worker = subprocess.Popen(
+        argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=(tmp_path / "ho.err").open("w")
+    )
+    tls = pki.client("T1")
+    try:
+        # A table reads head office's retained status: the worker published it once connected,
+        # subscribed and serving its pools.
+        sub = subprocess.run(
+            [
+                "mosquitto_sub", "-h", "127.0.0.1", "-p", str(broker.port), "-V", "mqttv5",
+                "--cafile", str(tls.ca), "--cert", str(tls.cert), "--key", str(tls.key),
+                "-i", "T1", "-t", "tablectl/v1/ho/status", "-C", "1", "-W", "30",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert worker.poll() is None, (tmp_path / "ho.err").read_text()
+        assert sub.returncode == 0, sub.stderr + (tmp_path / "ho.err").read_text()
+        status = json.loads(sub.stdout)
+        assert status["state"] == "online" and status["worker"] == "ho-unit"
+    finally:
+        worker.terminate()
+        worker.wait(10)
+        broker.stop()
