@@ -17,6 +17,7 @@ import random
 import sys
 
 from controller import daemon, logs
+from controller.lifecycle import stop_line
 from controller.service import TableService
 from devices.build import build_hardware
 from devices.rng import RandomSource
@@ -40,7 +41,9 @@ def main() -> int:
         on_round=daemon.print_round,
         extensions=daemon.build_extensions(cfg, args),
     )
-    return asyncio.run(service.run())
+    code = asyncio.run(service.run())
+    stop_line(log, code)
+    return code
 
 
 if __name__ == "__main__":
