@@ -332,22 +332,24 @@ def test_unplug_and_replug_a_usb_serial_adapter_mid_round(table: Table) -> None:
 
 def test_logs_carry_priorities_and_structured_fields(table: Table) -> None:
     g = table.guest
-    # A full data partition: the journal write fails, the table goes out of service (crit).
-    g.ssh("systemctl stop tablectl-health.service || true; "
-          "fallocate -l $(($(df --output=avail -B1 /persistent | tail -1) - 4096)) "
-          "/persistent/fill || true")
+    # Tampering: a file of the signed program changed (a bind mount over it, since the root
+    # is read-only). At start the verification fails: OUT OF SERVICE, at priority crit.
+    doc = "/opt/tablectl/share/tablectl/doc/operations.md"
+    g.ssh(f"cp {doc} /run/tampered.md && echo tampered >> /run/tampered.md && "
+          f"mount --bind /run/tampered.md {doc} && systemctl restart tablectld")
     try:
         wait_for("OUT OF SERVICE at priority crit",
                  lambda: "OUT OF SERVICE" in table.journal_lines("-p", "crit", "-n", "50"),
                  240, 3)
+        assert table.status().get("out_of_service"), table.status()
     finally:
-        g.ssh("rm -f /persistent/fill")
+        g.ssh(f"umount {doc}")
     g.ssh("systemctl restart tablectld")
     wait_for("back in service", lambda: table.status().get("out_of_service", 1) is None, 240, 3)
     fields: set[str] = set()
     for line in table.journal_lines("-o", "json", "-n", "500").splitlines():
         fields |= set(json.loads(line))
-    assert {"ROUND", "KIND"} & fields, sorted(fields)
+    assert "ROUND" in fields and "PRIORITY" in fields, sorted(fields)
     RESULTS["journal_fields"] = sorted(f for f in fields if not f.startswith("_"))
 
 
@@ -364,13 +366,12 @@ def test_uth_with_the_link_logs_a_lost_broker_once_and_its_recovery(table: Table
     time.sleep(40)
     table.broker.start()
     wait_for("link back", lambda: (table.status().get("link") or {}).get("connected"), 120, 2)
-    log = table.journal_lines(f"--since=@{since}")
-    down = [ln for ln in log.splitlines() if "link" in ln.lower() and
-            ("cannot" in ln.lower() or "lost" in ln.lower() or "down" in ln.lower())]
-    up = [ln for ln in log.splitlines() if "link" in ln.lower() and
-          ("connected" in ln.lower() or "recover" in ln.lower() or "back" in ln.lower())]
-    assert len(down) == 1, log[-3000:]
-    assert up, log[-3000:]
+    log = table.journal_lines(f"--since=@{since}", "-o", "cat")
+    outage = [ln for ln in log.splitlines() if "link down" in ln or "cannot connect" in ln]
+    recovered = re.findall(r"link up: connected to \S+ after (\d+) failed attempts", log)
+    assert len(outage) == 1, log[-3000:]  # once, though it retried all the while
+    assert recovered and int(recovered[-1]) >= 2, log[-3000:]
+    RESULTS["link_outage"] = {"logged": outage, "failed_attempts": int(recovered[-1])}
 
 
 def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: Table) -> None:
