@@ -200,7 +200,7 @@ class Guest:
     def diagnostics(self) -> str:
         """What a failed check prints: the guest's journal tail and unit states."""
         out = []
-        for cmd in ("journalctl -b --no-pager | tail -200",
+        for cmd in ("journalctl -b --no-pager | grep -v -e sshd -e pam_ | tail -200",
                     "systemctl status --no-pager tablectld tablectl-headoffice | head -60",
                     "systemctl --failed --no-pager"):
             r = self.ssh(cmd, check=False, timeout=60)
