@@ -82,6 +82,7 @@ class PaiGowLimits:
     minimum: int
     maximum: int | None = None  # None: no table maximum
     chip_unit: int = 100
+    house_liability: int | None = None  # co-banking, NZ 5.1(c) / ACT 5.4; None: none displayed
 
 
 @dataclass(frozen=True)
@@ -95,11 +96,20 @@ class PaiGowConfig:
     steal_offered: bool = False
     multiples_notice: bool = False
     banks_per_box: int = 1
+    # Readings a regulator confirms (docs/paigow.md): None/True take the default reading.
+    cobank_box_maximum: bool | None = None
+    unpayable_up: bool = True
 
     @property
     def money(self) -> TableMoney:
         return TableMoney(
-            self.limits.minimum, self.limits.maximum, self.limits.chip_unit, self.commission_bp
+            self.limits.minimum,
+            self.limits.maximum,
+            self.limits.chip_unit,
+            self.commission_bp,
+            house_liability=self.limits.house_liability,
+            cobank_box_maximum=self.cobank_box_maximum,
+            unpayable_up=self.unpayable_up,
         )
 
 
@@ -446,6 +456,10 @@ def _paigow(t: _Table) -> PaiGowConfig:
     # ACT 5.1(b): multiples of the minimum "unless specified otherwise".
     multiples_notice = profile is Profile.ACT and notice is not False
 
+    unpayable = _profile_option(t, "unpayable_up", profile, Profile.ACT, "ACT 15.10")
+    cobank_max = t.boolean("cobank_box_maximum", None)
+    if cobank_max is not None and profile is Profile.NSW:
+        t.error("cobank_box_maximum", "nsw has no co-banking (NSW 11.1); remove it")
     banks = t.integer("banks_per_box", 1, lo=1, hi=MAX_BANKS_PER_BOX)
     if banks not in (None, 1) and profile not in (None, Profile.NSW):
         t.error(
@@ -462,13 +476,16 @@ def _paigow(t: _Table) -> PaiGowConfig:
         chip = lt.cents("chip_unit", 100)
         minimum = lt.cents("minimum")
         maximum = lt.cents("maximum", None)
+        liability = lt.cents("house_liability", None)
+        if liability is not None and profile is Profile.NSW:
+            lt.error("house_liability", "nsw has no co-banking (NSW 11.1); remove it")
         for name, value in (("minimum", minimum), ("maximum", maximum)):
             if value is not None and chip and value % chip:
                 lt.error(name, f"must be a whole number of {chip}-cent chips, got {value}")
         if minimum is not None and maximum is not None and maximum < minimum:
             lt.error("maximum", f"must be at least the minimum {minimum}, got {maximum}")
         lt.done()
-        limits = PaiGowLimits(minimum, maximum, chip)
+        limits = PaiGowLimits(minimum, maximum, chip, liability)
     t.done()
     return PaiGowConfig(
         rules=profile,  # type: ignore[arg-type]  # None only when errors were recorded
@@ -478,6 +495,8 @@ def _paigow(t: _Table) -> PaiGowConfig:
         steal_offered=steal_offered,
         multiples_notice=multiples_notice,
         banks_per_box=banks,
+        cobank_box_maximum=cobank_max,
+        unpayable_up=unpayable is not False,
     )
 
 

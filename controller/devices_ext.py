@@ -2,7 +2,8 @@
 
 Control-socket commands:
     device_list  {}                        every device: health, counters (bad frames, retries,
-                                           timeouts, ...), last error, commands and events
+                                           timeouts, ...), last error, commands and events: the
+                                           same `Device.status()` that `status` shows
     device_test  {device}                  exercise one device without game events: shake once
                                            (shaker), deck check (shuffler), flash and read back
                                            (meter), live input states (sensors)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +53,9 @@ _FAULTS: dict[str, tuple[tuple[str, ...], Any]] = {
     "duplicate": (("shuffler",), lambda s, v: s.inject_duplicate(v or None)),
     "unreadable": (("shuffler",), lambda s, v: s.inject_unreadable()),
     "restore": (("shuffler",), lambda s, v: s.restore_deck()),
+    # The adapter pulled out / put back: its symlink and pty go, then a new pty behind the link.
+    "unplug": (("shaker", "shuffler", "meter"), lambda s, v: s.unplug()),
+    "replug": (("shaker", "shuffler", "meter"), lambda s, v: s.replug()),
 }
 FAULTS = tuple(_FAULTS)
 
@@ -147,18 +152,7 @@ class DevicesExtension:
         return devices[name]
 
     async def _h_list(self, args: dict[str, Any]) -> dict[str, Any]:
-        sims = simulators(self._devices())
-        return {
-            name: {
-                **d.health().as_json(),
-                "driver": type(d).__name__,
-                "port": getattr(getattr(d, "cfg", None), "port", None),
-                "simulated": name in sims,
-                "commands": list(d.COMMANDS),
-                "events": list(d.EVENTS),
-            }
-            for name, d in self._devices().items()
-        }
+        return {name: d.status() for name, d in self._devices().items()}
 
     async def _h_test(self, args: dict[str, Any]) -> dict[str, Any]:
         device = self._device(args)
@@ -180,7 +174,7 @@ class DevicesExtension:
         return {
             "cursor": self.cursor,
             "events": [e for e in self.events if e["n"] > since],
-            "devices": {n: d.health().as_json() for n, d in self._devices().items()},
+            "devices": {n: d.status() for n, d in self._devices().items()},
             "inputs": inputs,
         }
 
@@ -196,7 +190,9 @@ class DevicesExtension:
         if device.name not in where:
             raise ValueError(f"fault {fault!r} applies to {', '.join(where)}, not {device.name}")
         try:
-            apply(sims[device.name], args.get("value"))
+            done = apply(sims[device.name], args.get("value"))
+            if inspect.isawaitable(done):
+                await done
         except (DeviceError, ValueError, TypeError) as exc:
             raise ValueError(f"{device.name} {fault}: {exc}") from None
         return {"device": device.name, "fault": fault, "value": args.get("value")}

@@ -187,8 +187,19 @@ class TableService:
                 self.cfg.service.state_dir, table_id=self.cfg.table_id, game=self.cfg.game
             )
         except JournalError as exc:
+            # A loss (JournalLossError) names the mark's seq and the journal's last seq.
             self._go_out_of_service(f"journal unusable: {exc}")
             return
+        key = self.journal.key
+        if key.dev:
+            log_event(
+                self.log,
+                logging.WARNING,
+                f"JOURNAL KEY IS A DEVELOPMENT KEY ({key.source}), kept beside the journal: its "
+                "MACs stop nobody who can write the state directory. A table in play gets its "
+                "key through systemd LoadCredential= (docs/journal.md)",
+                key_id=key.key_id,
+            )
         snapshot, events = self.journal.replay_point()
         try:
             state = self.machine.initial() if snapshot is None else self.machine.from_json(snapshot)
@@ -448,7 +459,7 @@ class TableService:
             "out_of_service": self.out_of_service,
             "round": machine.get("round"),
             "machine": machine,
-            "devices": {n: d.health().as_json() for n, d in self.devices.items()},
+            "devices": {n: d.status() for n, d in self.devices.items()},  # = device_list
             "link": machine.get("link", "disabled" if not self.cfg.link.enabled else "unknown"),
             "pool": machine.get("pool"),
             "events": self.stats.events,
@@ -513,10 +524,7 @@ class TableService:
         }
 
     async def _h_devices(self, args: dict[str, Any]) -> dict[str, Any]:
-        return {
-            name: {**d.health().as_json(), "commands": list(d.COMMANDS), "events": list(d.EVENTS)}
-            for name, d in self.devices.items()
-        }
+        return {name: d.status() for name, d in self.devices.items()}
 
     async def _watch(self, args: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         q = self.subscribe()

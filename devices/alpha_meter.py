@@ -12,6 +12,10 @@ driver renders, paces and frames:
   answer within `answer_timeout_ms` marks the meter `offline` (counted `timeouts`); text that
   differs from what was last written is counted `readback_mismatch` and written again.
 * `selftest` ("flash the meter"): flashes a test pattern, reads it back, restores the view.
+* Unplugged (devices/serial_line.py): the state is `disconnected` and `meter.fault {reason:
+  "disconnected: ..."}` goes to the round machine (UTH: jackpot equipment failure, 11.11).
+  Views shown meanwhile wait in the queue (coalesced as above). When the port is back the sign
+  is written what it should show (it may have lost it) and `meter.ready {}` follows.
 """
 
 from __future__ import annotations
@@ -20,10 +24,9 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from typing import Any
+from typing import Any, ClassVar
 
 from controller.config import SerialConfig
-from devices import serial_port
 from devices.alpha import (
     FLASH,
     HOLD,
@@ -36,6 +39,7 @@ from devices.alpha import (
 )
 from devices.base import DeviceError, State
 from devices.meter import Meter, MeterView
+from devices.serial_line import SerialLine
 
 MIN_INTERVAL_S = 0.25
 POLL_S = 5.0
@@ -57,6 +61,8 @@ def render(view: MeterView) -> tuple[str, str]:
 
 
 class AlphaMeter(Meter):
+    EVENTS: ClassVar[tuple[str, ...]] = ("meter.fault", "meter.ready")
+
     def __init__(
         self,
         cfg: SerialConfig,
@@ -75,14 +81,14 @@ class AlphaMeter(Meter):
         self._queue: deque[tuple[str, str, bool]] = deque()  # (text, mode, is_pool)
         self._wake = asyncio.Event()
         self._reply: asyncio.Future[str] | None = None
-        self._transport: asyncio.Transport | None = None
+        self.line = SerialLine(
+            self, cfg.port, cfg.baud, self._data, self._up, self._down, seven_e1=True
+        )
         self._tasks: list[asyncio.Task[None]] = []
         self._lock = asyncio.Lock()  # one write-or-read exchange on the line at a time
 
     async def _open(self) -> None:
-        self._transport = await serial_port.open_serial(
-            self.name, self.cfg.port, self.cfg.baud, self._data, self._lost, seven_e1=True
-        )
+        await self.line.open()
         self._tasks = [asyncio.create_task(self._writer(), name=f"{self.name}-writer")]
         if self.poll_s > 0:
             self._tasks.append(asyncio.create_task(self._poll(), name=f"{self.name}-poll"))
@@ -94,15 +100,22 @@ class AlphaMeter(Meter):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
-        if self._transport is not None:
-            transport, self._transport = self._transport, None
-            transport.close()
+        await self.line.close()
 
-    def _lost(self, reason: str) -> None:
-        if self._transport is not None:
-            self.last_error = f"{self.cfg.port}: {reason}"
-            log.error("%s: %s", self.name, self.last_error)
-            self._transport = None
+    def _down(self, reason: str) -> None:
+        self._fault(self.line.fault_reason)
+        if self._reply is not None and not self._reply.done():
+            self._reply.set_exception(DeviceError(f"{self.name}: disconnected ({reason})"))
+        self._post("meter.fault", {"reason": self.line.fault_reason})
+
+    def _up(self) -> None:
+        self.state = State.READY
+        if not self._queue and self.view is not None:
+            # The sign may have been power-cycled with its adapter: show it the view again.
+            text, mode = render(self.view)
+            self._queue.append((text, mode, self.view.mode == "pool"))
+        self._wake.set()
+        self._post("meter.ready", {})
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -134,6 +147,9 @@ class AlphaMeter(Meter):
             await self._wake.wait()
             self._wake.clear()
             while self._queue:
+                if not self.line.connected:
+                    await self.line.wait_up()  # views shown meanwhile wait here, coalesced
+                    continue
                 text, mode, _ = self._queue.popleft()
                 async with self._lock:
                     self._write(encode_write_text(text, mode))
@@ -143,7 +159,7 @@ class AlphaMeter(Meter):
 
     def _write(self, packet: bytes) -> None:
         try:
-            serial_port.write(self._transport, packet)
+            self.line.write(packet)
         except OSError as exc:
             self.counters["write_errors"] += 1
             self.last_error = f"write failed: {exc}"
@@ -180,9 +196,13 @@ class AlphaMeter(Meter):
 
     async def check(self) -> None:
         """Read back once: mark offline on silence, rewrite on a mismatch."""
+        if not self.line.connected:
+            return  # disconnected says more than offline would
         try:
             text = await self.read_back()
         except DeviceError as exc:
+            if not self.line.connected:
+                return  # unplugged while it read: that is reported as such, not as silence
             if self.state != State.OFFLINE:
                 self._fault(str(exc), state=State.OFFLINE, counter="timeouts")
                 log.error("%s", exc)
@@ -199,6 +219,8 @@ class AlphaMeter(Meter):
         """Flash the test pattern, read it back, put the current view back."""
         if not self.started:
             return {"ok": False, "error": "not started"}
+        if self.port_down is not None:
+            return {"ok": False, "error": self.port_down}
         async with self._lock:
             self._write(encode_write_text(TEST_PATTERN, FLASH))
         try:

@@ -39,7 +39,8 @@ class State:
     READY = "ready"
     BUSY = "busy"  # a command is in progress (shaking, shuffling)
     FAULT = "fault"  # the device reported a fault; the next good answer clears it
-    OFFLINE = "offline"  # no answer within the configured time
+    OFFLINE = "offline"  # the port is open but the device gives no answer in time
+    DISCONNECTED = "disconnected"  # the port is gone (unplugged) or cannot be opened
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ class Device(ABC):
         self.counters: Counter[str] = Counter()
         self.last_error: str | None = None
         self.last_seen_mono: float | None = None
+        # "disconnected: <path>: <why>" while the device's port is gone; None while it is open.
+        self.port_down: str | None = None
         self._emit: Emit | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -127,10 +130,26 @@ class Device(ABC):
     # --- health ---------------------------------------------------------------------------------
 
     def health(self) -> DeviceHealth:
-        ok = self.state in (State.READY, State.BUSY)
-        return DeviceHealth(
-            ok, self.state, dict(self.counters), self.last_error, self.last_seen_mono
-        )
+        # A port that is gone outranks whatever the device said last: nothing reaches it.
+        if self.port_down is not None:
+            state, error = State.DISCONNECTED, self.port_down
+        else:
+            state, error = self.state, self.last_error
+        ok = state in (State.READY, State.BUSY)
+        return DeviceHealth(ok, state, dict(self.counters), error, self.last_seen_mono)
+
+    def status(self) -> dict[str, Any]:
+        """What `tablectl status` and `tablectl devices list` show of this device: one source,
+        so the two never disagree."""
+        cfg = getattr(self, "cfg", None)
+        return {
+            **self.health().as_json(),
+            "driver": type(self).__name__,
+            "port": getattr(cfg, "port", None),
+            "simulated": hasattr(self, "simulator"),
+            "commands": list(self.COMMANDS),
+            "events": list(self.EVENTS),
+        }
 
     def _seen(self) -> None:
         self.last_seen_mono = time.monotonic()

@@ -6,14 +6,19 @@
     build_simulators(cfg)      the in-process simulators (devices/sim.py; `--simulate`)
 
 With `build_pty` every serial driver starts its simulator before opening the port and closes it
-after (`Simulated`), so the daemon's start/stop order needs no change. `simulators(devices)`
-finds them again (technician fault injection, tests).
+after (`Simulated`), so the daemon's start/stop order needs no change. Each driver opens a
+udev-like symlink to its pty, `<runtime_dir>/pty/tablectl-<device>` (the pty itself when that
+directory cannot be made), so a simulator can be unplugged and replugged behind it
+(`tablectl devices fault shaker unplug`). `simulators(devices)` finds them again (technician
+fault injection, tests).
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -86,21 +91,42 @@ def _serial(cfg: SerialConfig | None, port: str, baud: int) -> SerialConfig:
     return SerialConfig(port=port, baud=baud, answer_timeout_ms=timeout)
 
 
+def _plug(sim: Any, name: str, links: Path | None) -> str:
+    """The path the driver opens: a symlink to the simulator's pty, as udev would make."""
+    if links is None:
+        return str(sim.path)
+    link = str(links / f"tablectl-{name}")
+    sim.plug_at(link)
+    return link
+
+
+def _links_dir(cfg: TableConfig) -> Path | None:
+    links = cfg.service.runtime_dir / "pty"
+    with contextlib.suppress(OSError):
+        links.mkdir(parents=True, exist_ok=True)
+        return links
+    return None
+
+
 def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, Device]:
     """Real drivers against pty simulators; `rng` seeds the simulated dice and shuffles."""
     d = cfg.devices
+    links = _links_dir(cfg)
     meter_sim = PtyMeterSim(rng=rng)
+    meter_port = _plug(meter_sim, "meter", links)
     devices: list[Device] = [
         GpioSensors(sim_gpio(cfg), boxes=cfg.boxes),
-        Simulated.attach(AlphaMeter(_serial(d.meter, meter_sim.path, 9600)), meter_sim),
+        Simulated.attach(AlphaMeter(_serial(d.meter, meter_port, 9600)), meter_sim),
     ]
     if cfg.paigow is not None:
         sim = PtyShakerSim(cut_die=_cut_die(cfg), rng=rng)
-        shaker = SerialShaker(_serial(d.shaker, sim.path, 115200), cut_die=_cut_die(cfg))
+        port = _plug(sim, "shaker", links)
+        shaker = SerialShaker(_serial(d.shaker, port, 115200), cut_die=_cut_die(cfg))
         devices.append(Simulated.attach(shaker, sim))
     if _uses_shuffler(cfg):
         sim2 = PtyShufflerSim(decks=_decks(cfg), rng=rng)
-        shuffler = SerialShuffler(_serial(d.shuffler, sim2.path, 115200), decks=_decks(cfg))
+        port = _plug(sim2, "shuffler", links)
+        shuffler = SerialShuffler(_serial(d.shuffler, port, 115200), decks=_decks(cfg))
         devices.append(Simulated.attach(shuffler, sim2))
     return {dev.name: dev for dev in devices}
 

@@ -11,6 +11,11 @@
   returns it instead of reporting an event.
 * While idle it polls `STATUS` every POLL_S; a device that does not answer is marked `offline`
   in its health (no game event: nothing was asked of it) and `ready` again when it answers.
+* The port itself is held by a `SerialLine` (devices/serial_line.py). When it goes (unplugged),
+  whatever was asked is dropped and `on_timeout("disconnected: <path>: <why>")` runs once, so the
+  device reports its usual fault event. A request while it is gone is held for the answer time
+  and then gets the same fault (sent instead if the port is back by then). When it is back, a
+  new ARQ session starts (HELLO) and `on_reconnect` runs.
 
 Link and codec counters (`frames_bad`, `retries`, `frames_duplicate`, ...) are kept in the
 device's own counters, so `tablectl devices list` shows them.
@@ -24,10 +29,10 @@ import logging
 from collections.abc import Callable
 
 from controller.config import SerialConfig
-from devices import serial_port
 from devices.arq import FramedLink
 from devices.base import Device, DeviceError, State
 from devices.framing import MessageError, message, parse_message
+from devices.serial_line import SerialLine
 
 POLL_S = 5.0  # idle STATUS poll: how soon a silent idle device shows offline
 log = logging.getLogger("tablectl.devices")
@@ -44,6 +49,7 @@ class FramedChannel:
         on_timeout: Callable[[str], None],
         *,
         poll_s: float = POLL_S,
+        on_reconnect: Callable[[], None] | None = None,
     ) -> None:
         self.device = device
         self.cfg = cfg
@@ -60,26 +66,31 @@ class FramedChannel:
             on_give_up=self._gave_up,
             counters=device.counters,
         )
-        self._transport: asyncio.Transport | None = None
+        self.on_reconnect = on_reconnect
+        self.line = SerialLine(
+            device, cfg.port, cfg.baud, self.link.data_received, self._up, self._down
+        )
         self._answer_timer: asyncio.TimerHandle | None = None
         self.waiting: str | None = None  # the verb whose answer we wait for
         self._ask: tuple[frozenset[str], asyncio.Future[Message]] | None = None
         self._poll_task: asyncio.Task[None] | None = None
         self._status_pending = False
+        self._held: bytes | None = None  # a request made while the port was gone
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def open(self) -> None:
-        self._transport = await serial_port.open_serial(
-            self.device.name, self.cfg.port, self.cfg.baud, self.link.data_received, self._lost
-        )
+        """Open the port; a port missing at start is `disconnected` and reopened when it comes."""
         self.link.closed = False
-        self.link.start_session()
+        await self.line.open()
+        if self.line.connected:
+            self.link.start_session()
         if self.poll_s > 0:
             self._poll_task = asyncio.create_task(self._poll(), name=f"{self.device.name}-poll")
 
     async def close(self) -> None:
         self._stop_timer()
+        self._held = None
         if self._poll_task is not None:
             self._poll_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -89,23 +100,61 @@ class FramedChannel:
             self._ask[1].cancel()
         self._ask = None
         self.link.close()
-        if self._transport is not None:
-            self._transport.close()
-            self._transport = None
+        await self.line.close()
 
     def _write(self, data: bytes) -> None:
-        serial_port.write(self._transport, data)
+        self.line.write(data)
 
-    def _lost(self, reason: str) -> None:
-        if self._transport is not None:  # not our own close
-            self.device.last_error = f"{self.cfg.port}: {reason}"
-            log.error("%s: %s", self.device.name, self.device.last_error)
-            self._transport = None
+    # --- the port going and coming back (devices/serial_line.py) ---------------------------------
+
+    def _down(self, reason: str) -> None:
+        """The port is gone: whatever was asked of the device is lost with it. The device's fault
+        path runs once (`<device>.fault {reason: "disconnected: ..."}`), as for a silent one."""
+        self._stop_timer()
+        self.waiting = None
+        self._held = None
+        self._status_pending = False
+        self.link.abort()
+        if self._ask is not None and not self._ask[1].done():
+            self._ask[1].set_exception(DeviceError(f"{self.device.name}: disconnected ({reason})"))
+        self.device.state = State.OFFLINE
+        self.on_timeout(self.line.fault_reason)
+
+    def _held_out(self) -> None:
+        self._answer_timer = None
+        self._held = None
+        self.waiting = None
+        self.on_timeout(self.line.fault_reason)
+
+    def _up(self) -> None:
+        """The port is back: a new ARQ session (HELLO resets both ends' sequence numbers), the
+        command held meanwhile, then the device's own recovery (`on_reconnect`)."""
+        self.device.state = State.READY
+        self._status_pending = False
+        self.link.abort()
+        self.link.start_session()
+        held, self._held = self._held, None
+        if held is not None and self.waiting is not None:
+            self.device.state = State.BUSY
+            self.link.send(held)
+            self.progress()
+        if self.on_reconnect is not None:
+            self.on_reconnect()
 
     # --- requests -------------------------------------------------------------------------------
 
     def request(self, verb: str, *args: object) -> None:
-        """Send a command whose answer arrives through `on_message`; time it."""
+        """Send a command whose answer arrives through `on_message`; time it. With the port
+        gone the answer is the fault at once (on the loop, never inside the caller)."""
+        if self.line.down_reason is not None:
+            # Held for the answer time, as a silent device is: a dealer's or the machine's
+            # immediate retry cannot spin on it. Sent if the port is back by then.
+            self.waiting = verb
+            self._held = message(verb, *args)
+            self._stop_timer()
+            loop = asyncio.get_running_loop()
+            self._answer_timer = loop.call_later(self.answer_s, self._held_out)
+            return
         self.link.send(message(verb, *args))
         self.waiting = verb
         self.progress()
@@ -123,6 +172,8 @@ class FramedChannel:
         """A technician request: send and await one of `answers` (DeviceError on silence)."""
         if self._ask is not None or self.waiting is not None:
             raise DeviceError(f"{self.device.name}: busy ({self.waiting or 'a test'} running)")
+        if self.line.down_reason is not None:
+            raise DeviceError(f"{self.device.name}: disconnected ({self.line.down_reason})")
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._ask = (answers, future)
         try:
@@ -184,7 +235,7 @@ class FramedChannel:
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(self.poll_s)
-            if self.waiting is not None or self._ask is not None:
+            if self.waiting is not None or self._ask is not None or not self.line.connected:
                 continue
             if self._status_pending:
                 self._went_offline("no answer to STATUS")

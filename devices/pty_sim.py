@@ -14,6 +14,9 @@ Fault injection (docs/devices.md):
   shuffler:  inject_missing/foreign/duplicate/unreadable, restore_deck (the deck's contents,
              seen at its next shuffle and at once by a deck check), fail_next("jam"|"fault",
              at="shuffle"|"dispense")
+  unplug / replug (every simulator, with `plug_at(link)`): the link is a udev-like symlink
+  to the pty; unplug removes it and closes the pty (the driver's end hangs up: EIO), replug
+  puts a new pty pair behind the same link, as a USB serial adapter pulled and put back.
 Randomness is the OS CSPRNG unless a seeded `random.Random` is passed.
 
 On a host, for a VM whose emulated serial adapters open the pty (image/vm/):
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -55,10 +59,51 @@ class _Wire:
         self._drop = 0
         self._corrupt = 0
         self._timers: set[asyncio.TimerHandle] = set()
+        self.symlink: str | None = None  # a udev-like symlink to the pty (plug_at)
+        self.plugged = True
 
     @property
     def path(self) -> str:
         return self.port.path
+
+    # --- plugging (a USB serial adapter pulled and put back) -------------------------------------
+
+    def plug_at(self, link: str) -> None:
+        """Make `link` a symlink to this pty, as udev makes /dev/tablectl-<device>."""
+        self.symlink = link
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(link)
+        os.symlink(self.path, link)
+
+    async def unplug(self) -> None:
+        """The symlink goes, then the pty: the driver's end reads EIO (hangup)."""
+        if not self.plugged:
+            raise ValueError("already unplugged")
+        self.plugged = False
+        self._unlink()
+        self._cancel_timers()
+        self.port.close()
+
+    async def replug(self) -> None:
+        """A new pty pair behind the same symlink (a replugged adapter gets a new node)."""
+        if self.plugged:
+            raise ValueError("already plugged in")
+        self.port = PtyPort(self._received)
+        await self.start()
+        if self.symlink is not None:
+            os.symlink(self.path, self.symlink)
+        self.plugged = True
+
+    def _unlink(self) -> None:
+        if self.symlink is not None:
+            with contextlib.suppress(OSError):
+                if os.readlink(self.symlink) == self.path:
+                    os.unlink(self.symlink)
+
+    def _cancel_timers(self) -> None:
+        for t in self._timers:
+            t.cancel()
+        self._timers.clear()
 
     def drop_next(self, n: int = 1) -> None:
         self._drop += n
@@ -70,9 +115,8 @@ class _Wire:
         self.port.start()
 
     async def close(self) -> None:
-        for t in self._timers:
-            t.cancel()
-        self._timers.clear()
+        self._cancel_timers()
+        self._unlink()
         self.port.close()
 
     def _received(self, data: bytes) -> None:
@@ -123,7 +167,13 @@ class _FramedSim(_Wire):
 
     async def start(self) -> None:
         await super().start()
+        self.link.closed = False  # a replug: a new session on the new pty
+        self.link.abort()
         self.link.start_session()
+
+    async def unplug(self) -> None:
+        self.link.abort()
+        await super().unplug()
 
     async def close(self) -> None:
         self.link.close()

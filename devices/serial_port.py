@@ -3,7 +3,8 @@
 `open_serial` returns the asyncio transport; bytes arrive through `on_data`, a lost port
 through `on_lost`. Both run on the loop. Opening happens in pyserial-asyncio-fast's executor
 thread, so a slow USB adapter never blocks the loop; an unusable port is a DeviceError naming
-the port and the reason (a technician sees it in `tablectl devices list`).
+the port and the reason. The drivers open ports through `devices/serial_line.py`, which turns
+that error, and a port lost later, into the `disconnected` state and reopens the port.
 """
 
 from __future__ import annotations

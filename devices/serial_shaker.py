@@ -55,7 +55,9 @@ class SerialShaker(DiceShaker):
         self.channel.request("SHAKE")
 
     def _no_answer(self, reason: str) -> None:
-        self._report_fault(reason, offline=True)
+        # A port that is gone is a fault (counted `faults`), not a silence (`timeouts`). Pai Gow
+        # has no "shaker back" event: the round waits for the dealer's next shake (shaker.fault).
+        self._report_fault(reason, offline=self.port_down is None)
 
     def _message(self, verb: str, args: list[str]) -> None:
         shaking = self.channel.waiting == "SHAKE"

@@ -44,7 +44,10 @@ class SerialShuffler(Shuffler):
     ) -> None:
         super().__init__(name, decks=decks)
         self.cfg = cfg
-        self.channel = FramedChannel(self, cfg, self._message, self._no_answer, poll_s=poll_s)
+        self.channel = FramedChannel(
+            self, cfg, self._message, self._no_answer, poll_s=poll_s,
+            on_reconnect=self.reconnected,
+        )  # fmt: skip
         self._deal_left = 0
         self._next_index = 0  # the index the next dispensed card must carry
         self._shuffling: int | None = None
@@ -81,6 +84,9 @@ class SerialShuffler(Shuffler):
 
     def _no_answer(self, reason: str) -> None:
         self._end()
+        if self.port_down is not None:
+            # Unplugged, it may come back power-cycled: whatever deck it held is not "ready".
+            self.deck_in_play = None
         self._report_fault(reason, offline=True)
         self._next()
 

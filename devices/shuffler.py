@@ -109,6 +109,7 @@ class Shuffler(Device):
         self.deck_in_play: int | None = None  # the last deck reported ready
         self.unanswered = 0  # commands in a row the shuffler did not answer
         self._delayed: asyncio.TimerHandle | None = None  # a shuffle waiting for its retry
+        self._delayed_deck = 0  # the deck of that shuffle
         self._retries: set[asyncio.Task[None]] = set()
 
     async def stop(self) -> None:
@@ -137,6 +138,7 @@ class Shuffler(Device):
         if delay > 0:
             # Still OFFLINE in `health` while it waits: that is what it is.
             self.counters["shuffles_delayed"] += 1
+            self._delayed_deck = deck
             self._delayed = asyncio.get_running_loop().call_later(delay, self._retry, deck)
             return
         self.state = State.BUSY
@@ -150,6 +152,14 @@ class Shuffler(Device):
         task = asyncio.ensure_future(self.shuffle(deck))
         self._retries.add(task)
         task.add_done_callback(self._retried)
+
+    def reconnected(self) -> None:
+        """Its port is back (a replug): the shuffle waiting out a pause goes now, not in a
+        minute; the pauses start again from none."""
+        self.unanswered = 0
+        if self._delayed is not None:
+            self._delayed.cancel()
+            self._retry(self._delayed_deck)
 
     def _retried(self, task: asyncio.Task[None]) -> None:
         self._retries.discard(task)
@@ -221,7 +231,9 @@ class Shuffler(Device):
         shuffler was asked (it neither answered nor failed to)."""
         if offline:
             self.unanswered += 1
-            self._fault(reason, state=State.OFFLINE, counter="timeouts")
+            # Silent on an open port: a timeout; with the port gone (unplugged): a fault.
+            counter = "timeouts" if self.port_down is None else "faults"
+            self._fault(reason, state=State.OFFLINE, counter=counter)
         else:
             if answered:
                 self.unanswered = 0  # it answered, with a fault of its own

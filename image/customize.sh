@@ -92,7 +92,7 @@ for tool in tablectl tablectld; do ln -sfn "$VENV/bin/$tool" "$ROOT/usr/local/bi
 
 # 4. systemd: the units, the account, the directories, the udev names; enabled.
 install -m 0644 "$REPO/systemd/tablectld.service" "$REPO/systemd/tablectl-headoffice.service" \
-    "$ROOT/etc/systemd/system/"
+    "$REPO/systemd/tablectl-journal-key.service" "$ROOT/etc/systemd/system/"
 install -D -m 0644 "$REPO/systemd/sysusers.d/tablectl.conf" "$ROOT/usr/lib/sysusers.d/tablectl.conf"
 install -D -m 0644 "$REPO/systemd/tmpfiles.d/tablectl.conf" "$ROOT/usr/lib/tmpfiles.d/tablectl.conf"
 for rules in "$REPO"/systemd/*.rules; do
@@ -102,6 +102,9 @@ in_root systemd-sysusers
 in_root systemd-tmpfiles --create --prefix=/etc/tablectl --prefix=/var/lib/tablectl --prefix=/persistent
 # The per-table configuration lives on the data partition; the read-only root points at it.
 ln -sfn /persistent/etc/tablectl/table.toml "$ROOT/etc/tablectl/table.toml"
+# So does the table's journal key: made there on the first boot (tablectl-journal-key.service),
+# never in the image, which is the same on every table.
+ln -sfn /persistent/etc/tablectl/journal-key "$ROOT/etc/tablectl/journal-key"
 # Examples beside it, one per game: copy one to /persistent/etc/tablectl/table.toml and edit.
 install -m 0644 "$REPO/examples/paigow-nsw.toml" "$ROOT/etc/tablectl/table.toml.example"
 install -m 0644 "$REPO/examples/uth-nsw.toml" "$ROOT/etc/tablectl/uth-nsw.toml.example"
@@ -145,6 +148,7 @@ includes="$includes --include usr/lib/python3/dist-packages/systemd"
 for f in etc/systemd/system/tablectld.service etc/systemd/system/tablectld.service.d \
     etc/systemd/system/systemd-journal-flush.service.d etc/systemd/journald.conf.d/tablectl.conf \
     etc/systemd/system/tablectl-headoffice.service etc/systemd/system/tablectl-health.service \
+    etc/systemd/system/tablectl-journal-key.service etc/systemd/system/tablectl-journal-key.service.d \
     usr/lib/sysusers.d/tablectl.conf usr/lib/tmpfiles.d/tablectl.conf \
     usr/lib/tmpfiles.d/tablectl-image.conf usr/local/sbin/tablectl-slot; do
     includes="$includes --include $f"

@@ -92,10 +92,15 @@ def test_units_are_installed_and_enabled(rootfs: Path) -> None:
     assert any(line.startswith("tablectl:") for line in users.splitlines())
     assert (rootfs / "etc/systemd/journald.conf.d/tablectl.conf").is_file()
     assert os.readlink(rootfs / "etc/tablectl/table.toml") == "/persistent/etc/tablectl/table.toml"
+    # No journal key in the image (it is the same on every table): made on the first boot.
+    key_link = os.readlink(rootfs / "etc/tablectl/journal-key")
+    assert key_link == "/persistent/etc/tablectl/journal-key"
+    assert not (rootfs / "persistent/etc/tablectl/journal-key").exists()
+    assert (rootfs / "etc/systemd/system/tablectl-journal-key.service").is_file()
 
 
 def test_systemd_analyze_verify_root_is_clean(rootfs: Path) -> None:
-    units = ["tablectld.service", "tablectl-health.service"]
+    units = ["tablectld.service", "tablectl-health.service", "tablectl-journal-key.service"]
     if (rootfs / "opt/tablectl/bin/tablectl-headoffice").exists():
         units.append("tablectl-headoffice.service")
     else:

@@ -158,8 +158,8 @@ def test_unknown_keys_suggest_the_right_one() -> None:
     errs = errors_of(PAIGOW.replace("[paigow.limits]", "comission_bp = 400\n[paigow.limits]"))
     assert errs == [
         "table.toml: paigow.comission_bp: unknown key (did you mean 'commission_bp'?); expected"
-        " one of: banks_per_box, boxes, commission_bp, limits, multiples_notice, rules,"
-        " steal_offered"
+        " one of: banks_per_box, boxes, cobank_box_maximum, commission_bp, limits,"
+        " multiples_notice, rules, steal_offered, unpayable_up"
     ]
     errs = errors_of(PAIGOW + "[devices.gpio]\nchung_pins = [1]\n")
     assert "devices.gpio.chung_pins: unknown key" in errs[0]

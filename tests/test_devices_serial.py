@@ -359,10 +359,18 @@ def test_a_meter_showing_the_wrong_text_is_rewritten() -> None:
     run(go)
 
 
-def test_an_unopenable_port_is_a_device_error_naming_it() -> None:
+def test_an_unopenable_port_is_disconnected_naming_it() -> None:
+    # Issue 11: no longer a DeviceError at start (the daemon would never reopen it): the device
+    # starts `disconnected`, its error names the port, a shake is refused by its fault event.
     async def go() -> None:
         dev = SerialShaker(cfg("/dev/tablectl-no-such-port"), poll_s=0)
-        with pytest.raises(DeviceError, match="tablectl-no-such-port"):
-            await dev.start(lambda e: None)
+        events: list[Event] = []
+        await dev.start(events.append)
+        health = dev.health()
+        assert health.state == State.DISCONNECTED and not health.ok
+        assert health.last_error is not None and "tablectl-no-such-port" in health.last_error
+        with pytest.raises(DeviceError, match="disconnected"):
+            await dev.channel.ask("TEST", answers=frozenset({"TEST"}))
+        await dev.stop()
 
     run(go)

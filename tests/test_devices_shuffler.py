@@ -294,15 +294,17 @@ def test_retry_delay_grows_to_its_cap_and_an_answer_ends_it() -> None:
 
 def test_a_silent_shuffler_is_asked_again_after_growing_pauses_not_at_once() -> None:
     # The round machine answers each failed shuffle with another (12.1); here the test does the
-    # same. Without the pauses a shuffler that never answers (timeout 10 ms) would fail ~50
-    # times in 0.5 s; with pauses of 40, 80, 160 ms ... it fails a handful of times, each pause
-    # longer than the one before, and an answer ends the pauses.
+    # same. Without the pauses a shuffler that never answers (timeout 10 ms) would fail every
+    # ~10 ms; with pauses of 40, 80, 160, 160 ms five failures take at least 0.44 s, each pause
+    # at least as long as the one before, and an answer ends the pauses. Only lower bounds on
+    # time are asserted: a loaded machine makes every gap longer, never shorter.
     async def main() -> None:
         shuffler = SimShuffler(rng=random.Random(5), answer_timeout_s=0.01)
         shuffler.retry_base_s, shuffler.retry_cap_s = 0.04, 0.16
         faults: list[float] = []
         ready: list[Event] = []
         asked: set[asyncio.Task[None]] = set()
+        five = asyncio.Event()
         loop = asyncio.get_running_loop()
 
         def emit(event: Event) -> None:
@@ -310,6 +312,9 @@ def test_a_silent_shuffler_is_asked_again_after_growing_pauses_not_at_once() -> 
                 ready.append(event)
             elif event.kind == "shuffler.fault":
                 faults.append(loop.time())
+                if len(faults) >= 5:
+                    five.set()
+                    return  # the test stops asking: the state settles
                 task = loop.create_task(shuffler.command("shuffle", {}))
                 asked.add(task)
                 task.add_done_callback(asked.discard)
@@ -317,18 +322,26 @@ def test_a_silent_shuffler_is_asked_again_after_growing_pauses_not_at_once() -> 
         await shuffler.start(emit)
         shuffler.no_answer = True
         await shuffler.command("shuffle", {})
-        await asyncio.sleep(0.5)
-        assert 3 <= len(faults) <= 6, faults
+        await asyncio.wait_for(five.wait(), 30)
+        await asyncio.gather(*asked)
         gaps = [b - a for a, b in itertools.pairwise(faults)]
-        assert gaps[0] >= 0.04 and gaps[1] > gaps[0], gaps
+        assert faults[-1] - faults[0] >= 0.04 + 0.08 + 0.16 + 0.16 - 0.01, gaps
+        assert gaps[0] >= 0.04 and gaps[1] >= 0.08 and gaps[2] >= 0.16 and gaps[3] >= 0.16, gaps
         health = shuffler.health()
         assert health.state == State.OFFLINE
-        assert health.counters["shuffles_delayed"] == len(faults)  # every one after a failure
-        # It answers again (repaired): the waiting retry shuffles, and the pauses are over.
+        assert health.counters["shuffles_delayed"] == len(faults) - 1  # every one after a failure
+        # It answers again (repaired): the shuffle asked now waits out the last pause, then
+        # succeeds; the pauses are over and the next shuffle is not delayed.
         shuffler.no_answer = False
-        await asyncio.sleep(0.2)
+        await shuffler.command("shuffle", {})
+        while not ready:
+            await asyncio.sleep(0.01)
+        await asyncio.gather(*shuffler._retries)
         assert [e.kind for e in ready] == ["shuffler.ready"]
         assert shuffler.unanswered == 0 and shuffler.health().state == State.READY
+        delayed = shuffler.health().counters["shuffles_delayed"]
+        await shuffler.command("shuffle", {})
+        assert shuffler.health().counters["shuffles_delayed"] == delayed
         await shuffler.stop()
 
     asyncio.run(main())

@@ -153,15 +153,42 @@ def test_malformed_messages_to_a_table_are_refused_and_it_plays_on(broker, tmp_p
                              b'{"v":1,"pool":"p2","amount":100,"version":3}'):
                     await ho.publish(contract.pool_topic(POOL), junk)
                 await ho.publish(contract.award_topic("T1"), b'{"v":1,"table":"T1","round":0}')
-                await ho.publish(contract.ack_topic("T1"),
-                                 contract.dumps(contract.ack_message("T1", 10**6)))
+                # (An ack beyond the journal is no junk: test_an_ack_beyond_the_journal_...)
+                await ho.publish(contract.ack_topic("T1"), b'{"v":1,"table":"T1","upto":-1}')
             await wait_for(lambda: table.link.counters["refused"] >= 6, 5, "refusals")
             await wait_for(lambda: len(table.rounds) >= 8, 30, "5 more rounds")
             await drain([table])
             assert table.status()["jackpot"] == "online"
-            assert table.link.relay.stats.bad_acks == 1  # type: ignore[union-attr]
             await table.stop()
             assert_ledger_matches(worker.ledger, [table])
+
+    run(main())
+
+
+def test_an_ack_beyond_the_journal_takes_the_table_out_of_service(broker, tmp_path) -> None:
+    """Head office applied a message the journal does not have: the journal lost records (a
+    lost WAL, an older copy put back). The table stops playing and says so with both numbers
+    (issue 12 item 3)."""
+    async def main() -> None:
+        async with head_office(tmp_path / "ho.db", broker):
+            table = await start(make_table("T1", tmp_path / "T1", broker))
+            await wait_for(lambda: len(table.rounds) >= 3, 30, "3 rounds")
+            async with connect(broker.settings("headoffice", "rogue-ho",
+                                               session_expiry_s=0)) as ho:
+                await ho.publish(contract.ack_topic("T1"),
+                                 contract.dumps(contract.ack_message("T1", 10**6)))
+            await wait_for(lambda: table.service.out_of_service is not None, 10,
+                           "out of service")
+            reason = table.service.out_of_service or ""
+            assert table.link.relay.stats.bad_acks == 1  # type: ignore[union-attr]
+            last = int(reason.split("the journal's last is message ")[1].split()[0])
+            assert reason.startswith("journal lost data: head office acknowledged outbox "
+                                     "message 1000000, the journal's last is message ")
+            assert 0 < last < 10**6
+            played = len(table.rounds)
+            await asyncio.sleep(1.0)
+            assert len(table.rounds) == played  # no round after it
+            await table.stop()
 
     run(main())
 

@@ -121,3 +121,15 @@ def test_settle_refuses_tiles_the_set_cannot_hold(capsys, tmp_path) -> None:
     path.write_text(json.dumps(doc))
     code, _, err = run(["paigow", "settle", "--rules", "nsw", str(path)], capsys)
     assert code == 2 and "4-5 appears 2 times" in err
+
+
+def test_settle_act_example_is_as_documented(capsys) -> None:
+    # docs/paigow.md shows this command's output: ACT 13.8 re-sets the house hand, and ACT 15.10
+    # leaves a payable $30 win on a $20 table paid in full.
+    root = Path(__file__).parent.parent
+    command = "tablectl paigow settle --rules act docs/examples/paigow-round-act.json"
+    doc = (root / "docs" / "paigow.md").read_text()
+    shown = doc.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
+    code, out, _ = run([*command.split()[1:-1], str(root / command.split()[-1])], capsys)
+    assert code == 0 and out == shown
+    assert "net      $28.50" in out and "ACT 13.8" in out

@@ -60,6 +60,12 @@ def _counters(counters: dict[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(counters.items()) if v) or "-"
 
 
+def state_text(d: dict[str, Any]) -> str:
+    """A device's state as `tablectl status` and `tablectl devices list` both print it, from
+    the same `Device.status()` answer: `disconnected FAULT`, `ready        ok   `."""
+    return f"{d['state']:<12} {'ok' if d['ok'] else 'FAULT':<5}"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     devices = _ask(args, "device_list")
 
@@ -68,10 +74,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name, d in devices.items():
             where = d.get("port") or ""
             sim = " (pty simulator)" if d.get("simulated") else ""
-            lines.append(
-                f"{name:<9} {d['state']:<8} {'ok' if d['ok'] else 'FAULT':<5} {d['driver']}"
-                f" {where}{sim}"
-            )
+            lines.append(f"{name:<9} {state_text(d)} {d['driver']} {where}{sim}")
             lines.append(f"          counters: {_counters(d['counters'])}")
             if d.get("last_error"):
                 lines.append(f"          last error: {d['last_error']}")

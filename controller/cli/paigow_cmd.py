@@ -24,10 +24,11 @@ from controller.games.paigow.houseway import explain, house_way, house_way_funct
 from controller.games.paigow.money import BASIS_POINTS, STANDARD_COMMISSION_BP, TableMoney
 from controller.games.paigow.outcome import Outcome, player_outcome
 from controller.games.paigow.profiles import Profile, parse_profile
+from controller.games.paigow.resolve import resolve_round
 from controller.games.paigow.settings import Setting, make_setting, parse_setting
-from controller.games.paigow.settlement import RoundSettlement, settle_round
+from controller.games.paigow.settlement import RoundSettlement
 from controller.games.paigow.tiles import check_available, parse_tiles
-from controller.games.paigow.wagers import Wager, accept, check_box_wagers
+from controller.games.paigow.wagers import Wager
 
 
 def register(sub: argparse._SubParsersAction, math_sub: argparse._SubParsersAction) -> None:
@@ -163,18 +164,39 @@ def _hand(spec: Any, profile: Profile, where: str) -> Setting | None:
     )
 
 
+def _optional_int(obj: dict[str, Any], key: str, where: str) -> int | None:
+    return None if obj.get(key) is None else _int_field(obj, key, where)
+
+
+def _bool_field(obj: dict[str, Any], key: str, where: str, default: bool) -> bool:
+    value = obj.get(key, default)
+    if not isinstance(value, bool):
+        raise InputError(f"{where}: {key} must be true or false, got {value!r}")
+    return value
+
+
 def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
+    """Settle a round described as JSON through `resolve.resolve_round`, the path the round
+    machine takes (docs/paigow.md)."""
     table = doc.get("table", {})
     bank = doc.get("bank", {})
     if not isinstance(table, dict) or not isinstance(bank, dict):
         raise InputError("table and bank must be JSON objects")
     money = TableMoney(
         minimum=_int_field(table, "minimum", "table"),
-        maximum=table.get("maximum"),
+        maximum=_optional_int(table, "maximum", "table"),
         chip_unit=_int_field(table, "chip_unit", "table", 100),
         commission_bp=_int_field(table, "commission_bp", "table", STANDARD_COMMISSION_BP),
+        house_liability=_optional_int(table, "house_liability", "table"),
+        cobank_box_maximum=(
+            None
+            if table.get("cobank_box_maximum") is None
+            else _bool_field(table, "cobank_box_maximum", "table", True)
+        ),
+        unpayable_up=_bool_field(table, "unpayable_up", "table", True),
     )
     n_boxes = _int_field(table, "boxes", "table", 8)
+    multiples_notice = _bool_field(table, "multiples_notice", "table", True)
     try:
         holder = BankHolder(bank.get("holder", "house"))
     except ValueError:
@@ -182,22 +204,23 @@ def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
             f"bank: holder {bank.get('holder')!r} is not house, player or co-bank"
         ) from None
     banker_box = _int_field(bank, "box", "bank", 1)
-    banker_setting = _hand(bank.get("hand"), profile, "bank hand")
+    spec = bank.get("hand")
+    banker_setting = _hand(spec, profile, "bank hand")
     if banker_setting is None:
         raise InputError("bank hand: the bank cannot concede")
     hands_doc = doc.get("hands", {})
     if not isinstance(hands_doc, dict):
         raise InputError('hands must be an object {"box": hand}')
     hands: dict[int, Setting | None] = {}
-    for box_text, spec in hands_doc.items():
+    for box_text, hand_spec in hands_doc.items():
         if not str(box_text).isdigit():
             raise InputError(f"hands: box {box_text!r} is not a box number")
-        hands[int(box_text)] = _hand(spec, profile, f"hand of box {box_text}")
-    check_available(
-        [*banker_setting.tiles, *(t for s in hands.values() if s is not None for t in s.tiles)]
-    )
+        hands[int(box_text)] = _hand(hand_spec, profile, f"hand of box {box_text}")
+    wagers_doc = doc.get("wagers", [])
+    if not isinstance(wagers_doc, list):
+        raise InputError("wagers must be a list")
     wagers = []
-    for n, w in enumerate(doc.get("wagers", []), 1):
+    for n, w in enumerate(wagers_doc, 1):
         where = f"wager {n}"
         if not isinstance(w, dict):
             raise InputError(f"{where}: expected an object")
@@ -210,28 +233,25 @@ def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
                 distance_to_dealer=_int_field(w, "distance_to_dealer", where, 0),
             )
         )
-    check_box_wagers(wagers, holder, banker_box, n_boxes)
-    items = []
-    for w in wagers:
-        if w.box not in hands:
-            raise InputError(f"box {w.box} has a wager but no hand")
-        setting = hands[w.box]
-        outcome = (
-            Outcome.LOSE if setting is None else player_outcome(setting, banker_setting, profile)
-        )
-        acc = accept(w, profile, holder, money, bool(table.get("multiples_notice", True)))
-        items.append((acc, outcome))
-    result = settle_round(
+    if not wagers:
+        raise InputError("wagers: a round to settle needs at least one wager")
+    resolved = resolve_round(
         profile,
         money,
         holder,
-        items,
+        banker_setting,
+        hands,
+        wagers,
+        bank_as_set=isinstance(spec, str),
         banker_box=banker_box,
         banker_wager=_int_field(bank, "wager", "bank", 0),
         n_boxes=n_boxes,
-        multiples_notice=bool(table.get("multiples_notice", True)),
+        multiples_notice=multiples_notice,
     )
-    return _settlement_json(result, banker_setting, hands)
+    assert resolved.settlement is not None  # there are wagers
+    out = _settlement_json(resolved.settlement, resolved.bank_hand, hands)
+    out["alarms"] = list(resolved.alarms)
+    return out
 
 
 def _settlement_json(
@@ -279,6 +299,7 @@ def cmd_settle(args: argparse.Namespace) -> int:
         b = out["banker"]
         lines.append(f"banker net {_cents(b['net'])} (commission {_cents(b['commission'])})")
         lines.append(f"house net {_cents(out['house_net'])}   conserved: {out['conserved']}")
+        lines += [f"alarm: {a}" for a in out["alarms"]]
         return "\n".join(lines)
 
     emit(out, args.json, human)

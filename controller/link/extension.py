@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from controller.journal import JournalError
+from controller.journal import AckBeyondJournal, JournalError
 from controller.link import contract
 from controller.link.relay import OutboxRelay
 from controller.link.transport import (
@@ -285,6 +285,17 @@ class LinkExtension:
             upto = contract.parse_ack(payload, self.table_id)
             try:
                 self.relay.ack(upto)
+            except AckBeyondJournal as exc:
+                # Head office applied a message this journal no longer has: it lost records.
+                self.relay.stats.bad_acks += 1
+                assert self.table is not None
+                why = (f"journal lost data: head office acknowledged outbox message {exc.upto}, "
+                       f"the journal's last is message {exc.last} (docs/journal.md, "
+                       "\"Recovering\")")
+                if self.table.out_of_service is None:
+                    self.table.go_out_of_service(why)
+                else:
+                    log_event(self._log, logging.WARNING, f"link: ack refused: {why}")
             except ValueError as exc:
                 self.relay.stats.bad_acks += 1
                 raise contract.SchemaError(f"ack refused: {exc}") from None

@@ -13,7 +13,9 @@ Event kinds (the `kind` string; `data` is a JSON object; docs/events.md lists ev
   bet.on {box} / bet.off {box}                     UTH jackpot bet sensor of a seat
   dice.result {box_dice: [a, b, c], cut_die: n|null}
   dice.not_flat {}                                 a die not lying flat: reshake
-  shaker.fault {reason}                            cover open, motor fault, no answer
+  shaker.fault {reason}                            cover open, motor fault, no answer,
+                                                   "disconnected: ..." (port gone)
+  meter.fault {reason} / meter.ready {}            meter port gone / back (UTH 11.11)
   shuffler.ready {deck} / shuffler.jam {reason} / shuffler.fault {reason}
   card.dispensed {card, index}                     every card out of the shuffler, in order
   deck.check {ok, missing: [..], extra: [..], duplicate: [..], unreadable: n}

@@ -48,7 +48,13 @@ from controller.games.paigow.dice import (
     off_box,
 )
 from controller.games.paigow.profiles import Profile
-from controller.games.paigow.wagers import MAX_PLAYERS_PER_BOX, accept, box_controller
+from controller.games.paigow.wagers import (
+    MAX_PLAYERS_PER_BOX,
+    accept,
+    box_controller,
+    cover_breach,
+    layout_breach,
+)
 from controller.rounds.base import Effect, Event, Now
 from controller.rounds.paigow_input import (
     get_bool,
@@ -149,6 +155,8 @@ class PaiGowMachine:
             "dice.not_flat": self._dice_not_flat,
             "dice.result": self._dice_result,
             "shaker.fault": self._shaker_fault,
+            "meter.fault": self._meter_fault,
+            "meter.ready": self._meter_ready,
             "dealer.delivered": self._delivered,
             "dealer.result": self._result,
             "dealer.void": self._void,
@@ -532,7 +540,32 @@ class PaiGowMachine:
                    self.config.multiples_notice)
         except InputError as e:
             return str(e)
+        # The layout as a whole (NSW 9.14, ACT 7.3, NZ 5.1(c)/ACT 5.4): refused only if this
+        # wager is what breaks it.
+        if self._layout_breach(bank, others) is None:
+            breach = self._layout_breach(bank, [*others, row])
+            if breach is not None:
+                return breach[1]
         return None
+
+    def _layout_breach(self, bank: BankState, rows: list[JSON]) -> tuple[int, str] | None:
+        wagers = [to_wager(r) for r in rows]
+        money, notice = self.config.money, self.config.multiples_notice
+        accepted = [accept(w, self.profile, bank.holder, money, notice) for w in wagers]
+        return layout_breach(wagers, self.profile, bank.holder) or cover_breach(
+            accepted, bank.holder, money)
+
+    def _layout_returned(self, state: PaiGowState, bank: BankState) -> Result:
+        """Return, one at a time, the wager each layout check names until none breaks it (a bank
+        change or a withdrawal can leave one: NSW 9.14, ACT 7.3, NZ 5.1(c)/ACT 5.4)."""
+        effects: list[Effect] = []
+        while (breach := self._layout_breach(bank, state.wagers)) is not None:
+            index, why = breach
+            w = state.wagers[index]
+            effects.append(_log(f"wager of {w['player']} on box {w['box']} ({w['amount']} c)"
+                                f" returned: {why}"))
+            state = replace(state, wagers=[r for i, r in enumerate(state.wagers) if i != index])
+        return state, effects
 
     def _dealer_wager_remove(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         if state.phase in IN_ROUND:
@@ -611,6 +644,8 @@ class PaiGowMachine:
             "not valid under the round's bank",
         )
         effects += returned
+        state, returned = self._layout_returned(state, bank)
+        effects += returned
         state, dropped = self._check_choices(state, bank)
         effects += dropped
         state, shown = self._show(state, "announce", "NO MORE BETS")
@@ -676,6 +711,14 @@ class PaiGowMachine:
         return replace(state, fault=reason), [
             _alarm(f"shaker fault: {reason}; dealer.shake to retry or dealer.void")
         ]
+
+    def _meter_fault(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        """The table display is gone (unplugged): the dealer announces by voice meanwhile."""
+        reason = str(data.get("reason", "meter fault"))[:200]
+        return state, [_alarm(f"meter fault: {reason}; announce first box and cut by voice")]
+
+    def _meter_ready(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        return state, [_log("meter back: showing the table's display again")]
 
     def _dice_result(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         self._expect(state, "dice.result", SHAKING, OFF_DRAW)

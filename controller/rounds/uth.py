@@ -315,6 +315,23 @@ def _switch(enabled: bool) -> Handler:
     return handler
 
 
+def _meter_fault(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """meter.fault {reason}: the progressive meter (2.4.3) is gone (unplugged, no port). A
+    malfunction of the jackpot equipment: an inspector is notified; the game continues without
+    the jackpot only with the Gaming Supervisor's approval (11.11), given as dealer.jackpot_off."""
+    reason = str(data.get("reason", "meter fault"))[:200]
+    text = (
+        f"progressive meter: {reason}; notify an inspector; with the Gaming Supervisor's"
+        " approval continue without the jackpot (dealer.jackpot_off)"
+    )
+    return state, [fx.alarm("technician", text, "11.11")]
+
+
+def _meter_ready(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """meter.ready {}: the meter is back and shows the table's current view again."""
+    return state, [fx.log("progressive meter back (11.11 malfunction over)")]
+
+
 def _tick(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     return state, []  # step() refreshes the jackpot's link status after every event
 
@@ -348,6 +365,8 @@ _HANDLERS: dict[str, Handler] = {
     "link.down": _link(False),
     "dealer.jackpot_off": _switch(False),
     "dealer.jackpot_on": _switch(True),
+    "meter.fault": _meter_fault,
+    "meter.ready": _meter_ready,
     "tick": _tick,
 }
 EVENT_KINDS = frozenset(_HANDLERS)

@@ -17,12 +17,26 @@ class TableMoney:
     chip_unit: the smallest chip the table pays with, in cents (NSW 14.3 "collectable in chips").
     commission_bp: commission in basis points; ACT 12.9 lets the operator charge less than 5%,
     no profile allows more.
+    house_liability: the maximum house liability displayed for co-banking, in cents (NZ 5.1(c)
+    "up to the displayed maximum (if any)", ACT 5.4); None: none displayed.
+
+    Two readings a regulator should confirm (docs/paigow.md), each changing money:
+    cobank_box_maximum: whether the table maximum limits wagers while the house co-banks. None
+    takes the profile's reading: not in ACT (5.4 "no box maximums"), yes in NZ (6.8 lifts it only
+    for a player/banker "other than as a co-banker"). True/False force one reading.
+    unpayable_up: ACT, under a multiples notice, a win that cannot be paid exactly in chips and that
+    15.10's first sentence does not cut (a multiple of the minimum, or under it): True pays it up to
+    the next payable amount as 15.10's second sentence does without a notice; False pays it down to
+    the lower payable amount.
     """
 
     minimum: int
     maximum: int | None
     chip_unit: int = 100
     commission_bp: int = STANDARD_COMMISSION_BP
+    house_liability: int | None = None
+    cobank_box_maximum: bool | None = None
+    unpayable_up: bool = True
 
     def __post_init__(self) -> None:
         if self.chip_unit <= 0:
@@ -36,6 +50,8 @@ class TableMoney:
             raise InputError(f"table minimum must be positive, got {self.minimum}")
         if self.maximum is not None and self.maximum < self.minimum:
             raise InputError(f"table maximum {self.maximum} is below the minimum {self.minimum}")
+        if self.house_liability is not None and self.house_liability <= 0:
+            raise InputError(f"house liability must be positive, got {self.house_liability}")
 
     def commission_exact(self, won: int) -> tuple[int, int]:
         """Commission on an amount won as (whole cents, remainder in 1/10000 of a cent)."""
@@ -45,6 +61,12 @@ class TableMoney:
         """Commission taken in chips: the nearest lower collectable amount (NSW 14.3, ACT 12.8)."""
         cents, _ = self.commission_exact(won)
         return cents - cents % self.chip_unit
+
+    def commission_chips_up(self, won: int) -> int:
+        """Commission rounded up to the chips: the payment down to the lower payable amount."""
+        cents, rest = self.commission_exact(won)
+        cents += rest > 0
+        return -(-cents // self.chip_unit) * self.chip_unit
 
     def payable_exactly(self, amount: int) -> bool:
         """Whether a win on `amount` less commission is an exact number of chips (NZ 6.12)."""

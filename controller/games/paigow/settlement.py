@@ -9,6 +9,9 @@
   only on the co-banker's share (NZ 11.3 (j)-(l), ACT 6.5, 12.8).
 - Commission the chips cannot collect exactly is rounded down to the nearest collectable amount
   (NSW 14.3; ACT 12.8 "the lower multiple"); NZ wagers are exact by 6.12-6.13.
+- ACT 15.10: a win that can be paid in full in chips (less commission) is paid in full. Only one
+  that cannot is, under a multiples notice and when the wager is not a multiple of the minimum,
+  paid to the lower multiple; otherwise it is paid to the next higher payable amount.
 - An odd cent in a co-bank split goes to the co-banker (the patron), so the house never rounds in
   its own favour.
 
@@ -26,7 +29,7 @@ from controller.games.paigow.bank import HOUSE_BOX, BankHolder
 from controller.games.paigow.money import TableMoney
 from controller.games.paigow.outcome import Outcome
 from controller.games.paigow.profiles import Profile
-from controller.games.paigow.wagers import Accepted
+from controller.games.paigow.wagers import Accepted, cover_breach
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,9 @@ def settle_round(
                 f"co-banker's wager {banker_wager} is under 50% of the wagers {total_action}"
                 " (NZ 11.3(b), ACT 6.5)"
             )
+        breach = cover_breach([a for a, _ in wagers], bank, money)
+        if breach is not None:
+            raise InputError(breach[1])
     if bank is BankHolder.HOUSE:
         banker_box = HOUSE_BOX
 
@@ -157,9 +163,31 @@ def _settle_wager(
     if outcome is Outcome.LOSE:
         return WagerResult(acc, outcome, 0, 0, -acc.action)
     won = acc.action
-    if profile is Profile.ACT and multiples_notice and won > money.minimum and won % money.minimum:
-        # ACT 15.10: under a multiples notice, a wager that is not a multiple of the minimum is
-        # paid to the lower multiple only.
-        won -= won % money.minimum
-    commission = money.commission_chips(won)
+    commission_of = money.commission_chips
+    if profile is Profile.ACT and multiples_notice:
+        if act_short_payment(won, money, multiples_notice):
+            won -= won % money.minimum
+        if not money.unpayable_up:
+            # ACT is silent here (docs/paigow.md): the table's reading pays down, not up.
+            commission_of = money.commission_chips_up
+    # Exact when the win less commission is payable in chips; otherwise the commission is rounded
+    # down to the chips, i.e. the payment up to the next payable amount (NSW 14.3, ACT 15.10).
+    commission = commission_of(won)
     return WagerResult(acc, outcome, won, commission, won - commission)
+
+
+def act_short_payment(won: int, money: TableMoney, multiples_notice: bool) -> bool:
+    """Whether ACT 15.10 pays a winning wager `won` to the lower multiple of the minimum only.
+
+    All three conditions of the rule's first sentence: a notice requires multiples of the minimum,
+    the wager is not a multiple, and it "cannot be paid in full from the table float" - its win
+    less commission is not an exact number of chips. A wager under the minimum has no lower
+    multiple above zero and ACT 5.1(c) says it "shall be paid": it is paid as the second sentence
+    says, to the next higher payable amount (docs/paigow.md, "What a regulator should confirm").
+    """
+    return (
+        multiples_notice
+        and won > money.minimum
+        and won % money.minimum != 0
+        and not money.payable_exactly(won)
+    )

@@ -5,7 +5,13 @@ Limits, read literally per profile:
   collected after the result (ACT 5.1(c)); NZ is silent, so the wager stands as placed.
 - Above the maximum: paid or collected to the maximum (NSW 10.3, ACT 5.1(d)); NZ is silent and we
   apply the same rule, the excess standing off. No maximum applies when a player banks alone
-  (NSW 10.2, NZ 6.8, ACT 5.3).
+  (NSW 10.2, NZ 6.8, ACT 5.3), nor in an ACT co-bank (ACT 5.4: "no box maximums"); an NZ co-bank
+  keeps it (NZ 6.8 lifts it only for a player/banker "other than as a co-banker").
+- Co-banking: the house's half of the bank may not exceed the displayed maximum house liability
+  (NZ 5.1(c), ACT 5.4): `cover_breach`.
+- Where a player may wager (`layout_breach`): NSW 9.14, a player controlling a box adds no wager on
+  a box nobody else controls; ACT 7.3, a lone player against the house wagers on at most two boxes,
+  one wager at least double the other.
 - Multiples of the table minimum unless a notice says otherwise (ACT 5.1(b)).
 - NZ 6.12-6.13: only the part of a wager whose win, less commission, could be paid exactly in chips
   is valid; the remainder is void and returned.
@@ -65,7 +71,8 @@ def accept(
         notes.append(f"below the table minimum; valid for this round ({rule[profile]})")
     if profile is Profile.ACT and multiples_notice and action % money.minimum:
         notes.append("not a multiple of the table minimum (ACT 5.1(b)); paid per ACT 15.10")
-    if money.maximum is not None and bank is not BankHolder.PLAYER and action > money.maximum:
+    limited = box_maximum_applies(profile, bank, money.cobank_box_maximum)
+    if money.maximum is not None and limited and action > money.maximum:
         notes.append(f"over the maximum: in action to {money.maximum} (NSW 10.3, ACT 5.1(d))")
         action = money.maximum
     if profile is Profile.NZ:
@@ -79,6 +86,23 @@ def accept(
             notes.append(f"only {valid} cents payable exactly in chips; the rest is void (NZ 6.13)")
             action = valid
     return Accepted(wager, action, wager.amount - action, tuple(notes))
+
+
+def box_maximum_applies(
+    profile: Profile, bank: BankHolder, cobank_reading: bool | None = None
+) -> bool:
+    """Whether the table maximum limits a wager under this bank.
+
+    Not when a player banks alone (NSW 10.2, NZ 6.8, ACT 5.3) nor when the house co-banks in ACT
+    (ACT 5.4 "no box maximums will apply"); NZ 6.8 exempts only a player/banker "other than as a
+    co-banker", so an NZ co-bank keeps the maximum. NSW has no co-bank (NSW 11.1).
+    cobank_reading (TableMoney.cobank_box_maximum) overrides the co-bank reading when set.
+    """
+    if bank is BankHolder.PLAYER:
+        return False
+    if bank is BankHolder.CO_BANK and cobank_reading is not None:
+        return cobank_reading
+    return not (bank is BankHolder.CO_BANK and profile is Profile.ACT)
 
 
 def largest_exact_wager(amount: int, money: TableMoney) -> int:
@@ -155,3 +179,93 @@ def box_controller(
         return seated[0]
     nearest = min((w for w in wagers if w.player in highest), key=lambda w: w.distance_to_dealer)
     return nearest.player
+
+
+def layout_breach(
+    wagers: Sequence[Wager], profile: Profile, bank: BankHolder
+) -> tuple[int, str] | None:
+    """The wager that may not stand where it is, as (index, why); None when every one may.
+
+    `wagers` are in the order they were placed; the wager named is the latest one involved, the
+    "additional wager" (NSW 9.14). Rules:
+    - NSW 9.14 (with 9.10, 9.13): a player controlling a box may not add a wager on a box no other
+      player controls. Control is decided per box by `box_controller`; a player who would control
+      two boxes has added a wager on a box nobody else controls.
+    - ACT 7.3: when the house banks and only one player wagers, that player may wager on two boxes
+      providing one wager is at least double the other; a third box is not allowed.
+    """
+    by_box: dict[int, list[Wager]] = {}
+    for w in wagers:
+        by_box.setdefault(w.box, []).append(w)
+    if profile is Profile.NSW:
+        controlled: dict[str, list[int]] = {}
+        for box, on_box in by_box.items():
+            controlled.setdefault(box_controller(on_box, profile), []).append(box)
+        for player, boxes in controlled.items():
+            if len(boxes) < 2:
+                continue
+            mine = [i for i, w in enumerate(wagers) if w.player == player and w.box in boxes]
+            first, last = wagers[mine[0]].box, wagers[mine[-1]].box
+            return mine[-1], (
+                f"{player} controls box {first} and may not add a wager on box {last}, which no"
+                " other player controls (NSW 9.14)"
+            )
+    if profile is Profile.ACT and bank is BankHolder.HOUSE and len({w.player for w in wagers}) == 1:
+        totals: dict[int, int] = {}  # per box, in the order the boxes were first wagered on
+        for w in wagers:
+            totals[w.box] = totals.get(w.box, 0) + w.amount
+        boxes = list(totals)
+        player = wagers[0].player
+        if len(boxes) > 2:
+            extra = max(i for i, w in enumerate(wagers) if w.box not in boxes[:2])
+            return extra, (
+                f"{player} is the only player: a wager on two boxes at most, not box"
+                f" {wagers[extra].box} as well (ACT 7.3)"
+            )
+        if len(boxes) == 2:
+            low, high = sorted(totals.values())
+            if high < 2 * low:
+                return len(wagers) - 1, (
+                    f"{player} is the only player on two boxes: one wager must be at least double"
+                    f" the other, got {totals[boxes[0]]} and {totals[boxes[1]]} (ACT 7.3)"
+                )
+    return None
+
+
+def cover_breach(
+    accepted: Sequence[Accepted], bank: BankHolder, money: TableMoney
+) -> tuple[int, str] | None:
+    """The first wager (in the order placed) the house cannot cover when it co-banks.
+
+    The house covers half of the wagers in action (NZ 5.1(c), ACT 6.5); its half, rounded up as
+    `settle_round` splits a loss, may not exceed the displayed maximum house liability (NZ 5.1(c),
+    ACT 5.4). None when the bank is not a co-bank or no maximum is displayed.
+    """
+    if bank is not BankHolder.CO_BANK or money.house_liability is None:
+        return None
+    total = 0
+    for i, acc in enumerate(accepted):
+        total += acc.action
+        if (total + 1) // 2 > money.house_liability:
+            return i, (
+                f"wager of {acc.wager.player} on box {acc.wager.box}: the house's half of {total}"
+                f" cents in action exceeds its displayed maximum liability of"
+                f" {money.house_liability} (NZ 5.1(c), ACT 5.4)"
+            )
+    return None
+
+
+def check_round_wagers(
+    accepted: Sequence[Accepted],
+    profile: Profile,
+    bank: BankHolder,
+    money: TableMoney,
+    banker_box: int | None,
+    n_boxes: int = 8,
+) -> None:
+    """Every check on a round's accepted wagers as a whole; InputError naming the first breach."""
+    wagers = [a.wager for a in accepted]
+    check_box_wagers(wagers, bank, banker_box, n_boxes)
+    for breach in (layout_breach(wagers, profile, bank), cover_breach(accepted, bank, money)):
+        if breach is not None:
+            raise InputError(breach[1])

@@ -1,0 +1,121 @@
+"""The journal's high-water mark: the last commit the table knows it made, kept OUTSIDE the
+SQLite file and its WAL (docs/journal.md, "High-water mark").
+
+A lost, truncated or damaged `journal.sqlite3-wal` leaves a shorter journal whose chain verifies;
+only something that is not in those files can tell. `journal.mark` beside the journal holds the
+seq, last outbox id and chain hash of the last commit, MAC'd with the journal's key. It is
+rewritten in place (one `pwrite` of one 256-byte block at offset 0) after every commit and
+never fsync'd: the page stays dirty in the page cache and the kernel writes it back with its
+periodic writeback, so a burst of commits costs one page write, not one each. A process killed
+at any moment leaves the page cache (and the mark) current; a power cut may leave it some
+seconds behind the journal, which is safe (a lagging mark only narrows what is detected). It is
+never ahead: it is written after the commit returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from controller.journal_mac import MAC_BYTES, JournalKey
+
+MARK_FILE = "journal.mark"
+MARK_SIZE = 256  # one fixed-size record at offset 0: within one disk sector
+_MAGIC = "tablectl-journal-mark"
+_VERSION = "1"
+_DOMAIN = "mark"
+
+
+class MarkError(Exception):
+    """The mark is unreadable, malformed or its MAC does not match."""
+
+
+@dataclass(frozen=True)
+class MarkValue:
+    seq: int
+    out: int  # the last outbox id written by then (ids to skip after a loss)
+    hash: str  # the chain hash after record `seq` (hex)
+
+
+def _line(key: JournalKey, table_id: str, game: str, seq: int, out: int, chain: str) -> bytes:
+    mac = key.mac(_DOMAIN, table_id, game, seq, out, chain).hex()
+    text = f"{_MAGIC} {_VERSION} {seq} {out} {chain} {mac}"
+    return (text + " " * (MARK_SIZE - 1 - len(text)) + "\n").encode("ascii")
+
+
+def parse(raw: bytes, key: JournalKey | None, table_id: str, game: str) -> MarkValue:
+    """A mark's value; MarkError unless well-formed and (given the key) its MAC matches."""
+    if len(raw) != MARK_SIZE or not raw.endswith(b"\n"):
+        raise MarkError(f"mark is {len(raw)} bytes, not one {MARK_SIZE}-byte record")
+    try:
+        parts = raw.decode("ascii").split()
+    except UnicodeDecodeError:
+        raise MarkError("mark is not ASCII") from None
+    if len(parts) != 6 or parts[0] != _MAGIC or parts[1] != _VERSION:
+        raise MarkError("mark is not a tablectl journal mark of version 1")
+    seq_text, out_text, chain, mac_text = parts[2:]
+    if not (seq_text.isdigit() and out_text.isdigit() and len(seq_text) <= 18
+            and len(out_text) <= 18 and len(chain) == 64 and len(mac_text) == 2 * MAC_BYTES):
+        raise MarkError("mark fields malformed")
+    try:
+        bytes.fromhex(chain)
+        mac = bytes.fromhex(mac_text)
+    except ValueError:
+        raise MarkError("mark fields malformed") from None
+    seq, out = int(seq_text), int(out_text)
+    if key is not None and not key.check(mac, _DOMAIN, table_id, game, seq, out, chain):
+        raise MarkError("mark MAC does not match (written without this table's key)")
+    return MarkValue(seq, out, chain)
+
+
+def read_mark(path: Path, key: JournalKey | None, table_id: str, game: str) -> MarkValue:
+    """FileNotFoundError if there is none; MarkError if it is damaged or forged."""
+    with open(path, "rb") as f:
+        raw = f.read(MARK_SIZE + 1)
+    return parse(raw, key, table_id, game)
+
+
+def create_mark(path: Path, key: JournalKey, table_id: str, game: str, seq: int, out: int,
+                chain: str) -> None:
+    """Write a mark durably (temporary file, fsync, rename, directory fsync): done once when
+    the journal is made or upgraded, and when a loss is accepted; never per commit."""
+    tmp = path.with_name(path.name + ".new")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+    try:
+        os.write(fd, _line(key, table_id, game, seq, out, chain))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+class MarkWriter:
+    """The open mark of a writer: `advance` after each commit, without fsync."""
+
+    def __init__(self, path: Path, key: JournalKey, table_id: str, game: str) -> None:
+        self.path = path
+        self._key, self._table_id, self._game = key, table_id, game
+        self._fd: int | None = os.open(path, os.O_RDWR)
+        self.errors = 0  # failed writes: the mark lags (safe), counted in the journal summary
+
+    def advance(self, seq: int, out: int, chain: str) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.pwrite(self._fd, _line(self._key, self._table_id, self._game, seq, out, chain), 0)
+        except OSError:
+            self.errors += 1
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
