@@ -417,15 +417,17 @@ def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: 
     wait_for(f"round {round_at_cut} finished after the power cut", lambda: done.search(
         g.ssh("journalctl -b 0 -u tablectld --no-pager -o cat").stdout), 240, 3)
     RESULTS["power_cut_round_resumed"] = round_at_cut
-    verify = g.ssh("tablectl journal verify --state-dir /persistent/tablectl/uth",
-                   user="tech", check=False)
+    # As root: the journal key (/etc/tablectl/journal-key -> the data partition) is root-only.
+    verify = g.ssh("tablectl journal verify --state-dir /persistent/tablectl/uth", check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     # Stop play, let the outbox drain, then the table's journal against head office's ledger.
     g.ssh("systemctl stop tablectld")
     local = table.run / "journal-uth"
     g.scp_from("/persistent/tablectl/uth", local)
+    g.scp_from("/persistent/etc/tablectl/journal-key", table.run / "journal-key")
     wagered = messages = 0
-    with Journal.open(local, table_id="VM-UTH-01", game="uth") as j:
+    with Journal.open(local, table_id="VM-UTH-01", game="uth", create=False,
+                      key_file=table.run / "journal-key") as j:
         for e in j.iter_events():
             for m in e.outbox:
                 messages += 1
