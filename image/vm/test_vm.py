@@ -420,8 +420,15 @@ def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: 
     # As root: the journal key (/etc/tablectl/journal-key -> the data partition) is root-only.
     verify = g.ssh("tablectl journal verify --state-dir /persistent/tablectl/uth", check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    # Stop play, let the outbox drain, then the table's journal against head office's ledger.
-    g.ssh("systemctl stop tablectld")
+    # Stop play (no players: the table idles), let the outbox drain, stop the daemon; then the
+    # table's journal against head office's ledger.
+    g.ssh("echo TABLECTL_VM_PLAYERS=0 >> /persistent/etc/tablectl/vm.env && "
+          "systemctl restart tablectld")
+    table.wait_active()
+    wait_for("the outbox acknowledged", lambda: (link := table.status().get("link") or {})
+             .get("connected") and link.get("outbox_pending") == 0, 240, 3)
+    g.ssh("systemctl stop tablectld && "
+          "sed -i /TABLECTL_VM_PLAYERS/d /persistent/etc/tablectl/vm.env")
     local = table.run / "journal-uth"
     g.scp_from("/persistent/tablectl/uth", local)
     g.scp_from("/persistent/etc/tablectl/journal-key", table.run / "journal-key")

@@ -31,12 +31,14 @@ def main() -> int:
     devices = build_hardware(cfg)  # the real drivers on /dev/tablectl-*, GPIO on mock pins
     devices["rng"] = RandomSource()
     pace = float(os.environ.get("TABLECTL_VM_PACE", "0.2"))
+    # TABLECTL_VM_PLAYERS=0: nobody plays (the table idles, its link still drains the outbox).
+    players = os.environ.get("TABLECTL_VM_PLAYERS", "1") != "0"
     service = TableService(
         cfg,
         machine,
         devices,
         log,
-        policy=daemon.build_policy(cfg, random.Random()),
+        policy=daemon.build_policy(cfg, random.Random()) if players else None,
         pace_s=pace,
         on_round=daemon.print_round,
         extensions=daemon.build_extensions(cfg, args),
