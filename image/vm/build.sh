@@ -44,7 +44,9 @@ mkdir -p "$recipe"
 (cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay \
     $(ls image/*.lock image/lock.sh 2>/dev/null) systemd controller devices headoffice \
     pyproject.toml docs/operations.md docs/verification.md examples "$recipe/")
+# The VM's own table configs are not part of the product (the udev rules below come from them).
 find "$recipe" -name __pycache__ -prune -exec rm -rf {} +
+rm -f "$recipe"/examples/vm-*.toml
 {
     "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-paigow.toml"
     "$PY" -m controller.cli.main devices udev --config "$REPO/examples/vm-uth.toml" |

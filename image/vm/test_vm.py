@@ -418,7 +418,7 @@ def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: 
         g.ssh("journalctl -b 0 -u tablectld --no-pager -o cat").stdout), 240, 3)
     RESULTS["power_cut_round_resumed"] = round_at_cut
     # As root: the journal key (/etc/tablectl/journal-key -> the data partition) is root-only.
-    verify = g.ssh("tablectl journal verify --state-dir /persistent/tablectl/uth", check=False)
+    verify = g.ssh("tablectl journal verify --state-dir /persistent/tablectl", check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     # Stop play (no players: the table idles), let the outbox drain, stop the daemon; then the
     # table's journal against head office's ledger.
@@ -430,7 +430,7 @@ def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: 
     g.ssh("systemctl stop tablectld && "
           "sed -i /TABLECTL_VM_PLAYERS/d /persistent/etc/tablectl/vm.env")
     local = table.run / "journal-uth"
-    g.scp_from("/persistent/tablectl/uth", local)
+    g.scp_from("/persistent/tablectl", local)
     g.scp_from("/persistent/etc/tablectl/journal-key", table.run / "journal-key")
     wagered = messages = 0
     with Journal.open(local, table_id="VM-UTH-01", game="uth", create=False,
