@@ -332,17 +332,32 @@ def test_watchdog_restarts_a_stopped_daemon_and_the_round_resumes(table: Table) 
 
 
 def test_unplug_and_replug_a_usb_serial_adapter_mid_round(table: Table) -> None:
+    g = table.guest
     table.wait_active()
     pid = table.main_pid()
     wait_for("a round under way", lambda: table.status().get("round"), 60)
     table.guest.qmp("device_del", id="usb-shaker")
-    unplugged = time.monotonic()
-    state = wait_for(
-        "shaker shows disconnected",
-        lambda: (table.status().get("devices") or {}).get("shaker", {}).get("state")
-        == "disconnected", 30, 0.25)
-    RESULTS["unplug_to_disconnected_s"] = round(time.monotonic() - unplugged, 2)
-    assert state and RESULTS["unplug_to_disconnected_s"] <= DISCONNECT_S, RESULTS
+    wait_for("shaker shows disconnected",
+             lambda: (table.status().get("devices") or {}).get("shaker", {}).get("state")
+             == "disconnected", 30, 0.25)
+    # How fast, on the guest's clock: the kernel's USB disconnect to the daemon's disconnected
+    # state (its log line is written where the state changes; `tablectl status` over ssh costs
+    # more than a second of TCG time by itself, so polling it cannot time this).
+    since = g.ssh("date +%s").stdout.strip()
+    stamps = {}
+    for line in g.ssh(f"journalctl -b -o json --no-pager --since=@{int(since) - 120}").stdout\
+            .splitlines():
+        e = json.loads(line)
+        msg = e.get("MESSAGE")
+        if not isinstance(msg, str):
+            continue
+        if e.get("_TRANSPORT") == "kernel" and "USB disconnect" in msg:
+            stamps["unplug"] = int(e["__REALTIME_TIMESTAMP"])
+        elif msg.startswith("shaker: disconnected") and "unplug" in stamps:
+            stamps.setdefault("disconnected", int(e["__REALTIME_TIMESTAMP"]))
+    assert {"unplug", "disconnected"} <= set(stamps), stamps
+    RESULTS["unplug_to_disconnected_s"] = (stamps["disconnected"] - stamps["unplug"]) / 1e6
+    assert RESULTS["unplug_to_disconnected_s"] <= DISCONNECT_S, RESULTS
     # The round machine gets the device's fault (the shake it asks for fails: PG rules' motor
     # fault path, the dealer shakes again or voids): a shaker.fault event in the journal.
     wait_for("a shaker.fault event while unplugged", lambda: '"shaker.fault"' in table.guest.ssh(
