@@ -6,6 +6,9 @@
                                  [--hidden-bp N] [--ceiling C | --no-ceiling]
     tablectl-headoffice pool resume POOL [--operator NAME]
     tablectl-headoffice params-log [POOL] [--config FILE | --db URL] [--json]
+    tablectl-headoffice hits [--pending] [--config FILE | --db URL] [--json]
+    tablectl-headoffice hit approve ID [--operator NAME] [--note TEXT]
+    tablectl-headoffice hit refuse ID --reason TEXT [--operator NAME]
 
 `--config FILE` goes after the command (as above, and as the systemd unit runs it) or before it.
 Bad input exits 2 with one line naming it; a refused operator request exits 1.
@@ -72,11 +75,28 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append("tables:")
     for t in report["tables"]:
         lines.append(f"  {t['id']:<20} pool {t['pool_id'] or '-':<12} last seq {t['last_seq']:<8}"
-                     f" {t['state']:<8} seen {t['last_seen_utc'] or '-'}")
+                     f" {t['state']:<8} seen {t['last_seen_utc'] or '-'}"
+                     f"{'' if t['enrolled'] else ' NOT ENROLLED'}")
+        if t["chain_seq"]:
+            lines.append(f"  {'':<20} chain head: seq {t['chain_seq']} journal record"
+                         f" {t['journal_seq']} hash {t['chain_hash'] or '-'}")
+    for h in report.get("held_hits", []):
+        lines.append(format_held(h))
     for a in report["alarms"]:
         lines.append(f"ALARM #{a['alarm_no']} {a['utc']} {a['pool_id'] or ''}"
                      f" {a['table_id'] or ''}: {a['text']}")
     return "\n".join(lines)
+
+
+def format_held(h: dict[str, Any]) -> str:
+    decided = "" if h["status"] == "pending" else (
+        f" by {h['operator']} at {h['decided_utc']}: {h['note'] or ''}")
+    paid = ""
+    if h["award"] is not None:
+        paid = f"; paid {_money(sum(p['amount'] for p in h['award']['payouts']))}"
+    return (f"HELD HIT #{h['hold_no']} {h['utc']} table {h['table_id']} round {h['round']}"
+            f" pool {h['pool_id']} (meter {_money(h['meter_at_hit'])}): {h['status'].upper()}"
+            f"{decided}{paid}; why held: {h['reason']}")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -111,6 +131,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     pl.add_argument("pool", nargs="?")
     pl.add_argument("--db", help="ledger URL (instead of the config's)")
     pl.add_argument("--json", action="store_true")
+    hs = sub.add_parser("hits", help="jackpot hits held for an operator (the jackpot lock)")
+    hs.add_argument("--pending", action="store_true", help="only those not yet decided")
+    hs.add_argument("--db", help="ledger URL (instead of the config's)")
+    hs.add_argument("--json", action="store_true")
+    hit = sub.add_parser("hit", help="decide a held jackpot hit")
+    hsub = hit.add_subparsers(dest="hit_cmd", required=True)
+    ha = hsub.add_parser("approve", help="pay it (rule 15 award on the meter at the hit)")
+    ha.add_argument("id", type=int)
+    ha.add_argument("--operator", help="must be who runs the console (default)")
+    ha.add_argument("--note", default="")
+    hr = hsub.add_parser("refuse", help="never pay it")
+    hr.add_argument("id", type=int)
+    hr.add_argument("--reason", required=True)
+    hr.add_argument("--operator", help="must be who runs the console (default)")
     return ap.parse_args(argv)
 
 
@@ -157,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
-        if args.cmd in ("report", "params-log") and args.db:
+        if args.cmd in ("report", "params-log", "hits") and args.db:
             url, cfg = args.db, None
         else:
             cfg = load_config(args.config or DEFAULT_PATH)
@@ -180,7 +214,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{' (forced)' if r['forced'] else ''}: {r['outcome']}; live"
                       f" {r['live_tables']}; old {r['old']}; new {r['new']}")
             return 0
+        if args.cmd == "hits":
+            held = ledger.held_hits(pending_only=args.pending)
+            print(json.dumps(held, indent=2) if args.json
+                  else "\n".join(format_held(h) for h in held))
+            return 0
         assert cfg is not None
+        if args.cmd == "hit":
+            if args.hit_cmd == "approve":
+                award = ledger.approve_hit(args.id, operator=_operator(args),
+                                           authorised=cfg.operators, note=args.note)
+                print(json.dumps(award))
+            else:
+                ledger.refuse_hit(args.id, operator=_operator(args), authorised=cfg.operators,
+                                  reason=args.reason)
+                print(json.dumps({"hold_no": args.id, "status": "refused"}))
+            return 0
         if args.cmd == "pool":
             if args.pool_cmd == "set":
                 try:

@@ -2,8 +2,10 @@
 
     [database]  url = "sqlite:////var/lib/tablectl-headoffice/ledger.db"
     [broker]    host, port, client_id, username, password_file, [broker.tls] ca/cert/key
-    [service]   heartbeat_s, pool_expiry_s, live_window_s, batch_max, operators = [...]
+    [service]   heartbeat_s, pool_expiry_s, live_window_s, batch_max, operators = [...],
+                verify_from, verify_above, max_jackpot_wager
     [[pools]]   id, seed, increment_bp, hidden_bp, ceiling, [pools.awards] (as [uth.jackpot.awards])
+    [[tables]]  id, pool: the enrolled tables (no other table's messages are accepted)
 
 docs/headoffice.md documents every key.
 """
@@ -44,7 +46,13 @@ class HeadOfficeConfig:
     pool_expiry_s: int = 5  # a retained pool value expires: a dead head office goes OFFLINE
     live_window_s: float = 90.0  # a table seen this recently (and online) is live on its pool
     batch_max: int = 500  # messages applied per transaction at most
-    operators: tuple[str, ...] = ()  # may force parameter changes and resume stopped pools
+    operators: tuple[str, ...] = ()  # may force parameter changes, resume pools, decide hits
+    tables: dict[str, str | None] = field(default_factory=dict)  # enrolled: id -> its pool
+    # Hits whose award has a category at least this (a Category label, or None: no category
+    # waits) or a total above verify_above cents are held for an operator's approval.
+    verify_from: str | None = "royal_flush"
+    verify_above: int | None = None
+    max_jackpot_wager: int = 100_000  # cents: a larger jackpot wager is refused (15.2.3)
 
 
 def _get(errors: list[str], d: dict[str, Any], path: str, key: str, kind: type | tuple[type, ...],
@@ -168,7 +176,7 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
     except tomllib.TOMLDecodeError as exc:
         raise HeadOfficeConfigError([f"{source}: not valid TOML: {exc}"]) from None
     errors: list[str] = []
-    _unknown(errors, data, "", {"database", "broker", "service", "pools"})
+    _unknown(errors, data, "", {"database", "broker", "service", "pools", "tables"})
     db = _get(errors, data, "", "database", dict, {}) or {}
     _unknown(errors, db, "database", {"url"})
     url = _get(errors, db, "database", "url", str)
@@ -178,7 +186,35 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
         broker = _broker(errors, b) if b is not None else None
     s = _get(errors, data, "", "service", dict, {}) or {}
     _unknown(errors, s, "service", {"heartbeat_s", "pool_expiry_s", "live_window_s", "batch_max",
-                                    "operators"})
+                                    "operators", "verify_from", "verify_above",
+                                    "max_jackpot_wager"})
+    verify_from = _get(errors, s, "service", "verify_from", str, "royal_flush")
+    if verify_from == "none":
+        verify_from = None
+    elif verify_from is not None:
+        try:
+            Category.from_label(verify_from)
+        except InputError:
+            errors.append(f"service.verify_from: a hand category (royal_flush, straight_flush,"
+                          f" four_of_a_kind, full_house, flush) or \"none\", got {verify_from!r}")
+    verify_above = _get(errors, s, "service", "verify_above", int, None, lo=0)
+    max_wager = _get(errors, s, "service", "max_jackpot_wager", int, 100_000, lo=1)
+    tables: dict[str, str | None] = {}
+    for i, t in enumerate(_get(errors, data, "", "tables", list, []) or []):
+        if not isinstance(t, dict):
+            errors.append(f"tables[{i}]: expected a table")
+            continue
+        _unknown(errors, t, f"tables[{i}]", {"id", "pool"})
+        table_id = _get(errors, t, f"tables[{i}]", "id", str)
+        pool_of = _get(errors, t, f"tables[{i}]", "pool", str, None)
+        if table_id is not None and not contract.TABLE_ID.fullmatch(table_id):
+            errors.append(f"tables[{i}].id: 1-32 of A-Z a-z 0-9 _ -, got {table_id!r}")
+        elif table_id is not None and table_id.startswith("headoffice"):
+            errors.append(f"tables[{i}].id: {table_id!r} is a head-office worker's name (ACL)")
+        elif table_id in tables:
+            errors.append(f"tables[{i}].id: table {table_id!r} listed twice")
+        elif table_id is not None:
+            tables[table_id] = pool_of
     operators = _get(errors, s, "service", "operators", list, [])
     if operators is not None and not all(isinstance(o, str) and o for o in operators):
         errors.append("service.operators: a list of operator names")
@@ -204,6 +240,10 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
                                  lo=1) or 90.0),
         batch_max=int(_get(errors, s, "service", "batch_max", int, 500, lo=1) or 500),
         operators=tuple(operators or ()),
+        tables=tables,
+        verify_from=verify_from,
+        verify_above=verify_above,
+        max_jackpot_wager=int(max_wager or 100_000),
     )
     if errors:
         raise HeadOfficeConfigError([f"{source}: {e.lstrip('.')}" for e in errors])

@@ -39,6 +39,24 @@ PARAM_LOG_COLUMNS = """
 ALARMS_COLUMNS = """
     alarm_no {AUTO_KEY}, utc TEXT NOT NULL, pool_id TEXT, table_id TEXT, text TEXT NOT NULL"""
 
+# Columns added to `tables` after the first release (added to older ledgers by _migrate):
+# `enrolled`, `enrolled_pool`: the configured tables (headoffice.toml [[tables]]); a table that
+# is not enrolled is refused, never created on the fly. `journal_seq`, `chain_seq`,
+# `chain_hash`: where the table's journal stood at the last message ledgered, and that
+# record's chain hash when the table sends it (the chain head an auditor compares).
+TABLES_ADDED = (("enrolled", "BOOLEAN"), ("enrolled_pool", "TEXT"), ("journal_seq", "BIGINT"),
+                ("chain_seq", "BIGINT"), ("chain_hash", "TEXT"))
+
+# Jackpot hits held for a person (the "jackpot lock"): a hit that does not add up, or an award
+# at or above the verification threshold. Never paid until an authorised operator approves it
+# (`status` pending -> approved | refused, with who and when); an approved hit's award is then
+# in `hits` and `award` here, and `delivered` says the worker has published it to the table.
+HELD_HITS_COLUMNS = """
+    hold_no {AUTO_KEY}, table_id TEXT NOT NULL, round BIGINT NOT NULL, seq BIGINT NOT NULL,
+    pool_id TEXT NOT NULL, utc TEXT NOT NULL, meter_at_hit BIGINT NOT NULL, reason TEXT NOT NULL,
+    body TEXT NOT NULL, status TEXT NOT NULL, operator TEXT, decided_utc TEXT, note TEXT,
+    award TEXT, delivered BOOLEAN NOT NULL"""
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pools (
     id TEXT PRIMARY KEY, params TEXT NOT NULL, amount BIGINT NOT NULL, carry TEXT NOT NULL,
@@ -48,7 +66,7 @@ CREATE TABLE IF NOT EXISTS pools (
     wins BIGINT NOT NULL, version BIGINT NOT NULL, stopped TEXT, updated_utc TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tables (
     id TEXT PRIMARY KEY, pool_id TEXT, last_seq BIGINT NOT NULL, state TEXT NOT NULL,
-    last_seen_utc TEXT, last_seen_epoch DOUBLE PRECISION, birth TEXT);
+    last_seen_utc TEXT, last_seen_epoch DOUBLE PRECISION, birth TEXT{TABLES_ADDED});
 CREATE TABLE IF NOT EXISTS messages (
     table_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, pool_id TEXT,
     round BIGINT, status TEXT NOT NULL, reason TEXT, amount BIGINT NOT NULL, body TEXT NOT NULL,
@@ -71,7 +89,11 @@ CREATE TABLE IF NOT EXISTS rounds (
     summary TEXT NOT NULL, PRIMARY KEY (table_id, seq));
 CREATE TABLE IF NOT EXISTS param_log ({PARAM_LOG_COLUMNS});
 CREATE TABLE IF NOT EXISTS alarms ({ALARMS_COLUMNS});
-""".replace("{PARAM_LOG_COLUMNS}", PARAM_LOG_COLUMNS).replace("{ALARMS_COLUMNS}", ALARMS_COLUMNS)
+CREATE TABLE IF NOT EXISTS held_hits ({HELD_HITS_COLUMNS});
+CREATE UNIQUE INDEX IF NOT EXISTS held_hits_by_round ON held_hits (table_id, round);
+""".replace("{PARAM_LOG_COLUMNS}", PARAM_LOG_COLUMNS).replace(
+    "{ALARMS_COLUMNS}", ALARMS_COLUMNS).replace("{HELD_HITS_COLUMNS}", HELD_HITS_COLUMNS).replace(
+    "{TABLES_ADDED}", "".join(f", {name} {kind}" for name, kind in TABLES_ADDED))
 
 # Serialises schema creation and migration between workers opening one PostgreSQL database at
 # once (concurrent CREATE TABLE IF NOT EXISTS can fail there); any constant, this one is ours.
@@ -194,6 +216,10 @@ def open_database(url: str | Path) -> Database:
 
 def _migrate(db: Database) -> None:
     """Bring a ledger made by an older version up to SCHEMA (inside open's transaction)."""
+    have = db.columns("tables")
+    for name, kind in TABLES_ADDED:
+        if name not in have:  # NULL in old rows: not enrolled until a worker's config says so
+            db.execute(f"ALTER TABLE tables ADD COLUMN {name} {kind}")
     if "entry_no" not in db.columns("param_log"):
         # param_log had no sequence: its order was `utc`, ties undefined. The table is rebuilt
         # with the current columns and each pool's entries numbered by utc, then by the order

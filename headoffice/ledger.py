@@ -22,10 +22,10 @@ from fractions import Fraction
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.uth.cards import parse_cards
-from controller.games.uth.jackpot import JackpotEntry
 from controller.link import contract
+from headoffice import hits as hitcheck
 from headoffice.db import Database, open_database
+from headoffice.hits import HitPolicy
 from headoffice.pools import ConservationError, Params, Pool
 
 LAST_HITS = 25
@@ -59,6 +59,9 @@ class BatchResult:
     refused: list[str] = field(default_factory=list)
     held: list[str] = field(default_factory=list)  # not applied, not acked: resent later
     stopped: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # tables not enrolled: refused, not acked
+    held_hits: list[str] = field(default_factory=list)  # hits held for an operator (PENDING)
+    forks: list[str] = field(default_factory=list)  # sequence/chain anomalies, alarmed
 
 
 @dataclass
@@ -67,6 +70,10 @@ class _Table:
     last_seq: int
     pool_id: str | None
     has_parked: bool
+    enrolled: bool = True
+    enrolled_pool: str | None = None  # the only pool its money messages may name
+    journal_seq: int = 0  # the journal record of the last message ledgered
+    chain_hash: str | None = None  # that record's chain hash, when the table sent it
     dirty: bool = False
     blocked: bool = False  # a message was held: nothing after it this batch
 
@@ -75,14 +82,54 @@ class _Hold(Exception):
     """Not applied now, not acknowledged: the table sends it again."""
 
 
+class _HeldHit(Exception):
+    """A jackpot hit held for an operator: acknowledged (the table keeps it PENDING), never
+    paid until approved."""
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 class Ledger:
-    def __init__(self, db: Database, *, clock: Any = time.time) -> None:
+    def __init__(self, db: Database, *, clock: Any = time.time,
+                 policy: HitPolicy | None = None) -> None:
         self.db = db
         self.clock = clock
+        self.policy = policy or HitPolicy()
 
     @classmethod
-    def open(cls, url: str) -> Ledger:
-        return cls(open_database(url))
+    def open(cls, url: str, policy: HitPolicy | None = None) -> Ledger:
+        return cls(open_database(url), policy=policy)
+
+    # -- enrolment ------------------------------------------------------------------------------
+    def enrol(self, tables: dict[str, str | None]) -> None:
+        """The tables head office accepts messages from (headoffice.toml [[tables]]): these
+        and no others. A table not listed is refused, never created on the fly; one listed
+        with a pool may name no other pool."""
+        for attempt in range(1, 4):  # as apply_batch: PostgreSQL may abort a transaction
+            try:
+                return self._enrol(tables)
+            except Exception as exc:
+                if attempt == 3 or not self.db.is_retryable(exc):
+                    raise
+                log.warning("ledger transaction aborted (%s), enrolling again", exc)
+
+    def _enrol(self, tables: dict[str, str | None]) -> None:
+        with self.db.transaction():
+            self.db.executemany(
+                "INSERT INTO tables (id, last_seq, state) VALUES (?, 0, 'unknown')"
+                " ON CONFLICT (id) DO NOTHING", [(t,) for t in sorted(tables)])
+            # Only the rows that change are written, in id order (as apply_batch locks them):
+            # workers starting while others apply messages do not deadlock with them.
+            changes = []
+            for row in self.db.execute("SELECT id, enrolled, enrolled_pool FROM tables"
+                                       " ORDER BY id"):
+                want = (row["id"] in tables, tables.get(row["id"]))
+                if (bool(row["enrolled"]), row["enrolled_pool"]) != want:
+                    changes.append((force_bool(want[0]), want[1], row["id"]))
+            self.db.executemany("UPDATE tables SET enrolled = ?, enrolled_pool = ? WHERE id = ?",
+                                changes)
 
     def close(self) -> None:
         self.db.close()
@@ -225,6 +272,101 @@ class Ledger:
         )
         return None if row is None else json.loads(row["award"])
 
+    # -- held hits (the jackpot lock) ----------------------------------------------------------
+    def held_hits(self, pending_only: bool = False) -> list[dict[str, Any]]:
+        """Hits held for an operator, oldest first; with who decided, when and why."""
+        where = " WHERE status = 'pending'" if pending_only else ""
+        rows = self.db.execute(
+            "SELECT hold_no, table_id, round, seq, pool_id, utc, meter_at_hit, reason, status,"
+            f" operator, decided_utc, note, award, delivered FROM held_hits{where}"
+            " ORDER BY hold_no")
+        for r in rows:
+            r["delivered"] = bool(r["delivered"])
+            r["award"] = None if r["award"] is None else json.loads(r["award"])
+        return rows
+
+    def _held(self, hold_no: int, operator: str, authorised: Iterable[str]) -> dict[str, Any]:
+        """The pending held hit, locked (inside a transaction); LedgerError otherwise."""
+        if operator not in set(authorised):
+            raise LedgerError(f"operator {operator!r} is not authorised to decide a held hit")
+        row = self.db.one(f"SELECT * FROM held_hits WHERE hold_no = ?{self.db.for_update}",
+                          (hold_no,))
+        if row is None:
+            raise LedgerError(f"no held hit #{hold_no}")
+        if row["status"] != "pending":
+            raise LedgerError(f"held hit #{hold_no} was already {row['status']} by"
+                              f" {row['operator']} at {row['decided_utc']}")
+        return row
+
+    def approve_hit(self, hold_no: int, *, operator: str, authorised: Iterable[str],
+                    note: str = "") -> dict[str, Any]:
+        """Pay a held hit: head office's award by rule 15 on the meter as it was at the hit
+        (never more), recorded with who approved it and when. Returns the award message; the
+        worker publishes it to the table (`undelivered_awards`)."""
+        with self.db.transaction():
+            row = self._held(hold_no, operator, authorised)
+            prow = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}",
+                               (row["pool_id"],))
+            if prow is None:
+                raise LedgerError(f"no pool {row['pool_id']!r}")
+            pool = Pool.from_row(prow)
+            if pool.stopped:
+                raise LedgerError(f"pool {pool.id} is stopped: {pool.stopped}")
+            body = json.loads(row["body"])
+            try:
+                entries = hitcheck.entries_of(body["payload"])
+                new, result = pool.award(entries, int(row["meter_at_hit"]))
+            except (InputError, ConservationError) as exc:
+                raise LedgerError(f"held hit #{hold_no} cannot be paid ({exc}): refuse it"
+                                  ) from None
+            payouts = _payouts(result)
+            message = contract.award_message(row["table_id"], pool.id, int(row["round"]),
+                                             int(row["seq"]), payouts)
+            now = utc_now()
+            self._write_pool(new)
+            self.db.execute(
+                "INSERT INTO hits (pool_id, hit_no, table_id, round, seq, utc, pool_before,"
+                " pool_after, paid, seed_from_house, award) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " ?)",
+                (pool.id, new.hits, row["table_id"], row["round"], row["seq"], now, pool.amount,
+                 new.amount, sum(x["amount"] for x in payouts), result.seed_from_house,
+                 json.dumps(message, sort_keys=True)))
+            self.db.execute(
+                "UPDATE held_hits SET status = 'approved', operator = ?, decided_utc = ?,"
+                " note = ?, award = ? WHERE hold_no = ?",
+                (operator, now, note, json.dumps(message, sort_keys=True), hold_no))
+            self.alarm(f"held hit #{hold_no} ({row['table_id']} round {row['round']}) APPROVED"
+                       f" by {operator}: {sum(x['amount'] for x in payouts)} cents",
+                       pool.id, row["table_id"])
+        log.warning("held hit #%s approved by %s", hold_no, operator)
+        return message
+
+    def refuse_hit(self, hold_no: int, *, operator: str, authorised: Iterable[str],
+                   reason: str) -> None:
+        """Never pay a held hit; who refused it, when and why are recorded. Nothing is sent
+        to the table: its hit stays PENDING there for the floor to resolve."""
+        if not reason.strip():
+            raise LedgerError("a refusal needs a reason")
+        with self.db.transaction():
+            row = self._held(hold_no, operator, authorised)
+            self.db.execute(
+                "UPDATE held_hits SET status = 'refused', operator = ?, decided_utc = ?,"
+                " note = ? WHERE hold_no = ?", (operator, utc_now(), reason[:500], hold_no))
+            self.alarm(f"held hit #{hold_no} ({row['table_id']} round {row['round']}) REFUSED"
+                       f" by {operator}: {reason[:500]}", row["pool_id"], row["table_id"])
+
+    def undelivered_awards(self) -> list[tuple[int, str, dict[str, Any]]]:
+        """Approved held hits whose award the tables have not been sent: (no, table, message)."""
+        rows = self.db.execute(
+            "SELECT hold_no, table_id, award FROM held_hits WHERE status = 'approved'"
+            " AND delivered = ? ORDER BY hold_no", (force_bool(False),))
+        return [(int(r["hold_no"]), r["table_id"], json.loads(r["award"])) for r in rows]
+
+    def mark_delivered(self, hold_nos: list[int]) -> None:
+        with self.db.transaction():
+            self.db.executemany("UPDATE held_hits SET delivered = ? WHERE hold_no = ?",
+                                [(force_bool(True), n) for n in hold_nos])
+
     # -- reports --------------------------------------------------------------------------------
     def report(self) -> dict[str, Any]:
         pools = []
@@ -245,13 +387,17 @@ class Ledger:
             ]
             pools.append({**pool.meters(), "last_hits": last})
         tables = self.db.execute(
-            "SELECT id, pool_id, last_seq, state, last_seen_utc FROM tables ORDER BY id"
+            "SELECT id, pool_id, last_seq, state, last_seen_utc, enrolled, journal_seq,"
+            " chain_seq, chain_hash FROM tables ORDER BY id"
         )
+        for t in tables:
+            t["enrolled"] = bool(t["enrolled"])
         alarms = self.db.execute(  # newest first, by number: `utc` orders nothing
             "SELECT alarm_no, utc, pool_id, table_id, text FROM alarms"
             " ORDER BY alarm_no DESC LIMIT ?", (LAST_ALARMS,)
         )
-        return {"pools": pools, "tables": tables, "alarms": alarms}
+        return {"pools": pools, "tables": tables, "alarms": alarms,
+                "held_hits": self.held_hits(pending_only=True)}
 
     def table_totals(self, table: str) -> dict[str, int]:
         """What the ledger holds for one table: jackpot wagers in (net of cancellations) and
@@ -322,6 +468,12 @@ class Ledger:
                         (utc_now(), pool_id, table, text))
 
 
+def _payouts(result: Any) -> list[dict[str, Any]]:
+    return [{"box": x.box, "award": x.award.value, "amount": x.amount,
+             "from_meter": x.from_meter, "from_house": x.from_house, "rule": x.rule}
+            for x in result.payouts]
+
+
 def _pool_ids(items: Sequence[Incoming]) -> set[str]:
     """The pools a batch names (births and payloads); ill-formed ones are refused later."""
     ids: set[str] = set()
@@ -374,6 +526,7 @@ class _Batch:
         self.increments: dict[tuple[str, int], dict[str, Any]] = {}
         self.cancelled: list[tuple[int, str, int]] = []
         self.hits: list[tuple[Any, ...]] = []
+        self.held_hits: list[tuple[Any, ...]] = []
         self.rounds: list[tuple[Any, ...]] = []
         # increments stored by earlier transactions, by (table, round), and the keys looked up
         self.stored: dict[tuple[str, int], dict[str, Any]] = {}
@@ -408,27 +561,35 @@ class _Batch:
                 self.stored[(row["table_id"], int(row["round"]))] = _increment_of(row)
 
     def _load_tables(self, ids: list[str]) -> None:
-        """Sorted table ids -> self.tables; rows created for tables never seen before."""
+        """Sorted table ids -> self.tables. A table with no row, or not enrolled, is loaded
+        as not enrolled: its messages are refused (never a row created on the fly)."""
         marks = ", ".join("?" * len(ids))
-        select = (f"SELECT id, last_seq, pool_id FROM tables WHERE id IN ({marks})"
+        select = (f"SELECT id, last_seq, pool_id, enrolled, enrolled_pool, journal_seq,"
+                  f" chain_hash FROM tables WHERE id IN ({marks})"
                   f" ORDER BY id{self.db.for_update}")
         rows = {r["id"]: r for r in self.db.execute(select, ids)}
-        if len(rows) < len(ids):
-            self.db.executemany(
-                "INSERT INTO tables (id, last_seq, state) VALUES (?, 0, 'unknown')"
-                " ON CONFLICT (id) DO NOTHING",
-                [(t,) for t in ids if t not in rows],
-            )
-            rows = {r["id"]: r for r in self.db.execute(select, ids)}
         parked = {
             r["table_id"]
             for r in self.db.execute(
                 f"SELECT DISTINCT table_id FROM parked WHERE table_id IN ({marks})", ids)
         }
         for table_id in ids:
-            row = rows[table_id]
-            self.tables[table_id] = _Table(table_id, int(row["last_seq"]), row["pool_id"],
-                                           table_id in parked)
+            row = rows.get(table_id)
+            if row is None or not row["enrolled"]:
+                self.tables[table_id] = _Table(table_id, 0, None, False, enrolled=False)
+                continue
+            self.tables[table_id] = _Table(
+                table_id, int(row["last_seq"]), row["pool_id"], table_id in parked,
+                enrolled_pool=row["enrolled_pool"], journal_seq=int(row["journal_seq"] or 0),
+                chain_hash=row["chain_hash"])
+
+    def enrolled(self, table_id: str) -> _Table | None:
+        """The table, or None (counted and refused) if head office does not know it."""
+        t = self.table(table_id)
+        if not t.enrolled:
+            self.result.unknown.append(table_id)
+            return None
+        return t
 
     def pool(self, pool_id: str) -> Pool | None:
         if pool_id not in self.pools:
@@ -438,9 +599,12 @@ class _Batch:
 
     # -- outbox -----------------------------------------------------------------------------------
     def outbox(self, table_id: str, body: dict[str, Any]) -> None:
-        t = self.table(table_id)
+        t = self.enrolled(table_id)
+        if t is None:
+            return
         seq = body["seq"]
         if seq <= t.last_seq:
+            self._same_as_ledgered(t, body)
             self.result.duplicates += 1
             self.result.acks[table_id] = t.last_seq  # the ack may have been lost: say it again
             if body.get("type") == "jackpot_hit":
@@ -457,6 +621,26 @@ class _Batch:
             return
         if self._apply(t, body):
             self._drain(t)
+
+    def _same_as_ledgered(self, t: _Table, body: dict[str, Any]) -> None:
+        """A message at or below the ledgered sequence is a resend, and must be the same
+        message: different content means the table's outbox went backwards (journal lost or
+        rewritten) or forked. Alarmed, never applied; the ack still says what we have."""
+        row = self.db.one("SELECT body FROM messages WHERE table_id = ? AND seq = ?",
+                          (t.id, body["seq"]))
+        if row is None:
+            return
+        old = json.loads(row["body"])
+        fields = ["type", "journal_seq", "payload"]
+        if "journal_hash" in old and "journal_hash" in body:
+            fields.append("journal_hash")
+        differ = [f for f in fields if old.get(f) != body.get(f)]
+        if differ:
+            text = (f"table {t.id}: message seq {body['seq']} differs from the one ledgered"
+                    f" ({', '.join(differ)}): its outbox went backwards or forked (ledgered up"
+                    f" to seq {t.last_seq}, journal record {t.journal_seq})")
+            self.result.forks.append(text)
+            self.ledger.alarm(text, None, t.id)
 
     def _drain(self, t: _Table) -> None:
         """Apply parked messages that now follow on."""
@@ -496,6 +680,17 @@ class _Batch:
             t.blocked = True
             self.result.held.append(f"{t.id}/{body['seq']}: {exc}")
             return False
+        except _HeldHit as exc:
+            status, reason = "held", str(exc)
+        journal_seq = body.get("journal_seq", 0)
+        if journal_seq < t.journal_seq:  # equal: one record wrote several messages
+            text = (f"table {t.id}: message seq {body['seq']} comes from journal record"
+                    f" {journal_seq}, after one from record {t.journal_seq}: its journal went"
+                    " backwards")
+            self.result.forks.append(text)
+            self.ledger.alarm(text, None, t.id)
+        t.journal_seq = journal_seq
+        t.chain_hash = body.get("journal_hash")
         t.last_seq = body["seq"]
         t.dirty = True
         self.result.acks[t.id] = t.last_seq
@@ -508,6 +703,10 @@ class _Batch:
         return True
 
     def _live_pool(self, t: _Table, pool_id: str) -> Pool:
+        if t.enrolled_pool is not None and pool_id != t.enrolled_pool:
+            # 15.1.2.2: a table is linked to one pool, the one it is enrolled on.
+            raise InputError(f"table {t.id} is enrolled on pool {t.enrolled_pool},"
+                             f" not {pool_id}")
         pool = self.pool(pool_id)
         if pool is None:
             raise _Hold(f"no pool {pool_id!r} at head office")
@@ -548,6 +747,9 @@ class _Batch:
         if type_ == "jackpot_increment":
             if key in self.increments or self._stored_increment(key) is not None:
                 raise InputError(f"round {p['round']}: a second increment for the round")
+            if p["wager"] > self.ledger.policy.max_wager:
+                raise InputError(f"round {p['round']}: jackpot wager {p['wager']} above the"
+                                 f" configured {self.ledger.policy.max_wager} (15.2.3)")
             parts: dict[str, Any] = {}
 
             def inc() -> Pool:
@@ -558,7 +760,7 @@ class _Batch:
             self._guarded(pool_id, inc)
             self.increments[key] = {"seq": seq, "pool": pool_id, "amount": p["amount"],
                                     "meter": parts["meter"], "reserve": parts["reserve"],
-                                    "new": True}
+                                    "new": True, "boxes": p["boxes"], "wager": p["wager"]}
             return int(p["amount"])
         if type_ == "jackpot_cancel":
             inc = self.increments.get(key) or self._stored_increment(key)
@@ -573,12 +775,25 @@ class _Batch:
             self.increments[key] = inc
             self.cancelled.append((seq, t.id, p["round"]))
             return -int(p["amount"])
-        # jackpot_hit: the UTH engine's award on the pool as it stands now (arrival order).
-        entries = [
-            JackpotEntry(e["box"], parse_cards(e["cards"], count=5), e["wager"],
-                         bool(e.get("folded", False)))
-            for e in p["entries"]
-        ]
+        # jackpot_hit: checked against what head office knows (headoffice/hits.py); then the
+        # UTH engine's award on the pool as it stands now (arrival order), unless held.
+        if (self.db.one("SELECT 1 AS x FROM hits WHERE table_id = ? AND round = ?"
+                        " UNION ALL SELECT 1 AS x FROM held_hits WHERE table_id = ? AND round = ?",
+                        key + key) is not None
+                or any(h[2:4] == key for h in self.hits)
+                or any(h[0:2] == key for h in self.held_hits)):
+            raise InputError(f"round {p['round']}: a second hit for the round")
+        wrong = hitcheck.problems(p, self._wagered(key))
+        if wrong:
+            self._hold_hit(t, body, pool, "; ".join(wrong), alarm=True)
+        entries = hitcheck.entries_of(p)
+        try:  # pure: nothing is kept unless it is paid
+            payouts = _payouts(pool.award(entries)[1])
+        except ConservationError:
+            payouts = []  # the books are off: _guarded below stops the pool
+        why = hitcheck.needs_verification(self.ledger.policy, payouts)
+        if why is not None:
+            self._hold_hit(t, body, pool, why, alarm=False)
         answer: dict[str, Any] = {}
 
         def hit() -> Pool:
@@ -588,11 +803,7 @@ class _Batch:
 
         new = self._guarded(pool_id, hit)
         result = answer["result"]
-        payouts = [
-            {"box": x.box, "award": x.award.value, "amount": x.amount,
-             "from_meter": x.from_meter, "from_house": x.from_house, "rule": x.rule}
-            for x in result.payouts
-        ]
+        payouts = _payouts(result)
         message = contract.award_message(t.id, pool_id, p["round"], seq, payouts)
         hit_no = new.hits
         self.hits.append((
@@ -602,6 +813,34 @@ class _Batch:
         ))
         self.result.awards.append((t.id, message))
         return 0
+
+    def _wagered(self, key: tuple[str, int]) -> dict[str, Any] | None:
+        """The round's ledgered jackpot wagers {pool_id, boxes, wager, cancelled}, or None."""
+        inc = self.increments.get(key) or self._stored_increment(key)
+        if inc is None:
+            return None
+        if "boxes" not in inc:  # stored by an earlier transaction: its message has them
+            row = self.db.one("SELECT body FROM messages WHERE table_id = ? AND seq = ?",
+                              (key[0], inc["seq"]))
+            payload = json.loads(row["body"]).get("payload", {}) if row else {}
+            inc = {**inc, "boxes": payload.get("boxes", []), "wager": payload.get("wager")}
+        return {"pool_id": inc["pool"], "boxes": inc["boxes"], "wager": inc["wager"],
+                "cancelled": bool(inc.get("cancelled"))}
+
+    def _hold_hit(self, t: _Table, body: dict[str, Any], pool: Pool, why: str,
+                  alarm: bool) -> None:
+        """The jackpot lock: the hit is recorded PENDING for a person, never paid here."""
+        p = body["payload"]
+        text = f"jackpot hit {t.id} round {p['round']} HELD for approval: {why}"
+        self.held_hits.append((t.id, p["round"], body["seq"], pool.id, self.utc, pool.amount,
+                               why[:2000], json.dumps(body, sort_keys=True), "pending",
+                               force_bool(False)))
+        self.result.held_hits.append(text)
+        if alarm:
+            self.ledger.alarm(text, pool.id, t.id)
+        else:
+            log.warning("%s", text)
+        raise _HeldHit(why)
 
     def _stored_increment(self, key: tuple[str, int]) -> dict[str, Any] | None:
         if key not in self.looked_up:  # a parked message drained into this batch
@@ -623,9 +862,13 @@ class _Batch:
 
     # -- birth and status -----------------------------------------------------------------------
     def birth(self, table_id: str, body: dict[str, Any]) -> None:
-        t = self.table(table_id)
+        t = self.enrolled(table_id)
+        if t is None:
+            return
+        self._birth_continues(t, body)
         pool_id = body.get("pool_id")
-        if isinstance(pool_id, str) and contract.POOL_ID.fullmatch(pool_id):
+        if (isinstance(pool_id, str) and contract.POOL_ID.fullmatch(pool_id)
+                and t.enrolled_pool in (None, pool_id)):
             t.pool_id = pool_id
         self.db.execute(
             "UPDATE tables SET state = 'online', last_seen_utc = ?, last_seen_epoch = ?,"
@@ -646,8 +889,27 @@ class _Batch:
                 if pending is not None:
                     self.result.awards.append((table_id, json.loads(pending[10])))
 
+    def _birth_continues(self, t: _Table, body: dict[str, Any]) -> None:
+        """A table that starts again must be where head office left it, or further: its
+        journal at or past the last record ledgered, its outbox at or past the last message."""
+        journal_seq = body.get("journal_seq")
+        outbox = body.get("outbox") if isinstance(body.get("outbox"), dict) else {}
+        acked, pending = outbox.get("acked_upto"), outbox.get("pending")
+        found = []
+        if _count(journal_seq) and journal_seq < t.journal_seq:
+            found.append(f"journal at record {journal_seq}, head office has ledgered a message"
+                         f" from record {t.journal_seq}")
+        if _count(acked) and _count(pending) and acked + pending < t.last_seq:
+            found.append(f"outbox up to {acked + pending}, head office has ledgered up to"
+                         f" {t.last_seq}")
+        if found:
+            text = f"table {t.id} started behind head office: {'; '.join(found)}"
+            self.result.forks.append(text)
+            self.ledger.alarm(text, None, t.id)
+
     def status(self, table_id: str, body: dict[str, Any]) -> None:
-        self.table(table_id)
+        if self.enrolled(table_id) is None:
+            return
         self.db.execute(
             "UPDATE tables SET state = ?, last_seen_utc = ?, last_seen_epoch = ? WHERE id = ?",
             (body["state"], self.utc, self.ledger.clock(), table_id),
@@ -683,6 +945,12 @@ class _Batch:
             "INSERT INTO rounds (table_id, round, seq, status, summary) VALUES (?, ?, ?, ?, ?)",
             self.rounds,
         )
+        db.executemany(
+            "INSERT INTO held_hits (table_id, round, seq, pool_id, utc, meter_at_hit, reason,"
+            " body, status, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (table_id, round) DO NOTHING",
+            self.held_hits,
+        )
         for pool_id in sorted(self.dirty_pools):
             pool = self.pools[pool_id]
             assert pool is not None
@@ -693,6 +961,8 @@ class _Batch:
                 db.execute(
                     "UPDATE tables SET last_seq = ?, pool_id = ?, last_seen_utc = ?,"
                     " last_seen_epoch = ?, state = CASE WHEN state = 'unknown' THEN 'online'"
-                    " ELSE state END WHERE id = ?",
-                    (t.last_seq, t.pool_id, self.utc, now, t.id),
+                    " ELSE state END, journal_seq = ?, chain_seq = ?, chain_hash = ?"
+                    " WHERE id = ?",
+                    (t.last_seq, t.pool_id, self.utc, now, t.journal_seq, t.last_seq,
+                     t.chain_hash, t.id),
                 )

@@ -196,10 +196,16 @@ class Pool:
             reserve_carry=r - floor(r),
         )
 
-    def award(self, entries: Sequence[JackpotEntry]) -> tuple[Pool, JackpotResult]:
-        """A round's jackpot hands, awarded by the UTH engine's `award` (15.2)."""
+    def award(self, entries: Sequence[JackpotEntry],
+              meter_at_hit: int | None = None) -> tuple[Pool, JackpotResult]:
+        """A round's jackpot hands, awarded by the UTH engine's `award` (15.2). A hit held
+        for approval is awarded on the meter as it was at the hit (`meter_at_hit`): what
+        tables added since stays in the meter, for the next jackpot."""
+        later = 0
+        if meter_at_hit is not None and 0 <= meter_at_hit < self.amount:
+            later = self.amount - meter_at_hit
         state = PoolState(
-            amount=self.amount,
+            amount=self.amount - later,
             seed=self.params.seed,
             increment=self.params.increment,
             hidden=self.params.hidden,
@@ -213,7 +219,7 @@ class Pool:
         from_house = sum(p.from_house for p in result.payouts)
         pool = replace(
             self,
-            amount=result.state.amount,
+            amount=result.state.amount + later,
             reserve=result.state.reserve,
             seed_in=self.seed_in + result.seed_from_house,
             paid=self.paid + from_meter,

@@ -36,6 +36,8 @@ from headoffice.worker import Worker
 from tests.mqtt_broker import Broker
 
 POOL = "p1"
+# The tables the tests' head office knows (headoffice.toml [[tables]]); any other is refused.
+ENROLLED = ("T1", "T2", "T3", "S0", "S1", "S2", "CUT", "OK", "A", "B")
 SEED = 500_000  # $5,000: small enough that royal minimum top-ups show up
 
 
@@ -159,6 +161,7 @@ def ho_config(db: str | Path, settings: BrokerSettings | None, **kw: Any) -> Hea
 
     params = Params(seed=SEED, increment=Fraction(1, 4), hidden=Fraction(1, 20))
     return HeadOfficeConfig(database=str(db), broker=settings, pools={POOL: params},
+                            tables=kw.pop("tables", dict.fromkeys(ENROLLED, POOL)),
                             heartbeat_s=kw.pop("heartbeat_s", 0.3),
                             pool_expiry_s=kw.pop("pool_expiry_s", 3),
                             operators=kw.pop("operators", ("alice",)), **kw)
@@ -171,7 +174,7 @@ async def head_office(db: str | Path, broker: Broker, workers: int = 1, **kw: An
     started = []
     tasks = []
     for i in range(workers):
-        settings = broker.settings("headoffice", f"headoffice-{i}", session_expiry_s=0)
+        settings = broker.settings(f"headoffice-{i + 1}", session_expiry_s=0)
         cfg = ho_config(db, settings, **kw)
         w = Worker(cfg, Ledger.open(str(db)))
         started.append(w)

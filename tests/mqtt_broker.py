@@ -43,7 +43,7 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 class Pki:
     """A throwaway CA, a server certificate for 127.0.0.1/localhost, and client certificates
-    whose CN is the MQTT user name (a table id, or "headoffice")."""
+    whose CN is the MQTT user name and client id (a table id, or headoffice-1 ... -8)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -77,7 +77,8 @@ class Pki:
 
 
 class Broker:
-    def __init__(self, root: Path, pki: Pki, port: int | None = None) -> None:
+    def __init__(self, root: Path, pki: Pki, port: int | None = None,
+                 acl: Path = ACL) -> None:
         self.root = root
         self.pki = pki
         self.port = port or free_port()
@@ -86,7 +87,7 @@ class Broker:
         self.conf = root / "mosquitto.conf"
         text = TEMPLATE.read_text()
         for key, value in {
-            "@STATE_DIR@": str(root), "@ACL@": str(ACL), "@PORT@": str(self.port),
+            "@STATE_DIR@": str(root), "@ACL@": str(acl), "@PORT@": str(self.port),
             "@BIND@": "127.0.0.1", "@CA@": str(pki.ca), "@CERT@": str(pki.server_cert),
             "@KEY@": str(pki.server_key),
         }.items():
@@ -130,10 +131,13 @@ class Broker:
         path = self.root / "mosquitto.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def headoffice_toml(self, database: str, client_id: str) -> str:
-        """The [database] and [broker] sections of a head-office config for this broker (TLS
-        as CN "headoffice"); the caller adds [service] and [[pools]]."""
-        tls = self.pki.client("headoffice")
+    def headoffice_toml(self, database: str, client_id: str = "headoffice-1",
+                        cn: str = "headoffice-1") -> str:
+        """The [database] and [broker] sections of a head-office config for this broker: TLS
+        with a certificate whose CN is `cn`, a head-office worker's name in the ACL
+        (headoffice-1 ... headoffice-8; the broker makes the CN the client id, `client_id` is a
+        label). The caller adds [service], [[pools]] and [[tables]]."""
+        tls = self.pki.client(cn)
         return f"""[database]
 url = "{database}"
 [broker]

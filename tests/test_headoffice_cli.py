@@ -34,6 +34,7 @@ increment_bp = 2500
 """)
     led = Ledger.open(str(db))
     led.ensure_pool(P, cli.load_config(config).pools[P])
+    led.enrol({"T1": P})
     # T1 is live on the pool: a change needs --force from an authorised operator.
     led.apply_batch([Incoming("birth", "T1", {"v": 1, "table": "T1", "pool_id": P,
                                                "pending_hits": []})])

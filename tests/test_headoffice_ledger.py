@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from controller.link import contract
 from headoffice import cli
+from headoffice.hits import HitPolicy
 from headoffice.ledger import Incoming, Ledger, LedgerError
 from headoffice.pools import Params, Pool
 
@@ -30,6 +31,7 @@ PARAMS = Params(seed=500_000, increment=Fraction(1, 4), hidden=Fraction(1, 20))
 ROYAL = ["Ah", "Kh", "Qh", "Jh", "Th"]
 FLUSH = ["2h", "5h", "9h", "Jh", "Kh"]
 NOTHING = ["2c", "7d", "9h", "Js", "Kh"]
+CATEGORY = {tuple(ROYAL): "royal_flush", tuple(FLUSH): "flush", tuple(NOTHING): "high_card"}
 
 
 def body(table: str, seq: int, type_: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -43,8 +45,8 @@ def inc(round_: int, wagers: int = 1, type_: str = "jackpot_increment") -> tuple
 
 
 def hit(round_: int, hands: list[list[str]]) -> tuple[str, dict]:
-    entries = [{"box": i + 1, "cards": c, "category": "x", "wager": 100, "folded": False}
-               for i, c in enumerate(hands)]
+    entries = [{"box": i + 1, "cards": c, "category": CATEGORY[tuple(c)], "wager": 100,
+                "folded": False} for i, c in enumerate(hands)]
     return "jackpot_hit", {"round": round_, "pool_id": P, "flop": hands[0][2:],
                            "hits": [1], "entries": entries}
 
@@ -56,9 +58,14 @@ def result(round_: int, status: str = "completed") -> tuple[str, dict]:
 NewUrl = Callable[[], str]  # the `new_url` fixture (tests/conftest.py): fresh ledger URLs
 
 
+# The tables these tests' head office knows (headoffice.toml [[tables]]).
+TABLES = ("T1", "T2", "T6", "A", "B", "C")
+
+
 def ledger(new_url: NewUrl) -> Ledger:
     led = Ledger.open(new_url())
     led.ensure_pool(P, PARAMS)
+    led.enrol(dict.fromkeys(TABLES))
     return led
 
 
@@ -121,13 +128,14 @@ def test_any_delivery_order_with_duplicates_applies_each_message_once(
 
 def test_two_royal_flushes_are_serialised_in_arrival_order(new_url: NewUrl) -> None:
     led = ledger(new_url)
-    a = script("A", [(3, "ok")])
-    b = script("B", [(2, "ok")])
+    led.policy = HitPolicy(verify_from=None)  # paid at once: this is about the order
+    a = [*script("A", [(3, "ok")]), body("A", 3, *inc(2))]  # round 2's jackpot wager
+    b = [*script("B", [(2, "ok")]), body("B", 3, *inc(2))]
     led.apply_batch([Incoming("outbox", t, m) for t, ms in (("A", a), ("B", b)) for m in ms])
     before = led.pool(P)
     assert before is not None
-    ra = body("A", 3, *hit(2, [ROYAL]))
-    rb = body("B", 3, *hit(2, [ROYAL]))
+    ra = body("A", 4, *hit(2, [ROYAL]))
+    rb = body("B", 4, *hit(2, [ROYAL]))
     res = led.apply_batch([Incoming("outbox", "A", ra), Incoming("outbox", "B", rb)])
     (ta, award_a), (tb, award_b) = res.awards
     assert (ta, tb) == ("A", "B")
@@ -199,6 +207,7 @@ def test_ceiling_overflow_keeps_the_books(new_url: NewUrl) -> None:
     led = Ledger.open(new_url())
     led.ensure_pool(P, Params(seed=1000, increment=Fraction(1, 2), hidden=Fraction(1, 10),
                               ceiling=1100))
+    led.enrol({"T1": P})
     led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(7, "ok")] * 5)])
     pool = led.pool(P)
     assert pool is not None
@@ -250,6 +259,7 @@ def test_parameters_cannot_change_while_tables_are_live_unless_forced(new_url: N
 
 def test_birth_gets_a_lost_award_answered_again(new_url: NewUrl) -> None:
     led = ledger(new_url)
+    led.policy = HitPolicy(verify_from=None)  # the Royal is paid at once
     msgs = script("T1", [(1, "royal")])
     first = led.apply_batch([Incoming("outbox", "T1", m) for m in msgs])
     award = first.awards[0][1]
@@ -265,6 +275,7 @@ def test_birth_gets_a_lost_award_answered_again(new_url: NewUrl) -> None:
 def test_report_cli_json_and_text(new_url: NewUrl, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     led = ledger(new_url)
+    led.policy = HitPolicy(verify_from=None)  # the Royal is paid at once
     led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(4, "royal")])])
     url = led.db.url
     led.close()

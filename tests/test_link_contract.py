@@ -146,7 +146,7 @@ def test_malformed_messages_to_a_table_are_refused_and_it_plays_on(broker, tmp_p
         async with head_office(tmp_path / "ho.db", broker) as (worker,):
             table = await start(make_table("T1", tmp_path / "T1", broker))
             await wait_for(lambda: len(table.rounds) >= 3, 30, "3 rounds")
-            async with connect(broker.settings("headoffice", "rogue-ho",
+            async with connect(broker.settings("headoffice-8", "rogue-ho",
                                                session_expiry_s=0)) as ho:
                 for junk in (b"{", b'{"v":1,"pool":"p1","amount":-5,"version":3}',
                              b'{"v":1,"pool":"p1","amount":1.5,"version":3}',
@@ -173,7 +173,7 @@ def test_an_ack_beyond_the_journal_takes_the_table_out_of_service(broker, tmp_pa
         async with head_office(tmp_path / "ho.db", broker):
             table = await start(make_table("T1", tmp_path / "T1", broker))
             await wait_for(lambda: len(table.rounds) >= 3, 30, "3 rounds")
-            async with connect(broker.settings("headoffice", "rogue-ho",
+            async with connect(broker.settings("headoffice-8", "rogue-ho",
                                                session_expiry_s=0)) as ho:
                 await ho.publish(contract.ack_topic("T1"),
                                  contract.dumps(contract.ack_message("T1", 10**6)))
@@ -213,7 +213,8 @@ async def _to_the_river(table: SimTable) -> None:
 
 def test_two_tables_hit_a_royal_flush_10ms_apart(broker, ledger_url, tmp_path) -> None:
     async def main() -> None:
-        async with head_office(ledger_url, broker) as (worker,):
+        # Paid without waiting for verification (verify_from none): this is about the order.
+        async with head_office(ledger_url, broker, verify_from=None) as (worker,):
             tables = []
             for name, suit in (("A", "h"), ("B", "s")):
                 t = make_table(name, tmp_path / name, broker, autoplay=False)

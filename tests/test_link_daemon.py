@@ -30,7 +30,7 @@ def test_tablectld_with_a_link_config_relays_to_a_headoffice_process(tmp_path: P
     pki = mqtt_broker.Pki(tmp_path / "pki")
     broker = mqtt_broker.Broker(tmp_path / "broker", pki)
     broker.start()
-    (tmp_path / "ho.toml").write_text(broker.headoffice_toml(str(tmp_path / "ledger.db"), "ho-test")
+    (tmp_path / "ho.toml").write_text(broker.headoffice_toml(str(tmp_path / "ledger.db"))
                                       + """[service]
 operators = ["alice"]
 [[pools]]
@@ -38,6 +38,9 @@ id = "p1"
 seed = 500000
 increment_bp = 2500
 hidden_bp = 500
+[[tables]]
+id = "D1"
+pool = "p1"
 """)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     ho = subprocess.Popen([sys.executable, "-m", "headoffice.cli", "--config",

@@ -35,7 +35,7 @@ async def _publish_backlog(broker: mqtt_broker.Broker, n: int) -> None:
 
 def test_a_backlog_comes_back_whole_and_in_order(broker) -> None:
     async def main() -> None:
-        reader = broker.settings("headoffice", "backlog-reader", session_expiry_s=600)
+        reader = broker.settings("headoffice-7", "backlog-reader", session_expiry_s=600)
         async with connect(reader) as conn:
             await conn.subscribe([contract.outbox_topic("T1")])
         await _publish_backlog(broker, BACKLOG)  # queued by the broker for our session
@@ -57,7 +57,7 @@ def test_a_backlog_comes_back_whole_and_in_order(broker) -> None:
 
 def test_a_broker_killed_mid_read_ends_the_iteration_with_link_error(broker) -> None:
     async def main() -> None:
-        reader = broker.settings("headoffice", "killed-reader", session_expiry_s=600)
+        reader = broker.settings("headoffice-7", "killed-reader", session_expiry_s=600)
         async with connect(reader) as conn:
             await conn.subscribe([contract.outbox_topic("T1")])
         await _publish_backlog(broker, 500)

@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from controller.link import contract  # noqa: E402
 from controller.link.transport import Connection, connect  # noqa: E402
-from tests.mqtt_broker import Broker, Pki  # noqa: E402
+from tests.mqtt_broker import ACL, Broker, Pki  # noqa: E402
 
 POOL = "bench"
 
@@ -63,7 +63,7 @@ async def raw_rate(broker: Broker, n: int) -> float:
     got = asyncio.Event()
     count = 0
     topic = contract.outbox_topic("RAW")  # the table -> head office path, no ledger behind it
-    async with connect(broker.settings("headoffice", "raw-sub", session_expiry_s=0)) as sub, \
+    async with connect(broker.settings("headoffice-8", "raw-sub", session_expiry_s=0)) as sub, \
             connect(broker.settings("RAW", "raw-pub", session_expiry_s=0)) as pub:
         await sub.subscribe([topic])
 
@@ -125,14 +125,15 @@ def mosquitto_rate(broker: Broker, n: int) -> float:
     subscriber's exit after the n-th message."""
     topic = contract.outbox_topic("RAW")
     sub = subprocess.Popen(
-        ["mosquitto_sub", *_mosquitto_tls(broker, "headoffice"), "-i", "raw-c-sub", "-q", "1",
+        ["mosquitto_sub", *_mosquitto_tls(broker, "headoffice-7"), "-i", "raw-c-sub", "-q", "1",
          "-t", topic, "-C", str(n)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     pub = spawn_publisher(broker, "RAW", "raw-c-pub", inflight=256)
     try:
-        wait_in_log(broker, f"raw-c-sub 1 {topic}")
-        wait_in_log(broker, " as raw-c-pub ")
+        # The broker names clients by their certificate (use_username_as_clientid).
+        wait_in_log(broker, f"headoffice-7 1 {topic}")
+        wait_in_log(broker, " as RAW ")
         assert pub.stdin is not None
         t0 = time.perf_counter()
         pub.stdin.write((_increment("T0", 1) + b"\n") * n)
@@ -183,6 +184,7 @@ def ledger_alone(url: str, n: int, batch: int) -> float:
     ledger = Ledger.open(url)
     ledger.ensure_pool(POOL, Params(seed=5_000_000, increment=Fraction(1, 4),
                                     hidden=Fraction(1, 20)))
+    ledger.enrol({f"T{i}": POOL for i in range(100)})
     items = [Incoming("outbox", f"T{i % 100}", json.loads(_increment(f"T{i % 100}",
                                                                      i // 100 + 1)))
              for i in range(n)]
@@ -245,7 +247,9 @@ async def meters_process(idx: int, tables: list[int], broker: Broker,
 
     async def open_table(i: int) -> Connection:
         async with sem:
-            cm = connect(broker.settings(f"T{i}", f"bench-T{i}", session_expiry_s=0))
+            # Its own certificate (M<i>, reading T<i>'s acks by the bench's ACL): the broker
+            # binds client ids to certificates, and T<i>'s is the publisher's.
+            cm = connect(broker.settings(f"M{i}", f"bench-T{i}", session_expiry_s=0))
             conn = await cm.__aenter__()
             stack.append(cm)
             await conn.subscribe([contract.pool_topic(POOL), contract.ack_topic(f"T{i}")])
@@ -305,7 +309,9 @@ async def fleet(args: argparse.Namespace, broker: Broker,
     connections fast enough); this process publishes table 0's locks and times everything.
     perf_counter is CLOCK_MONOTONIC, one clock for all processes on the machine."""
     k, nproc = args.tables, args.procs
-    publishers = [spawn_publisher(broker, f"T{i}", f"bench-pub-T{i}") for i in range(k)]
+    # T0's publisher connects after the latency phase: until then T0's certificate is the
+    # lock publisher's (one connection per certificate: use_username_as_clientid).
+    publishers = [spawn_publisher(broker, f"T{i}", f"bench-pub-T{i}") for i in range(1, k)]
     assert broker.proc is not None
     ctx = mp.get_context("fork")
     results = ctx.Queue()
@@ -327,7 +333,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         ready = 0
         while ready < nproc:
             ready += (await get(120))[0] == "ready"
-        await asyncio.to_thread(wait_in_log, broker, " as bench-pub-T", k)
+        await asyncio.to_thread(wait_in_log, broker, "u'T", k - 1)
         t_connect = time.perf_counter() - t_connect
         current = [0]
         async with connect(broker.settings("T0", "bench-T0-lock", session_expiry_s=0)) as pub:
@@ -362,6 +368,8 @@ async def fleet(args: argparse.Namespace, broker: Broker,
             cpu_latency = cpu.shares()
             follower.cancel()
         await asyncio.sleep(0.2)
+        publishers.insert(0, spawn_publisher(broker, "T0", "bench-pub-T0"))
+        await asyncio.to_thread(wait_in_log, broker, "u'T", k + 1)  # + the lock publisher
         while not results.empty():  # late "seen" reports of the last sample
             await get(1)
         # Throughput: every table sends a burst; timed to the last ack of every table.
@@ -441,7 +449,13 @@ def main() -> int:
         pki = Pki(root / "pki")
         for i in range(args.tables):
             pki.client(f"T{i}")
-        broker = Broker(root / "broker", pki)
+            pki.client(f"M{i}")
+        # The repo's ACL, and for the meter clients (certificates M<i>) T<i>'s acks to read.
+        acl = root / "acl"
+        acl.write_text(ACL.read_text() + "".join(
+            f"\nuser M{i}\ntopic read {contract.ack_topic(f'T{i}')}\n"
+            for i in range(args.tables)))
+        broker = Broker(root / "broker", pki, acl=acl)
         broker.start()
         # Before head office takes its share of the machine.
         raw = mosquitto_rate(broker, args.raw)
@@ -452,7 +466,8 @@ def main() -> int:
         hos: list[subprocess.Popen[bytes]] = []
         for w in range(args.workers):
             # Several workers share the tables' topics ($share/headoffice/...) and one ledger.
-            (root / f"ho{w}.toml").write_text(broker.headoffice_toml(ledger_url, f"bench-ho{w}")
+            (root / f"ho{w}.toml").write_text(broker.headoffice_toml(ledger_url, f"bench-ho{w}",
+                                                                     f"headoffice-{w + 1}")
                                               + f"""[service]
 heartbeat_s = 1.0
 batch_max = {args.batch_max}
@@ -461,7 +476,7 @@ id = "{POOL}"
 seed = 5000000
 increment_bp = 2500
 hidden_bp = 500
-""")
+""" + "".join(f'[[tables]]\nid = "T{i}"\npool = "{POOL}"\n' for i in range(args.tables)))
             hos.append(subprocess.Popen(
                 [sys.executable, "-m", "headoffice.cli", "--config", str(root / f"ho{w}.toml"),
                  "run"],

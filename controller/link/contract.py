@@ -20,6 +20,13 @@ TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 OUTBOX_TYPES = ("jackpot_increment", "jackpot_cancel", "jackpot_hit", "round_result")
 MAX_PAYLOAD = 256 * 1024  # a round_result with every card is ~3 KB; anything this big is junk
+MAX_SMALL = 4 * 1024  # acks, pool values, status: a few dozen bytes each
+MAX_DEPTH = 16  # nesting of objects and lists; the deepest real message (a round_result) is ~6
+MAX_STRING = 4096  # characters in one string (keys too); card tokens and ids are short
+MAX_DIGITS = 18  # an integer's digits: below 2**63, so every one fits a BIGINT column
+MAX_CENTS = 10**12  # $10 billion: no amount on the wire is larger
+MAX_BOXES = 7  # player boxes at a UTH table (UTH_MAX_BOXES); a hit names at most this many
+JOURNAL_HASH = re.compile(r"[0-9a-f]{64}")  # a journal record's chain hash (docs/journal.md)
 
 JSON = dict[str, Any]
 
@@ -71,36 +78,81 @@ def table_of_topic(topic: str) -> tuple[str, str]:
 
 
 # -- field readers -----------------------------------------------------------------------------
-def _obj(raw: bytes | str, what: str) -> JSON:
+def _bounded_int(text: str) -> int:
+    # Called by the JSON parser before int(): a 5,000-digit number never reaches int(), whose
+    # own limit (sys.int_info.str_digits_check_threshold) raises a bare ValueError.
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise SchemaError(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_DIGITS})")
+    return int(text)
+
+
+def _no_constant(text: str) -> Any:
+    raise SchemaError(f"{text} is not a JSON number")
+
+
+def _check_shape(data: Any, what: str) -> None:
+    """Depth and string lengths of a parsed document, iteratively (no recursion to exhaust)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            if len(node) > MAX_STRING:
+                raise SchemaError(f"{what}: a string of {len(node)} characters"
+                                  f" (at most {MAX_STRING})")
+        elif isinstance(node, dict | list):
+            if depth > MAX_DEPTH:
+                raise SchemaError(f"{what}: nested deeper than {MAX_DEPTH}")
+            items = list(node.items()) if isinstance(node, dict) else [(None, v) for v in node]
+            for key, value in items:
+                if key is not None and len(key) > MAX_STRING:
+                    raise SchemaError(f"{what}: a key of {len(key)} characters")
+                stack.append((value, depth + 1))
+
+
+def _obj(raw: bytes | str, what: str, limit: int = MAX_PAYLOAD) -> JSON:
+    """Bytes from outside -> a JSON object of this schema version, or SchemaError: bounded in
+    size, nesting, string length and integer digits before anything reads a field."""
+    if len(raw) > limit:  # checked before decoding: nothing large is ever copied
+        raise SchemaError(f"{what}: {len(raw)} bytes, more than {limit}")
     if isinstance(raw, bytes | bytearray):
-        if len(raw) > MAX_PAYLOAD:
-            raise SchemaError(f"{what}: {len(raw)} bytes, more than {MAX_PAYLOAD}")
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise SchemaError(f"{what}: not UTF-8") from None
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        data = json.loads(raw, parse_int=_bounded_int, parse_constant=_no_constant)
+    except SchemaError as exc:
+        raise SchemaError(f"{what}: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise SchemaError(f"{what}: not JSON ({exc})") from None
+    _check_shape(data, what)
     if not isinstance(data, dict):
         raise SchemaError(f"{what}: a JSON object is expected, got {type(data).__name__}")
     if data.get("v") != VERSION:
-        raise SchemaError(f"{what}: schema version {data.get('v')!r}, this build speaks {VERSION}")
+        raise SchemaError(f"{what}: schema version {_show(data.get('v'))}, this build speaks"
+                          f" {VERSION}")
     return data
 
 
-def _int(data: JSON, key: str, what: str, lo: int = 0) -> int:
+def _int(data: JSON, key: str, what: str, lo: int = 0, hi: int = MAX_CENTS) -> int:
     value = data.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-        raise SchemaError(f"{what}: {key!r} must be an integer >= {lo}, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise SchemaError(f"{what}: {key!r} must be an integer in {lo}..{hi}, got {_show(value)}")
     return value
 
 
-def _str(data: JSON, key: str, what: str, pattern: re.Pattern[str] | None = None) -> str:
+def _show(value: Any) -> str:
+    """A value from outside, short enough for a log line."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+
+def _str(data: JSON, key: str, what: str, pattern: re.Pattern[str] | None = None,
+         max_len: int = 64) -> str:
     value = data.get(key)
-    if not isinstance(value, str) or (pattern is not None and not pattern.fullmatch(value)):
-        raise SchemaError(f"{what}: {key!r} is not a valid value: {value!r}")
+    if (not isinstance(value, str) or len(value) > max_len
+            or (pattern is not None and not pattern.fullmatch(value))):
+        raise SchemaError(f"{what}: {key!r} is not a valid value: {_show(value)}")
     return value
 
 
@@ -124,9 +176,11 @@ def dumps(data: JSON) -> bytes:
 
 # -- table -> head office ----------------------------------------------------------------------
 def outbox_message(table: str, seq: int, journal_seq: int, type_: str, utc: str,
-                   payload: Any) -> JSON:
-    """One journal outbox row on the wire: (table, seq) is its identity at head office."""
-    return {
+                   payload: Any, journal_hash: str | None = None) -> JSON:
+    """One journal outbox row on the wire: (table, seq) is its identity at head office.
+    `journal_hash` is the chain hash of the journal record that wrote it (optional in v1:
+    head office keeps the latest as the table's chain head, for an auditor to compare)."""
+    out = {
         "v": VERSION,
         "table": table,
         "seq": seq,
@@ -136,6 +190,9 @@ def outbox_message(table: str, seq: int, journal_seq: int, type_: str, utc: str,
         "utc": utc,
         "payload": payload,
     }
+    if journal_hash is not None:
+        out["journal_hash"] = journal_hash
+    return out
 
 
 def parse_outbox(raw: bytes | str, topic_table: str | None = None) -> JSON:
@@ -152,13 +209,19 @@ def parse_outbox(raw: bytes | str, topic_table: str | None = None) -> JSON:
     _int(data, "journal_seq", what, lo=1)
     _str(data, "type", what)
     _str(data, "utc", what)
+    if "journal_hash" in data:
+        _str(data, "journal_hash", what, JOURNAL_HASH)
     if "payload" not in data:
         raise SchemaError(f"{what}: no payload")
     return data
 
 
 def _cents(data: JSON, key: str, what: str) -> int:
-    return _int(data, key, what, lo=0)
+    return _int(data, key, what, lo=0, hi=MAX_CENTS)
+
+
+def _box(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_BOXES
 
 
 def check_outbox_payload(type_: str, payload: Any) -> JSON:
@@ -180,20 +243,23 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         boxes = _list(payload, "boxes", what)
         if amount != wager * wagers:
             raise SchemaError(f"{what}: amount {amount} != wager {wager} x wagers {wagers}")
-        if len(boxes) != wagers or not all(isinstance(b, int) and b >= 1 for b in boxes):
-            raise SchemaError(f"{what}: boxes {boxes!r} do not match wagers {wagers}")
+        if (len(boxes) != wagers or len(set(boxes)) != len(boxes)
+                or not all(_box(b) for b in boxes)):
+            raise SchemaError(f"{what}: boxes {_show(boxes)} do not match wagers {wagers}")
         return payload
     hits = _list(payload, "hits", what)
     entries = _list(payload, "entries", what)
     if not entries or not hits:
         raise SchemaError(f"{what}: no entries or no hits")
+    if len(entries) > MAX_BOXES or len(hits) > MAX_BOXES or not all(_box(b) for b in hits):
+        raise SchemaError(f"{what}: at most {MAX_BOXES} entries and hits, boxes 1..{MAX_BOXES}")
     for e in entries:
         if not isinstance(e, dict):
-            raise SchemaError(f"{what}: entry {e!r} is not an object")
-        _int(e, "box", what, lo=1)
+            raise SchemaError(f"{what}: entry {_show(e)} is not an object")
+        _int(e, "box", what, lo=1, hi=MAX_BOXES)
         _int(e, "wager", what, lo=1)
         cards = _list(e, "cards", what)
-        if len(cards) != 5 or not all(isinstance(c, str) for c in cards):
+        if len(cards) != 5 or not all(isinstance(c, str) and len(c) <= 3 for c in cards):
             raise SchemaError(f"{what}: box {e['box']}: cards must be 5 card tokens")
         if not isinstance(e.get("folded", False), bool):
             raise SchemaError(f"{what}: box {e['box']}: folded must be a boolean")
@@ -230,7 +296,7 @@ def status_message(table: str, state: str, utc: str | None = None) -> JSON:
 
 def parse_status(raw: bytes | str, topic_table: str | None = None) -> JSON:
     what = "status message"
-    data = _obj(raw, what)
+    data = _obj(raw, what, MAX_SMALL)
     table = _str(data, "table", what, TABLE_ID)
     if topic_table is not None and table != topic_table:
         raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
@@ -246,10 +312,10 @@ def ack_message(table: str, upto: int) -> JSON:
 
 def parse_ack(raw: bytes | str, table: str) -> int:
     what = "ack"
-    data = _obj(raw, what)
+    data = _obj(raw, what, MAX_SMALL)
     if _str(data, "table", what, TABLE_ID) != table:
         raise SchemaError(f"{what}: for table {data['table']!r}, this is {table!r}")
-    return _int(data, "upto", what, lo=0)
+    return _int(data, "upto", what, lo=0, hi=2**62)
 
 
 def pool_message(pool: str, amount: int, version: int, utc: str) -> JSON:
@@ -259,11 +325,11 @@ def pool_message(pool: str, amount: int, version: int, utc: str) -> JSON:
 def parse_pool(raw: bytes | str) -> JSON:
     """-> the `ho.pool` event data {pool, amount, version}."""
     what = "pool value"
-    data = _obj(raw, what)
+    data = _obj(raw, what, MAX_SMALL)
     return {
         "pool": _str(data, "pool", what, POOL_ID),
         "amount": _cents(data, "amount", what),
-        "version": _int(data, "version", what, lo=1),
+        "version": _int(data, "version", what, lo=1, hi=2**62),
     }
 
 
@@ -281,9 +347,9 @@ def parse_award(raw: bytes | str, table: str) -> JSON:
     payouts = []
     for p in _list(data, "payouts", what):
         if not isinstance(p, dict):
-            raise SchemaError(f"{what}: payout {p!r} is not an object")
+            raise SchemaError(f"{what}: payout {_show(p)} is not an object")
         payouts.append({
-            "box": _int(p, "box", what, lo=1),
+            "box": _int(p, "box", what, lo=1, hi=MAX_BOXES),
             "award": _str(p, "award", what),
             "amount": _cents(p, "amount", what),
         })

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from controller.journal import AckBeyondJournal, JournalError
 from controller.link import contract
 from controller.link.relay import OutboxRelay
+from controller.link.supervise import supervised
 from controller.link.transport import (
     Backoff,
     BrokerSettings,
@@ -123,12 +124,19 @@ class LinkExtension:
             max_inflight=self.options.max_inflight,
             resend_s=self.options.resend_s,
         )
+        # Every task is supervised: one that dies is logged and started again, never lost
+        # silently (the connection loop also survives anything a session raises, in _run).
         self._tasks = [
-            asyncio.create_task(self._run(), name="link"),
-            asyncio.create_task(self._watch_outbox(), name="link-outbox-watch"),
+            asyncio.create_task(self._supervise("link", self._run), name="link"),
+            asyncio.create_task(self._supervise("link_outbox_watch", self._watch_outbox),
+                                name="link-outbox-watch"),
         ]
         if self.pool_id is not None:
-            self._tasks.append(asyncio.create_task(self._ticks(), name="link-ticks"))
+            self._tasks.append(asyncio.create_task(self._supervise("link_ticks", self._ticks),
+                                                   name="link-ticks"))
+
+    async def _supervise(self, name: str, factory: Any) -> None:
+        await supervised(name, factory, self._log, self.counters)
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -174,6 +182,12 @@ class LinkExtension:
             except asyncio.CancelledError:
                 self.last_error = "the daemon is stopping"
                 raise
+            except Exception as exc:
+                # Not a network failure: a bug, or input no check foresaw. The session is
+                # dropped and made again, loudly; the table plays on (UTH 11.11 meanwhile).
+                self.last_error = f"link session failed: {exc!r}"
+                self.counters["session_failures"] += 1
+                self._log.error("link session failed; reconnecting", exc_info=True)
             finally:
                 if self.connected:
                     self.connected = False
@@ -277,6 +291,11 @@ class LinkExtension:
             except contract.SchemaError as exc:
                 self.counters["refused"] += 1
                 log_event(self._log, logging.WARNING, f"link: message refused: {exc}",
+                          topic=message.topic)
+            except Exception as exc:  # no one message may end the session
+                self.counters["refused"] += 1
+                self.counters["message_errors"] += 1
+                log_event(self._log, logging.ERROR, f"link: message failed: {exc!r}",
                           topic=message.topic)
 
     def _on_message(self, topic: str, payload: bytes) -> None:

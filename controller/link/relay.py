@@ -48,6 +48,7 @@ class OutboxRelay:
         self.stats = RelayStats()
         self.wake = asyncio.Event()
         self._sent: dict[int, float] = {}  # outbox id -> when last sent, this connection
+        self._hashes: dict[int, str | None] = {}  # outbox id -> its journal record's hash
 
     def new_connection(self) -> None:
         """Everything not acknowledged is resent on a new connection: its outcome is unknown."""
@@ -62,6 +63,8 @@ class OutboxRelay:
         self.stats.last_ack_upto = max(self.stats.last_ack_upto, upto)
         for seq in [s for s in self._sent if s <= upto]:
             del self._sent[seq]
+        for seq in [s for s in self._hashes if s <= upto]:
+            del self._hashes[seq]
         if removed:
             self.wake.set()  # room for more in flight
         return removed
@@ -77,8 +80,11 @@ class OutboxRelay:
             last = self._sent.get(msg.id)
             if last is not None and now - last < self.resend_s:
                 continue
+            if msg.id not in self._hashes:
+                self._hashes[msg.id] = self._record_hash(msg.seq)
             body = contract.outbox_message(
-                self.table_id, msg.id, msg.seq, msg.type, msg.utc, msg.payload
+                self.table_id, msg.id, msg.seq, msg.type, msg.utc, msg.payload,
+                self._hashes[msg.id],
             )
             await publish(contract.outbox_topic(self.table_id), contract.dumps(body))
             if last is None:
@@ -86,6 +92,14 @@ class OutboxRelay:
             else:
                 self.stats.resent += 1
             self._sent[msg.id] = self.clock()
+
+    def _record_hash(self, journal_seq: int) -> str | None:
+        """The chain hash of the journal record that wrote a message: head office keeps the
+        latest as our chain head, for an auditor to compare with this journal."""
+        event = next(self.journal.iter_events(journal_seq, journal_seq), None)
+        if event is None or not contract.JOURNAL_HASH.fullmatch(event.hash):
+            return None
+        return event.hash
 
     async def run(self, publish: Publish) -> None:
         """Pump whenever woken (new rows, an ack, a new connection) and at least every
