@@ -73,7 +73,7 @@ class Table:
         self.broker = mqtt_broker.Broker(run / "broker", self.pki)
         self.broker.start()
         self.ledger_path = run / "ledger.db"
-        ho = self.broker.headoffice_toml(str(self.ledger_path), "ho-host") + POOLS
+        ho = self.broker.headoffice_toml(str(self.ledger_path), cn="headoffice-1") + POOLS
         (run / "ho.toml").write_text(ho)
         self.headoffice = self._start_headoffice()
         self.sims = Simulators(run)
@@ -105,12 +105,12 @@ class Table:
         shutil.copy(tls.key, etc / "table.key")  # the guest gives it to group tablectl, 0640
         (etc / "vm.env").write_text("TABLECTL_VM_PACE=0.3\n")
         # Head office in the guest, for its unit's check (the same broker, another worker).
-        ho = self.pki.client("headoffice")
+        ho = self.pki.client("headoffice-2")  # each worker has a certificate of its own
         for src, dst in ((ho.cert, "headoffice.pem"), (ho.key, "headoffice.key")):
             shutil.copy(src, etc / dst)
         (etc / "headoffice.toml").write_text(
             '[database]\nurl = "sqlite:////var/lib/tablectl-headoffice/ledger.db"\n'
-            f'[broker]\nhost = "10.0.2.2"\nport = {self.broker.port}\nclient_id = "ho-guest"\n'
+            f'[broker]\nhost = "10.0.2.2"\nport = {self.broker.port}\nclient_id = "headoffice-2"\n'
             '[broker.tls]\nca = "/persistent/etc/tablectl/ca.pem"\n'
             'cert = "/persistent/etc/tablectl/headoffice.pem"\n'
             'key = "/persistent/etc/tablectl/headoffice.key"\n' + POOLS)
@@ -158,6 +158,9 @@ seed = 5000000
 increment_bp = 2500
 hidden_bp = 500
 ceiling = 50000000
+[[tables]]
+id = "VM-UTH-01"
+pool = "vm-uth-linked"
 """
 
 
