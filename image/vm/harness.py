@@ -175,6 +175,13 @@ class Guest:
              f"root@127.0.0.1:{remote}", str(local)], check=True, timeout=120,
         )
 
+    def scp_to(self, local: Path, remote: str) -> None:
+        subprocess.run(
+            ["scp", "-q", "-i", str(self.key), "-P", str(self.ssh_port),
+             "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+             str(local), f"root@127.0.0.1:{remote}"], check=True, timeout=120,
+        )
+
     def qmp(self, command: str, **arguments: Any) -> Any:
         q = Qmp(self.qmp_path)
         try:

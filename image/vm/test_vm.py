@@ -478,6 +478,10 @@ def test_headoffice_unit_starts_and_serves_the_table(table: Table) -> None:
     # DynamicUser= gets a user that exists only while it runs: the test key is world-readable
     # (a real head office would pass its key with LoadCredential=).
     g.ssh("chmod 0644 /persistent/etc/tablectl/headoffice.key")
+    # The guest's head office continues the host's ledger (a head office moved to another
+    # server): a fresh ledger's pool version 1 is refused by a table that has seen later ones.
+    g.ssh("install -d -m 0700 /var/lib/private/tablectl-headoffice")
+    g.scp_to(table.ledger_path, "/var/lib/private/tablectl-headoffice/ledger.db")
     g.ssh("systemctl start tablectl-headoffice.service")
     g.ssh("systemctl start tablectld")
     wait_for("tablectld active", lambda: g.ssh("systemctl is-active tablectld", check=False)
