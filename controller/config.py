@@ -48,6 +48,10 @@ BCM_PINS = range(0, 28)  # the 40-pin header's GPIO0..GPIO27
 PIN_FACTORIES = ("lgpio", "mock")
 DEAL_METHODS = ("shuffler", "shoe")
 BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400)
+# Every amount of money in the file (limits, jackpot wager, seed, ceiling, awards) is at most
+# this many cents ($100,000,000): a typo of a few digits is refused rather than played with.
+MAX_CENTS = 10_000_000_000
+POOL_TIMEOUT_S = (0.1, 300.0)  # link.pool_timeout_s: bounds of a finite number of seconds
 
 _TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -75,6 +79,13 @@ class ServiceConfig:
     runtime_dir: Path = Path("/run/tablectl")
     socket_group: str = "tablectl"
     watchdog: bool = True  # ping systemd's watchdog while the loop is healthy
+    # Who may do what on the control socket (docs/operations.md): read-only commands need one
+    # of the two groups, commands that act on the table need the supervisor group.
+    tech_group: str = "tablectl-tech"
+    super_group: str = "tablectl-super"
+    # Play without a verified software manifest (docs/verification.md); refused on an
+    # installed table, logged and shown in status and on the meter elsewhere.
+    development: bool = False
 
 
 @dataclass(frozen=True)
@@ -252,6 +263,12 @@ class _Errors:
         self.lines.append(f"{self.source}: {path}: {reason}")
 
 
+def _short(value: float) -> str:
+    """A number for an error line: a 10^23 typo is shown as such, not as 24 digits."""
+    text = str(value)
+    return text if len(text) <= 15 else f"{value:.3e}"
+
+
 def _kind(value: object) -> str:
     return {bool: "a boolean", int: "an integer", float: "a float", str: "a string"}.get(
         type(value), "a table" if isinstance(value, dict) else "an array"
@@ -337,7 +354,7 @@ class _Table:
             return None
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             bounds = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-            self.error(name, f"must be within {bounds}, got {value}")
+            self.error(name, f"must be within {bounds}, got {_short(value)}")
             return None
         return value
 
@@ -359,12 +376,23 @@ class _Table:
         if value < 0 or (positive and value == 0):
             self.error(name, f"must be {need} integer number of cents, got {value}")
             return None
+        if value > MAX_CENTS:
+            self.error(
+                name, f"must be at most {MAX_CENTS} cents ($100,000,000), got {_short(value)}"
+            )
+            return None
         return value
 
-    def seconds(self, name: str, default: Any) -> Any:
+    def seconds(self, name: str, default: Any, *, lo: float, hi: float) -> Any:
+        """A finite number of seconds within lo..hi: inf, nan (TOML `inf`, `nan`, or 1e400,
+        which reads as inf) and negatives are refused, never handed to the daemon."""
         value = self.raw(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            self.error(name, f"must be a positive number of seconds, got {value!r}")
+        need = f"must be a positive number of seconds within {lo}..{hi}"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.error(name, f"{need}, got {_kind(value)} {value!r}")
+            return None
+        if not lo <= value <= hi:  # inf is out of range, nan compares false: both refused
+            self.error(name, f"{need}, got {_short(value)}")
             return None
         return float(value)
 
@@ -428,7 +456,14 @@ def _service(root: _Table) -> ServiceConfig:
             "socket_group", d.socket_group, pattern=_GROUP, what="a Unix group name"
         ),
         watchdog=t.boolean("watchdog", d.watchdog),
+        tech_group=t.string("tech_group", d.tech_group, pattern=_GROUP, what="a Unix group name"),
+        super_group=t.string(
+            "super_group", d.super_group, pattern=_GROUP, what="a Unix group name"
+        ),
+        development=t.boolean("development", d.development),
     )
+    if cfg.tech_group is not None and cfg.tech_group == cfg.super_group:
+        t.error("super_group", "must differ from tech_group (read-only and acting roles)")
     t.done()
     return cfg
 
@@ -631,7 +666,7 @@ def _serial(t: _Table, device: str) -> SerialConfig:
     hexid = "4 lowercase hex digits, e.g. '0403'"
     cfg = SerialConfig(
         port=t.string("port", port, pattern=re.compile(r"/\S+"), what="an absolute device path"),
-        baud=t.integer("baud", baud),
+        baud=t.integer("baud", baud),  # one of BAUD_RATES, checked below
         usb_vendor=t.string("usb_vendor", None, pattern=_USB_ID, what=hexid),
         usb_product=t.string("usb_product", None, pattern=_USB_ID, what=hexid),
         usb_serial=t.string(
@@ -774,7 +809,7 @@ def _link(root: _Table, table_id: str | None) -> LinkConfig:
         tls=tls,
         username=username,
         password_file=password_file,
-        pool_timeout_s=t.seconds("pool_timeout_s", 5.0),
+        pool_timeout_s=t.seconds("pool_timeout_s", 5.0, lo=POOL_TIMEOUT_S[0], hi=POOL_TIMEOUT_S[1]),
         client_id=t.string(
             "client_id", client_default, pattern=_CLIENT_ID, what="1-64 of A-Z a-z 0-9 _ -"
         ),

@@ -2,31 +2,170 @@
 
 Request: one line {"cmd": "status", "args": {...}}. Reply: one line {"ok": true, "result": ...} or
 {"ok": false, "error": "..."}; `watch` streams one line per event until the client hangs up.
-The socket is mode 0660 and owned by the configured group, so only technicians in that group
-(and root) can talk to the daemon; the CLI never opens hardware itself.
+
+Who may talk (docs/operations.md, "Who may do what"): the socket is mode 0660 and owned by the
+configured group, so only members of that group (and root) can connect at all. Each connection's
+peer is then named by the kernel (SO_PEERCRED: uid, gid), never by the request: read-only
+commands (READ_ONLY) need the technician or the supervisor group, every other command acts on the
+table and needs the supervisor group. Root and the daemon's own account may do everything. The
+peer of a command is available to its handler (`current_peer()`) so that what it journals names
+who asked.
+
+Nothing in a request is trusted: at most MAX_REQUEST bytes, nesting at most MAX_DEPTH, strings,
+arrays and objects bounded, integers within +-MAX_INT (amounts are integer cents), no floats but
+finite ones, known command names with known argument names and types. Anything else is refused
+with an error reply, counted (`refused`) and logged; the daemon never falls over a request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import grp
 import json
+import math
 import os
+import pwd
 import socket
+import struct
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 SOCKET_NAME = "control.sock"
-MAX_REQUEST = 64 * 1024
+MAX_REQUEST = 64 * 1024  # bytes in one request line
+MAX_DEPTH = 6  # nesting of objects/arrays in a request
+MAX_STRING = 1024  # characters in any string (and object key)
+MAX_ITEMS = 256  # members of any object or array
+MAX_INT = 10_000_000_000  # any integer, e.g. a wager in cents ($100,000,000; config.MAX_CENTS)
+MAX_REPLY = 16 * 1024 * 1024  # the CLI's bound on one reply line (a journal tail of 1000)
+CLIENT_TIMEOUT_S = 10.0  # a connected client has this long to send its one request line
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 Streamer = Callable[[dict[str, Any]], AsyncIterator[Any]]
 
+# Commands that only read: the technician group may use them. Everything else (dealer actions,
+# wagers, voids, device tests and fault injection, an on-demand verification that can take the
+# table out of service, and any command this list does not name) needs the supervisor group.
+READ_ONLY = frozenset(
+    {
+        "status",
+        "watch",
+        "journal_tail",
+        "journal_summary",
+        "round_show",
+        "devices",
+        "device_list",
+        "device_watch",
+        "verify_hmac",
+        "link_status",
+    }
+)
+
+_STR, _INT, _BOOL, _OBJ = str, int, bool, dict
+_SCALAR = (str, int, float, bool, type(None))
+# Known commands' arguments: name -> (accepted types, required). A command not listed here (an
+# extension's) gets the generic bounds only; its handler checks its own arguments.
+ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
+    "status": {},
+    "watch": {},
+    "journal_summary": {},
+    "selftest": {},
+    "devices": {},
+    "device_list": {},
+    "verify_run": {},
+    "link_status": {},
+    "journal_tail": {"n": ((_INT,), False)},
+    "round_show": {"number": ((_INT,), True)},
+    "dealer": {"action": ((_STR,), True), "data": ((_OBJ,), False)},
+    "verify_hmac": {"seed": ((_STR,), True)},
+    "device_test": {"device": ((_STR,), True)},
+    "device_watch": {"since": ((_INT,), False)},
+    "device_fault": {
+        "device": ((_STR,), True),
+        "fault": ((_STR,), True),
+        "value": (_SCALAR, False),
+    },
+    "device_input": {"input": ((_STR,), True), "active": ((_BOOL, _STR, _INT), False)},
+}
+
 
 class NotRunning(Exception):
     """The daemon is not there to answer."""
+
+
+class Refused(ValueError):
+    """A request the daemon will not act on; the message is the error reply."""
+
+
+@dataclass(frozen=True)
+class Peer:
+    """The process at the other end of a connection, as the kernel names it (SO_PEERCRED)."""
+
+    pid: int
+    uid: int
+    gid: int
+    user: str
+    groups: frozenset[str]
+
+    def as_json(self) -> dict[str, Any]:
+        """What is journaled with a command that changes the table: `operator: {uid, user}`."""
+        return {"uid": self.uid, "user": self.user}
+
+
+_PEER: contextvars.ContextVar[Peer | None] = contextvars.ContextVar("control_peer", default=None)
+
+
+def current_peer() -> Peer | None:
+    """The peer of the control-socket command being handled (None outside a command)."""
+    return _PEER.get()
+
+
+def peer_of(sock: socket.socket) -> Peer:
+    """SO_PEERCRED of a connected Unix socket; groups from the user database (getgrouplist)
+    plus the peer's own gid, by name."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, gid = struct.unpack("3i", creds)
+    try:
+        user = pwd.getpwuid(uid).pw_name
+        gids = set(os.getgrouplist(user, gid))
+    except KeyError:  # a uid with no account: only its own gid counts
+        user, gids = str(uid), {gid}
+    names: set[str] = set()
+    for g in gids | {gid}:
+        with contextlib.suppress(KeyError):
+            names.add(grp.getgrgid(g).gr_name)
+    return Peer(pid=pid, uid=uid, gid=gid, user=user, groups=frozenset(names))
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may run which command (docs/operations.md): root and the daemon's own account
+    everything; the supervisor group everything; the technician group READ_ONLY."""
+
+    tech_group: str = "tablectl-tech"
+    super_group: str = "tablectl-super"
+    owner_uid: int = os.getuid()
+
+    def role(self, peer: Peer) -> str | None:
+        if peer.uid in (0, self.owner_uid) or self.super_group in peer.groups:
+            return "supervisor"
+        if self.tech_group in peer.groups:
+            return "technician"
+        return None
+
+    def check(self, peer: Peer, cmd: str) -> None:
+        role = self.role(peer)
+        if role == "supervisor" or (role == "technician" and cmd in READ_ONLY):
+            return
+        need = f"{self.tech_group} or {self.super_group}" if cmd in READ_ONLY else self.super_group
+        raise Refused(
+            f"permission denied: {cmd!r} needs group {need}; user {peer.user} (uid {peer.uid})"
+            f" is {'a technician (read-only)' if role else 'in neither group'}"
+        )
 
 
 class ControlServer:
@@ -37,15 +176,22 @@ class ControlServer:
         streams: dict[str, Streamer],
         group: str | None = None,
         on_error: Callable[[str], None] | None = None,
+        access: Access | None = None,
+        on_refused: Callable[[str], None] | None = None,
+        on_action: Callable[[str], None] | None = None,
     ) -> None:
         self.path = path
         self.handlers = handlers
         self.streams = streams
         self.group = group
+        self.access = access or Access()
         self.on_error = on_error or (lambda _msg: None)
+        self.on_refused = on_refused or self.on_error
+        self.on_action = on_action or (lambda _msg: None)  # every acting command, with who
         self._server: asyncio.AbstractServer | None = None
         self.requests = 0
         self.bad_requests = 0
+        self.refused: Counter[str] = Counter()  # reason -> requests refused for it
 
     async def start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -65,6 +211,9 @@ class ControlServer:
             except (KeyError, PermissionError) as exc:
                 self.on_error(f"control socket left in the daemon's group: {self.group}: {exc}")
 
+    def serving(self) -> bool:
+        return self._server is not None and self._server.is_serving()
+
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
@@ -72,25 +221,59 @@ class ControlServer:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
+    def stats(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "bad_requests": self.bad_requests,
+            "refused": sum(self.refused.values()),
+            "refused_by_reason": dict(self.refused),
+        }
+
+    def _refuse(self, writer: asyncio.StreamWriter, reason: str, detail: str, who: str) -> None:
+        self.bad_requests += 1
+        self.refused[reason] += 1
+        self.on_refused(f"control request refused ({reason}) from {who}: {detail}")
+        writer.write(_line({"ok": False, "error": detail}))
+
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        who = "unknown peer"
         try:
-            line = await reader.readline()
-            request = _parse_request(line)
-            cmd, args = request["cmd"], request.get("args") or {}
+            sock = writer.get_extra_info("socket")
+            peer = peer_of(sock)
+            who = f"user {peer.user} (uid {peer.uid}, pid {peer.pid})"
+            try:
+                line = await asyncio.wait_for(reader.readline(), CLIENT_TIMEOUT_S)
+            except (ValueError, asyncio.LimitOverrunError):  # longer than MAX_REQUEST
+                self._refuse(writer, "too_large", f"request longer than {MAX_REQUEST} bytes", who)
+                return
+            except TimeoutError:
+                self._refuse(writer, "timeout", f"no request within {CLIENT_TIMEOUT_S} s", who)
+                return
+            if not line.endswith(b"\n"):  # the client hung up mid-line (or sent nothing)
+                if line:
+                    self._refuse(writer, "truncated", "request line not terminated", who)
+                return
+            try:
+                cmd, args = self._parse(line)
+                self.access.check(peer, cmd)
+            except Refused as exc:
+                reason = "permission" if str(exc).startswith("permission denied") else "malformed"
+                self._refuse(writer, reason, str(exc), who)
+                return
             self.requests += 1
+            _PEER.set(peer)
+            if cmd not in READ_ONLY:
+                self.on_action(f"control command {cmd} {_clip(json.dumps(args), 200)} by {who}")
             if cmd in self.streams:
                 async for item in self.streams[cmd](args):
                     writer.write(_line({"ok": True, "result": item}))
                     await writer.drain()
-            elif cmd in self.handlers:
-                writer.write(_line({"ok": True, "result": await self.handlers[cmd](args)}))
             else:
-                known = ", ".join(sorted([*self.handlers, *self.streams]))
-                raise ValueError(f"unknown command {cmd!r} (known: {known})")
-        except (ValueError, KeyError, TypeError) as exc:
+                writer.write(_line({"ok": True, "result": await self.handlers[cmd](args)}))
+        except (ValueError, KeyError, TypeError) as exc:  # a handler's answer: refused
             self.bad_requests += 1
             writer.write(_line({"ok": False, "error": str(exc)}))
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+        except (ConnectionError, asyncio.IncompleteReadError):
             self.bad_requests += 1
         except Exception as exc:  # a handler's bug must not cost the daemon or a silent client
             self.bad_requests += 1
@@ -101,17 +284,94 @@ class ControlServer:
                 await writer.drain()
                 writer.close()
 
+    def _parse(self, line: bytes) -> tuple[str, dict[str, Any]]:
+        request = parse_request(line)
+        cmd, args = request["cmd"], request.get("args") or {}
+        if cmd not in self.handlers and cmd not in self.streams:
+            known = ", ".join(sorted([*self.handlers, *self.streams]))
+            raise Refused(f"unknown command {_clip(cmd)!r} (known: {known})")
+        check_args(cmd, args)
+        return cmd, args
 
-def _parse_request(line: bytes) -> dict[str, Any]:
+
+def _no_constant(name: str) -> Any:
+    raise Refused(f"request holds {name}: numbers must be finite")
+
+
+def parse_request(line: bytes) -> dict[str, Any]:
+    """One request line -> {"cmd": str, "args": dict}, every value within the bounds."""
+    if len(line) > MAX_REQUEST:
+        raise Refused(f"request longer than {MAX_REQUEST} bytes")
     try:
-        request = json.loads(line)
+        request = json.loads(line, parse_constant=_no_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"request is not JSON: {exc}") from None
+        raise Refused(f"request is not JSON: {exc}") from None
+    except RecursionError:
+        raise Refused(f"request nested deeper than {MAX_DEPTH}") from None
     if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
-        raise ValueError('request must be {"cmd": "...", "args": {...}}')
+        raise Refused('request must be {"cmd": "...", "args": {...}}')
+    if unknown := sorted(set(request) - {"cmd", "args"}):
+        raise Refused(f"unknown request member {_clip(unknown[0])!r}: only cmd and args")
     if not isinstance(request.get("args", {}), dict):
-        raise ValueError("args must be an object")
+        raise Refused("args must be an object")
+    _bounded(request, "request", 0)
     return request
+
+
+def _bounded(value: Any, where: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise Refused(f"{where}: nested deeper than {MAX_DEPTH}")
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int):
+        if not -MAX_INT <= value <= MAX_INT:
+            raise Refused(f"{where}: integer outside +-{MAX_INT}")
+    elif isinstance(value, float):
+        if not math.isfinite(value) or abs(value) > MAX_INT:
+            raise Refused(f"{where}: number outside +-{MAX_INT}")
+    elif isinstance(value, str):
+        if len(value) > MAX_STRING:
+            raise Refused(f"{where}: string longer than {MAX_STRING} characters")
+    elif isinstance(value, list):
+        if len(value) > MAX_ITEMS:
+            raise Refused(f"{where}: more than {MAX_ITEMS} items")
+        for i, item in enumerate(value):
+            _bounded(item, f"{where}[{i}]", depth + 1)
+    elif isinstance(value, dict):
+        if len(value) > MAX_ITEMS:
+            raise Refused(f"{where}: more than {MAX_ITEMS} members")
+        for key, item in value.items():
+            _bounded(key, f"{where} key", depth + 1)
+            _bounded(item, f"{where}.{_clip(key)}", depth + 1)
+
+
+def check_args(cmd: str, args: dict[str, Any]) -> None:
+    """A known command's arguments: known names, expected types, required ones present."""
+    spec = ARGS.get(cmd)
+    if spec is None:
+        return
+    for name, value in args.items():
+        if name not in spec:
+            expected = ", ".join(spec) or "none"
+            raise Refused(f"{cmd}: unknown argument {_clip(name)!r} (arguments: {expected})")
+        types, _ = spec[name]
+        if isinstance(value, bool) and bool not in types:  # bool is an int to Python
+            raise Refused(f"{cmd}: {name} must be {_names(types)}, got a boolean")
+        if not isinstance(value, types):
+            raise Refused(f"{cmd}: {name} must be {_names(types)}, got {type(value).__name__}")
+    for name, (_, required) in spec.items():
+        if required and name not in args:
+            raise Refused(f"{cmd}: argument {name!r} is required")
+
+
+def _names(types: tuple[type, ...]) -> str:
+    words = {str: "a string", int: "an integer", bool: "a boolean", dict: "an object",
+             float: "a number", type(None): "null"}  # fmt: skip
+    return " or ".join(words[t] for t in types)
+
+
+def _clip(text: str, n: int = 40) -> str:
+    return text if len(text) <= n else f"{text[:n]}..."
 
 
 def _line(obj: Any) -> bytes:
@@ -135,7 +395,8 @@ def _connect(path: Path, timeout: float) -> socket.socket:
     except PermissionError:
         sock.close()
         raise NotRunning(
-            f"permission denied on {path}: run as a member of the tablectl group"
+            f"permission denied on {path}: run as a member of the socket's group (tablectl)"
+            " and tablectl-tech or tablectl-super (docs/operations.md)"
         ) from None
     return sock
 
@@ -169,6 +430,8 @@ def _lines(sock: socket.socket) -> Iterator[dict[str, Any]]:
         if not chunk:
             return
         buffer += chunk
+        if len(buffer) > MAX_REPLY and b"\n" not in buffer:
+            raise RuntimeError(f"reply from tablectld longer than {MAX_REPLY} bytes: refused")
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             yield json.loads(line)

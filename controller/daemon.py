@@ -143,7 +143,27 @@ def build_devices(
     return devices
 
 
-def build_extensions(cfg: TableConfig, args: argparse.Namespace) -> list[Extension]:
+def run_mode(cfg: TableConfig, args: argparse.Namespace) -> str:
+    """production, simulation (--simulate) or development (service.development = true, never
+    on an installed table): only the last two may play unverified (docs/verification.md)."""
+    from controller.verify_service import installed_layout
+
+    if args.simulate:
+        return "simulation"
+    if cfg.service.development:
+        if installed_layout():
+            logging.getLogger("tablectl").critical(
+                "service.development = true is refused on an installed table: the software"
+                " must be verified (running in production mode)"
+            )
+            return "production"
+        return "development"
+    return "production"
+
+
+def build_extensions(
+    cfg: TableConfig, args: argparse.Namespace, mode: str = "production"
+) -> list[Extension]:
     """The daemon's parts beside the round machine, in start order (see service.Extension).
     Each later issue adds its part here: the head-office link, software verification, ..."""
     from controller.lifecycle import StartLine
@@ -151,7 +171,7 @@ def build_extensions(cfg: TableConfig, args: argparse.Namespace) -> list[Extensi
 
     # Software verification first: a program that fails it never plays nor talks to head office.
     log = logging.getLogger("tablectl")
-    verification = SoftwareVerification.installed(log)
+    verification = SoftwareVerification.installed(log, mode=mode)
     # Then the start line, which says what the check found (version, manifest digest).
     extensions: list[Extension] = [verification, StartLine(log, verification)]
     from controller.devices_ext import DevicesExtension
@@ -282,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     policy = None
     if args.simulate:
         policy = build_policy(cfg, rng or random.Random())
+    mode = run_mode(cfg, args)
     service = TableService(
         cfg,
         machine,
@@ -291,7 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         autoplay=args.autoplay or None,
         pace_s=args.pace,
         on_round=None if args.quiet else print_round,
-        extensions=build_extensions(cfg, args),
+        extensions=build_extensions(cfg, args, mode),
+        mode=mode,
     )
     if args.simulate:
         log.setLevel(logging.WARNING)

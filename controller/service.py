@@ -9,20 +9,21 @@ restarts the daemon; a corrupt journal takes the table out of service instead of
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import contextvars
 import logging
 import signal
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from controller import notify
 from controller.config import TableConfig, config_json
-from controller.control import SOCKET_NAME, ControlServer
+from controller.control import SOCKET_NAME, Access, ControlServer, current_peer
 from controller.journal import Entry, Journal, JournalError
+from controller.logs import FIELDS_ATTR
 from controller.logs import event as log_event
 from controller.rounds.base import Effect, Event, Now, RoundMachine
 from devices.base import Device, DeviceError
@@ -33,6 +34,18 @@ STALL_S = 5.0  # an event older than this in the queue means the loop is not hea
 DEFAULT_WATCHDOG_S = 2.0
 MAX_BATCH = 64  # events journaled in one transaction at most
 SNAPSHOT_EVERY_ROUNDS = 16
+IGNORED_SUMMARY_S = 10.0  # out of service: one line per this many seconds for ignored events
+# A long-lived task that dies is restarted after RESTART_MIN_S, doubling up to RESTART_MAX_S;
+# more than RESTART_LIMIT deaths within RESTART_WINDOW_S take the table out of service.
+RESTART_MIN_S = 0.5
+RESTART_MAX_S = 30.0
+RESTART_LIMIT = 5
+RESTART_WINDOW_S = 300.0
+JOURNAL_TAIL_MAX = 1000  # events one `journal tail` may ask for
+MODES = ("production", "simulation", "development")
+
+# Set while an extension starts: the tasks it creates then are its long-lived ones (supervised).
+_STARTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("starting", default=None)
 
 
 class Policy(Protocol):
@@ -45,7 +58,10 @@ class Extension(Protocol):
     """A part of the daemon beside the round machine (the head-office link, software
     verification, device test commands): started after the journal and devices, stopped before
     them. It may emit events (`table.emit`), read the journal, watch processed events
-    (`table.subscribe()`), add control-socket commands and take the table out of service."""
+    (`table.subscribe()`), add control-socket commands and take the table out of service.
+    The tasks it creates in `start()` are supervised: one that raises is logged CRITICAL with
+    its traceback and the extension is stopped and started again (TableService._start_extension);
+    a control command's peer is `control.current_peer()`."""
 
     name: str
 
@@ -76,6 +92,9 @@ class Stats:
     rounds: Counter[str] = field(default_factory=Counter)
     rejected: int = 0  # events the machine could not take (a machine fault, logged)
     effect_errors: int = 0
+    ignored: int = 0  # events that arrived while out of service (counted, summarised in the log)
+    task_failures: Counter[str] = field(default_factory=Counter)  # task name -> deaths
+    stop_errors: int = 0  # extensions/devices that failed to stop (logged)
     started_mono: float = field(default_factory=time.monotonic)
 
 
@@ -93,7 +112,10 @@ class TableService:
         pace_s: float = 0.0,
         on_round: Callable[[dict[str, Any]], None] | None = None,
         extensions: Sequence[Extension] = (),
+        mode: str = "production",
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.cfg = cfg
         self.machine = machine
         self.devices = devices
@@ -104,6 +126,9 @@ class TableService:
         self.pace_s = pace_s
         self.on_round = on_round
         self.extensions = list(extensions)
+        # production: everything verified; simulation (--simulate) and development
+        # (service.development) may run unverified and say so in status and on the meter.
+        self.mode = mode
         self.journal: Journal | None = None
         self.state: Any = None
         self.out_of_service: str | None = None
@@ -116,6 +141,14 @@ class TableService:
         self._last_progress = time.monotonic()
         self._exit_code = 0
         self._rounds_unsnapshotted = SNAPSHOT_EVERY_ROUNDS  # the first round closed snapshots
+        self._stopping = False
+        self._ignored_since_line = 0  # ignored events not yet in a log line
+        self._ignored_line_mono: float | None = None  # when the last such line was written
+        self._failures: dict[str, deque[float]] = {}  # task name -> recent deaths (monotonic)
+        self._ext_tasks: dict[str, list[asyncio.Task[Any]]] = {}
+        self._restarting: set[str] = set()
+        self._gave_up: set[str] = set()  # tasks that took the table out of service
+        self._helpers: set[asyncio.Task[Any]] = set()  # extension restarts in flight
         handlers: dict[str, Any] = {}
         for ext in self.extensions:
             handlers.update(ext.handlers())
@@ -134,6 +167,9 @@ class TableService:
             streams={"watch": self._watch},
             group=cfg.service.socket_group,
             on_error=lambda msg: log_event(log, logging.WARNING, msg),
+            access=Access(cfg.service.tech_group, cfg.service.super_group),
+            on_refused=lambda msg: log_event(log, logging.WARNING, msg),
+            on_action=lambda msg: log_event(log, logging.INFO, msg),
         )
 
     # -- start and stop -----------------------------------------------------------------------
@@ -144,33 +180,43 @@ class TableService:
             loop.add_signal_handler(sig, self.stop)
         notify.notify("STATUS=starting")
         await self.control.start()
+        tasks: list[asyncio.Task[None]] = []
         try:
+            if self.mode != "production":
+                log_event(self.log, logging.WARNING, f"running in {self.mode} mode", mode=self.mode)
             self._open_journal()
             await self._start_devices()
             if self.out_of_service is not None:  # the journal: say so on the meter
                 await self._run_effect(Effect("display", {"mode": "closed"}))
             for ext in self.extensions:
-                await ext.start(self)
+                await self._start_extension(ext)
             await self._resume()
+            if self.out_of_service is None and self.mode != "production":
+                # Unverified software may run only here: the meter says so until play shows
+                # something else, status and every STATUS= line say so for good.
+                await self._run_effect(
+                    Effect("display", {"mode": "announce", "text": f"{self.mode.upper()} MODE"})
+                )
             if self.out_of_service is None:
                 await self._selftest_or_fail()
             notify.notify("READY=1", f"STATUS={self._status_line()}")
-            tasks = [asyncio.create_task(self._consume(), name="consume")]
-            tasks.append(asyncio.create_task(self._watchdog(), name="watchdog"))
+            tasks.append(self.spawn("consume", self._consume))
+            tasks.append(self.spawn("watchdog", self._watchdog))
             if self.policy is not None and self.out_of_service is None:
-                tasks.append(asyncio.create_task(self._autoplay(), name="autoplay"))
+                tasks.append(self.spawn("autoplay", self._autoplay))
             if self.out_of_service is not None and self.autoplay is not None:
                 self._exit_code = 1
                 self.stop()
             await self._stop.wait()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
         finally:
+            self._stopping = True
+            for task in [*tasks, *self._helpers]:
+                task.cancel()
+            await asyncio.gather(*tasks, *self._helpers, return_exceptions=True)
+            self._log_ignored(final=True)
             notify.notify("STOPPING=1")
             for ext in reversed(self.extensions):
-                with contextlib.suppress(Exception):
-                    await ext.stop()
+                await self._stop_part(f"extension {ext.name}", ext.stop)
             await self._stop_devices()
             await self.control.close()
             if self.journal is not None:
@@ -189,6 +235,9 @@ class TableService:
         except JournalError as exc:
             # A loss (JournalLossError) names the mark's seq and the journal's last seq.
             self._go_out_of_service(f"journal unusable: {exc}")
+            return
+        except OSError as exc:  # e.g. the state directory cannot be made on a read-only disk
+            self._go_out_of_service(f"journal unusable: {exc.filename}: {exc.strerror}")
             return
         key = self.journal.key
         if key.dev:
@@ -233,7 +282,10 @@ class TableService:
         self.watchers.discard(q)
 
     def _go_out_of_service(self, reason: str) -> None:
-        self.out_of_service = reason
+        if self.out_of_service is None:
+            self.out_of_service = reason
+        elif reason not in self.out_of_service:  # keep the first reason, add the others
+            self.out_of_service = f"{self.out_of_service}; {reason}"
         log_event(self.log, logging.CRITICAL, f"OUT OF SERVICE: {reason}")
         notify.notify(f"STATUS=OUT OF SERVICE: {reason}")
 
@@ -261,8 +313,140 @@ class TableService:
 
     async def _stop_devices(self) -> None:
         for device in self.devices.values():
-            with contextlib.suppress(Exception):
-                await device.stop()
+            await self._stop_part(f"device {device.name}", device.stop)
+
+    async def _stop_part(self, what: str, stop: Callable[[], Awaitable[None]]) -> None:
+        """Stop one part; a failure is logged with its traceback and counted, and the other
+        parts are still stopped (the journal is closed last in any case)."""
+        try:
+            await stop()
+        except Exception as exc:
+            self.stats.stop_errors += 1
+            self.log.error(f"{what} failed to stop: {type(exc).__name__}: {exc}", exc_info=exc)
+
+    # -- supervision --------------------------------------------------------------------------
+
+    def spawn(
+        self, name: str, factory: Callable[[], Coroutine[Any, Any, None]]
+    ) -> asyncio.Task[None]:
+        """Run `factory()` as a supervised long-lived task: if it raises (or returns while the
+        table is not stopping) it is logged CRITICAL with its traceback and started again after
+        a backoff; too many deaths in a row take the table out of service (and the restarts go
+        on, at the longest backoff). Cancel the returned task to stop it."""
+        return asyncio.create_task(self._supervised(name, factory), name=name)
+
+    async def _supervised(
+        self, name: str, factory: Callable[[], Coroutine[Any, Any, None]]
+    ) -> None:
+        delay = RESTART_MIN_S
+        while True:
+            began = time.monotonic()
+            try:
+                await factory()
+                if self._stopping or self._stop.is_set():  # it ended because we are stopping
+                    return
+                raise RuntimeError(f"task {name} returned while the table runs")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._task_died(name, exc)
+            if time.monotonic() - began > RESTART_WINDOW_S:
+                delay = RESTART_MIN_S  # it had been healthy for a while: a fresh start
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RESTART_MAX_S)
+            log_event(self.log, logging.WARNING, f"task {name} restarted", task=name)
+
+    def _task_died(self, name: str, exc: BaseException) -> bool:
+        """Log and count a death; True when the task has now died too often (the table is
+        then out of service, once, for that task)."""
+        self.stats.task_failures[name] += 1
+        self.log.critical(
+            f"task {name} died: {type(exc).__name__}: {exc}",
+            exc_info=exc,  # the traceback (journald: EXCEPTION_TEXT)
+            extra={FIELDS_ATTR: {"task": name}},
+        )
+        now = time.monotonic()
+        recent = self._failures.setdefault(name, deque(maxlen=RESTART_LIMIT + 1))
+        recent.append(now)
+        while recent and now - recent[0] > RESTART_WINDOW_S:
+            recent.popleft()
+        if len(recent) > RESTART_LIMIT:
+            if name in self._gave_up:
+                return True
+            self._gave_up.add(name)
+            self.go_out_of_service(
+                f"task {name} died {len(recent)} times in {RESTART_WINDOW_S:.0f} s"
+                f" (last: {type(exc).__name__}: {exc})"
+            )
+            self._helper(self._show_closed())
+            return True
+        return False
+
+    async def _show_closed(self) -> None:
+        await self._run_effect(Effect("display", {"mode": "closed"}))
+
+    def _helper(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._helpers.add(task)
+        task.add_done_callback(self._helpers.discard)
+
+    async def _start_extension(self, ext: Extension) -> None:
+        """Start an extension and supervise the tasks it starts: one dying (an exception) is
+        logged CRITICAL with its traceback and the extension is stopped and started again
+        after a backoff (too many deaths: out of service, see _task_died)."""
+        loop = asyncio.get_running_loop()
+        created: list[asyncio.Task[Any]] = []
+        previous = loop.get_task_factory()
+
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Future[Any]:
+            task = previous(loop, coro, **kw) if previous else asyncio.Task(coro, loop=loop, **kw)
+            if _STARTING.get() == ext.name and isinstance(task, asyncio.Task):
+                created.append(task)
+            return task
+
+        token = _STARTING.set(ext.name)
+        loop.set_task_factory(factory)  # type: ignore[arg-type]
+        try:
+            await ext.start(self)
+        finally:
+            loop.set_task_factory(previous)
+            _STARTING.reset(token)
+        self._ext_tasks[ext.name] = created  # one that died already reports at once
+        for task in self._ext_tasks[ext.name]:
+            task.add_done_callback(lambda t, ext=ext: self._ext_task_done(ext, t))  # type: ignore[misc]
+
+    def _ext_task_done(self, ext: Extension, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()  # retrieved here, whatever happens next
+        if self._stopping or ext.name in self._restarting:
+            return
+        if exc is None:
+            log_event(self.log, logging.INFO, f"extension {ext.name}: task {task.get_name()} ended")
+            return
+        if self._task_died(f"{ext.name}/{task.get_name()}", exc):
+            return  # too many deaths: left stopped, the table is out of service
+        self._restarting.add(ext.name)
+        self._helper(self._restart_extension(ext))
+
+    async def _restart_extension(self, ext: Extension) -> None:
+        """Stop the extension and start it again, after a backoff that grows with its deaths."""
+        while not self._stopping:
+            deaths = sum(len(v) for k, v in self._failures.items() if k.startswith(f"{ext.name}/"))
+            await asyncio.sleep(min(RESTART_MIN_S * 2 ** max(deaths - 1, 0), RESTART_MAX_S))
+            await self._stop_part(f"extension {ext.name}", ext.stop)
+            if self._stopping:
+                return
+            try:
+                await self._start_extension(ext)
+            except Exception as exc:
+                if self._task_died(f"{ext.name}/start", exc):
+                    self._restarting.discard(ext.name)
+                    return
+                continue
+            log_event(self.log, logging.WARNING, f"extension {ext.name} restarted", ext=ext.name)
+            self._restarting.discard(ext.name)
+            return
 
     # -- the event path -----------------------------------------------------------------------
 
@@ -286,13 +470,44 @@ class TableService:
                 batch.append(self.queue.get_nowait()[1])
             self._last_progress = time.monotonic()
             if self.out_of_service is not None:
-                for event in batch:
-                    log_event(
-                        self.log, logging.WARNING, "event ignored: out of service", kind=event.kind
-                    )
+                self._ignore(batch)
                 continue
             await self.process_batch(batch)
             self._last_progress = time.monotonic()
+
+    def _ignore(self, batch: list[Event]) -> None:
+        """Out of service every event is dropped: counted, the first one logged, then one
+        summary line per IGNORED_SUMMARY_S (a full disk must not flood the log as well)."""
+        self.stats.ignored += len(batch)
+        if self._ignored_line_mono is None:
+            log_event(
+                self.log,
+                logging.WARNING,
+                "event ignored: out of service (further ones are counted, summarised every"
+                f" {IGNORED_SUMMARY_S:.0f} s)",
+                kind=batch[0].kind,
+            )
+            self._ignored_line_mono = time.monotonic()
+            self._ignored_since_line = len(batch) - 1
+            return
+        self._ignored_since_line += len(batch)
+        self._log_ignored()
+
+    def _log_ignored(self, final: bool = False) -> None:
+        if self._ignored_line_mono is None or not self._ignored_since_line:
+            return
+        elapsed = time.monotonic() - self._ignored_line_mono
+        if elapsed < IGNORED_SUMMARY_S and not final:
+            return
+        log_event(
+            self.log,
+            logging.WARNING,
+            f"{self._ignored_since_line} events ignored in {elapsed:.0f} s: out of service",
+            ignored=self._ignored_since_line,
+            ignored_total=self.stats.ignored,
+        )
+        self._ignored_line_mono = time.monotonic()
+        self._ignored_since_line = 0
 
     async def process(self, event: Event) -> int | None:
         """Step, journal, then act. Returns the journal seq (None if the event was refused)."""
@@ -423,6 +638,11 @@ class TableService:
         interval = notify.watchdog_interval_s() or DEFAULT_WATCHDOG_S
         while True:
             await asyncio.sleep(interval)
+            if not self.control.serving():  # the control socket server stopped: serve again
+                self.stats.task_failures["control"] += 1
+                log_event(self.log, logging.CRITICAL, "control socket not serving: restarted")
+                await self.control.start()
+            self._log_ignored()
             if self._healthy():
                 notify.notify("WATCHDOG=1", f"STATUS={self._status_line()}")
 
@@ -443,10 +663,11 @@ class TableService:
         return int(self.machine.status(state).get("round", 0))
 
     def _status_line(self) -> str:
+        mode = "" if self.mode == "production" else f" [{self.mode.upper()} MODE]"
         if self.out_of_service:
-            return f"OUT OF SERVICE: {self.out_of_service}"
+            return f"OUT OF SERVICE: {self.out_of_service}{mode}"
         st = self.machine.status(self.state)
-        return f"{self.cfg.game} {st.get('state')} round {st.get('round')}"
+        return f"{self.cfg.game} {st.get('state')} round {st.get('round')}{mode}"
 
     async def _h_status(self, args: dict[str, Any]) -> dict[str, Any]:
         machine = {} if self.state is None else self.machine.status(self.state)
@@ -464,6 +685,13 @@ class TableService:
             "pool": machine.get("pool"),
             "events": self.stats.events,
             "rounds_this_run": dict(self.stats.rounds),
+            "ignored_events": self.stats.ignored,
+            "mode": self.mode,
+            "tasks": {
+                "failures": dict(self.stats.task_failures),
+                "stop_errors": self.stats.stop_errors,
+            },
+            "control": self.control.stats(),
             "uptime_s": round(time.monotonic() - self.stats.started_mono, 1),
             "config": config_json(self.cfg),
             **{ext.name: ext.status() for ext in self.extensions},
@@ -471,6 +699,8 @@ class TableService:
 
     async def _h_tail(self, args: dict[str, Any]) -> list[dict[str, Any]]:
         n = int(args.get("n", 20))
+        if not 1 <= n <= JOURNAL_TAIL_MAX:
+            raise ValueError(f"n must be within 1..{JOURNAL_TAIL_MAX}, got {n}")
         return [] if self.journal is None else [e.as_json() for e in self.journal.tail(n)]
 
     async def _h_summary(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -498,8 +728,15 @@ class TableService:
         data = args.get("data") or {}
         if not isinstance(data, dict):
             raise ValueError("dealer data must be an object")
+        if "operator" in data:
+            raise ValueError("dealer data may not hold 'operator': the daemon records who asked")
         if self.out_of_service is not None:
             raise ValueError(f"out of service: {self.out_of_service}")
+        peer = current_peer()
+        if peer is not None:
+            # Journaled with the event: who acted. Not `by`: dealer.cut already says by whom
+            # the cut was chosen (NSW 8.4.3); the machines ignore `operator`.
+            data = {**data, "operator": peer.as_json()}
         await self._idle.wait()
         seq = await self.process(Event(f"dealer.{action}", data))
         said = [item["effects"] for item in self.recent if item["seq"] == seq]

@@ -3,8 +3,10 @@
 At start: the installed program is checked against its signed manifest (controller/verify.py).
 A mismatch, a bad signature, or a manifest the settings promise but that is missing takes the
 table out of service before play: logged (each file named), shown on the meter, in
-`tablectl status`. With no settings at all (a development tree, simulation) the status says
-the software is not verified and the table plays.
+`tablectl status`. It fails closed: with no settings at all the table is out of service too,
+unless it runs in an explicit mode that may play unverified -- simulation (`--simulate`) or
+development (`service.development = true`, refused on an installed table, see
+`installed_layout`) -- and then the status and the log say the software is not verified.
 
 Control-socket commands (the game goes on while they run, in a worker thread):
   verify_hmac {seed: HEX}  HMAC-SHA1/HMAC-SHA256 over the installed program (GAT-style)
@@ -17,6 +19,7 @@ import asyncio
 import concurrent.futures
 import logging
 import multiprocessing
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +40,23 @@ if TYPE_CHECKING:
     from controller.service import TableService
 
 METER_TEXT = "OUT OF SERVICE - SOFTWARE"
-NOT_CONFIGURED = (
-    "no manifest configured (development or simulation): the installed program is not verified"
+NOT_CONFIGURED = "no manifest configured: the installed program is not verified"
+MISSING = (
+    "no software verification settings (share/tablectl/verification.toml): an unverified"
+    " program never plays (only --simulate or service.development = true may run unverified)"
 )
+UNVERIFIED_MODES = ("simulation", "development")
+INSTALL_PREFIX = Path("/opt/tablectl")
+# Written by image/customize.sh into the installed venv: this program is an installed table.
+INSTALLED_MARKER = Path("share/tablectl/installed")
+
+
+def installed_layout(prefix: Path | None = None) -> bool:
+    """An installed table: the program runs from /opt/tablectl (the image's venv) or its venv
+    holds the marker the image build writes. Both are on the read-only root; development
+    mode from the (writable) configuration never lifts verification there."""
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    return prefix == INSTALL_PREFIX or (prefix / INSTALLED_MARKER).is_file()
 
 
 async def _in_child(fn: Any, *args: Any) -> Any:
@@ -60,22 +77,27 @@ class SoftwareVerification:
         settings: Settings | None = None,
         *,
         settings_error: str | None = None,
+        mode: str = "production",
     ) -> None:
         self.log = log
         self.settings = settings
         self.settings_error = settings_error
+        # production: verified or out of service; simulation/development may run unverified.
+        self.mode = mode
         self.report: Report | None = None
         self.table: TableService | None = None
         self.hmac_requests = 0
         self._busy = asyncio.Lock()
 
     @classmethod
-    def installed(cls, log: logging.Logger, path: Path | None = None) -> SoftwareVerification:
+    def installed(
+        cls, log: logging.Logger, path: Path | None = None, *, mode: str = "production"
+    ) -> SoftwareVerification:
         """Settings from $TABLECTL_VERIFICATION or the venv's share/tablectl/verification.toml."""
         try:
-            return cls(log, load_settings(path))
+            return cls(log, load_settings(path), mode=mode)
         except ManifestError as exc:  # settings exist but are unusable: fail closed
-            return cls(log, None, settings_error=str(exc))
+            return cls(log, None, settings_error=str(exc), mode=mode)
 
     # -- Extension ------------------------------------------------------------------------------
 
@@ -85,7 +107,15 @@ class SoftwareVerification:
             await self._fail(f"software verification settings unusable: {self.settings_error}")
             return
         if self.settings is None:
-            log_event(self.log, logging.WARNING, f"software verification: {NOT_CONFIGURED}")
+            if self.mode not in UNVERIFIED_MODES:
+                await self._fail(f"software verification: {MISSING}")
+                return
+            log_event(
+                self.log,
+                logging.WARNING,
+                f"software verification: {NOT_CONFIGURED} ({self.mode} mode)",
+                mode=self.mode,
+            )
             return
         await self._check()
 
@@ -99,7 +129,10 @@ class SoftwareVerification:
         if self.settings_error is not None:
             return {"state": "failed", "detail": self.settings_error}
         if self.settings is None:
-            return {"state": "not_configured", "detail": NOT_CONFIGURED}
+            if self.mode not in UNVERIFIED_MODES:
+                return {"state": "missing", "detail": MISSING, "mode": self.mode}
+            detail = f"{NOT_CONFIGURED} ({self.mode} mode)"
+            return {"state": "not_configured", "detail": detail, "mode": self.mode}
         if self.report is None:
             return {"state": "checking", "settings": self.settings.as_json()}
         return {

@@ -320,3 +320,71 @@ def test_config_json_has_no_secrets_and_round_trips_to_json() -> None:
     assert data["link"]["password_file"] == "/etc/tablectl/link-password"
     assert data["boxes"] == 7
     assert "hunter" not in json.dumps(data)
+
+
+# --- bounds (issue 12 item 7): nothing infinite, nothing absurd reaches the daemon -------------
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400", "-1", "0", "0.01", "301"])
+def test_pool_timeout_must_be_finite_and_within_bounds(tmp_path: Path, value: str) -> None:
+    """`tablectl config validate` refuses it, naming the field (on main `inf` passed and
+    crashed start-up in int(inf * 1000))."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "table.toml"
+    path.write_text(PAIGOW + f"[link]\npool_timeout_s = {value}\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "controller.cli.main", "config", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 1
+    assert (
+        f"{path}: link.pool_timeout_s: must be a positive number of seconds within 0.1..300.0"
+        in (run.stdout)
+    )
+
+
+def test_pool_timeout_within_bounds_is_kept() -> None:
+    cfg = validate_text(PAIGOW + "[link]\npool_timeout_s = 0.5\n")
+    assert cfg.link.pool_timeout_s == 0.5
+
+
+def test_every_amount_has_a_maximum_and_all_are_reported_in_one_pass() -> None:
+    huge = 10**23
+    text = UTH.replace("ante_max = 100000", f"ante_max = {huge}") + (
+        f'[uth.jackpot]\nenabled = true\npool_id = "p"\nincrement_bp = 100\nwager = {huge}\n'
+        f"seed = {huge}\n[uth.jackpot.awards]\nroyal_minimum = {huge}\n"
+        "[link]\npool_timeout_s = inf\n"
+    )
+    errors = errors_of(text)
+    for key in (
+        "uth.limits.ante_max",
+        "uth.jackpot.wager",
+        "uth.jackpot.seed",
+        "uth.jackpot.awards.royal_minimum",
+    ):
+        assert (
+            f"table.toml: {key}: must be at most 10000000000 cents ($100,000,000), got 1.000e+23"
+            in errors
+        )
+    assert any(e.startswith("table.toml: link.pool_timeout_s:") for e in errors)
+    assert len(errors) == 5
+    # The maximum itself is allowed.
+    ok = UTH.replace("ante_max = 100000", "ante_max = 10000000000")
+    assert validate_text(ok).uth.limits.ante_max == 10**10  # type: ignore[union-attr]
+
+
+def test_service_roles_and_development_mode() -> None:
+    cfg = validate_text(PAIGOW)
+    assert (cfg.service.tech_group, cfg.service.super_group) == ("tablectl-tech", "tablectl-super")
+    assert cfg.service.development is False
+    errors = errors_of(
+        PAIGOW + '[service]\ntech_group = "staff"\nsuper_group = "staff"\ndevelopment = "yes"\n'
+    )
+    assert errors == [
+        "table.toml: service.development: must be true or false, got a string 'yes'",
+        "table.toml: service.super_group: must differ from tech_group (read-only and acting roles)",
+    ]

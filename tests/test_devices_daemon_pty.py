@@ -228,7 +228,9 @@ def test_ports_missing_at_start_come_up_when_plugged_in(tmp_path: Path) -> None:
     shaker_link, meter_link = tmp_path / "tablectl-shaker", tmp_path / "tablectl-meter"
     config = tmp_path / "table.toml"
     config.write_text(
-        'table_id = "PG-T"\ngame = "paigow"\n[paigow]\nrules = "nz"\nboxes = 8\n'
+        # development: no signed manifest on a test machine (fail closed otherwise, item 5).
+        'table_id = "PG-T"\ngame = "paigow"\n[service]\ndevelopment = true\n'
+        '[paigow]\nrules = "nz"\nboxes = 8\n'
         "[paigow.limits]\nminimum = 2000\nmaximum = 500000\nchip_unit = 100\n"
         f'[devices]\nsimulate = false\n[devices.shaker]\nport = "{shaker_link}"\n'
         f'[devices.meter]\nport = "{meter_link}"\n'

@@ -171,9 +171,14 @@ def test_lamps_drive_their_pins() -> None:
         leds = dev._lamp_devices
         assert leds[1].pin.state and not leds[2].pin.state
         await dev.command("lamps", {"state": "win"})  # every lamp blinks
-        await asyncio.sleep(0.35)
         assert dev.lamps == {1: "win", 2: "win"}
-        assert len(leds[1].pin.states) > 3  # it has been switching
+        # gpiozero blinks from a thread of its own: wait for it to switch (a loaded machine
+        # starts that thread late), with a bound; a lamp that stays lit never gets there.
+        for _ in range(200):
+            if len(leds[1].pin.states) > 3 and len(leds[2].pin.states) > 3:
+                break
+            await asyncio.sleep(0.05)
+        assert len(leds[1].pin.states) > 3 and len(leds[2].pin.states) > 3  # switching
         await dev.stop()
 
     run(go)

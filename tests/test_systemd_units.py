@@ -175,6 +175,8 @@ def test_sysusers_creates_the_account_and_groups(tmp_path: Path) -> None:
     assert users["tablectl"].split(":")[5] == "/var/lib/tablectl"
     assert users["tablectl"].split(":")[2] != "0"
     assert {"tablectl", "gpio", "dialout"} <= groups
+    # The control socket's roles (controller/control.py, docs/operations.md).
+    assert {"tablectl-tech", "tablectl-super"} <= groups
 
 
 def test_tmpfiles_makes_the_state_directory_private(tmp_path: Path) -> None:

@@ -331,7 +331,9 @@ def test_any_tree_round_trips_and_any_flip_is_caught(tmp_path_factory, files) ->
 # --- the daemon ---------------------------------------------------------------------------------
 
 
-def _service(tmp_path: Path, ext: SoftwareVerification) -> TableService:
+def _service(
+    tmp_path: Path, ext: SoftwareVerification, mode: str = "production"
+) -> TableService:
     state = tmp_path / "state"
     cfg = simulation_config("paigow", "nsw", state, state / "run")
     import random
@@ -347,6 +349,7 @@ def _service(tmp_path: Path, ext: SoftwareVerification) -> TableService:
         policy=build_policy(cfg, rng),
         autoplay=1,
         extensions=[ext],
+        mode=mode,
     )
 
 
@@ -374,8 +377,9 @@ def test_daemon_plays_when_verified_and_says_so(tmp_path: Path) -> None:
 
 
 def test_daemon_without_settings_says_not_verified_and_plays(tmp_path: Path) -> None:
-    ext = SoftwareVerification(log_setup(journald=False), None)
-    service = _service(tmp_path, ext)
+    # Only in an explicit mode that may run unverified (here simulation, as --simulate).
+    ext = SoftwareVerification(log_setup(journald=False), None, mode="simulation")
+    service = _service(tmp_path, ext, mode="simulation")
     assert asyncio.run(service.run()) == 0
     assert ext.status()["state"] == "not_configured"
 

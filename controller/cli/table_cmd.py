@@ -127,6 +127,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         ]
         if st.get("out_of_service"):
             lines.append(f"OUT OF SERVICE: {st['out_of_service']}")
+        if st.get("mode") not in (None, "production"):
+            lines.append(f"mode     {st['mode'].upper()} (may run unverified software)")
+        failures = (st.get("tasks") or {}).get("failures") or {}
+        if failures:
+            lines.append("tasks    " + ", ".join(f"{n} died {c}x" for n, c in failures.items()))
         lines.append(f"link     {st.get('link')}   pool {st.get('pool') or '-'}")
         if isinstance(st.get("verification"), dict):
             lines.append(f"software {st['verification'].get('state')}")
