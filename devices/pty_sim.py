@@ -18,15 +18,23 @@ Fault injection (docs/devices.md):
   to the pty; unplug removes it and closes the pty (the driver's end hangs up: EIO), replug
   puts a new pty pair behind the same link, as a USB serial adapter pulled and put back.
 Randomness is the OS CSPRNG unless a seeded `random.Random` is passed.
+
+On a host, for a VM whose emulated serial adapters open the pty (image/vm/):
+    python -m devices.pty_sim --shaker LINK --shuffler LINK --meter LINK [--cut-die] [--decks N]
+makes LINK a symlink to each simulator's pty and runs until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
 import random
+import signal
+import sys
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from devices.alpha import READ_TEXT, AlphaDecoder, encode_text_reply
@@ -415,3 +423,52 @@ class PtyMeterSim(_Wire):
                 continue
             _, self.mode, self.text = parsed
             self.shown.append(self.text)
+
+
+# --- host-side entry point ----------------------------------------------------------------------
+
+
+async def serve(links: dict[str, str], *, cut_die: bool = False, decks: int = 1) -> None:
+    """Start the named simulators, point each link at its pty, run until SIGTERM/SIGINT."""
+    make = {
+        "shaker": lambda: PtyShakerSim(cut_die=cut_die),
+        "shuffler": lambda: PtyShufflerSim(decks=decks),
+        "meter": lambda: PtyMeterSim(),
+    }
+    sims: dict[str, _Wire] = {name: make[name]() for name in links}
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        for name, sim in sims.items():
+            await sim.start()
+            tmp = f"{links[name]}.tmp"
+            os.symlink(sim.path, tmp)
+            os.replace(tmp, links[name])
+            print(f"pty_sim: {name} {sim.path} -> {links[name]}", flush=True)
+        await stop.wait()
+    finally:
+        for sim in sims.values():
+            await sim.close()
+        for name, sim in sims.items():
+            print(f"pty_sim: {name} counters {dict(sim.counters)}", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    doc = (__doc__ or "").split("\n")[0]
+    ap = argparse.ArgumentParser(prog="python -m devices.pty_sim", description=doc)
+    for name in ("shaker", "shuffler", "meter"):
+        ap.add_argument(f"--{name}", metavar="LINK", help=f"symlink to make to the {name}'s pty")
+    ap.add_argument("--cut-die", action="store_true", help="the shaker has a fourth die (NSW)")
+    ap.add_argument("--decks", type=int, default=1, choices=(1, 2), help="shuffler decks")
+    args = ap.parse_args(argv)
+    links = {n: getattr(args, n) for n in ("shaker", "shuffler", "meter") if getattr(args, n)}
+    if not links:
+        ap.error("name at least one of --shaker, --shuffler, --meter")
+    asyncio.run(serve(links, cut_die=args.cut_die, decks=args.decks))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

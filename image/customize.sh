@@ -55,9 +55,13 @@ lock="$HERE/requirements-$march.lock"
 pyver=$(in_root python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
 [ "$pyver" = 311 ] || { echo "customize.sh: the locks are for CPython 3.11, the root has $pyver" >&2; exit 1; }
 cp "$lock" "$wh/requirements.lock"
+# pip's --platform takes exact tags, no older glibc implied: name every manylinux the root's
+# glibc 2.36 runs (lgpio 0.2.2.0 for aarch64 is manylinux_2_34 only).
+plats=""
+for v in $(seq 36 -1 17); do plats="$plats --platform manylinux_2_${v}_$march"; done
+# shellcheck disable=SC2086
 "$PY" -m pip download -q --disable-pip-version-check -d "$wh" --only-binary=:all: \
-    --require-hashes --implementation cp --python-version "$pyver" --abi "cp$pyver" \
-    --platform "manylinux_2_36_$march" --platform "manylinux_2_28_$march" \
+    --require-hashes --implementation cp --python-version "$pyver" --abi "cp$pyver" $plats \
     --platform "manylinux2014_$march" --platform "linux_$march" --platform any -r "$lock"
 in_root python3 -m venv "$VENV"
 pipi() { in_root env -u PIP_FIND_LINKS -u PIP_CERT "$VENV/bin/pip" install -q --no-cache-dir \

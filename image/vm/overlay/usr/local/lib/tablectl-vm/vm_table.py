@@ -1,0 +1,52 @@
+"""VM only (image/vm/): tablectld with simulated players and dealer around the real drivers.
+
+The shipped `tablectld --config F` plays only with a real dealer and real GPIO; `--simulate`
+swaps the serial devices for simulators too. In the VM the serial devices are real (/dev/ttyUSB*
+behind the udev names, QEMU's USB serial adapters wired to the wire-level simulators on the
+host), while players, dealer and GPIO inputs are simulated (controller/sim/, gpiozero's mock
+pins): the config says `simulate = true` (that is what allows mock pins) and this entry point
+builds the hardware drivers. Everything else is tablectld's own code: journal, verification,
+watchdog, control socket, head-office link, logging to journald.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import sys
+
+from controller import daemon, logs
+from controller.lifecycle import stop_line
+from controller.service import TableService
+from devices.build import build_hardware
+from devices.rng import RandomSource
+
+
+def main() -> int:
+    args = daemon.parse_args(sys.argv[1:])
+    log = logs.setup()  # journald when systemd-python is installed, else stderr (journald too)
+    cfg = daemon.load(args)
+    machine = daemon.build_machine(cfg)
+    devices = build_hardware(cfg)  # the real drivers on /dev/tablectl-*, GPIO on mock pins
+    devices["rng"] = RandomSource()
+    pace = float(os.environ.get("TABLECTL_VM_PACE", "0.2"))
+    # TABLECTL_VM_PLAYERS=0: nobody plays (the table idles, its link still drains the outbox).
+    players = os.environ.get("TABLECTL_VM_PLAYERS", "1") != "0"
+    service = TableService(
+        cfg,
+        machine,
+        devices,
+        log,
+        policy=daemon.build_policy(cfg, random.Random()) if players else None,
+        pace_s=pace,
+        on_round=daemon.print_round,
+        extensions=daemon.build_extensions(cfg, args),
+    )
+    code = asyncio.run(service.run())
+    stop_line(log, code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,546 @@
+"""The shipped table, booted: the arm64 root built by image/customize.sh plus the VM layer, in
+qemu-system-aarch64 (virt, TCG) with systemd as PID 1 (`./dev vm-test`; image/vm/README.md).
+
+One VM for the module; the checks run in file order and each one can fail. Host side: the
+wire-level simulators behind QEMU's emulated FTDI adapters, Mosquitto with the shipped TLS/ACL
+config, head office (`tablectl-headoffice run`). Guest side: tablectld.service under the
+shipped sandbox, players/dealer/GPIO inputs simulated (image/vm/overlay/.../vm_table.py).
+On a failed check the guest's journal tail and unit states are printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.journal import Journal
+from headoffice.ledger import Ledger
+from image.vm.harness import (
+    HERE,
+    REPO,
+    Guest,
+    Simulators,
+    autoboot,
+    make_data_partition,
+    read_ext4_file,
+    tryboot_dtb,
+)
+from tests import mqtt_broker
+
+WORK = Path(os.environ.get("TABLECTL_VM_WORK", HERE / "work"))
+RESULTS: dict[str, Any] = {}
+DISCONNECT_S = 2.0  # the device shows `disconnected` within this after the unplug (issue 11)
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="mmdebstrap, binfmt_misc and mkfs need root"),
+    pytest.mark.skipif(shutil.which("qemu-system-aarch64") is None, reason="no qemu-system-arm"),
+    pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed"),
+]
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 1.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f} s: {what} (last: {last!r})")
+
+
+class Table:
+    """The VM and everything on the host around it, for the checks below."""
+
+    def __init__(self, run: Path) -> None:
+        self.run = run
+        self.pki = mqtt_broker.Pki(run / "pki")
+        # The guest reaches the host's loopback as 10.0.2.2 (QEMU user networking).
+        self.pki.server_cert, self.pki.server_key = self.pki._issue(
+            "server-vm", "10.0.2.2", "subjectAltName=IP:10.0.2.2,IP:127.0.0.1,DNS:localhost")
+        self.broker = mqtt_broker.Broker(run / "broker", self.pki)
+        self.broker.start()
+        self.ledger_path = run / "ledger.db"
+        ho = self.broker.headoffice_toml(str(self.ledger_path), cn="headoffice-1") + POOLS
+        (run / "ho.toml").write_text(ho)
+        self.headoffice = self._start_headoffice()
+        self.sims = Simulators(run)
+        data = run / "data"
+        self._persistent(data)
+        make_data_partition(data, run / "data.img")
+        self.guest = Guest(WORK, run, run / "data.img", self.sims.links)
+
+    def _start_headoffice(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "headoffice.cli", "--config", str(self.run / "ho.toml"), "run"],
+            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=subprocess.DEVNULL, stderr=(self.run / "headoffice.err").open("a"))
+
+    def _persistent(self, data: Path) -> None:
+        """The data partition's first contents: the per-table configuration (Pai Gow first),
+        the link's certificates, the journald directory the /var/log bind mount needs."""
+        etc = data / "etc/tablectl"
+        etc.mkdir(parents=True)
+        (data / "log/journal").mkdir(parents=True)
+        shutil.copy(REPO / "examples/vm-paigow.toml", etc / "paigow.toml")
+        uth = (REPO / "examples/vm-uth.toml").read_text()
+        uth = uth.replace("port = 8883", f"port = {self.broker.port}")
+        (etc / "uth.toml").write_text(uth)
+        (etc / "table.toml").symlink_to("paigow.toml")
+        tls = self.pki.client("VM-UTH-01")
+        shutil.copy(tls.ca, etc / "ca.pem")
+        shutil.copy(tls.cert, etc / "table.pem")
+        shutil.copy(tls.key, etc / "table.key")  # the guest gives it to group tablectl, 0640
+        (etc / "vm.env").write_text("TABLECTL_VM_PACE=0.3\n")
+        # Head office in the guest, for its unit's check (the same broker, another worker).
+        ho = self.pki.client("headoffice-2")  # each worker has a certificate of its own
+        for src, dst in ((ho.cert, "headoffice.pem"), (ho.key, "headoffice.key")):
+            shutil.copy(src, etc / dst)
+        (etc / "headoffice.toml").write_text(
+            '[database]\nurl = "sqlite:////var/lib/tablectl-headoffice/ledger.db"\n'
+            f'[broker]\nhost = "10.0.2.2"\nport = {self.broker.port}\nclient_id = "headoffice-2"\n'
+            '[broker.tls]\nca = "/persistent/etc/tablectl/ca.pem"\n'
+            'cert = "/persistent/etc/tablectl/headoffice.pem"\n'
+            'key = "/persistent/etc/tablectl/headoffice.key"\n' + POOLS)
+
+    # -- the guest, as a technician sees it -------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        r = self.guest.ssh("tablectl status --json", user="tech", check=False, timeout=60)
+        if r.returncode != 0:
+            return {}
+        return dict(json.loads(r.stdout))
+
+    def main_pid(self) -> int:
+        out = self.guest.ssh("systemctl show -p MainPID --value tablectld").stdout
+        return int(out.strip() or 0)
+
+    def completed(self) -> int:
+        s = self.status()
+        return int((s.get("rounds_this_run") or {}).get("completed", 0)) if s else -1
+
+    def journal_lines(self, *args: str) -> str:
+        return self.guest.ssh(f"journalctl -u tablectld --no-pager {' '.join(args)}").stdout
+
+    def wait_active(self, timeout: float = 240) -> None:
+        """tablectld active: with Type=notify, READY=1 was sent."""
+        wait_for("tablectld active (READY=1)", lambda: self.guest.ssh(
+            "systemctl is-active tablectld", check=False).stdout.strip() == "active", timeout, 2)
+
+    def switch_to(self, game: str) -> None:
+        self.guest.ssh(f"ln -sfn {game}.toml /persistent/etc/tablectl/table.toml"
+                       " && systemctl restart tablectld")
+
+    def close(self) -> None:
+        self.guest.shutdown()
+        self.sims.stop()
+        self.headoffice.terminate()
+        self.headoffice.wait(20)
+        self.broker.stop()
+
+
+POOLS = """[service]
+operators = ["root"]
+[[pools]]
+id = "vm-uth-linked"
+seed = 5000000
+increment_bp = 2500
+hidden_bp = 500
+ceiling = 50000000
+[[tables]]
+id = "VM-UTH-01"
+pool = "vm-uth-linked"
+"""
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
+    started = time.monotonic()
+    subprocess.run([str(HERE / "build.sh"), str(WORK)], check=True)
+    RESULTS["build_s"] = round(time.monotonic() - started, 1)
+    t = Table(tmp_path_factory.mktemp("vm"))
+    try:
+        RESULTS["boot"] = t.guest.boot()
+        yield t
+    finally:
+        t.close()
+        print("\nvm-test results:", json.dumps(RESULTS, indent=1), file=sys.stderr)
+        (WORK / "results.json").write_text(json.dumps(RESULTS, indent=1) + "\n")
+
+
+@pytest.fixture(autouse=True)
+def _diagnose(request: pytest.FixtureRequest, table: Table) -> Iterator[None]:
+    started = time.monotonic()
+    yield
+    rep = getattr(request.node, "rep_call", None)
+    passed = rep is not None and rep.passed
+    RESULTS.setdefault("checks", {})[request.node.name] = {
+        "passed": passed, "s": round(time.monotonic() - started, 1)}
+    if not passed:
+        print(table.guest.diagnostics(), file=sys.stderr)
+
+
+# -- the checks --------------------------------------------------------------------------------
+
+
+def test_boots_systemd_with_a_read_only_root_and_the_data_partition(table: Table) -> None:
+    g = table.guest
+    assert g.ssh("cat /proc/1/comm").stdout.strip() == "systemd"
+    assert g.ssh("uname -m").stdout.strip() == "aarch64"
+    root = g.ssh("findmnt -no OPTIONS /").stdout.strip().split(",")
+    assert "ro" in root and "noatime" in root, root
+    data = g.ssh("findmnt -no SOURCE,OPTIONS /persistent").stdout.strip()
+    assert "/dev/vdb" in data and "rw" in data.split()[1].split(","), data
+    assert g.ssh("touch /etc/x", check=False).returncode != 0  # really read-only
+    # systemd's own timings, and READY of the daemon under systemd (Type=notify).
+    RESULTS["systemd_analyze"] = g.ssh("systemd-analyze time", check=False).stdout.strip()
+    wait_for("tablectld active (READY=1)",
+             lambda: g.ssh("systemctl is-active tablectld", check=False).stdout.strip()
+             == "active", 240, 2)
+    props = dict(line.split("=", 1) for line in g.ssh(
+        "systemctl show -p ExecMainStartTimestampMonotonic -p ActiveEnterTimestampMonotonic "
+        "-p InactiveExitTimestampMonotonic tablectld").stdout.split())
+    ready_s = (int(props["ActiveEnterTimestampMonotonic"])
+               - int(props["InactiveExitTimestampMonotonic"])) / 1e6
+    RESULTS["tablectld_start_to_ready_s"] = round(ready_s, 1)
+    RESULTS["boot_to_ready_s"] = round(int(props["ActiveEnterTimestampMonotonic"]) / 1e6, 1)
+
+
+def test_udev_names_the_emulated_usb_adapters_like_the_real_ones(table: Table) -> None:
+    g = table.guest
+    for name in ("shaker", "shuffler", "meter"):
+        target = g.ssh(f"readlink -f /dev/tablectl-{name}").stdout.strip()
+        assert re.fullmatch(r"/dev/ttyUSB\d", target), (name, target)
+        mode = g.ssh(f"stat -Lc '%a %G' /dev/tablectl-{name}").stdout.split()
+        assert mode == ["660", "tablectl"], (name, mode)
+        props = g.ssh(f"udevadm info -q property -n {target}").stdout
+        assert "ID_VENDOR_ID=0403" in props and "ID_MODEL_ID=6001" in props, props
+    # The rules in the image are `tablectl devices udev` of the VM configs, signed in the manifest.
+    rules = g.ssh("cat /etc/udev/rules.d/99-tablectl-serial.rules").stdout
+    assert 'ATTRS{serial}=="VMSHK001"' in rules and 'SYMLINK+="tablectl-shaker"' in rules
+
+
+def test_paigow_plays_through_the_usb_serial_devices_under_the_shipped_sandbox(
+        table: Table) -> None:
+    g = table.guest
+    pid = table.main_pid()
+    # The running daemon is the tablectl user with the unit's sandbox, holding the real ttys.
+    user = g.ssh(f"ps -o user= -p {pid}").stdout.strip()
+    assert user == "tablectl", user
+    fds = g.ssh(f"ls -l /proc/{pid}/fd").stdout
+    ttys = set(re.findall(r"/dev/ttyUSB\d", fds))
+    shaker = g.ssh("readlink -f /dev/tablectl-shaker").stdout.strip()
+    meter = g.ssh("readlink -f /dev/tablectl-meter").stdout.strip()
+    assert {shaker, meter} <= ttys, fds
+    sandbox = g.ssh("systemctl show -p ProtectSystem -p DevicePolicy -p NoNewPrivileges "
+                    "-p User tablectld").stdout
+    for want in ("ProtectSystem=strict", "DevicePolicy=closed", "NoNewPrivileges=yes",
+                 "User=tablectl"):
+        assert want in sandbox, sandbox
+    wait_for("3 Pai Gow rounds completed", lambda: table.completed() >= 3, 300, 3)
+    s = table.status()
+    assert s["game"] == "paigow" and s["out_of_service"] is None, s
+    assert s["verification"]["state"] == "verified", s["verification"]
+    assert s["devices"]["shaker"]["state"] == "ready", s["devices"]
+    assert s["devices"]["shaker"]["counters"].get("results", 0) >= 3  # dice over the wire
+    plain = g.ssh("tablectl status", user="tech").stdout
+    assert "paigow" in plain, plain
+    RESULTS["paigow_rounds"] = s["rounds_this_run"]
+
+
+LGPIO_CHECK = """
+import lgpio
+
+h = lgpio.gpiochip_open(0)
+info = lgpio.gpio_get_chip_info(h)
+for line in range(info[1]):
+    try:  # QEMU virt's gpio-keys (the power button) holds one line
+        lgpio.gpio_claim_input(h, line)
+    except lgpio.error:
+        continue
+    print("chip", info, "line", line, "value", lgpio.gpio_read(h, line))
+    break
+else:
+    raise SystemExit(f"no free line on {info}")
+"""
+
+
+def test_lgpio_opens_the_gpiochip_under_the_units_sandbox(table: Table) -> None:
+    """PL061's lines cannot be driven from the host: inputs are mock pins in play. This shows the
+    Pi's pin library claims and reads a real gpiochip as the daemon's user in its sandbox."""
+    g = table.guest
+    unit = g.ssh("systemctl cat tablectld.service").stdout
+    props: list[str] = []
+    section = ""
+    for line in unit.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif section == "[Service]" and "=" in line and not line.startswith("#"):
+            key = line.split("=", 1)[0]
+            if key not in {"Type", "NotifyAccess", "ExecStart", "WatchdogSec", "Restart",
+                           "RestartSec", "TimeoutStartSec", "TimeoutStopSec", "KillMode",
+                           "StateDirectory", "StateDirectoryMode", "RuntimeDirectory",
+                           "RuntimeDirectoryMode", "ConfigurationDirectory",
+                           "ConfigurationDirectoryMode", "EnvironmentFile", "BindPaths",
+                           "WorkingDirectory"}:
+                if key == "IPAddressAllow":  # systemd-run (252) knows no symbolic names
+                    line = (line.replace("localhost", "127.0.0.0/8 ::1/128")
+                            .replace("link-local", "169.254.0.0/16 fe80::/64"))
+                props.append(line)
+    assert any(p.startswith("DeviceAllow=char-gpiochip") for p in props), props
+    g.ssh(f"echo {base64.b64encode(LGPIO_CHECK.encode()).decode()} | base64 -d"
+          " > /run/lgpio_check.py")
+    args = " ".join(f"-p '{p}'" for p in props)
+    r = g.ssh(f"cd / && systemd-run --quiet --wait --pipe --collect {args} "
+              "-p WorkingDirectory=/tmp /opt/tablectl/bin/python /run/lgpio_check.py", check=False)
+    assert r.returncode == 0 and "chip" in r.stdout, r.stdout + r.stderr
+    RESULTS["lgpio"] = r.stdout.strip()
+
+
+def test_watchdog_restarts_a_stopped_daemon_and_the_round_resumes(table: Table) -> None:
+    g = table.guest
+    table.wait_active()
+    pid = table.main_pid()
+    restarts = int(g.ssh("systemctl show -p NRestarts --value tablectld").stdout)
+    # The round in hand and the stop in one go, so no round ends in between.
+    before = json.loads(g.ssh(f"tablectl status --json && kill -STOP {pid}").stdout)
+    stopped = time.monotonic()
+    round_at_stop = before["round"]
+    assert before["state"] != "closed", before["state"]  # a round is open
+    new_pid = wait_for("a new tablectld after the watchdog",
+                       lambda: (p := table.main_pid()) not in (0, pid) and p, 180, 1)
+    RESULTS["watchdog_restart_s"] = round(time.monotonic() - stopped, 1)
+    assert int(g.ssh("systemctl show -p NRestarts --value tablectld").stdout) == restarts + 1
+    table.wait_active()
+    log = table.journal_lines("-n", "300")
+    assert "Watchdog timeout" in log, log[-2000:]
+    # The interrupted round is finished by the new process (the old one never finished it).
+    done = re.compile(rf"round {round_at_stop} (completed|voided)")
+    wait_for(f"round {round_at_stop} finished by the new process", lambda: done.search(
+        g.ssh(f"journalctl --no-pager -o cat _PID={new_pid}").stdout), 240, 3)
+    assert not done.search(g.ssh(f"journalctl --no-pager -o cat _PID={pid}").stdout)
+    RESULTS["watchdog_round_resumed"] = round_at_stop
+
+
+def test_unplug_and_replug_a_usb_serial_adapter_mid_round(table: Table) -> None:
+    g = table.guest
+    table.wait_active()
+    pid = table.main_pid()
+    wait_for("a round under way", lambda: table.status().get("round"), 60)
+    table.guest.qmp("device_del", id="usb-shaker")
+    wait_for("shaker shows disconnected",
+             lambda: (table.status().get("devices") or {}).get("shaker", {}).get("state")
+             == "disconnected", 30, 0.25)
+    # How fast, on the guest's clock: the kernel's USB disconnect to the daemon's disconnected
+    # state (its log line is written where the state changes; `tablectl status` over ssh costs
+    # more than a second of TCG time by itself, so polling it cannot time this).
+    since = g.ssh("date +%s").stdout.strip()
+    stamps = {}
+    for line in g.ssh(f"journalctl -b -o json --no-pager --since=@{int(since) - 120}").stdout\
+            .splitlines():
+        e = json.loads(line)
+        msg = e.get("MESSAGE")
+        if not isinstance(msg, str):
+            continue
+        if e.get("_TRANSPORT") == "kernel" and "USB disconnect" in msg:
+            stamps["unplug"] = int(e["__REALTIME_TIMESTAMP"])
+        elif msg.startswith("shaker: disconnected") and "unplug" in stamps:
+            stamps.setdefault("disconnected", int(e["__REALTIME_TIMESTAMP"]))
+    assert {"unplug", "disconnected"} <= set(stamps), stamps
+    RESULTS["unplug_to_disconnected_s"] = (stamps["disconnected"] - stamps["unplug"]) / 1e6
+    assert RESULTS["unplug_to_disconnected_s"] <= DISCONNECT_S, RESULTS
+    # The round machine gets the device's fault (the shake it asks for fails: PG rules' motor
+    # fault path, the dealer shakes again or voids): a shaker.fault event in the journal.
+    wait_for("a shaker.fault event while unplugged", lambda: '"shaker.fault"' in table.guest.ssh(
+        "tablectl journal tail --json -n 200", user="tech", check=False).stdout, 120, 3)
+    table.guest.qmp("device_add", driver="usb-serial", id="usb-shaker", bus="xhci.0", port="1",
+                    chardev="ch-shaker", serial="VMSHK001")
+    wait_for("shaker ready again",
+             lambda: (table.status().get("devices") or {}).get("shaker", {}).get("state")
+             == "ready", 60, 1)
+    done = table.completed()
+    wait_for("play goes on after the replug", lambda: table.completed() > done, 240, 3)
+    assert table.main_pid() == pid  # no restart
+    warnings = table.journal_lines("-p", "warning", "-n", "500")
+    assert "disconnect" in warnings.lower(), warnings[-3000:]
+
+
+def test_logs_carry_priorities_and_structured_fields(table: Table) -> None:
+    g = table.guest
+    # Tampering: a file of the signed program changed (a bind mount over it, since the root
+    # is read-only). At start the verification fails: OUT OF SERVICE, at priority crit.
+    doc = "/opt/tablectl/share/tablectl/doc/operations.md"
+    g.ssh(f"cp {doc} /run/tampered.md && echo tampered >> /run/tampered.md && "
+          f"mount --bind /run/tampered.md {doc} && systemctl restart tablectld")
+    try:
+        wait_for("OUT OF SERVICE at priority crit",
+                 lambda: "OUT OF SERVICE" in table.journal_lines("-p", "crit", "-n", "50"),
+                 240, 3)
+        assert table.status().get("out_of_service"), table.status()
+    finally:
+        g.ssh(f"umount {doc}")
+    g.ssh("systemctl restart tablectld")
+    wait_for("back in service", lambda: table.status().get("out_of_service", 1) is None, 240, 3)
+    fields: set[str] = set()
+    for line in table.journal_lines("-o", "json", "-n", "500").splitlines():
+        fields |= set(json.loads(line))
+    assert "ROUND" in fields and "PRIORITY" in fields, sorted(fields)
+    RESULTS["journal_fields"] = sorted(f for f in fields if not f.startswith("_"))
+
+
+def test_uth_with_the_link_logs_a_lost_broker_once_and_its_recovery(table: Table) -> None:
+    g = table.guest
+    g.ssh("chgrp tablectl /persistent/etc/tablectl/table.key && "
+          "chmod 0640 /persistent/etc/tablectl/table.key")
+    table.switch_to("uth")
+    wait_for("UTH linked to head office", lambda: (table.status().get("link") or {})
+             .get("connected"), 240, 3)
+    wait_for("3 UTH rounds", lambda: table.completed() >= 3, 300, 3)
+    since = g.ssh("date +%s").stdout.strip()
+    table.broker.stop()
+    time.sleep(40)
+    table.broker.start()
+    wait_for("link back", lambda: (table.status().get("link") or {}).get("connected"), 120, 2)
+    log = table.journal_lines(f"--since=@{since}", "-o", "cat")
+    # The link's own lines (the service adds one "head-office link down/up" per state change).
+    outage = [ln for ln in log.splitlines() if re.match(r"link (down|: cannot connect)", ln)]
+    recovered = re.findall(r"link up: connected to \S+ after (\d+) failed attempts", log)
+    assert len(outage) == 1, log[-3000:]  # once, though it retried all the while
+    assert recovered and int(recovered[-1]) >= 2, log[-3000:]
+    RESULTS["link_outage"] = {"logged": outage, "failed_attempts": int(recovered[-1])}
+
+
+def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: Table) -> None:
+    g = table.guest
+    table.wait_active()
+    # Frozen right after the status (SIGSTOP), so the round it shows is still open at the cut.
+    s = json.loads(g.ssh(f"tablectl status --json && kill -STOP {table.main_pid()}").stdout)
+    g.power_cut()
+    round_at_cut = s["round"]
+    assert s["state"] != "closed", s["state"]
+    RESULTS["reboot"] = g.boot()
+    table.wait_active()
+    done = re.compile(rf"round {round_at_cut} (completed|voided)")
+    wait_for(f"round {round_at_cut} finished after the power cut", lambda: done.search(
+        g.ssh("journalctl -b 0 -u tablectld --no-pager -o cat").stdout), 240, 3)
+    RESULTS["power_cut_round_resumed"] = round_at_cut
+    # As root: the journal key (/etc/tablectl/journal-key -> the data partition) is root-only.
+    verify = g.ssh("tablectl journal verify --state-dir /persistent/tablectl", check=False)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    # Stop play (no players: the table idles), let the outbox drain, stop the daemon; then the
+    # table's journal against head office's ledger.
+    g.ssh("echo TABLECTL_VM_PLAYERS=0 >> /persistent/etc/tablectl/vm.env && "
+          "systemctl restart tablectld")
+    table.wait_active()
+    wait_for("the outbox acknowledged", lambda: (link := table.status().get("link") or {})
+             .get("connected") and link.get("outbox_pending") == 0, 240, 3)
+    g.ssh("systemctl stop tablectld && "
+          "sed -i /TABLECTL_VM_PLAYERS/d /persistent/etc/tablectl/vm.env")
+    local = table.run / "journal-uth"
+    g.scp_from("/persistent/tablectl", local)
+    g.scp_from("/persistent/etc/tablectl/journal-key", table.run / "journal-key")
+    wagered = messages = 0
+    with Journal.open(local, table_id="VM-UTH-01", game="uth", create=False,
+                      key_file=table.run / "journal-key") as j:
+        for e in j.iter_events():
+            for m in e.outbox:
+                messages += 1
+                if m.type == "jackpot_increment":
+                    wagered += m.payload["amount"]
+                elif m.type == "jackpot_cancel":
+                    wagered -= m.payload["amount"]
+        pending = len(j.pending_outbox(limit=1_000_000))
+    ledger = Ledger.open(str(table.ledger_path))
+    h = ledger.table_totals("VM-UTH-01")
+    assert pending == 0, f"{pending} outbox messages not acknowledged"
+    assert (h["last_seq"], h["wagered"]) == (messages, wagered), (h, messages, wagered)
+    RESULTS["ledger"] = {"messages": messages, "wagered_cents": wagered}
+
+
+def test_headoffice_unit_starts_and_serves_the_table(table: Table) -> None:
+    """Head office from its unit in the guest, the only worker: the table's link messages are
+    acknowledged by it (acks come only from head office), into its ledger on the guest."""
+    g = table.guest
+    table.headoffice.terminate()
+    table.headoffice.wait(20)
+    # DynamicUser= gets a user that exists only while it runs: the test key is world-readable
+    # (a real head office would pass its key with LoadCredential=).
+    g.ssh("chmod 0644 /persistent/etc/tablectl/headoffice.key")
+    # The guest's head office continues the host's ledger (a head office moved to another
+    # server): a fresh ledger's pool version 1 is refused by a table that has seen later ones.
+    g.ssh("install -d -m 0700 /var/lib/private/tablectl-headoffice")
+    g.scp_to(table.ledger_path, "/var/lib/private/tablectl-headoffice/ledger.db")
+    g.ssh("systemctl start tablectl-headoffice.service")
+    g.ssh("systemctl start tablectld")
+    wait_for("tablectld active", lambda: g.ssh("systemctl is-active tablectld", check=False)
+             .stdout.strip() == "active", 240, 2)
+    acked = int((table.status().get("link") or {}).get("acked", 0))
+    wait_for("acks from the guest's head office",
+             lambda: int((table.status().get("link") or {}).get("acked", 0)) >= acked + 3,
+             300, 3)
+    state = g.ssh("systemctl is-active tablectl-headoffice", check=False).stdout.strip()
+    assert state == "active", g.ssh("journalctl -u tablectl-headoffice --no-pager -n 50").stdout
+    report = g.ssh("tablectl-headoffice --config /etc/tablectl/headoffice.toml report --db "
+                   "sqlite:////var/lib/private/tablectl-headoffice/ledger.db --json").stdout
+    assert "VM-UTH-01" in report, report[-2000:]
+
+
+def test_ab_slot_commits_a_healthy_tryboot_and_refuses_an_unhealthy_one(table: Table) -> None:
+    """The firmware side is emulated: the device tree carries /chosen/bootloader tryboot=1,
+    partition=3 as the Pi firmware sets it on a tryboot, and /bootfs (an ext4 disk standing in
+    for the vfat boot partition) holds autoboot.txt. The slot's contents are not swapped: the
+    same system disk plays both slots; what is checked is tablectl-slot's decision."""
+    g = table.guest
+    g.shutdown()
+    src = table.run / "bootfs"
+    src.mkdir()
+    (src / "autoboot.txt").write_text(autoboot(2, 3))
+    g.bootfs = table.run / "bootfs.img"
+    subprocess.run(["mkfs.ext4", "-q", "-L", "bootfs", "-d", str(src), str(g.bootfs), "16M"],
+                   check=True)
+    g.dtb = tryboot_dtb(table.run / "tryboot.dtb", 3)
+    RESULTS["tryboot"] = g.boot()
+    assert g.ssh("od -An -tu4 --endian=big /proc/device-tree/chosen/bootloader/tryboot"
+                 ).stdout.strip() == "1"
+    # tablectl-health.service (WantedBy=multi-user.target, only on a tryboot) decides.
+    wait_for("tablectl-health.service finished", lambda: g.ssh(
+        "systemctl show -p ExecMainExitTimestampMonotonic --value tablectl-health"
+    ).stdout.strip() not in ("", "0"), 600, 5)
+    result = g.ssh("systemctl show -p Result --value tablectl-health").stdout.strip()
+    committed = g.ssh("cat /bootfs/autoboot.txt").stdout
+    assert result == "success" and committed == autoboot(3, 2), (
+        result, committed, g.ssh("journalctl -u tablectl-health --no-pager").stdout)
+    # An unhealthy try: the table is down. The check gives up, leaves the committed slot as it
+    # was and reboots (QEMU runs with -no-reboot: the reboot ends it).
+    g.ssh(f"printf '{autoboot(2, 3)}' > /bootfs/autoboot.txt && sync")
+    g.ssh("systemctl stop tablectld")
+    g.ssh("TABLECTL_HEALTH_WAIT_S=10 tablectl-slot health-commit", check=False, timeout=180)
+    assert g.proc is not None
+    g.proc.wait(180)
+    assert read_ext4_file(g.bootfs, "/autoboot.txt") == autoboot(2, 3)
+    # The firmware then boots the committed slot (no tryboot): the table plays again.
+    g.dtb = None
+    RESULTS["after_rollback"] = g.boot()
+    assert g.ssh("tablectl-slot status").stdout.split("\n")[2].endswith("no")
+    wait_for("tablectld active", lambda: g.ssh("systemctl is-active tablectld", check=False)
+             .stdout.strip() == "active", 240, 2)
+
+
+def test_the_read_only_root_was_never_written(table: Table) -> None:
+    table.guest.shutdown()
+    r = subprocess.run(["qemu-img", "compare", "-f", "raw", "-F", "qcow2",
+                        str(WORK / "root.img"), str(table.guest.overlay)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
