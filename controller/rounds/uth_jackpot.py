@@ -319,7 +319,8 @@ def verify(config: UthConfig, state: UthState, data: Any) -> Result:
         raise InputError(f"round {number}: no jackpot hit pending its award")
     boxes = data.get("boxes", hit["boxes"])
     if (not isinstance(boxes, list) or not boxes
-            or sorted(set(boxes)) != sorted(boxes) or not set(boxes) <= set(hit["boxes"])):
+            or not all(isinstance(b, int) and not isinstance(b, bool) for b in boxes)
+            or len(set(boxes)) != len(boxes) or not set(boxes) <= set(hit["boxes"])):
         raise InputError(f"round {number}: boxes {str(boxes)[:60]} are not among the hit's"
                          f" boxes {hit['boxes']}")
     who = data.get("operator")
