@@ -207,7 +207,11 @@ class ControlServer:
         os.chmod(self.path, 0o660)
         if self.group:
             try:
-                os.chown(self.path, -1, grp.getgrnam(self.group).gr_gid)
+                gid = grp.getgrnam(self.group).gr_gid
+                # Only when it differs: under the unit (SystemCallFilter=~@privileged) chown is
+                # refused even as a no-op, and the socket already has the daemon's group.
+                if os.stat(self.path).st_gid != gid:
+                    os.chown(self.path, -1, gid)
             except (KeyError, PermissionError) as exc:
                 self.on_error(f"control socket left in the daemon's group: {self.group}: {exc}")
 

@@ -29,9 +29,10 @@ mkdir -p "$ROOT/persistent" "$ROOT/bootfs"
 # systemd makes a transient machine id on a read-only root when the file is empty.
 : >"$ROOT/etc/machine-id"
 
-# Network (QEMU user networking) and ssh for the test; a technician account in group tablectl.
+# Network (QEMU user networking) and ssh for the test; a technician account as
+# docs/operations.md makes one: groups tablectl and tablectl-tech (read-only commands).
 systemctl --root="$ROOT" enable systemd-networkd.service ssh.service
-chroot "$ROOT" useradd --create-home --groups tablectl --shell /bin/bash tech
+chroot "$ROOT" useradd --create-home --groups tablectl,tablectl-tech --shell /bin/bash tech
 for home in /root /home/tech; do
     mkdir -p "$ROOT$home/.ssh"
     printf '%s\n' "$key" >"$ROOT$home/.ssh/authorized_keys"
