@@ -107,6 +107,7 @@ def test_a_hit_refused_at_head_office_is_never_paid_on_a_verification(new_url: N
     {"round": 1, "pool_id": P, "boxes": [], "verified_by": {"uid": 1, "user": "carol"}},
     {"round": 1, "pool_id": P, "boxes": [1, 1], "verified_by": {"uid": 1, "user": "carol"}},
     {"round": 1, "pool_id": P, "boxes": [8], "verified_by": {"uid": 1, "user": "carol"}},
+    {"round": 1, "pool_id": P, "boxes": [None, []], "verified_by": {"uid": 1, "user": "c"}},
     {"round": 1, "pool_id": P, "boxes": [1], "verified_by": {"uid": 1, "user": "c" * 65}},
     {"round": 1, "pool_id": P, "boxes": [1], "verified_by": {"uid": 1, "user": ""}},
     {"round": 1, "pool_id": P, "boxes": [1], "verified_by": {"uid": -1, "user": "carol"}},
@@ -118,3 +119,11 @@ def test_the_contract_bounds_a_verification(payload: dict[str, Any]) -> None:
         contract.check_outbox_payload("jackpot_verified", payload)
     good = {**payload, "boxes": [1], "verified_by": {"uid": 1001, "user": "carol"}}
     assert contract.check_outbox_payload("jackpot_verified", good) == good
+
+
+@pytest.mark.parametrize("type_", ["jackpot_increment", "jackpot_cancel"])
+def test_unhashable_boxes_are_a_schema_error_not_a_crash(type_: str) -> None:
+    """Found by tests/test_fuzz_parsers.py: boxes [None, []] raised TypeError (unhashable)."""
+    with pytest.raises(contract.SchemaError, match="do not match"):
+        contract.check_outbox_payload(type_, {"round": 3, "pool_id": P, "amount": 200,
+                                              "wager": 100, "wagers": 2, "boxes": [None, []]})

@@ -251,14 +251,14 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         boxes = _list(payload, "boxes", what)
         if amount != wager * wagers:
             raise SchemaError(f"{what}: amount {amount} != wager {wager} x wagers {wagers}")
-        if (len(boxes) != wagers or len(set(boxes)) != len(boxes)
-                or not all(_box(b) for b in boxes)):
+        if (len(boxes) != wagers or not all(_box(b) for b in boxes)
+                or len(set(boxes)) != len(boxes)):  # boxes first: a list is unhashable
             raise SchemaError(f"{what}: boxes {_show(boxes)} do not match wagers {wagers}")
         return payload
     if type_ == "jackpot_verified":  # rule 15: an attendant verified a held hit at the table
         boxes = _list(payload, "boxes", what)
-        if (not boxes or len(boxes) > MAX_BOXES or len(set(boxes)) != len(boxes)
-                or not all(_box(b) for b in boxes)):
+        if (not boxes or len(boxes) > MAX_BOXES or not all(_box(b) for b in boxes)
+                or len(set(boxes)) != len(boxes)):
             raise SchemaError(f"{what}: boxes must be 1..{MAX_BOXES} distinct boxes")
         who = payload.get("verified_by")
         if not isinstance(who, dict):
