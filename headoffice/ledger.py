@@ -62,6 +62,11 @@ class BatchResult:
     unknown: list[str] = field(default_factory=list)  # tables not enrolled: refused, not acked
     held_hits: list[str] = field(default_factory=list)  # hits held for an operator (PENDING)
     forks: list[str] = field(default_factory=list)  # sequence/chain anomalies, alarmed
+    # jackpot_verified from a table (rule 15): (hold_no, table, user) approved after the commit;
+    # refused ones (not held, implausible, another table's) are alarmed and counted here.
+    verified: list[tuple[int, str, str]] = field(default_factory=list)
+    verify_refused: list[str] = field(default_factory=list)
+    verifications_paid: int = 0
 
 
 @dataclass
@@ -264,7 +269,24 @@ class Ledger:
                 elif item.kind == "status":
                     batch.status(item.table, item.body)
             batch.flush()
+        for hold_no, table, user in result.verified:
+            self._verify_hit(hold_no, table, user, result)
         return result
+
+    def _verify_hit(self, hold_no: int, table: str, user: str, result: BatchResult) -> None:
+        """An attendant's verification at the table pays a hit held for its size alone: the
+        same approval as `hit approve`, the attendant and the table recorded as who approved
+        (rule 15: a large award waits for verification before the pool resets)."""
+        try:
+            self._pay_held(hold_no, operator=f"attendant {user} at table {table}",
+                           note="verified at the table", table=table)
+        except LedgerError as exc:  # decided at head office meanwhile, or cannot be paid
+            text = f"jackpot_verified from {table} for held hit #{hold_no} refused: {exc}"
+            result.verify_refused.append(text)
+            with self.db.transaction():
+                self.alarm(text, None, table)
+        else:
+            result.verifications_paid += 1
 
     def award_for(self, table: str, round_: int) -> dict[str, Any] | None:
         row = self.db.one(
@@ -285,10 +307,13 @@ class Ledger:
             r["award"] = None if r["award"] is None else json.loads(r["award"])
         return rows
 
-    def _held(self, hold_no: int, operator: str, authorised: Iterable[str]) -> dict[str, Any]:
-        """The pending held hit, locked (inside a transaction); LedgerError otherwise."""
+    @staticmethod
+    def _authorised(operator: str, authorised: Iterable[str]) -> None:
         if operator not in set(authorised):
             raise LedgerError(f"operator {operator!r} is not authorised to decide a held hit")
+
+    def _held(self, hold_no: int) -> dict[str, Any]:
+        """The pending held hit, locked (inside a transaction); LedgerError otherwise."""
         row = self.db.one(f"SELECT * FROM held_hits WHERE hold_no = ?{self.db.for_update}",
                           (hold_no,))
         if row is None:
@@ -303,8 +328,16 @@ class Ledger:
         """Pay a held hit: head office's award by rule 15 on the meter as it was at the hit
         (never more), recorded with who approved it and when. Returns the award message; the
         worker publishes it to the table (`undelivered_awards`)."""
+        self._authorised(operator, authorised)
+        return self._pay_held(hold_no, operator=operator, note=note)
+
+    def _pay_held(self, hold_no: int, *, operator: str, note: str,
+                  table: str | None = None) -> dict[str, Any]:
+        """The approval itself, for an operator at head office or an attendant at `table`."""
         with self.db.transaction():
-            row = self._held(hold_no, operator, authorised)
+            row = self._held(hold_no)
+            if table is not None and row["table_id"] != table:
+                raise LedgerError(f"held hit #{hold_no} is {row['table_id']}'s, not {table}'s")
             prow = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}",
                                (row["pool_id"],))
             if prow is None:
@@ -347,8 +380,9 @@ class Ledger:
         to the table: its hit stays PENDING there for the floor to resolve."""
         if not reason.strip():
             raise LedgerError("a refusal needs a reason")
+        self._authorised(operator, authorised)
         with self.db.transaction():
-            row = self._held(hold_no, operator, authorised)
+            row = self._held(hold_no)
             self.db.execute(
                 "UPDATE held_hits SET status = 'refused', operator = ?, decided_utc = ?,"
                 " note = ? WHERE hold_no = ?", (operator, utc_now(), reason[:500], hold_no))
@@ -762,6 +796,8 @@ class _Batch:
                                     "meter": parts["meter"], "reserve": parts["reserve"],
                                     "new": True, "boxes": p["boxes"], "wager": p["wager"]}
             return int(p["amount"])
+        if type_ == "jackpot_verified":
+            return self._verified(t, p, key)
         if type_ == "jackpot_cancel":
             inc = self.increments.get(key) or self._stored_increment(key)
             if inc is None or inc.get("cancelled"):
@@ -812,6 +848,35 @@ class _Batch:
             json.dumps(message, sort_keys=True),
         ))
         self.result.awards.append((t.id, message))
+        return 0
+
+    def _verified(self, t: _Table, p: dict[str, Any], key: tuple[str, int]) -> int:
+        """jackpot_verified: an attendant at the table verified its hit (rule 15). Accepted
+        only for this table's hit held for its size alone (every check of headoffice/hits.py
+        passes); paid after this batch commits (`Ledger._verify_hit`). InputError otherwise:
+        the message is refused, alarmed and counted; nothing changes."""
+        row = self.db.one("SELECT hold_no, status, pool_id, body FROM held_hits"
+                          " WHERE table_id = ? AND round = ?", key)
+        why = ""
+        if row is None:
+            why = "no hit of this table held for the round"
+        elif row["status"] != "pending":
+            why = f"its held hit #{row['hold_no']} was already {row['status']}"
+        elif row["pool_id"] != p["pool_id"]:
+            why = f"its held hit is on pool {row['pool_id']}, not {p['pool_id']}"
+        else:
+            hit = json.loads(row["body"])["payload"]
+            wrong = hitcheck.problems(hit, self._wagered(key))
+            if wrong:
+                why = ("the held hit does not add up, an operator decides it at head office: "
+                       + "; ".join(wrong))
+            elif not set(p["boxes"]) <= set(hit["hits"]):
+                why = f"boxes {p['boxes']} are not the hit's {hit['hits']}"
+        if why:
+            text = f"jackpot_verified from {t.id} for round {p['round']} refused: {why}"
+            self.result.verify_refused.append(text)
+            raise InputError(text)
+        self.result.verified.append((int(row["hold_no"]), t.id, p["verified_by"]["user"]))
         return 0
 
     def _wagered(self, key: tuple[str, int]) -> dict[str, Any] | None:

@@ -124,6 +124,8 @@ class Worker:
                 log.error("head office: message held (not acknowledged): %s", text)
             self.counters["held_hits"] += len(result.held_hits)
             self.counters["forks"] += len(result.forks)
+            self.counters["verifications"] += result.verifications_paid
+            self.counters["verifications_refused"] += len(result.verify_refused)
             self.counters["unknown_table"] += len(result.unknown)
             for table, n in Counter(result.unknown).items():
                 log.warning("head office: %d message(s) from %s refused: not an enrolled table",

@@ -268,6 +268,69 @@ def test_a_royal_waits_for_an_operator_then_its_award_reaches_the_table(
     run(main())
 
 
+@needs_broker
+def test_a_royal_waits_for_the_attendants_verification_at_the_table(
+    broker, ledger_url, tmp_path
+) -> None:
+    """Rule 15: the large award waits; the attendant's `jackpot_verify` at the table (through
+    the control socket's dealer command, which journals who) pays it, the pool resets and
+    the ledger names the attendant. A verification with no held hit is refused and alarmed."""
+    async def main() -> None:
+        async with head_office(ledger_url, broker) as (worker,):
+            table = make_table("A", tmp_path / "A", broker, autoplay=False)
+            table.shuffler.stack_next(royal_flush_top("h"))
+            await start(table)
+            await _to_the_river(table)
+            table.service.emit(_event("dealer.dealer_hand"))
+            await wait_for(lambda: bool(worker.ledger.held_hits(pending_only=True)), 10,
+                           "the hit held")
+            (held,) = worker.ledger.held_hits()
+            await asyncio.sleep(1.0)  # heartbeats pass: nothing is paid without a verification
+            assert worker.ledger.pool(POOL).hits == 0  # type: ignore[union-attr]
+            assert table.status()["pool"]["pending"] == [{"round": held["round"],
+                                                          "boxes": [2]}]
+            # No hit pending for round 99 at the table: the machine refuses, nothing is sent.
+            answer = await _verify_as(table, "carol", round=99)
+            assert "no jackpot hit pending" in json.dumps(answer["effects"])
+            answer = await _verify_as(table, "carol", round=held["round"])
+            assert "jackpot verified by carol" in json.dumps(answer["effects"])
+            # Pressed twice before the award arrives: the second finds the hit decided at head
+            # office (not held any more): refused there, alarmed and counted, nothing paid.
+            answer = await _verify_as(table, "dave", round=held["round"])
+            assert "jackpot verified by dave" in json.dumps(answer["effects"])
+            await wait_for(lambda: not table.status()["pool"]["pending"], 10, "award applied")
+            await wait_for(lambda: worker.counters["verifications_refused"] == 1, 10,
+                           "the second verification refused")
+            (decided,) = worker.ledger.held_hits()
+            assert decided["status"] == "approved"
+            assert decided["operator"] == "attendant carol at table A" and decided["decided_utc"]
+            pool = worker.ledger.pool(POOL)
+            assert pool is not None and pool.hits == 1 and pool.imbalance() == 0
+            paid = sum(p["amount"] for p in decided["award"]["payouts"])
+            assert table.status()["pool"]["ledger"]["paid"] == paid > 0
+            assert worker.counters["verifications"] == 1
+            alarms = worker.ledger.report()["alarms"]
+            assert any("jackpot_verified from A" in a["text"] and "already approved" in a["text"]
+                       for a in alarms)
+            assert worker.ledger.pool(POOL) == pool
+            await drain([table])
+            await table.stop()
+            assert_ledger_matches(worker.ledger, [table])
+
+    run(main())
+
+
+async def _verify_as(table: Any, user: str, **data: Any) -> dict[str, Any]:
+    """The dealer command as the control socket runs it for `user` (SO_PEERCRED's peer)."""
+    from controller.control import _PEER, Peer
+
+    async def command() -> dict[str, Any]:
+        _PEER.set(Peer(pid=1, uid=1001, gid=1001, user=user, groups=frozenset()))
+        return await table.service._h_dealer({"action": "jackpot_verify", "data": data})
+
+    return await asyncio.create_task(command())  # its own context: the peer stays in it
+
+
 def _approve(url: str, hold_no: int) -> dict[str, Any]:
     """What `tablectl-headoffice hit approve` does, on its own connection to the ledger."""
     from headoffice.ledger import Ledger

@@ -476,6 +476,36 @@ def test_linked_hit_is_pending_until_head_office_awards() -> None:
     assert t.status()["pool"]["pending"] == [] and t.state.ledger["paid"] == 7_000_020
 
 
+ATTENDANT = {"uid": 1001, "user": "carol"}  # what the control socket journals as `operator`
+
+
+def test_jackpot_verify_is_refused_without_a_pending_hit_and_sent_for_one() -> None:
+    """Rule 15: a large award waits for an attendant's verification at the table; the table
+    sends it to head office only for its own hit still PENDING its award."""
+    t = Table(LINKED)
+    t.step("ho.pool", pool="p1", amount=7_000_000, version=1)
+    before = t.state
+    out = t.step("dealer.jackpot_verify", round=1, operator=ATTENDANT)
+    assert "refused" in texts(out) and "no jackpot hit pending" in texts(out)
+    assert of(out, "outbox") == [] and t.state == before
+    t.stack(ROYAL_DECK)
+    t.deal_round({2: (1000, 0), 5: (500, 0)}, jackpot=[2, 5])
+    t.step("dealer.decision", box=2, action="fold")
+    t.step("dealer.decision", box=5, action="play4")
+    played_to_river(t)
+    t.step("dealer.dealer_hand")
+    before = t.state
+    for bad in ({"round": 7, "operator": ATTENDANT}, {"round": 1},
+                {"round": 1, "boxes": [5], "operator": ATTENDANT}):
+        out = t.step("dealer.jackpot_verify", **bad)
+        assert "refused" in texts(out) and of(out, "outbox") == [] and t.state == before
+    out = t.step("dealer.jackpot_verify", round=1, operator=ATTENDANT)
+    assert [(o["type"], o["payload"]) for o in of(out, "outbox")] == [
+        ("jackpot_verified", {"round": 1, "pool_id": "p1", "boxes": [2],
+                              "verified_by": ATTENDANT})]
+    assert t.status()["pool"]["pending"] == [{"round": 1, "boxes": [2]}]  # until the award
+
+
 # -- invalid events leave the state unchanged ---------------------------------------------------
 def _at(phase: str) -> Table:
     t = Table()

@@ -18,7 +18,9 @@ SHARE_GROUP = "headoffice"  # MQTT v5 shared-subscription group of head-office w
 
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-OUTBOX_TYPES = ("jackpot_increment", "jackpot_cancel", "jackpot_hit", "round_result")
+OUTBOX_TYPES = ("jackpot_increment", "jackpot_cancel", "jackpot_hit", "jackpot_verified",
+                "round_result")
+MAX_USER = 64  # a login name (useradd allows 32); who verified a jackpot at the table
 MAX_PAYLOAD = 256 * 1024  # a round_result with every card is ~3 KB; anything this big is junk
 MAX_SMALL = 4 * 1024  # acks, pool values, status: a few dozen bytes each
 MAX_DEPTH = 16  # nesting of objects and lists; the deepest real message (a round_result) is ~6
@@ -249,9 +251,22 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         boxes = _list(payload, "boxes", what)
         if amount != wager * wagers:
             raise SchemaError(f"{what}: amount {amount} != wager {wager} x wagers {wagers}")
-        if (len(boxes) != wagers or len(set(boxes)) != len(boxes)
-                or not all(_box(b) for b in boxes)):
+        if (len(boxes) != wagers or not all(_box(b) for b in boxes)
+                or len(set(boxes)) != len(boxes)):  # boxes first: a list is unhashable
             raise SchemaError(f"{what}: boxes {_show(boxes)} do not match wagers {wagers}")
+        return payload
+    if type_ == "jackpot_verified":  # rule 15: an attendant verified a held hit at the table
+        boxes = _list(payload, "boxes", what)
+        if (not boxes or len(boxes) > MAX_BOXES or not all(_box(b) for b in boxes)
+                or len(set(boxes)) != len(boxes)):
+            raise SchemaError(f"{what}: boxes must be 1..{MAX_BOXES} distinct boxes")
+        who = payload.get("verified_by")
+        if not isinstance(who, dict):
+            raise SchemaError(f"{what}: verified_by must be an object {{uid, user}}")
+        _int(who, "uid", what, lo=0, hi=2**32 - 1)
+        user = who.get("user")
+        if not isinstance(user, str) or not 0 < len(user) <= MAX_USER or not user.isprintable():
+            raise SchemaError(f"{what}: verified_by.user must be 1..{MAX_USER} printable chars")
         return payload
     hits = _list(payload, "hits", what)
     entries = _list(payload, "entries", what)

@@ -300,6 +300,10 @@ def _ho_award(config: UthConfig, state: UthState, data: Any, now: Now) -> Result
     return jackpot.on_award(config, state, data)
 
 
+def _jackpot_verify(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    return jackpot.verify(config, state, data)
+
+
 def _link(up: bool) -> Handler:
     def handler(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         jp = {**state.jackpot, "link_up": up}
@@ -361,6 +365,7 @@ _HANDLERS: dict[str, Handler] = {
     "dealer.dealer_hand": _dealer_hand,
     "ho.pool": _ho_pool,
     "ho.award": _ho_award,
+    "dealer.jackpot_verify": _jackpot_verify,
     "link.up": _link(True),
     "link.down": _link(False),
     "dealer.jackpot_off": _switch(False),

@@ -307,6 +307,33 @@ def on_award(config: UthConfig, state: UthState, data: Any) -> Result:
     return state, effects + shown
 
 
+def verify(config: UthConfig, state: UthState, data: Any) -> Result:
+    """dealer.jackpot_verify {round, boxes?, operator}: an attendant verified, at the table, a
+    hit still PENDING its award (rule 15: a large award waits for verification before the pool
+    resets). Head office pays it only if it held the hit for its size alone."""
+    if not config.linked:
+        raise InputError("jackpot_verify without a linked pool (standalone jackpot)")
+    number = fx.integer(data, "round")
+    hit = next((h for h in state.pending_hits if h["round"] == number), None)
+    if hit is None:
+        raise InputError(f"round {number}: no jackpot hit pending its award")
+    boxes = data.get("boxes", hit["boxes"])
+    if (not isinstance(boxes, list) or not boxes
+            or not all(isinstance(b, int) and not isinstance(b, bool) for b in boxes)
+            or len(set(boxes)) != len(boxes) or not set(boxes) <= set(hit["boxes"])):
+        raise InputError(f"round {number}: boxes {str(boxes)[:60]} are not among the hit's"
+                         f" boxes {hit['boxes']}")
+    who = data.get("operator")
+    if (not isinstance(who, dict) or not isinstance(who.get("user"), str)
+            or not isinstance(who.get("uid"), int)):
+        raise InputError("jackpot_verify: no attendant identified (control socket only)")
+    payload = {"round": number, "pool_id": config.pool_id, "boxes": sorted(boxes),
+               "verified_by": {"uid": who["uid"], "user": who["user"]}}
+    return state, [fx.outbox("jackpot_verified", payload),
+                   fx.log(f"round {number}: jackpot verified by {who['user']} (rule 15),"
+                          " waiting for head office's award")]
+
+
 def _payout(config: UthConfig, data: Any) -> JSON:
     if not isinstance(data, dict):
         raise InputError(f"ho.award: bad payout {data!r}")
