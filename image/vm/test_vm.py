@@ -118,7 +118,8 @@ class Table:
     # -- the guest, as a technician sees it -------------------------------------------------------
     def status(self) -> dict[str, Any]:
         r = self.guest.ssh("tablectl status --json", user="tech", check=False, timeout=60)
-        if r.returncode != 0:
+        # Exit 1 is an answer too: the table is out of service (docs/operations.md).
+        if r.returncode not in (0, 1) or not r.stdout.strip():
             return {}
         return dict(json.loads(r.stdout))
 
