@@ -1,7 +1,16 @@
-"""Errors shared by the rules engines, the CLI and the daemon."""
+"""The root of every error tablectl raises on purpose, and the families under it.
+
+`TablectlError` is the one root: the daemon, the CLI and head office catch it (never bare
+`ValueError`) where an error from outside must be logged, counted and survived. Each family
+subclasses it; `InputError` also stays a `ValueError` because callers and tests rely on that.
+"""
 
 
-class InputError(ValueError):
+class TablectlError(Exception):
+    """An error tablectl raises deliberately (as opposed to a bug)."""
+
+
+class InputError(TablectlError, ValueError):
     """Input from outside (a user, a device, a message) that the rules cannot accept.
 
     The message names the offending token so a technician can find it.
