@@ -278,7 +278,7 @@ def test_verify_dir_leaves_a_closed_journal_untouched(jdir: Path) -> None:
     assert {p.name: p.read_bytes() for p in jdir.iterdir()} == before
 
 
-# ---- tampering (schema-1 rows: tests/test_journal_v1.py) -----------------------------------
+# ---- tampering (schema-1 rows: tests/journal/test_journal_v1.py) ---------------------------
 
 
 def bodies(d: Path) -> dict[int, str]:

@@ -1,8 +1,8 @@
 """Journals written by the old code (schema 1, one row per event) open, verify and go on.
 
-`tests/journal_v1.py` is a frozen copy of the journal module as tables ran it; these tests write
-with it, then read, verify, upgrade and append with the current one. Tampering with the schema-1
-rows is still detected, before and after the upgrade.
+`tests/journal/journal_v1.py` is a frozen copy of the journal module as tables ran it; these
+tests write with it, then read, verify, upgrade and append with the current one. Tampering with
+the schema-1 rows is still detected, before and after the upgrade.
 """
 
 from __future__ import annotations
