@@ -1,4 +1,4 @@
-"""Make the journal's preset deflate dictionaries (controller/journal_dict.py).
+"""Make the journal's preset deflate dictionaries (controller/journal/dicts.py).
 
     .venv/bin/python bench/journal_dict.py [--rounds 40] [--bytes 16384] [--check]
 
@@ -29,7 +29,7 @@ from controller.daemon import build_devices, build_machine, build_policy, simula
 from controller.rounds.base import Now
 from controller.service import TableService
 
-MODULE = Path(__file__).resolve().parent.parent / "controller" / "journal_dict.py"
+MODULE = Path(__file__).resolve().parent.parent / "controller" / "journal" / "dicts.py"
 GAMES = (("paigow", "nsw"), ("uth", "nsw"))
 
 
@@ -62,7 +62,7 @@ def sample(game: str, rules: str, rounds: int) -> str:
 
 def render(dicts: dict[str, str]) -> str:
     lines = [
-        '"""Preset dictionaries for the journal\'s commit bodies (controller/journal.py, '
+        '"""Preset dictionaries for the journal\'s commit bodies (controller/journal/codec.py,',
         "docs/journal.md).",
         "",
         "A new journal stores its game's dictionary in its own `meta` table (`deflate_dict`), so "
@@ -102,7 +102,7 @@ def main() -> None:
     text = render(dicts)
     if args.check:
         same = MODULE.read_text() == text
-        print("journal_dict.py is up to date" if same else "journal_dict.py differs")
+        print(f"{MODULE.name} is up to date" if same else f"{MODULE.name} differs")
         sys.exit(0 if same else 1)
     MODULE.write_text(text)
     for game, d in dicts.items():

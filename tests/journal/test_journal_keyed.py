@@ -24,10 +24,12 @@ from controller.journal import (
     snapshot_hash,
     verify_dir,
 )
-from controller.journal_mac import DEV_KEY_FILE, find_key, read_key_file
-from controller.journal_mark import MARK_FILE
-from tests import journal_v2
-from tests.test_journal import GAME, TABLE, fill, raw
+from controller.journal import schema as jschema
+from controller.journal.codec import snapshot_text
+from controller.journal.mac import DEV_KEY_FILE, find_key, read_key_file
+from controller.journal.mark import MARK_FILE
+from tests.journal import journal_v2
+from tests.support.journal import GAME, TABLE, fill, raw
 
 
 @pytest.fixture
@@ -63,7 +65,7 @@ def rechain(c: sqlite3.Connection, from_seq: int, edit: dict[int, object]) -> No
                   (codec.pack("[" + ",".join(texts) + "]"), bytes.fromhex(h), key))
         snap = c.execute("SELECT state FROM snapshots WHERE seq = ?", (key,)).fetchone()
         if snap is not None:
-            state = jmod._snapshot_text(snap[0])
+            state = snapshot_text(snap[0])
             c.execute("UPDATE snapshots SET hash = ? WHERE seq = ?",
                       (snapshot_hash(h, state), key))
 
@@ -125,7 +127,7 @@ def test_snapshot_rewritten_with_its_hash_recomputed_is_detected(jdir: Path) -> 
         seq, state = c.execute("SELECT seq, state FROM snapshots ORDER BY seq DESC LIMIT 1"
                                ).fetchone()
         event_hash = c.execute("SELECT hash FROM commits WHERE seq = ?", (seq,)).fetchone()[0]
-        forged = json.loads(jmod._snapshot_text(state))
+        forged = json.loads(snapshot_text(state))
         forged["pool"] = 100_000_000  # cents: $1,000,000
         text = jmod.canonical(forged)
         c.execute("UPDATE snapshots SET state = ?, hash = ? WHERE seq = ?",
@@ -267,7 +269,7 @@ def test_an_edit_before_the_upgrade_is_caught_by_the_mac_of_the_head(v2: Path) -
 
 def test_upgrade_is_all_or_nothing(v2: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = (v2 / JOURNAL_FILE).read_bytes()
-    monkeypatch.setattr(jmod, "_V3_COLUMNS", (*jmod._V3_COLUMNS, "ALTER TABLE nowhere ADD x"))
+    monkeypatch.setattr(jschema, "V3_COLUMNS", (*jschema.V3_COLUMNS, "ALTER TABLE nowhere ADD x"))
     with pytest.raises(JournalError, match="upgrade to schema 3 failed"):
         Journal.open(v2, table_id=TABLE, game=GAME)
     with raw(v2) as c:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from controller.journal_mac import KEY_HEX_CHARS, find_key, read_key_file
+from controller.journal.mac import KEY_HEX_CHARS, find_key, read_key_file
 from tests.test_systemd_units import DAEMON_UNIT, KEY_UNIT, directives
 
 TABLECTL = [sys.executable, "-m", "controller.cli.main"]

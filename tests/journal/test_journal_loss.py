@@ -29,8 +29,8 @@ from controller.journal import (
     accept_loss,
     verify_dir,
 )
-from controller.journal_mac import JournalKey
-from controller.journal_mark import (
+from controller.journal.mac import JournalKey
+from controller.journal.mark import (
     MARK_FILE,
     MARK_SIZE,
     MarkError,
@@ -40,7 +40,7 @@ from controller.journal_mark import (
 )
 from controller.rounds.base import Effect, Event
 from tests.daemon_helpers import ask, start_daemon, wait_for_socket
-from tests.test_journal import GAME, TABLE, fill, now, raw
+from tests.support.journal import GAME, TABLE, fill, now, raw
 
 
 @pytest.fixture
@@ -265,17 +265,17 @@ def test_wal_loss_without_a_mark_file_is_caught_as_a_missing_mark(jdir: Path) ->
 
 def test_verify_beside_a_running_writer_is_no_false_loss(jdir: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    import controller.journal as jmod
+    import controller.journal.verify as jverify
 
     with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
-        walk = jmod._verify_conn
+        walk = jverify.verify_conn
 
         def walk_then_commit(*args, **kw):  # the daemon commits (and moves the mark) meanwhile
             rep = walk(*args, **kw)
             j.append(Event("x", {}), now(31), round=3)
             return rep
 
-        monkeypatch.setattr(jmod, "_verify_conn", walk_then_commit)
+        monkeypatch.setattr(jverify, "verify_conn", walk_then_commit)
         rep = verify_dir(jdir)
         assert rep.ok, rep.errors
         assert rep.last_seq == 30 and read_mark(jdir / MARK_FILE, j.key, TABLE, GAME).seq == 31
@@ -283,14 +283,14 @@ def test_verify_beside_a_running_writer_is_no_false_loss(jdir: Path,
 
 def test_a_technician_who_cannot_read_the_key_gets_the_plain_chain_checked(
         jdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import controller.journal as jmod
-    from controller.journal_mac import KeyFileError
+    import controller.journal.verify as jverify
+    from controller.journal.mac import KeyFileError
 
     def denied(*_a, **_k):
         raise KeyFileError("journal key /etc/tablectl/journal-key unreadable: Permission denied",
                            denied=True)
 
-    monkeypatch.setattr(jmod, "find_key", denied)
+    monkeypatch.setattr(jverify, "find_key", denied)
     rep = verify_dir(jdir)
     assert rep.ok and rep.macs == ("not checked: journal key /etc/tablectl/journal-key "
                                    "unreadable: Permission denied (root can read it)")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from controller.journal import Journal, verify_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = r"""
 import sys

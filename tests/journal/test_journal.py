@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
 import stat
 from pathlib import Path
 from typing import Any
@@ -23,32 +21,9 @@ from controller.journal import (
     record_hash,
     verify_dir,
 )
+from controller.journal import store as jstore
 from controller.rounds.base import Effect, Event, Now
-
-TABLE, GAME = "T07", "paigow"
-
-
-def now(i: int) -> Now:
-    return Now(f"2026-11-25T21:{i // 60 % 60:02d}:{i % 60:02d}.000Z", 1000 * i)
-
-
-def fill(j: Journal, rounds: int = 3, per_round: int = 10) -> None:
-    """`rounds` rounds of `per_round` events; an outbox message every 4th event; the last event
-    of each round records it (round 2 voided) with a snapshot."""
-    first = j.last_round_number + 1
-    for r in range(first, first + rounds):
-        for k in range(per_round):
-            i = j.last_seq + 1
-            effects = [Effect("display", {"mode": "text", "text": "x"})]
-            if i % 4 == 0:
-                effects.append(Effect("outbox", {"type": "increment", "payload": {"cents": i}}))
-            last = k == per_round - 1
-            if last:
-                status = "voided" if r == 2 else "completed"
-                effects.append(Effect("round", {"number": r, "status": status,
-                                                "summary": {"r": r}}))
-            j.append(Event("dealer.action", {"i": i, "box": k % 8}), now(i), round=r,
-                     effects=effects, snapshot={"round": r, "after": i} if last else None)
+from tests.support.journal import GAME, TABLE, errors_of, fill, now, raw
 
 
 @pytest.fixture
@@ -56,17 +31,6 @@ def jdir(tmp_path: Path) -> Path:
     with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
         fill(j)
     return tmp_path
-
-
-def raw(d: Path) -> sqlite3.Connection:
-    return sqlite3.connect(d / JOURNAL_FILE, isolation_level=None)
-
-
-def errors_of(d: Path) -> list[str]:
-    rep = verify_dir(d)
-    assert not rep.ok
-    assert rep.as_json()["ok"] is False
-    return rep.errors
 
 
 # ---- round trip ---------------------------------------------------------------------------
@@ -233,8 +197,7 @@ def test_failed_write_stops_further_writes(tmp_path: Path) -> None:
         j.append(Event("b"), now(2), round=1)
     with pytest.raises(JournalError, match="refuses writes"):
         j.append(Event("b"), now(2), round=1)
-    os.close(j._lock_fd)  # type: ignore[arg-type]
-    j._lock_fd = None
+    j._guard.release()  # the lock, without closing the dead connection
     with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j2:
         assert j2.last_seq == 1
 
@@ -263,7 +226,7 @@ def test_journal_of_another_table_or_game_refused(jdir: Path) -> None:
 
 
 def test_second_writer_refused(jdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jmod, "LOCK_WAIT_S", 0.1)
+    monkeypatch.setattr(jstore, "LOCK_WAIT_S", 0.1)
     with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
         with pytest.raises(JournalError, match="locked by another process"):
             Journal.open(jdir, table_id=TABLE, game=GAME)
@@ -315,7 +278,7 @@ def test_verify_dir_leaves_a_closed_journal_untouched(jdir: Path) -> None:
     assert {p.name: p.read_bytes() for p in jdir.iterdir()} == before
 
 
-# ---- tampering (schema-1 rows: tests/test_journal_v1.py) -----------------------------------
+# ---- tampering (schema-1 rows: tests/journal/test_journal_v1.py) ---------------------------
 
 
 def bodies(d: Path) -> dict[int, str]:

@@ -1,8 +1,8 @@
 """Journals written by the old code (schema 1, one row per event) open, verify and go on.
 
-`tests/journal_v1.py` is a frozen copy of the journal module as tables ran it; these tests write
-with it, then read, verify, upgrade and append with the current one. Tampering with the schema-1
-rows is still detected, before and after the upgrade.
+`tests/journal/journal_v1.py` is a frozen copy of the journal module as tables ran it; these
+tests write with it, then read, verify, upgrade and append with the current one. Tampering with
+the schema-1 rows is still detected, before and after the upgrade.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 
 from controller import journal as jmod
 from controller.journal import JOURNAL_FILE, Journal, JournalError, verify_dir
+from controller.journal import schema as jschema
 from controller.rounds.base import Effect, Event, Now
-from tests import journal_v1
-from tests.test_journal import GAME, TABLE, errors_of, fill, now, raw
+from tests.journal import journal_v1
+from tests.support.journal import GAME, TABLE, errors_of, fill, now, raw
 
 
 @pytest.fixture
@@ -204,7 +205,7 @@ def test_altered_meta_table_id(vdir: Path) -> None:
 
 
 def test_upgrade_is_all_or_nothing(v1: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jmod, "_TABLE_COMMITS", "CREATE TABLE commits(")  # fails mid-way
+    monkeypatch.setattr(jschema, "TABLE_COMMITS", "CREATE TABLE commits(")  # fails mid-way
     with pytest.raises(JournalError, match="upgrade to schema 2 failed"):
         Journal.open(v1, table_id=TABLE, game=GAME)
     assert schema(v1) == "1"

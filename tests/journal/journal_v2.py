@@ -1,3 +1,8 @@
+# FROZEN copy of controller/journal.py at commit 8eba9a1 (journal schema 2). Tests use it to
+# write journals exactly as tables running that code have them (one row per commit in `commits`,
+# no MACs, no high-water mark), then open, verify and upgrade them with the current code.
+# Never import it outside tests; never edit it.
+# ruff: noqa
 """The durable journal: every input event, hash-chained, in one SQLite file (docs/journal.md).
 
 The daemon appends each event (with the `outbox` and `round` effects it produced) in one
@@ -41,25 +46,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from controller.journal_dict import deflate_dict
-from controller.journal_mac import JournalKey, KeyFileError, find_key
-from controller.journal_mac import fsync_dir as _fsync_dir
-from controller.journal_mark import (
-    MARK_FILE,
-    MarkError,
-    MarkValue,
-    MarkWriter,
-    create_mark,
-    read_mark,
-)
+from controller.journal.dicts import deflate_dict
 from controller.rounds.base import Effect, Event, Now
 
 JOURNAL_FILE = "journal.sqlite3"
 LOCK_FILE = "journal.lock"
-SCHEMA_VERSION = "3"
-# 1 and 2: journals of older formats, upgraded when a writer opens them (1 -> 2 -> 3).
-SCHEMAS_READ = ("1", "2", "3")
-LOSS_KIND = "journal.loss_accepted"  # the record `accept_loss` appends
+SCHEMA_VERSION = "2"
+SCHEMAS_READ = ("1", "2")  # 1: a journal of the old format, upgraded when a writer opens it
 # Small pages: each commit appends every page it modified to the WAL, so the page size sets the
 # bytes written per commit (one 512-byte page is 536 bytes of WAL). Commit rows are ~50-700 bytes;
 # a big one overflows, harmlessly.
@@ -108,15 +101,6 @@ CREATE TABLE commits(
 )
 """
 _INDEX_COLUMNS = ("round", "rec", "out")  # commits columns that are bisected
-# Schema 3 adds a MAC (HMAC-SHA256 with the table's key, controller/journal_mac.py) to each
-# commit (over its seq and chain hash), snapshot and ack; NULL in rows written before the
-# upgrade. meta `mac_since` is the seq from which every commit carries one, `mac_since_mac`
-# MACs that seq, the chain hash there and `acked_at_mac` (the acks before MACs began).
-_V3_COLUMNS = (
-    "ALTER TABLE commits ADD COLUMN mac BLOB",
-    "ALTER TABLE snapshots ADD COLUMN mac BLOB",
-    "ALTER TABLE outbox_acked ADD COLUMN mac BLOB",
-)
 
 
 class JournalError(Exception):
@@ -124,26 +108,6 @@ class JournalError(Exception):
 
     The message names the file and, where one is at fault, the record's seq.
     """
-
-
-class JournalLossError(JournalError):
-    """The journal is shorter than what the table knows it committed (its high-water mark), or
-    its mark is missing or forged: records were lost or the journal replaced."""
-
-    def __init__(self, text: str, mark_seq: int | None, journal_seq: int) -> None:
-        super().__init__(text)
-        self.mark_seq = mark_seq
-        self.journal_seq = journal_seq
-
-
-class AckBeyondJournal(ValueError):
-    """Head office acknowledged an outbox message this journal never wrote: it had one, so the
-    journal lost it (or head office is of another table)."""
-
-    def __init__(self, upto: int, last: int) -> None:
-        super().__init__(f"ack of message {upto}, but the last message is {last}")
-        self.upto = upto
-        self.last = last
 
 
 def canonical(obj: Any) -> str:
@@ -332,10 +296,6 @@ class VerifyReport:
     next_outbox_id: int = 1
     acked_upto: int = 0
     error_count: int = 0
-    # How the MACs were checked ("checked with key ...", or why not) and the high-water mark
-    # (verify_dir); shown by `tablectl journal verify`, not part of as_json().
-    macs: str = "not a keyed journal (schema 1 or 2)"
-    mark: str = "not checked"
 
     @property
     def ok(self) -> bool:
@@ -361,6 +321,14 @@ def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _lock(lock_path: Path, exclusive: bool, wait_s: float) -> int:
     """flock the lock file; one writer (the daemon) at a time, readers only when it is down."""
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o640) if exclusive else os.open(
@@ -377,14 +345,12 @@ def _lock(lock_path: Path, exclusive: bool, wait_s: float) -> int:
             time.sleep(0.05)
 
 
-def _verify_conn(conn: sqlite3.Connection, expect: tuple[str, str] | None = None,
-                 key: JournalKey | None = None) -> VerifyReport:
-    """Walk the whole journal in one read transaction, streaming (constant memory); with the
-    key, check its MACs too."""
+def _verify_conn(conn: sqlite3.Connection, expect: tuple[str, str] | None = None) -> VerifyReport:
+    """Walk the whole journal in one read transaction, streaming (constant memory)."""
     rep = VerifyReport()
     try:
         conn.execute("BEGIN")
-        _verify_walk(conn, rep, expect, key)
+        _verify_walk(conn, rep, expect)
     except sqlite3.DatabaseError as exc:
         after = f" after seq {rep.last_seq}" if rep.last_seq else ""
         rep.error(f"database unreadable{after}: {exc}")
@@ -436,31 +402,15 @@ def _v1_last_seq(meta: Mapping[str, str]) -> int | None:
     return int(meta["v1_last_seq"])
 
 
-@dataclass(frozen=True)
-class _Macs:
-    """What the MACs of a schema-3 journal are checked with (docs/journal.md, "Keyed chain")."""
-
-    key: JournalKey
-    table_id: str
-    game: str
-    since: int  # every commit and snapshot after this seq carries a MAC
-
-    def check(self, mac: Any, domain: str, *fields: Any) -> bool:
-        return self.key.check(mac, domain, self.table_id, self.game, *fields)
-
-
 class _Walk:
     """The checks along the chain, record by record, with the side tables walked in step."""
 
-    def __init__(self, conn: sqlite3.Connection, rep: VerifyReport, genesis: str,
-                 macs: _Macs | None = None, keyed: bool = False) -> None:
+    def __init__(self, conn: sqlite3.Connection, rep: VerifyReport, genesis: str) -> None:
         self.rep = rep
-        self.macs = macs
         # Side tables, each ordered by its key. `outbox` and `rounds` index schema-1 records only.
         self.pending = conn.execute("SELECT id, seq FROM outbox ORDER BY id")
         self.rounds = conn.execute("SELECT number, status, seq FROM rounds ORDER BY number")
-        self.snaps = conn.execute(
-            f"SELECT seq, state, hash, {'mac' if keyed else 'NULL'} FROM snapshots ORDER BY seq")
+        self.snaps = conn.execute("SELECT seq, state, hash FROM snapshots ORDER BY seq")
         self.p_row = self.pending.fetchone()
         self.r_row = self.rounds.fetchone()
         self.s_row = self.snaps.fetchone()
@@ -506,14 +456,6 @@ class _Walk:
                 ok = False
             if not ok:
                 rep.error(f"seq {seq}: snapshot hash mismatch (snapshot altered)")
-            elif self.macs is not None:
-                mac = self.s_row[3]
-                if mac is not None and not self.macs.check(mac, "snapshot", seq, self.s_row[2]):
-                    rep.error(f"seq {seq}: snapshot MAC mismatch (snapshot rewritten without the "
-                              "table's key)")
-                elif mac is None and seq > self.macs.since:
-                    rep.error(f"seq {seq}: snapshot has no MAC (every snapshot after seq "
-                              f"{self.macs.since} has one)")
             self.s_row = self.snaps.fetchone()
 
     def _message(self, seq: int, oid: int, indexed: bool) -> None:
@@ -587,7 +529,7 @@ class _Walk:
 
 
 def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
-                 expect: tuple[str, str] | None, key: JournalKey | None) -> None:
+                 expect: tuple[str, str] | None) -> None:
     for (msg,) in conn.execute("PRAGMA quick_check(20)"):
         if msg != "ok":
             rep.error(f"sqlite quick_check: {msg}")
@@ -605,21 +547,13 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
                           or "deflate_dict" not in meta):
         rep.error(f"not a tablectl journal of schema {schema}: commits table or meta missing")
         return
-    keyed = schema == "3"
-    if keyed and not meta.keys() >= _V3_META:
-        rep.error(f"not a tablectl journal of schema 3: meta {sorted(_V3_META - meta.keys())} "
-                  "missing")
-        return
     table_id, game = meta.get("table_id", ""), meta.get("game", "")
     if expect is not None and (table_id, game) != expect:
         rep.error(f"journal belongs to table {table_id!r} game {game!r}, "
                   f"not table {expect[0]!r} game {expect[1]!r}")
         return
-    macs = _macs_for(meta, key, rep) if keyed else None
-    since = _int_meta(meta, "mac_since", rep) if keyed else -1
-    rep.acked_upto = _checked_acked_upto(conn, meta, macs, rep) if keyed else _acked_upto(conn)
-    genesis = genesis_hash(table_id, game)
-    walk = _Walk(conn, rep, genesis, macs, keyed)
+    rep.acked_upto = _acked_upto(conn)
+    walk = _Walk(conn, rep, genesis_hash(table_id, game))
     v1_last = _v1_last_seq(meta)
 
     # Schema-1 records: one row each, its hash stored.
@@ -642,8 +576,6 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
         walk.record(seq, rnd, fx_obj, h, indexed=True)
         walk.prev, walk.expected = h, seq + 1
         rep.last_seq, rep.last_hash = seq, h
-        if seq == since:
-            _check_since(meta, macs, h, rep)
     if v1_last is None:
         walk.finish()
         return
@@ -652,132 +584,43 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
 
     # Schema-2 records: one row per commit, its records deflated, the hash after the last one.
     codec = Codec(meta["deflate_dict"])
-    for key_seq, c_round, c_rec, c_out, body, stored, mac in conn.execute(
-            f"SELECT seq, round, rec, out, body, hash, {'mac' if keyed else 'NULL'} FROM commits "
-            "ORDER BY seq"):
+    for key, c_round, c_rec, c_out, body, stored in conn.execute(
+            "SELECT seq, round, rec, out, body, hash FROM commits ORDER BY seq"):
         stored_hex = stored.hex() if isinstance(stored, bytes) else repr(stored)
-        if key_seq == since:
-            _check_since(meta, macs, stored_hex, rep)
         try:
             records = _elements(codec.unpack(body))
         except ValueError as exc:
-            if key_seq < walk.expected:
-                walk.gap(key_seq, key_seq)
-            rep.error(f"seq {walk.expected}..{key_seq}: commit unreadable ({exc})")
+            if key < walk.expected:
+                walk.gap(key, key)
+            rep.error(f"seq {walk.expected}..{key}: commit unreadable ({exc})")
             # Carry on from its stored hash and columns: the next commits are checked as usual.
             walk.next_round = max(walk.next_round, int(c_rec) + 1)
             walk.next_out = max(walk.next_out, int(c_out) + 1)
-            walk.prev, walk.expected = stored_hex, key_seq + 1
-            rep.last_seq, rep.last_hash = key_seq, stored_hex
-            _check_commit_mac(macs, since, key_seq, stored_hex, mac, rep)
+            walk.prev, walk.expected = stored_hex, key + 1
+            rep.last_seq, rep.last_hash = key, stored_hex
             continue
-        first = key_seq - len(records) + 1
-        walk.gap(first, key_seq)
+        first = key - len(records) + 1
+        walk.gap(first, key)
         h = walk.prev
-        for i, (text, (_utc, _mono, kind, rnd, data, fx)) in enumerate(records):
+        for i, (text, (_utc, _mono, _kind, rnd, _data, fx)) in enumerate(records):
             h = chain_hash(h, first + i, text)
-            if kind == LOSS_KIND:  # the outbox ids lost with the records are skipped
-                walk.next_out = max(walk.next_out, _outbox_next(data) or 0)
             walk.record(first + i, rnd, fx, h, indexed=False)
         if h != stored_hex:
-            what = f"seq {key_seq}" if first == key_seq else f"seq {first}..{key_seq}"
+            what = f"seq {key}" if first == key else f"seq {first}..{key}"
             rep.error(f"{what}: hash mismatch (record altered, reordered or chain broken)")
         if (c_round, c_rec, c_out) != (records[-1][1][3], walk.next_round - 1,
                                        walk.next_out - 1):
-            rep.error(f"seq {key_seq}: commit columns round/rec/out {c_round}/{c_rec}/{c_out} "
-                      f"do not match its records ({records[-1][1][3]}/{walk.next_round - 1}/"
+            rep.error(f"seq {key}: commit columns round/rec/out {c_round}/{c_rec}/{c_out} do "
+                      f"not match its records ({records[-1][1][3]}/{walk.next_round - 1}/"
                       f"{walk.next_out - 1})")
-        walk.prev, walk.expected = stored_hex, key_seq + 1
-        rep.last_seq, rep.last_hash = key_seq, stored_hex
-        _check_commit_mac(macs, since, key_seq, stored_hex, mac, rep)
-    if since == 0:  # MACs from creation: checked last, the chain's own errors come first
-        _check_since(meta, macs, genesis, rep)
-    if since > rep.last_seq:
-        rep.error(f"journal ends at seq {rep.last_seq}, before seq {since} where its MACs begin "
-                  "(records lost or cut off)")
+        walk.prev, walk.expected = stored_hex, key + 1
+        rep.last_seq, rep.last_hash = key, stored_hex
     walk.finish()
 
 
-def _outbox_next(data: Mapping[str, Any]) -> int | None:
-    """The first outbox id after an accepted loss (`accept_loss`), if it skips any."""
-    value = data.get("outbox_next")
-    return value if type(value) is int and value >= 1 else None
-
-
-def _check_commit_mac(macs: _Macs | None, since: int, seq: int, chain: str, mac: Any,
-                      rep: VerifyReport) -> None:
-    """A commit's MAC over its seq and stored chain hash: recomputing the chain after an edit
-    is not enough without the key."""
-    if macs is not None and seq > since and not macs.check(mac, "commit", seq, chain):
-        what = "has no MAC" if mac is None else "MAC mismatch"
-        rep.error(f"seq {seq}: commit {what} (written or rewritten without the table's key)")
-
-
-_V3_META = frozenset({"mac_since", "mac_since_mac", "acked_at_mac", "key_id"})
-
-
-def _int_meta(meta: Mapping[str, str], name: str, rep: VerifyReport) -> int:
-    value = meta.get(name, "")
-    if not value.isdigit():
-        rep.error(f"meta {name} is {value!r}, not a number")
-        return 0
-    return int(value)
-
-
-def _macs_for(meta: Mapping[str, str], key: JournalKey | None, rep: VerifyReport
-              ) -> _Macs | None:
-    """What the MACs are checked with, or None (no key, or another table's key)."""
-    if key is None:
-        rep.macs = "not checked: no key (the plain SHA-256 chain was checked)"
-        return None
-    if meta["key_id"] != key.key_id:
-        rep.macs = "not checked: wrong key"
-        rep.error(f"journal MACs were made with key id {meta['key_id']}, the key {key.source} is "
-                  f"key id {key.key_id}: wrong or replaced key (or meta altered)")
-        return None
-    rep.macs = f"checked with key id {key.key_id} ({key.source})"
-    if key.dev:
-        rep.macs += "; a development key beside the journal: no protection against whoever " \
-            "can write the state directory"
-    return _Macs(key, meta["table_id"], meta["game"], _int_meta(meta, "mac_since", rep))
-
-
-def _check_since(meta: Mapping[str, str], macs: _Macs | None, chain: str,
-                 rep: VerifyReport) -> None:
-    """The MAC of the point where MACs begin (creation, or the schema-3 upgrade): it covers
-    the chain head there, hence every record before it."""
-    if macs is None:
-        return
-    try:
-        mac = bytes.fromhex(meta["mac_since_mac"])
-    except ValueError:
-        mac = b""
-    if not macs.check(mac, "since", macs.since, chain, meta["acked_at_mac"]):
-        rep.error(f"seq {macs.since}: MAC of the chain head where MACs begin does not match "
-                  "(records before it rewritten, or meta altered)")
-
-
-def _checked_acked_upto(conn: sqlite3.Connection, meta: Mapping[str, str], macs: _Macs | None,
-                        rep: VerifyReport) -> int:
-    """The last acknowledged outbox id. With the key only MAC'd acks count (and any other
-    above `acked_at_mac`, the acks before MACs began, is an error); without it, every row."""
-    top = _int_meta(meta, "acked_at_mac", rep)
-    for upto, utc, mac in conn.execute(
-            "SELECT upto_id, utc, mac FROM outbox_acked ORDER BY upto_id"):
-        if macs is None or (mac is None and upto <= top):
-            top = max(top, int(upto))
-        elif macs.check(mac, "ack", upto, utc):
-            top = max(top, upto)
-        else:
-            rep.error(f"outbox ack up to message {upto} "
-                      f"{'has no MAC' if mac is None else 'MAC mismatch'} (forged or altered)")
-    return top
-
-
-def verify_dir(state_dir: Path | str, key_file: Path | None = None) -> VerifyReport:
-    """Offline verification (`tablectl journal verify`): the chain, with the table's key (if
-    one is found, `find_key`) its MACs, and the high-water mark. Creates nothing; never raises
-    for a missing or damaged journal, mark or key: that is an error in the report."""
+def verify_dir(state_dir: Path | str) -> VerifyReport:
+    """Offline verification (`tablectl journal verify`). Creates nothing; never raises for a
+    missing or damaged journal: that is an error in the report."""
     state_dir = Path(state_dir)
     path = state_dir / JOURNAL_FILE
     if not state_dir.is_dir():
@@ -788,12 +631,6 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None) -> VerifyRep
         rep = VerifyReport()
         rep.error(f"no journal: {path} does not exist")
         return rep
-    try:
-        key = find_key(state_dir, key_file=key_file)
-        key_problem = key_note = None
-    except KeyFileError as exc:
-        key, key_problem = None, None if exc.denied else str(exc)
-        key_note = f"not checked: {exc} (root can read it)" if exc.denied else None
     lock_fd = None
     uri = f"file:{path}?mode=ro"
     wal = Path(f"{path}-wal")
@@ -812,86 +649,12 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None) -> VerifyRep
             rep.error(f"cannot open {path}: {exc}")
             return rep
         try:
-            rep = _verify_conn(conn, key=key)
-            if key_problem is not None:
-                rep.error(key_problem)
-            elif key is None and rep.macs.startswith("not checked") and key_note is not None:
-                rep.macs = key_note
-            with contextlib.suppress(sqlite3.Error):
-                meta = _meta(conn)
-                if meta.get("schema") == "3":
-                    _verify_mark(conn, state_dir / MARK_FILE, key, meta, rep)
-            return rep
+            return _verify_conn(conn)
         finally:
             conn.close()
     finally:
         if lock_fd is not None:
             os.close(lock_fd)
-
-
-def _hash_at(conn: sqlite3.Connection, seq: int, genesis: str) -> str | None:
-    """The chain hash after record `seq` if it is stored (a commit's last record, a schema-1
-    row, or 0: the genesis); None otherwise."""
-    if seq == 0:
-        return genesis
-    row = conn.execute("SELECT hash FROM commits WHERE seq = ?", (seq,)).fetchone()
-    if row is not None:
-        return row[0].hex() if isinstance(row[0], bytes) else None
-    row = conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def _last_seq_now(conn: sqlite3.Connection) -> int:
-    """The journal's last seq as a read started now sees it."""
-    row = conn.execute("SELECT max(seq) FROM commits").fetchone()
-    if row[0] is not None:
-        return int(row[0])
-    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
-
-
-def _mark_problem(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | None,
-                  meta: Mapping[str, str], last_seq: int | None
-                  ) -> tuple[str, int | None] | None:
-    """What is wrong between a schema-3 journal ending at `last_seq` and its high-water mark
-    (the text, and the mark's seq when it is readable), or None.
-
-    `last_seq` None: a daemon may be appending (verify_dir): the journal is read after the
-    mark, and the mark is written after each commit, so the commit it names is visible then."""
-    table_id, game = meta["table_id"], meta["game"]
-    try:
-        mark: MarkValue = read_mark(mark_path, key, table_id, game)
-        if last_seq is None:
-            last_seq = _last_seq_now(conn)
-    except FileNotFoundError:
-        if last_seq is None:
-            last_seq = _last_seq_now(conn)
-        if last_seq == 0:
-            return None  # a journal made a moment before it (creation is not atomic with it)
-        return (f"its high-water mark {mark_path} is missing beside a journal of {last_seq} "
-                "records: the journal cannot show it is complete", None)
-    except (OSError, MarkError) as exc:
-        return f"its high-water mark {mark_path} is unusable ({exc})", None
-    if mark.seq > last_seq:
-        return (f"LOST RECORDS: its high-water mark says seq {mark.seq} was committed, the "
-                f"journal ends at seq {last_seq} (seq {last_seq + 1}..{mark.seq} missing: a "
-                "lost or damaged write-ahead log, or an older copy put back)", mark.seq)
-    if _hash_at(conn, mark.seq, genesis_hash(table_id, game)) != mark.hash:
-        return (f"it does not hold the commit its high-water mark names (seq {mark.seq}, "
-                f"journal ends at seq {last_seq}): replaced or rewritten", mark.seq)
-    return None
-
-
-def _verify_mark(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | None,
-                 meta: Mapping[str, str], rep: VerifyReport) -> None:
-    problem = _mark_problem(conn, mark_path, key, meta, None)
-    if problem is not None:
-        rep.error(f"journal: {problem[0]}")
-        rep.mark = "FAILED"
-    else:
-        with contextlib.suppress(OSError, MarkError):
-            m = read_mark(mark_path, key, meta["table_id"], meta["game"])
-            rep.mark = (f"seq {m.seq} (journal ends at seq {rep.last_seq})"
-                        + ("" if key is not None else "; its MAC not checked: no key"))
 
 
 @dataclass(frozen=True)
@@ -988,14 +751,8 @@ class Journal:
     serialised by an internal lock, so a worker thread may do the appends."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection, lock_fd: int, table_id: str,
-                 game: str, state: VerifyReport, key: JournalKey,
-                 mark_problem: tuple[str, int | None] | None = None) -> None:
+                 game: str, state: VerifyReport) -> None:
         self.path = path
-        self.key = key
-        # Set only when opened for `accept_loss`: what is wrong with the high-water mark.
-        self.mark_problem = mark_problem
-        mark_path = path.parent / MARK_FILE
-        self._mark = MarkWriter(mark_path, key, table_id, game) if mark_path.exists() else None
         self.table_id = table_id
         self.game = game
         self._conn = conn
@@ -1020,15 +777,12 @@ class Journal:
 
     @classmethod
     def open(cls, state_dir: Path | str, *, table_id: str, game: str, create: bool = True,
-             verify: bool = True, key_file: Path | None = None,
-             _recovering: bool = False) -> Journal:
-        """Open (or, with `create`, make) the journal of this table and game; verify it, its
-        MACs (with the key `find_key` finds, or `key_file`) and its high-water mark.
+             verify: bool = True) -> Journal:
+        """Open (or, with `create`, make) the journal of this table and game; verify it.
 
         Raises JournalError if it is of another table/game, fails verification, is locked by
-        another process, or is missing with create=False; JournalLossError if it is shorter
-        than its high-water mark or the mark is missing or forged. Never replaces an existing
-        file. A schema-1 or -2 journal is upgraded in place (its records stay as they are)."""
+        another process, or is missing with create=False. Never replaces an existing file.
+        A schema-1 journal is upgraded in place (its records stay as they are)."""
         if not table_id or not game:
             raise ValueError("table_id and game are required")
         state_dir = Path(state_dir)
@@ -1040,34 +794,24 @@ class Journal:
         try:
             lock_fd = _lock(state_dir / LOCK_FILE, exclusive=True, wait_s=LOCK_WAIT_S)
         except OSError as exc:
-            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # not a lock: the disk
-                why = "is on a read-only file system" if exc.errno == errno.EROFS else (
-                    "is not writable by this user")
-                raise JournalError(f"journal {path}: the state directory {state_dir} {why} "
-                                   f"({exc.strerror}); cannot take the journal lock") from exc
             raise JournalError(f"journal {path} is locked by another process (a running "
                                f"tablectld or journal verify): {exc}") from exc
         try:
-            return cls._open_locked(path, lock_fd, table_id, game, create, verify, key_file,
-                                    _recovering)
+            return cls._open_locked(path, lock_fd, table_id, game, create, verify)
         except BaseException:
             os.close(lock_fd)
             raise
 
     @classmethod
     def _open_locked(cls, path: Path, lock_fd: int, table_id: str, game: str, create: bool,
-                     verify: bool, key_file: Path | None, recovering: bool) -> Journal:
-        state_dir = path.parent
+                     verify: bool) -> Journal:
         if not path.exists():
             if Path(f"{path}-wal").exists():
                 raise JournalError(f"journal {path} is missing but its write-ahead log "
                                    f"{path}-wal exists: refusing to start a new journal")
             if not create:
                 raise JournalError(f"journal {path} does not exist")
-            key = _find_key(path, key_file, create=True, key_id=None)
-            _create(path, table_id, game, key)
-            create_mark(state_dir / MARK_FILE, key, table_id, game, 0, 0,
-                        genesis_hash(table_id, game))
+            _create(path, table_id, game)
         with open(path, "rb") as f:
             magic = f.read(16)
         if magic != b"SQLite format 3\x00":
@@ -1083,20 +827,16 @@ class Journal:
         try:
             # Read before any pragma writes: a foreign or damaged file must stay as it is.
             meta = _meta(conn)
-            schema = meta.get("schema")
-            if schema not in SCHEMAS_READ:
-                raise JournalError(f"journal {path}: unknown schema {schema!r}")
+            if meta.get("schema") not in SCHEMAS_READ:
+                raise JournalError(f"journal {path}: unknown schema {meta.get('schema')!r}")
             if (meta.get("table_id"), meta.get("game")) != (table_id, game):
                 raise JournalError(
                     f"journal {path} belongs to table {meta.get('table_id')!r} game "
                     f"{meta.get('game')!r}, not table {table_id!r} game {game!r}; refusing "
                     "to use it")
-            # A key is made (development only) for a journal that has no MACs yet.
-            key = _find_key(path, key_file, create=create and schema != "3",
-                            key_id=meta.get("key_id"))
             _set_pragmas(conn, path)
             if verify:
-                state = _verify_conn(conn, (table_id, game), key)
+                state = _verify_conn(conn, (table_id, game))
                 if not state.ok:
                     first = "; ".join(state.errors[:3])
                     raise JournalError(
@@ -1105,40 +845,21 @@ class Journal:
                         f"verify --state-dir {path.parent}`. It is never replaced automatically.")
             else:
                 state = _load_state(conn, table_id, game)
-            problem = None
-            if schema != "3":
-                # The mark first: a crash before the upgrade commits leaves a schema-1/2 journal
-                # (upgraded again next time) with a mark, never a schema-3 one without.
-                create_mark(state_dir / MARK_FILE, key, table_id, game, state.last_seq,
-                            state.next_outbox_id - 1,
-                            state.last_hash or genesis_hash(table_id, game))
-                if schema == "1":
-                    _upgrade(conn, path, game, state.last_seq)
-                _upgrade_v3(conn, path, key, table_id, game, state)
-            else:
-                problem = _mark_problem(conn, state_dir / MARK_FILE, key, _meta(conn),
-                                        state.last_seq)
-                if problem is not None and not recovering:
-                    raise JournalLossError(
-                        f"journal {path}: {problem[0]}. The table stays out of service. Put back "
-                        "a copy of the journal that holds those records, or record the loss: "
-                        f"`tablectl journal accept-loss --state-dir {state_dir} --reason TEXT` "
-                        "(docs/journal.md, \"Recovering\").", problem[1], state.last_seq)
+            if meta["schema"] == "1":
+                _upgrade(conn, path, game, state.last_seq)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise JournalError(f"journal {path} is unreadable (corrupt?): {exc}") from exc
         except BaseException:
             conn.close()
             raise
-        return cls(path, conn, lock_fd, table_id, game, state, key, problem)
+        return cls(path, conn, lock_fd, table_id, game, state)
 
     def close(self) -> None:
         with self._mutex:
             if self._lock_fd is None:
                 return
             self._conn.close()  # checkpoints the WAL into the file
-            if self._mark is not None:
-                self._mark.close()
             os.close(self._lock_fd)
             self._lock_fd = None
 
@@ -1191,8 +912,6 @@ class Journal:
             rows: list[_Row] = []
             for entry in entries:
                 seq += 1
-                if entry.event.kind == LOSS_KIND:  # outbox ids lost with the records: skipped
-                    next_id = max(next_id, _outbox_next(entry.event.data) or 0)
                 row = _prepare(entry, seq, last_hash, last_round, next_id, next_round)
                 rows.append(row)
                 last_hash, last_round = row.hash, entry.round
@@ -1204,13 +923,13 @@ class Journal:
             c = self._conn
             try:
                 c.execute("BEGIN IMMEDIATE")
-                c.execute("INSERT INTO commits(seq, round, rec, out, body, hash, mac) "
-                          "VALUES (?,?,?,?,?,?,?)",
+                c.execute("INSERT INTO commits(seq, round, rec, out, body, hash) "
+                          "VALUES (?,?,?,?,?,?)",
                           (seq, last_round, next_round - 1, next_id - 1, body,
-                           bytes.fromhex(last_hash), self._mac("commit", seq, last_hash)))
+                           bytes.fromhex(last_hash)))
                 for row in rows:
                     if row.snapshot is not None:
-                        _insert_snapshot(c, row, self._mac)
+                        _insert_snapshot(c, row)
                 c.execute("COMMIT")
             except BaseException as exc:
                 self._fail(f"append of seq {rows[0].seq}..{rows[-1].seq} failed: {exc}")
@@ -1218,9 +937,6 @@ class Journal:
                     raise JournalError(f"journal {self.path}: {self._failed}") from exc
                 raise
             self._last_seq, self._last_hash = seq, last_hash
-            if self._mark is not None:
-                # After the commit: never ahead of it.
-                self._mark.advance(seq, next_id - 1, last_hash)
             self._last_event_round = last_round
             self._next_outbox_id = next_id
             for row in rows:
@@ -1241,17 +957,16 @@ class Journal:
             if upto_id <= self._acked_upto:
                 return 0
             if upto_id >= self._next_outbox_id:
-                raise AckBeyondJournal(upto_id, self._next_outbox_id - 1)
+                raise ValueError(f"ack of message {upto_id}, but the last message is "
+                                 f"{self._next_outbox_id - 1}")
             c = self._conn
-            utc = utc or _utc_now()
             try:
                 c.execute("PRAGMA synchronous=NORMAL")
                 c.execute("BEGIN IMMEDIATE")
                 # Schema-1 messages have rows in `outbox`; later ones are pending by id alone.
                 c.execute("DELETE FROM outbox WHERE id <= ?", (upto_id,))
-                # MAC'd: a forged ack would hide unsent messages (docs/journal.md).
-                c.execute("INSERT INTO outbox_acked(upto_id, utc, mac) VALUES (?,?,?)",
-                          (upto_id, utc, self._mac("ack", upto_id, utc)))
+                c.execute("INSERT INTO outbox_acked(upto_id, utc) VALUES (?,?)",
+                          (upto_id, utc or _utc_now()))
                 c.execute("COMMIT")
                 _set_synchronous_full(c, self.path)
             except BaseException as exc:
@@ -1262,9 +977,6 @@ class Journal:
             n = upto_id - self._acked_upto
             self._acked_upto = upto_id
             return n
-
-    def _mac(self, domain: str, *fields: Any) -> bytes:
-        return self.key.mac(domain, self.table_id, self.game, *fields)
 
     def _check_writable(self) -> None:
         if self._lock_fd is None:
@@ -1286,11 +998,8 @@ class Journal:
         """The latest snapshot's state (None: start from the machine's initial state) and every
         event after it, in order: what the daemon replays at start."""
         with self._mutex:
-            # Only a MAC'd snapshot (checked at open) is trusted; one from before the schema-3
-            # upgrade is not, and replay then starts further back (from genesis if need be).
             row = self._conn.execute(
-                "SELECT seq, state FROM snapshots WHERE mac IS NOT NULL ORDER BY seq DESC "
-                "LIMIT 1").fetchone()
+                "SELECT seq, state FROM snapshots ORDER BY seq DESC LIMIT 1").fetchone()
             after = 0 if row is None else row[0]
             return (None if row is None else json.loads(_snapshot_text(row[1])),
                     list(self.iter_events(after + 1)))
@@ -1473,9 +1182,6 @@ class Journal:
                 "last_snapshot_seq": snap,
                 "first_utc": first.utc if first else None, "last_utc": last.utc if last else None,
                 "file_bytes": size,
-                "key_id": self.key.key_id, "key_dev": self.key.dev,
-                # Failed in-place writes of the mark: it lags (safe), detection narrows.
-                "mark_write_errors": 0 if self._mark is None else self._mark.errors,
             }
 
     def verify(self) -> VerifyReport:
@@ -1487,15 +1193,13 @@ class Journal:
 _SNAPSHOT_CODEC = Codec("")
 
 
-def _insert_snapshot(c: sqlite3.Connection, row: _Row, mac: Any) -> None:
+def _insert_snapshot(c: sqlite3.Connection, row: _Row) -> None:
     """Deflated (no dictionary), and never deleted: a deleted snapshot's freed pages would be
-    reused at the price of a freelist page written with each; they are ~300 bytes each.
-    MAC'd over its seq and hash (which covers the event's chain hash and the state)."""
+    reused at the price of a freelist page written with each; they are ~300 bytes each."""
     assert row.snapshot is not None
-    digest = snapshot_hash(row.hash, row.snapshot)
-    c.execute("INSERT INTO snapshots(seq, state, hash, mac) VALUES (?,?,?,?)",
-              (row.seq, _SNAPSHOT_CODEC.pack(row.snapshot), digest,
-               mac("snapshot", row.seq, digest)))
+    c.execute("INSERT INTO snapshots(seq, state, hash) VALUES (?,?,?)",
+              (row.seq, _SNAPSHOT_CODEC.pack(row.snapshot),
+               snapshot_hash(row.hash, row.snapshot)))
 
 
 def _set_synchronous_full(conn: sqlite3.Connection, path: Path) -> None:
@@ -1549,7 +1253,7 @@ def _load_state(conn: sqlite3.Connection, table_id: str, game: str) -> VerifyRep
     return st
 
 
-def _create(path: Path, table_id: str, game: str, key: JournalKey) -> None:
+def _create(path: Path, table_id: str, game: str) -> None:
     """Build a new journal beside the target and link it into place: `journal.sqlite3` exists
     only complete, so an empty or half-made one is always corruption, never 'new'."""
     tmp = path.with_name(path.name + ".new")
@@ -1563,15 +1267,13 @@ def _create(path: Path, table_id: str, game: str, key: JournalKey) -> None:
         conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("BEGIN IMMEDIATE")
-        for stmt in [*_TABLES_V1.split(";"), _TABLE_COMMITS, *_V3_COLUMNS]:
+        for stmt in [*_TABLES_V1.split(";"), _TABLE_COMMITS]:
             if stmt.strip():
                 conn.execute(stmt)
-        genesis = genesis_hash(table_id, game)
         conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
             ("schema", SCHEMA_VERSION), ("table_id", table_id), ("game", game),
-            ("created_utc", _utc_now()), ("genesis", genesis),
-            ("v1_last_seq", "0"), ("deflate_dict", deflate_dict(game)),
-            *_mac_meta(key, table_id, game, 0, genesis, 0)])
+            ("created_utc", _utc_now()), ("genesis", genesis_hash(table_id, game)),
+            ("v1_last_seq", "0"), ("deflate_dict", deflate_dict(game))])
         conn.execute("COMMIT")
     finally:
         conn.close()  # checkpoints and removes tmp's WAL
@@ -1589,8 +1291,7 @@ def _create(path: Path, table_id: str, game: str, key: JournalKey) -> None:
 
 def _upgrade(conn: sqlite3.Connection, path: Path, game: str, last_seq: int) -> None:
     """Schema 1 -> 2, in one transaction: the records stay in `events`; `commits` takes the next
-    ones. `snapshots` loses its foreign key to `events` (later snapshots are of commits).
-    `_upgrade_v3` follows at once."""
+    ones. `snapshots` loses its foreign key to `events` (later snapshots are of commits)."""
     try:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(_TABLE_COMMITS)
@@ -1602,118 +1303,10 @@ def _upgrade(conn: sqlite3.Connection, path: Path, game: str, last_seq: int) -> 
         conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
             ("v1_last_seq", str(last_seq)), ("deflate_dict", deflate_dict(game)),
             ("upgraded_utc", _utc_now())])
-        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
-        raise JournalError(f"journal {path}: upgrade to schema 2 failed: {exc}") from exc
-
-
-def _mac_meta(key: JournalKey, table_id: str, game: str, since: int, chain: str,
-              acked: int) -> list[tuple[str, str]]:
-    """The meta rows where MACs begin: at seq `since` (chain hash `chain`, acks up to `acked`)."""
-    mac = key.mac("since", table_id, game, since, chain, str(acked))
-    return [("mac_since", str(since)), ("mac_since_mac", mac.hex()),
-            ("acked_at_mac", str(acked)), ("key_id", key.key_id)]
-
-
-def _upgrade_v3(conn: sqlite3.Connection, path: Path, key: JournalKey, table_id: str,
-                game: str, state: VerifyReport) -> None:
-    """Schema 2 -> 3, in one transaction: a `mac` column in `commits`, `snapshots` and
-    `outbox_acked` (NULL in the rows already there) and the MAC of the chain head now, which
-    covers every record before it. No record is rewritten."""
-    chain = state.last_hash or genesis_hash(table_id, game)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        for stmt in _V3_COLUMNS:
-            conn.execute(stmt)
-        conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
-            *_mac_meta(key, table_id, game, state.last_seq, chain, state.acked_upto),
-            ("upgraded3_utc", _utc_now())])
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise JournalError(f"journal {path}: upgrade to schema 3 failed: {exc}") from exc
-
-
-def _find_key(path: Path, key_file: Path | None, *, create: bool, key_id: str | None
-              ) -> JournalKey:
-    try:
-        key = find_key(path.parent, key_file=key_file, create=create)
-    except KeyFileError as exc:
-        raise JournalError(f"journal {path}: {exc}") from exc
-    if key is None:
-        raise JournalError(
-            f"journal {path}: no journal key (looked for $CREDENTIALS_DIRECTORY/journal-key, "
-            f"/etc/tablectl/journal-key and {path.parent}/journal.key); its MACs were made with "
-            f"key id {key_id}")
-    return key
-
-
-MAX_REASON_CHARS = 500
-
-
-def accept_loss(state_dir: Path | str, *, reason: str, user: str,
-                key_file: Path | None = None, outbox_after: int | None = None
-                ) -> dict[str, Any]:
-    """Record, as the journal's next record, that records (or its high-water mark) were lost,
-    then reset the mark to the journal as it stands: the documented way back into service
-    after a loss (`tablectl journal accept-loss`; docs/journal.md, "Recovering").
-
-    New outbox messages continue after the last id the table is known to have used: the mark's,
-    or `outbox_after` (head office's acknowledged id, from the out-of-service message), so that
-    head office never takes a new message for one it already applied. The chain and MACs must
-    verify: only the mark (or head office) may disagree. JournalError if they do not, or if
-    there is nothing to accept. Returns the record's data with its seq."""
-    reason = reason.strip()
-    if outbox_after is not None and (type(outbox_after) is not int or outbox_after < 0):
-        raise ValueError(f"outbox_after must be an id >= 0, got {outbox_after!r}")
-    if not reason or len(reason) > MAX_REASON_CHARS or not reason.isprintable():
-        raise ValueError(f"the reason must be 1..{MAX_REASON_CHARS} printable characters")
-    state_dir = Path(state_dir)
-    path = state_dir / JOURNAL_FILE
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            meta = _meta(conn)
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise JournalError(f"journal {path} unreadable: {exc}") from exc
-    table_id, game = meta.get("table_id", ""), meta.get("game", "")
-    with Journal.open(state_dir, table_id=table_id, game=game, create=False,
-                      key_file=key_file, _recovering=True) as j:
-        last_out = j._next_outbox_id - 1
-        text, mark_seq = j.mark_problem or (None, None)
-        if text is None:
-            if outbox_after is None or outbox_after <= last_out:
-                raise JournalError(f"journal {path}: nothing to accept, the journal and its "
-                                   f"high-water mark agree (seq {j.last_seq}, outbox message "
-                                   f"{last_out})")
-            text = (f"head office acknowledged outbox message {outbox_after}, the journal's "
-                    f"last is message {last_out}")
-        mark_out = _readable_mark_out(state_dir, j)
-        skip_to = max(last_out, mark_out, outbox_after or 0) + 1
-        data = {"by": user, "reason": reason, "problem": text, "mark_seq": mark_seq,
-                "journal_seq": j.last_seq,
-                "lost": ([j.last_seq + 1, mark_seq]
-                         if mark_seq is not None and mark_seq > j.last_seq else None),
-                "outbox_next": skip_to, "outbox_lost": ([last_out + 1, skip_to - 1]
-                                                        if skip_to > last_out + 1 else None)}
-        now = Now(_utc_now(), time.monotonic_ns() // 1_000_000)
-        seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round)
-        # Durable (unlike the per-commit update): the mark now names this record.
-        create_mark(state_dir / MARK_FILE, j.key, table_id, game, seq, skip_to - 1,
-                    j.last_hash)
-    return {"seq": seq, "utc": now.utc, **data}
-
-
-def _readable_mark_out(state_dir: Path, j: Journal) -> int:
-    """The last outbox id the (genuine) mark names; 0 if it is missing or forged."""
-    try:
-        return read_mark(state_dir / MARK_FILE, j.key, j.table_id, j.game).out
-    except (OSError, MarkError):
-        return 0
+        raise JournalError(f"journal {path}: upgrade to schema {SCHEMA_VERSION} failed: {exc}"
+                           ) from exc

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.errors import TablectlError
+
 CREDENTIAL_NAME = "journal-key"  # LoadCredential=journal-key:/etc/tablectl/journal-key
 SYSTEM_KEY_FILE = Path("/etc/tablectl/journal-key")
 DEV_KEY_FILE = "journal.key"  # in the state directory: simulation and development only
@@ -32,7 +34,7 @@ MAC_BYTES = 16
 MAX_KEY_FILE_BYTES = 4096
 
 
-class KeyFileError(Exception):
+class KeyFileError(TablectlError):
     """No usable key: missing, unreadable or malformed. `denied`: it exists but this user may
     not read it (a technician without root: the MACs are then not checked, which is no error)."""
 

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.journal_mac import MAC_BYTES, JournalKey
+from controller.errors import TablectlError
+from controller.journal.chain import genesis_hash
+from controller.journal.mac import MAC_BYTES, JournalKey
 
 MARK_FILE = "journal.mark"
 MARK_SIZE = 256  # one fixed-size record at offset 0: within one disk sector
@@ -28,7 +32,7 @@ _VERSION = "1"
 _DOMAIN = "mark"
 
 
-class MarkError(Exception):
+class MarkError(TablectlError):
     """The mark is unreadable, malformed or its MAC does not match."""
 
 
@@ -119,3 +123,58 @@ class MarkWriter:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+# ---- the mark against the journal ---------------------------------------------------------
+
+
+def hash_at(conn: sqlite3.Connection, seq: int, genesis: str) -> str | None:
+    """The chain hash after record `seq` if it is stored (a commit's last record, a schema-1
+    row, or 0: the genesis); None otherwise."""
+    if seq == 0:
+        return genesis
+    row = conn.execute("SELECT hash FROM commits WHERE seq = ?", (seq,)).fetchone()
+    if row is not None:
+        return row[0].hex() if isinstance(row[0], bytes) else None
+    row = conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def last_seq_now(conn: sqlite3.Connection) -> int:
+    """The journal's last seq as a read started now sees it."""
+    row = conn.execute("SELECT max(seq) FROM commits").fetchone()
+    if row[0] is not None:
+        return int(row[0])
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+
+
+def mark_problem(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | None,
+                 meta: Mapping[str, str], last_seq: int | None
+                  ) -> tuple[str, int | None] | None:
+    """What is wrong between a schema-3 journal ending at `last_seq` and its high-water mark
+    (the text, and the mark's seq when it is readable), or None.
+
+    `last_seq` None: a daemon may be appending (verify_dir): the journal is read after the
+    mark, and the mark is written after each commit, so the commit it names is visible then."""
+    table_id, game = meta["table_id"], meta["game"]
+    try:
+        mark: MarkValue = read_mark(mark_path, key, table_id, game)
+        if last_seq is None:
+            last_seq = last_seq_now(conn)
+    except FileNotFoundError:
+        if last_seq is None:
+            last_seq = last_seq_now(conn)
+        if last_seq == 0:
+            return None  # a journal made a moment before it (creation is not atomic with it)
+        return (f"its high-water mark {mark_path} is missing beside a journal of {last_seq} "
+                "records: the journal cannot show it is complete", None)
+    except (OSError, MarkError) as exc:
+        return f"its high-water mark {mark_path} is unusable ({exc})", None
+    if mark.seq > last_seq:
+        return (f"LOST RECORDS: its high-water mark says seq {mark.seq} was committed, the "
+                f"journal ends at seq {last_seq} (seq {last_seq + 1}..{mark.seq} missing: a "
+                "lost or damaged write-ahead log, or an older copy put back)", mark.seq)
+    if hash_at(conn, mark.seq, genesis_hash(table_id, game)) != mark.hash:
+        return (f"it does not hold the commit its high-water mark names (seq {mark.seq}, "
+                f"journal ends at seq {last_seq}): replaced or rewritten", mark.seq)
+    return None

@@ -1,0 +1,33 @@
+"""The journal's errors: each a `TablectlError` (controller/errors.py), so the daemon and the CLI
+catch one root."""
+
+from __future__ import annotations
+
+from controller.errors import TablectlError
+
+
+class JournalError(TablectlError):
+    """The journal cannot be used: corrupt, of another table, locked, or a write failed.
+
+    The message names the file and, where one is at fault, the record's seq.
+    """
+
+
+class JournalLossError(JournalError):
+    """The journal is shorter than what the table knows it committed (its high-water mark), or
+    its mark is missing or forged: records were lost or the journal replaced."""
+
+    def __init__(self, text: str, mark_seq: int | None, journal_seq: int) -> None:
+        super().__init__(text)
+        self.mark_seq = mark_seq
+        self.journal_seq = journal_seq
+
+
+class AckBeyondJournal(TablectlError, ValueError):
+    """Head office acknowledged an outbox message this journal never wrote: it had one, so the
+    journal lost it (or head office is of another table)."""
+
+    def __init__(self, upto: int, last: int) -> None:
+        super().__init__(f"ack of message {upto}, but the last message is {last}")
+        self.upto = upto
+        self.last = last

@@ -1,0 +1,66 @@
+"""One writer per state directory: the journal's lock file, and the state of the writer that
+holds it (closed, or failed after a write it cannot vouch for)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from controller.journal.errors import JournalError
+
+LOCK_WAIT_S = 5.0
+
+
+def take_lock(lock_path: Path, exclusive: bool, wait_s: float) -> int:
+    """flock the lock file; one writer (the daemon) at a time, readers only when it is down."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o640) if exclusive else os.open(
+        lock_path, os.O_RDONLY)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN) or time.monotonic() > deadline:
+                os.close(fd)
+                raise
+            time.sleep(0.05)
+
+
+class WriteGuard:
+    """Whether the writer may write: it holds the lock and no write has failed. After a failed
+    commit (or fsync) the file's state is unknown to us: every later write is refused until
+    the journal is reopened (which verifies it)."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, lock_fd: int) -> None:
+        self.path = path
+        self._conn = conn
+        self._lock_fd: int | None = lock_fd
+        self.failed: str | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._lock_fd is None
+
+    def check(self) -> None:
+        if self._lock_fd is None:
+            raise JournalError(f"journal {self.path} is closed")
+        if self.failed is not None:
+            raise JournalError(f"journal {self.path} refuses writes after a failure "
+                               f"({self.failed}); reopen it")
+
+    def fail(self, why: str) -> None:
+        self.failed = why
+        with contextlib.suppress(sqlite3.Error):
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None

@@ -1,0 +1,424 @@
+"""The durable journal: every input event, hash-chained, in one SQLite file (docs/journal.md).
+
+The daemon appends each event (with the `outbox` and `round` effects it produced) in one
+transaction before it acts on it; at start it verifies the whole chain and replays from the latest
+snapshot. A journal that fails verification is never reused or replaced: `Journal.open` raises
+`JournalError` and the daemon stays out of service until a technician looks at it.
+
+`Journal` opens, commits and closes; reading is its `Reader` (read.py), the outbox and acks its
+`Outbox` (outbox.py). The hash of a record is in chain.py, the stored form in codec.py and
+schema.py (schema 3: one deflated row per commit, MAC'd with the table's key, mac.py), the
+checks in verify.py, the high-water mark beside the file in mark.py.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from controller.journal.chain import genesis_hash, snapshot_hash
+from controller.journal.codec import Codec, parse_body, snapshot_text
+from controller.journal.errors import JournalError, JournalLossError
+from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
+from controller.journal.mac import JournalKey, KeyFileError, find_key
+from controller.journal.mark import MARK_FILE, MarkWriter, create_mark, mark_problem
+from controller.journal.outbox import Outbox
+from controller.journal.read import Reader
+from controller.journal.records import (
+    LOSS_KIND,
+    ROUND_STATUSES,
+    Entry,
+    OutboxMessage,
+    RoundRecord,
+    Row,
+    StoredEvent,
+    fx_items,
+    outbox_next,
+    prepare,
+)
+from controller.journal.schema import (
+    JOURNAL_FILE,
+    LOCK_FILE,
+    SCHEMAS_READ,
+    create_journal,
+    read_acked_upto,
+    read_meta,
+    set_pragmas,
+)
+from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3
+from controller.journal.verify import VerifyReport, verify_conn
+from controller.rounds.base import Effect, Event, Now
+
+
+class Journal:
+    """The daemon's journal. One writer per state dir (a lock file enforces it); calls are
+    serialised by an internal lock, so a worker thread may do the appends."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, lock_fd: int, table_id: str,
+                 game: str, state: VerifyReport, key: JournalKey,
+                 mark_problem: tuple[str, int | None] | None = None) -> None:
+        self.path = path
+        self.key = key
+        # Set only when opened for `accept_loss`: what is wrong with the high-water mark.
+        self.mark_problem = mark_problem
+        mark_path = path.parent / MARK_FILE
+        self._mark = MarkWriter(mark_path, key, table_id, game) if mark_path.exists() else None
+        self.table_id = table_id
+        self.game = game
+        self._conn = conn
+        self._guard = WriteGuard(path, conn, lock_fd)
+        self._mutex = threading.RLock()
+        self._last_seq = state.last_seq
+        self._last_hash = state.last_hash or genesis_hash(table_id, game)
+        self._last_event_round = state.last_event_round
+        self._rounds = {"completed": state.rounds_completed, "voided": state.rounds_voided}
+        self.reader = Reader(path, conn, self._mutex, table_id, game, lambda: self._last_seq)
+        self.outbox = Outbox(conn, self._mutex, self._guard, self.reader, self._mac,
+                             state.next_outbox_id, state.acked_upto)
+
+    # ---- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, state_dir: Path | str, *, table_id: str, game: str, create: bool = True,
+             verify: bool = True, key_file: Path | None = None,
+             _recovering: bool = False) -> Journal:
+        """Open (or, with `create`, make) the journal of this table and game; verify it, its
+        MACs (with the key `find_key` finds, or `key_file`) and its high-water mark.
+
+        Raises JournalError if it is of another table/game, fails verification, is locked by
+        another process, or is missing with create=False; JournalLossError if it is shorter
+        than its high-water mark or the mark is missing or forged. Never replaces an existing
+        file. A schema-1 or -2 journal is upgraded in place (its records stay as they are)."""
+        if not table_id or not game:
+            raise ValueError("table_id and game are required")
+        state_dir = Path(state_dir)
+        path = state_dir / JOURNAL_FILE
+        if create:
+            state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
+        elif not state_dir.is_dir():
+            raise JournalError(f"state directory {state_dir} does not exist")
+        try:
+            lock_fd = take_lock(state_dir / LOCK_FILE, exclusive=True, wait_s=LOCK_WAIT_S)
+        except OSError as exc:
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # not a lock: the disk
+                why = "is on a read-only file system" if exc.errno == errno.EROFS else (
+                    "is not writable by this user")
+                raise JournalError(f"journal {path}: the state directory {state_dir} {why} "
+                                   f"({exc.strerror}); cannot take the journal lock") from exc
+            raise JournalError(f"journal {path} is locked by another process (a running "
+                               f"tablectld or journal verify): {exc}") from exc
+        try:
+            return cls._open_locked(path, lock_fd, table_id, game, create, verify, key_file,
+                                    _recovering)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+
+    @classmethod
+    def _open_locked(cls, path: Path, lock_fd: int, table_id: str, game: str, create: bool,
+                     verify: bool, key_file: Path | None, recovering: bool) -> Journal:
+        state_dir = path.parent
+        if not path.exists():
+            if Path(f"{path}-wal").exists():
+                raise JournalError(f"journal {path} is missing but its write-ahead log "
+                                   f"{path}-wal exists: refusing to start a new journal")
+            if not create:
+                raise JournalError(f"journal {path} does not exist")
+            key = find_journal_key(path, key_file, create=True, key_id=None)
+            create_journal(path, table_id, game, key)
+            create_mark(state_dir / MARK_FILE, key, table_id, game, 0, 0,
+                        genesis_hash(table_id, game))
+        with open(path, "rb") as f:
+            magic = f.read(16)
+        if magic != b"SQLite format 3\x00":
+            # SQLite would happily turn an empty file into a new database: refuse first.
+            raise JournalError(f"journal {path} is not an SQLite database (empty or damaged "
+                               "header); refusing to use or replace it")
+        try:
+            # mode=rw: never let SQLite create an empty file in place of a vanished journal.
+            conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot open journal {path}: {exc}") from exc
+        try:
+            # Read before any pragma writes: a foreign or damaged file must stay as it is.
+            meta = read_meta(conn)
+            schema = meta.get("schema")
+            if schema not in SCHEMAS_READ:
+                raise JournalError(f"journal {path}: unknown schema {schema!r}")
+            if (meta.get("table_id"), meta.get("game")) != (table_id, game):
+                raise JournalError(
+                    f"journal {path} belongs to table {meta.get('table_id')!r} game "
+                    f"{meta.get('game')!r}, not table {table_id!r} game {game!r}; refusing "
+                    "to use it")
+            # A key is made (development only) for a journal that has no MACs yet.
+            key = find_journal_key(path, key_file, create=create and schema != "3",
+                                   key_id=meta.get("key_id"))
+            set_pragmas(conn, path)
+            if verify:
+                state = verify_conn(conn, (table_id, game), key)
+                if not state.ok:
+                    first = "; ".join(state.errors[:3])
+                    raise JournalError(
+                        f"journal {path} is corrupt ({state.error_count} errors; first: {first})."
+                        f" The table stays out of service; inspect with `tablectl journal "
+                        f"verify --state-dir {path.parent}`. It is never replaced automatically.")
+            else:
+                state = load_state(conn, table_id, game)
+            problem = None
+            if schema != "3":
+                # The mark first: a crash before the upgrade commits leaves a schema-1/2 journal
+                # (upgraded again next time) with a mark, never a schema-3 one without.
+                create_mark(state_dir / MARK_FILE, key, table_id, game, state.last_seq,
+                            state.next_outbox_id - 1,
+                            state.last_hash or genesis_hash(table_id, game))
+                if schema == "1":
+                    upgrade_to_v2(conn, path, game, state.last_seq)
+                upgrade_to_v3(conn, path, key, table_id, game, state)
+            else:
+                problem = mark_problem(conn, state_dir / MARK_FILE, key, read_meta(conn),
+                                       state.last_seq)
+                if problem is not None and not recovering:
+                    raise JournalLossError(
+                        f"journal {path}: {problem[0]}. The table stays out of service. Put back "
+                        "a copy of the journal that holds those records, or record the loss: "
+                        f"`tablectl journal accept-loss --state-dir {state_dir} --reason TEXT` "
+                        "(docs/journal.md, \"Recovering\").", problem[1], state.last_seq)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise JournalError(f"journal {path} is unreadable (corrupt?): {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return cls(path, conn, lock_fd, table_id, game, state, key, problem)
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._guard.closed:
+                return
+            self._conn.close()  # checkpoints the WAL into the file
+            if self._mark is not None:
+                self._mark.close()
+            self._guard.release()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- writing -------------------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        return self._last_seq
+
+    @property
+    def last_hash(self) -> str:
+        return self._last_hash
+
+    @property
+    def last_round_number(self) -> int:
+        """The number of the last round recorded completed or voided (0 before the first)."""
+        return self._rounds["completed"] + self._rounds["voided"]
+
+    @property
+    def last_event_round(self) -> int:
+        """The `round` of the last event appended (0 before the first)."""
+        return self._last_event_round
+
+    @property
+    def _next_outbox_id(self) -> int:  # (tests of older journals read these two)
+        return self.outbox.next_id
+
+    @property
+    def _acked_upto(self) -> int:
+        return self.outbox.acked_upto
+
+    def append(self, event: Event, now: Now, *, round: int, effects: Sequence[Effect] = (),
+               snapshot: Mapping[str, Any] | None = None) -> int:
+        """Commit one event, its outbox and round effects and an optional snapshot (the state
+        after this event) in one fsync'd transaction; return its seq.
+
+        ValueError for bad input (nothing written). JournalError if the write failed: the
+        journal then refuses further writes; reopen it (which re-verifies) to continue."""
+        return self.append_batch([Entry(event, now, round, tuple(effects), snapshot)])[0]
+
+    def append_batch(self, entries: Sequence[Entry]) -> list[int]:
+        """Commit several events, in order, in ONE fsync'd transaction; return their seqs.
+
+        For events that were already waiting together: none of them has been acted on, and one
+        fsync instead of one each saves most of the bytes written (each fsync'd commit costs at
+        least one 4 KiB page). All or nothing, like `append`. The commit is one `commits` row."""
+        with self._mutex:
+            self._guard.check()
+            seq, last_hash = self._last_seq, self._last_hash
+            last_round, next_id = self._last_event_round, self.outbox.next_id
+            next_round = self.last_round_number + 1
+            rows: list[Row] = []
+            for entry in entries:
+                seq += 1
+                if entry.event.kind == LOSS_KIND:  # outbox ids lost with the records: skipped
+                    next_id = max(next_id, outbox_next(entry.event.data) or 0)
+                row = prepare(entry, seq, last_hash, last_round, next_id, next_round)
+                rows.append(row)
+                last_hash, last_round = row.hash, entry.round
+                next_id += len(row.outbox)
+                next_round += len(row.rounds)
+            if not rows:
+                return []
+            body = self.reader.codec.pack("[" + ",".join(r.element for r in rows) + "]")
+            c = self._conn
+            try:
+                c.execute("BEGIN IMMEDIATE")
+                c.execute("INSERT INTO commits(seq, round, rec, out, body, hash, mac) "
+                          "VALUES (?,?,?,?,?,?,?)",
+                          (seq, last_round, next_round - 1, next_id - 1, body,
+                           bytes.fromhex(last_hash), self._mac("commit", seq, last_hash)))
+                for row in rows:
+                    if row.snapshot is not None:
+                        insert_snapshot(c, row, self._mac)
+                c.execute("COMMIT")
+            except BaseException as exc:
+                self._guard.fail(f"append of seq {rows[0].seq}..{rows[-1].seq} failed: {exc}")
+                if isinstance(exc, sqlite3.Error):
+                    raise JournalError(f"journal {self.path}: {self._guard.failed}") from exc
+                raise
+            self._last_seq, self._last_hash = seq, last_hash
+            if self._mark is not None:
+                # After the commit: never ahead of it.
+                self._mark.advance(seq, next_id - 1, last_hash)
+            self._last_event_round = last_round
+            self.outbox.next_id = next_id
+            for row in rows:
+                for _number, status, _summary in row.rounds:
+                    self._rounds[status] += 1
+            return [row.seq for row in rows]
+
+    def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
+        """Head office acknowledged every message up to `upto_id` (`Outbox.ack`)."""
+        return self.outbox.ack(upto_id, utc)
+
+    def _mac(self, domain: str, *fields: Any) -> bytes:
+        return self.key.mac(domain, self.table_id, self.game, *fields)
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def replay_point(self) -> tuple[dict[str, Any] | None, list[StoredEvent]]:
+        """The latest snapshot's state (None: start from the machine's initial state) and every
+        event after it, in order: what the daemon replays at start."""
+        with self._mutex:
+            # Only a MAC'd snapshot (checked at open) is trusted; one from before the schema-3
+            # upgrade is not, and replay then starts further back (from genesis if need be).
+            row = self._conn.execute(
+                "SELECT seq, state FROM snapshots WHERE mac IS NOT NULL ORDER BY seq DESC "
+                "LIMIT 1").fetchone()
+            after = 0 if row is None else row[0]
+            return (None if row is None else json.loads(snapshot_text(row[1])),
+                    list(self.reader.iter_events(after + 1)))
+
+    # The reader's and the outbox's queries, as callers have always asked the journal.
+    def iter_events(self, start_seq: int = 1, end_seq: int | None = None) -> Iterator[StoredEvent]:
+        return self.reader.iter_events(start_seq, end_seq)
+
+    def tail(self, n: int = 20) -> list[StoredEvent]:
+        return self.reader.tail(n)
+
+    def round_record(self, number: int) -> RoundRecord | None:
+        return self.reader.round_record(number)
+
+    def round_events(self, number: int) -> list[StoredEvent]:
+        return self.reader.round_events(number)
+
+    def pending_outbox(self, limit: int = 100) -> list[OutboxMessage]:
+        return self.outbox.pending(limit)
+
+    def summary(self) -> dict[str, Any]:
+        """`tablectl journal summary`."""
+        with self._mutex:
+            snap = self._conn.execute("SELECT max(seq) FROM snapshots").fetchone()[0]
+            first = next(self.iter_events(1, 1), None)
+            last = next(self.iter_events(self._last_seq, self._last_seq), None)
+            size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"))
+                       if p.exists())
+            return {
+                "path": str(self.path), "table_id": self.table_id, "game": self.game,
+                "records": self._last_seq, "last_seq": self._last_seq,
+                "rounds_completed": self._rounds["completed"],
+                "rounds_voided": self._rounds["voided"],
+                "last_round": self.last_round_number, "current_round": self._last_event_round,
+                **self.outbox.summary(),
+                "last_snapshot_seq": snap,
+                "first_utc": first.utc if first else None, "last_utc": last.utc if last else None,
+                "file_bytes": size,
+                "key_id": self.key.key_id, "key_dev": self.key.dev,
+                # Failed in-place writes of the mark: it lags (safe), detection narrows.
+                "mark_write_errors": 0 if self._mark is None else self._mark.errors,
+            }
+
+    def verify(self) -> VerifyReport:
+        """Re-walk the whole chain (e.g. `tablectl selftest`); does not change the journal."""
+        with self._mutex:
+            return verify_conn(self._conn, (self.table_id, self.game))
+
+
+def find_journal_key(path: Path, key_file: Path | None, *, create: bool, key_id: str | None
+                     ) -> JournalKey:
+    try:
+        key = find_key(path.parent, key_file=key_file, create=create)
+    except KeyFileError as exc:
+        raise JournalError(f"journal {path}: {exc}") from exc
+    if key is None:
+        raise JournalError(
+            f"journal {path}: no journal key (looked for $CREDENTIALS_DIRECTORY/journal-key, "
+            f"/etc/tablectl/journal-key and {path.parent}/journal.key); its MACs were made with "
+            f"key id {key_id}")
+    return key
+
+
+def load_state(conn: sqlite3.Connection, table_id: str, game: str) -> VerifyReport:
+    """The writer's position without checking the chain (open with verify=False)."""
+    st = VerifyReport()
+    st.last_hash = genesis_hash(table_id, game)
+    row = conn.execute("SELECT seq, hash, round FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+    if row is not None:
+        st.last_seq, st.last_hash, st.last_event_round = row
+    for status, n in conn.execute("SELECT status, count(*) FROM rounds GROUP BY status"):
+        if status in ROUND_STATUSES:
+            setattr(st, f"rounds_{status}", n)
+    st.acked_upto = read_acked_upto(conn)
+    top = int(conn.execute("SELECT coalesce(max(id), 0) FROM outbox").fetchone()[0])
+    meta = read_meta(conn)
+    if meta.get("schema") != "1":
+        codec = Codec(meta["deflate_dict"])
+        for key, rnd, out, body, h in conn.execute(
+                "SELECT seq, round, out, body, hash FROM commits ORDER BY seq"):
+            st.last_seq, st.last_hash, st.last_event_round = key, h.hex(), rnd
+            top = max(top, out)
+            for _text, record in parse_body(codec.unpack(body)):
+                for _n, status, _summary in fx_items(record[5] or {})[1]:
+                    if status in ROUND_STATUSES:
+                        setattr(st, f"rounds_{status}", getattr(st, f"rounds_{status}") + 1)
+    st.records = st.last_seq
+    st.next_outbox_id = max(top, st.acked_upto) + 1
+    return st
+
+
+_SNAPSHOT_CODEC = Codec("")
+
+
+def insert_snapshot(c: sqlite3.Connection, row: Row, mac: Any) -> None:
+    """Deflated (no dictionary), and never deleted: a deleted snapshot's freed pages would be
+    reused at the price of a freelist page written with each; they are ~300 bytes each.
+    MAC'd over its seq and hash (which covers the event's chain hash and the state)."""
+    assert row.snapshot is not None
+    digest = snapshot_hash(row.hash, row.snapshot)
+    c.execute("INSERT INTO snapshots(seq, state, hash, mac) VALUES (?,?,?,?)",
+              (row.seq, _SNAPSHOT_CODEC.pack(row.snapshot), digest,
+               mac("snapshot", row.seq, digest)))

@@ -1,0 +1,60 @@
+"""In-place upgrades of journals written by older code: schema 1 -> 2 -> 3. No record is
+rewritten; each upgrade is one transaction."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from controller.journal import schema
+from controller.journal.chain import genesis_hash
+from controller.journal.dicts import deflate_dict
+from controller.journal.errors import JournalError
+from controller.journal.mac import JournalKey
+from controller.journal.schema import mac_meta, utc_now
+from controller.journal.verify import VerifyReport
+
+
+def upgrade_to_v2(conn: sqlite3.Connection, path: Path, game: str, last_seq: int) -> None:
+    """Schema 1 -> 2, in one transaction: the records stay in `events`; `commits` takes the next
+    ones. `snapshots` loses its foreign key to `events` (later snapshots are of commits).
+    `upgrade_to_v3` follows at once."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(schema.TABLE_COMMITS)
+        conn.execute("CREATE TABLE snapshots_v2(seq INTEGER PRIMARY KEY, state BLOB NOT NULL, "
+                     "hash TEXT NOT NULL)")
+        conn.execute("INSERT INTO snapshots_v2 SELECT seq, state, hash FROM snapshots")
+        conn.execute("DROP TABLE snapshots")
+        conn.execute("ALTER TABLE snapshots_v2 RENAME TO snapshots")
+        conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
+            ("v1_last_seq", str(last_seq)), ("deflate_dict", deflate_dict(game)),
+            ("upgraded_utc", utc_now())])
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise JournalError(f"journal {path}: upgrade to schema 2 failed: {exc}") from exc
+
+
+def upgrade_to_v3(conn: sqlite3.Connection, path: Path, key: JournalKey, table_id: str,
+                  game: str, state: VerifyReport) -> None:
+    """Schema 2 -> 3, in one transaction: a `mac` column in `commits`, `snapshots` and
+    `outbox_acked` (NULL in the rows already there) and the MAC of the chain head now, which
+    covers every record before it. No record is rewritten."""
+    chain = state.last_hash or genesis_hash(table_id, game)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for stmt in schema.V3_COLUMNS:
+            conn.execute(stmt)
+        conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
+            *mac_meta(key, table_id, game, state.last_seq, chain, state.acked_upto),
+            ("upgraded3_utc", utc_now())])
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise JournalError(f"journal {path}: upgrade to schema 3 failed: {exc}") from exc
