@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from types import MappingProxyType
 
 from gpiozero.pins.mock import MockFactory
@@ -12,6 +11,7 @@ from devices.base import DeviceEvent as Event
 from devices.sensors.config import GpioConfig
 from devices.sensors.debounce import CHATTER, LEVEL, STUCK, Change, Debouncer
 from devices.sensors.gpio import GpioSensors
+from tests.support.devices import run
 
 
 class Clock:
@@ -32,10 +32,6 @@ def sensors(clock: Clock, **kw) -> GpioSensors:  # type: ignore[no-untyped-def]
         debounce_ms=20,
     )
     return GpioSensors(cfg, boxes=3, factory=MockFactory(), clock=clock, stuck_s=2.0, **kw)
-
-
-def run(fn: Callable[[], Awaitable[None]]) -> None:
-    asyncio.run(asyncio.wait_for(fn(), 30))
 
 
 async def started() -> tuple[Clock, GpioSensors, list[Event]]:

@@ -25,26 +25,11 @@ from devices.shaker.driver import SerialShaker
 from devices.shaker.wire import PtyShakerSim
 from devices.shuffler.driver import SerialShuffler
 from devices.shuffler.wire import PtyShufflerSim
+from tests.support.devices import run, until
+from tests.support.devices import serial_cfg as cfg
 
 DETECT_S = 2.0  # issue 11: `disconnected` within 2 s of the unplug
 REPLUG_S = 5.0  # "a replug must be picked up within a few seconds"
-
-
-def cfg(path: Path, baud: int = 115200) -> SerialConfig:
-    return SerialConfig(port=str(path), baud=baud, answer_timeout_ms=300)
-
-
-async def until(pred: Any, timeout: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
-
-
-def run(fn: Any) -> None:
-    asyncio.run(asyncio.wait_for(fn(), 40))
 
 
 def state(dev: Any) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -13,29 +12,13 @@ from devices.base import DeviceError, State
 from devices.base import DeviceEvent as Event
 from devices.meter.driver import TEST_PATTERN, AlphaMeter
 from devices.meter.wire import PtyMeterSim
-from devices.proto.serial_config import SerialConfig
 from devices.shaker.driver import SerialShaker
 from devices.shaker.wire import PtyShakerSim
 from devices.shuffler.driver import SerialShuffler
 from devices.shuffler.wire import PtyShufflerSim
-
-TIMEOUT_MS = 300
-
-
-def cfg(path: str, baud: int = 115200) -> SerialConfig:
-    return SerialConfig(port=path, baud=baud, answer_timeout_ms=TIMEOUT_MS)
-
-
-async def until(pred: Callable[[], bool], timeout: float = 3.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not pred():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
-
-
-def run(fn: Callable[[], Awaitable[None]]) -> None:
-    asyncio.run(asyncio.wait_for(fn(), 30))
+from tests.support.devices import ANSWER_TIMEOUT_MS as TIMEOUT_MS
+from tests.support.devices import run, until
+from tests.support.devices import serial_cfg as cfg
 
 
 async def shaker_pair(**kw: Any) -> tuple[PtyShakerSim, SerialShaker, list[Event]]:
