@@ -96,7 +96,13 @@ def _chunks(data: bytes) -> list[bytes]:
 
 
 def _frames(data: bytes) -> None:
-    from devices.framing import MAX_FRAME, MAX_PAYLOAD, FrameDecoder, MessageError, parse_message
+    from devices.proto.framing import (
+        MAX_FRAME,
+        MAX_PAYLOAD,
+        FrameDecoder,
+        MessageError,
+        parse_message,
+    )
 
     dec = FrameDecoder()
     for part in _chunks(data):
@@ -109,14 +115,14 @@ def _frames(data: bytes) -> None:
 
 
 def _message(data: bytes) -> None:
-    from devices.framing import parse_message
+    from devices.proto.framing import parse_message
 
     verb, args = parse_message(data)
     assert verb.isalpha() and all(a and " " not in a for a in args)
 
 
 def _alpha(data: bytes) -> None:
-    from devices.alpha import AlphaDecoder
+    from devices.proto.alpha import AlphaDecoder
 
     dec = AlphaDecoder()
     for part in _chunks(data):
@@ -131,7 +137,7 @@ _LOOP: asyncio.AbstractEventLoop | None = None
 
 def _arq(data: bytes) -> None:
     """The ARQ link (devices/arq.py) fed a stream, each chunk twice (a replay)."""
-    from devices.arq import FramedLink
+    from devices.proto.arq import FramedLink
 
     global _LOOP
     if _LOOP is None:  # the link arms its retransmit timer on the running loop
@@ -197,7 +203,7 @@ TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[str, str] | None,
     "contract.parse_award": (_award, CONTRACT, fuzz_seeds.contract_seeds, "table: a jackpot award"),
     "framing.FrameDecoder": (_frames, None, fuzz_seeds.frame_seeds,
                              "serial frames in chunks, each payload parsed"),
-    "framing.parse_message": (_message, ("devices.framing", "MessageError"), lambda: [
+    "framing.parse_message": (_message, ("devices.proto.framing", "MessageError"), lambda: [
         b"HELLO v1", b"DICE 3 4 5", b"CARD AS 12"], "a serial message payload"),
     "alpha.AlphaDecoder": (_alpha, None, fuzz_seeds.alpha_seeds, "the Alpha sign's replies"),
     "arq.FramedLink": (_arq, None, fuzz_seeds.frame_seeds, "the ARQ link, every chunk replayed"),

@@ -24,10 +24,10 @@ from typing import Any
 from controller import logs
 from controller.config import DEFAULT_PATH, ConfigError, TableConfig, load_config, validate_text
 from controller.errors import InputError
+from controller.random_source import RandomSource
 from controller.rounds.base import RoundMachine
 from controller.service import Extension, Policy, TableService
 from devices.base import Device
-from devices.rng import RandomSource
 from devices.sim import build_simulators
 
 SIM_LIMITS = {

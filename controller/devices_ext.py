@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from devices.base import DeviceError
 from devices.build import simulators
-from devices.gpio import GpioSensors
 from devices.sensors import Sensors
+from devices.sensors.gpio import GpioSensors
 
 if TYPE_CHECKING:
     from controller.service import TableService

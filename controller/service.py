@@ -26,7 +26,7 @@ from controller.journal import Entry, Journal, JournalError
 from controller.logs import FIELDS_ATTR
 from controller.logs import event as log_event
 from controller.rounds.base import Effect, Event, Now, RoundMachine
-from devices.base import Device, DeviceError
+from devices.base import Device, DeviceError, DeviceEvent
 from devices.meter import display_command
 
 WATCH_BACKLOG = 256  # events a slow `tablectl watch` may fall behind before it is cut off
@@ -450,8 +450,8 @@ class TableService:
 
     # -- the event path -----------------------------------------------------------------------
 
-    def _emit_from_device(self, event: Event) -> None:
-        self.emit(event)
+    def _emit_from_device(self, event: DeviceEvent) -> None:
+        self.emit(Event(event.kind, event.data))
 
     def emit(self, event: Event) -> None:
         """Queue an event (call on the loop)."""

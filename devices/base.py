@@ -1,14 +1,14 @@
 """What every device looks like to the daemon.
 
 A device turns commands (from `Effect("device", {"device", "command", "args"})`) into actions and
-reports what happens as `Event(kind, data)` through the `emit` callable it is given at start. The
-daemon owns one asyncio loop; `emit` must only ever be called on that loop, so devices hand their
-events over with `loop.call_soon` (already on the loop) or `loop.call_soon_threadsafe` (a gpiozero
-or serial thread). `Device._post` does exactly that: it never blocks and never runs the daemon's
-handler inside the caller's stack, so a handler cannot re-enter the device mid-command.
+reports what happens as `DeviceEvent(kind, data)` through the `emit` callable it is given at
+start. The daemon owns one asyncio loop; `emit` must only ever be called on that loop, so devices
+hand their events over with `loop.call_soon` (already on the loop) or `loop.call_soon_threadsafe`
+(a gpiozero or serial thread). `Device._post` does exactly that: it never blocks and never runs
+the daemon's handler inside the caller's stack, so a handler cannot re-enter the device mid-command.
 
-Real drivers (issue 5) and the in-process simulators implement the same interfaces
-(`devices/shaker.py`, `shuffler.py`, `sensors.py`, `meter.py`); docs/devices.md lists commands,
+Real drivers and both simulators of a device implement the same interface (`devices/shaker/`,
+`shuffler/`, `sensors/`, `meter/`, each in its `interface.py`); docs/devices.md lists commands,
 events and fault behaviour.
 """
 
@@ -22,14 +22,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from controller.errors import InputError
-from controller.rounds.base import Event
-
-Emit = Callable[[Event], None]
+from devices.errors import DeviceError
 
 
-class DeviceError(InputError):
-    """A command a device cannot carry out: unknown command, bad argument, not started."""
+@dataclass(frozen=True, slots=True)
+class DeviceEvent:
+    """What a device reports: an event kind (one of its EVENTS) and its data. The daemon turns
+    it into the round machines' event at its door (`devices` never imports `controller`)."""
+
+    kind: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+Emit = Callable[[DeviceEvent], None]
 
 
 class State:
@@ -179,10 +184,10 @@ class Device(ABC):
 
     def _post(self, kind: str, data: Mapping[str, Any] | None = None) -> None:
         """Hand an event to the loop. Safe from any thread; never blocks."""
-        if not self._on_loop(self._deliver, Event(kind, dict(data or {}))):
+        if not self._on_loop(self._deliver, DeviceEvent(kind, dict(data or {}))):
             self.counters["events_dropped"] += 1
 
-    def _deliver(self, event: Event) -> None:
+    def _deliver(self, event: DeviceEvent) -> None:
         emit = self._emit
         if emit is None:  # stopped while the event was queued
             self.counters["events_dropped"] += 1

@@ -5,6 +5,8 @@
                                pty pair (`tablectld --simulate=pty`); GPIO on mock pins
     build_simulators(cfg)      the in-process simulators (devices/sim.py; `--simulate`)
 
+`cfg` is anything shaped like `TableConfig` below (controller/config/ gives the real one).
+
 With `build_pty` every serial driver starts its simulator before opening the port and closes it
 after (`Simulated`), so the daemon's start/stop order needs no change. Each driver opens a
 udev-like symlink to its pty, `<runtime_dir>/pty/tablectl-<device>` (the pty itself when that
@@ -20,16 +22,19 @@ import random
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
-from controller.config import GpioConfig, SerialConfig, TableConfig
-from controller.games.paigow.profiles import Profile
-from devices.alpha_meter import AlphaMeter
 from devices.base import Device
-from devices.gpio import GpioSensors
-from devices.pty_sim import PtyMeterSim, PtyShakerSim, PtyShufflerSim
-from devices.serial_shaker import SerialShaker
-from devices.serial_shuffler import SerialShuffler
+from devices.config import DevicesConfig, GameNeeds
+from devices.meter.driver import AlphaMeter
+from devices.meter.wire import PtyMeterSim
+from devices.proto.serial_config import SerialConfig
+from devices.sensors.config import GpioConfig
+from devices.sensors.gpio import GpioSensors
+from devices.shaker.driver import SerialShaker
+from devices.shaker.wire import PtyShakerSim
+from devices.shuffler.driver import SerialShuffler
+from devices.shuffler.wire import PtyShufflerSim
 
 # Mock pins for a simulated table without a [devices.gpio] section (BCM numbers, none shared).
 SIM_PINS = {
@@ -42,16 +47,30 @@ SIM_KEYPAD = {"new_round": 20, "shake": 21, "deal": 22, "void": 23, "confirm": 2
 SIM_KEY_SWITCH = 27
 
 
-def _cut_die(cfg: TableConfig) -> bool:
-    return cfg.paigow is not None and cfg.paigow.rules is Profile.NSW
+class _Service(Protocol):
+    @property
+    def runtime_dir(self) -> Path: ...
 
 
-def _uses_shuffler(cfg: TableConfig) -> bool:
-    return cfg.uth is not None and cfg.uth.deal_method == "shuffler"
+class TableConfig(Protocol):
+    """What building a table's devices reads of its configuration (controller's TableConfig
+    has it: `devices` never imports `controller`)."""
+
+    @property
+    def devices(self) -> DevicesConfig: ...
+
+    @property
+    def boxes(self) -> int: ...
+
+    @property
+    def needs(self) -> GameNeeds: ...
+
+    @property
+    def service(self) -> _Service: ...
 
 
-def _decks(cfg: TableConfig) -> int:
-    return cfg.uth.decks if cfg.uth is not None else 1
+def _uses(cfg: TableConfig, device: str) -> bool:
+    return device not in cfg.needs.unused
 
 
 def build_hardware(cfg: TableConfig) -> dict[str, Device]:
@@ -62,10 +81,10 @@ def build_hardware(cfg: TableConfig) -> dict[str, Device]:
         devices.append(GpioSensors(d.gpio, boxes=cfg.boxes))
     if d.meter is not None:
         devices.append(AlphaMeter(d.meter))
-    if d.shaker is not None and cfg.paigow is not None:
-        devices.append(SerialShaker(d.shaker, cut_die=_cut_die(cfg)))
-    if d.shuffler is not None and _uses_shuffler(cfg):
-        devices.append(SerialShuffler(d.shuffler, decks=_decks(cfg)))
+    if d.shaker is not None and _uses(cfg, "shaker"):
+        devices.append(SerialShaker(d.shaker, cut_die=cfg.needs.cut_die))
+    if d.shuffler is not None and _uses(cfg, "shuffler"):
+        devices.append(SerialShuffler(d.shuffler, decks=cfg.needs.decks))
     return {dev.name: dev for dev in devices}
 
 
@@ -73,11 +92,7 @@ def sim_gpio(cfg: TableConfig) -> GpioConfig:
     """The table's [devices.gpio] on mock pins, or a full mock wiring when it has none."""
     if cfg.devices.gpio is not None:
         return replace(cfg.devices.gpio, pin_factory="mock")
-    n = cfg.boxes
-    if cfg.paigow is not None:
-        pins: dict[str, Any] = {"chung": SIM_PINS["chung"][:n], "off": SIM_PINS["off"][:n]}
-    else:
-        pins = {"bet_sensor": SIM_PINS["bet_sensor"][:n], "lamp": SIM_PINS["lamp"][:n]}
+    pins: dict[str, Any] = {g: SIM_PINS[g][: cfg.boxes] for g in cfg.needs.groups}
     return GpioConfig(
         pin_factory="mock",
         keypad=MappingProxyType(dict(SIM_KEYPAD)),
@@ -118,15 +133,16 @@ def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, D
         GpioSensors(sim_gpio(cfg), boxes=cfg.boxes),
         Simulated.attach(AlphaMeter(_serial(d.meter, meter_port, 9600)), meter_sim),
     ]
-    if cfg.paigow is not None:
-        sim = PtyShakerSim(cut_die=_cut_die(cfg), rng=rng)
+    needs = cfg.needs
+    if _uses(cfg, "shaker"):
+        sim = PtyShakerSim(cut_die=needs.cut_die, rng=rng)
         port = _plug(sim, "shaker", links)
-        shaker = SerialShaker(_serial(d.shaker, port, 115200), cut_die=_cut_die(cfg))
+        shaker = SerialShaker(_serial(d.shaker, port, 115200), cut_die=needs.cut_die)
         devices.append(Simulated.attach(shaker, sim))
-    if _uses_shuffler(cfg):
-        sim2 = PtyShufflerSim(decks=_decks(cfg), rng=rng)
+    if _uses(cfg, "shuffler"):
+        sim2 = PtyShufflerSim(decks=needs.decks, rng=rng)
         port = _plug(sim2, "shuffler", links)
-        shuffler = SerialShuffler(_serial(d.shuffler, port, 115200), decks=_decks(cfg))
+        shuffler = SerialShuffler(_serial(d.shuffler, port, 115200), decks=needs.decks)
         devices.append(Simulated.attach(shuffler, sim2))
     return {dev.name: dev for dev in devices}
 

@@ -33,14 +33,20 @@ def contract_seeds() -> list[bytes]:
 
 
 def frame_seeds() -> list[bytes]:
-    from devices.framing import ACK, DATA, NAK, encode, message
+    from devices.proto.framing import ACK, DATA, NAK, encode, message
 
     return [encode(1, DATA, message("HELLO", "v1")), encode(2, DATA, message("DICE", 3, 4, 5)),
             encode(3, ACK), encode(4, NAK), encode(5, DATA, message("CARD", "AS", 12))]
 
 
 def alpha_seeds() -> list[bytes]:
-    from devices.alpha import FLASH, HOLD, encode_read_text, encode_text_reply, encode_write_text
+    from devices.proto.alpha import (
+        FLASH,
+        HOLD,
+        encode_read_text,
+        encode_text_reply,
+        encode_write_text,
+    )
 
     return [encode_write_text("JACKPOT $5,000.00", HOLD), encode_write_text("CLOSED", FLASH),
             encode_read_text(), encode_text_reply("JACKPOT $5,000.00")]

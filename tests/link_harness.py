@@ -24,10 +24,10 @@ from controller.daemon import build_machine
 from controller.journal import Journal
 from controller.link.extension import LinkExtension, LinkOptions
 from controller.link.transport import BrokerSettings
+from controller.random_source import RandomSource
 from controller.rounds.base import Event
 from controller.service import TableService
 from controller.sim.uth import UthSim
-from devices.rng import RandomSource
 from devices.sim import build_simulators
 from headoffice.config import HeadOfficeConfig
 from headoffice.ledger import Ledger

@@ -29,7 +29,8 @@ from controller.config import load_config as load_table_config
 from controller.config import validate_text as validate_table_config
 from controller.control import parse_request
 from controller.link import contract
-from devices.alpha import (
+from devices.base import State
+from devices.proto.alpha import (
     FLASH,
     HOLD,
     ROTATE,
@@ -37,10 +38,8 @@ from devices.alpha import (
     encode_text_reply,
     encode_write_text,
 )
-from devices.arq import FramedLink
-from devices.base import State
-from devices.debounce import CHATTER, LEVEL, Debouncer
-from devices.framing import (
+from devices.proto.arq import FramedLink
+from devices.proto.framing import (
     ACK,
     DATA,
     MAX_FRAME,
@@ -53,8 +52,9 @@ from devices.framing import (
     encode,
     parse_message,
 )
-from devices.serial_shaker import SerialShaker
-from devices.serial_shuffler import SerialShuffler
+from devices.sensors.debounce import CHATTER, LEVEL, Debouncer
+from devices.shaker.driver import SerialShaker
+from devices.shuffler.driver import SerialShuffler
 from headoffice.config import HeadOfficeConfigError
 from headoffice.config import validate_text as validate_ho_config
 from tests.fuzz_seeds import TABLE, contract_seeds, ho_config_seeds, table_config_seeds

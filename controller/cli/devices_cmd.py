@@ -153,6 +153,7 @@ def cmd_input(args: argparse.Namespace) -> int:
 
 
 def cmd_udev(args: argparse.Namespace) -> int:
+    from devices.errors import DeviceError
     from devices.udev import rules
 
     try:
@@ -161,5 +162,9 @@ def cmd_udev(args: argparse.Namespace) -> int:
         raise InputError("; ".join(exc.errors)) from None
     except OSError as exc:
         raise InputError(f"{args.config}: {exc}") from None
-    sys.stdout.write(rules(cfg.devices))
+    try:
+        text = rules(cfg.devices)
+    except DeviceError as exc:  # a port name or serial number a rule cannot hold
+        raise InputError(str(exc)) from None
+    sys.stdout.write(text)
     return 0

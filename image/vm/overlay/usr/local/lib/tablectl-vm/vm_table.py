@@ -18,9 +18,9 @@ import sys
 
 from controller import daemon, logs
 from controller.lifecycle import stop_line
+from controller.random_source import RandomSource
 from controller.service import TableService
 from devices.build import build_hardware
-from devices.rng import RandomSource
 
 
 def main() -> int:
