@@ -28,8 +28,8 @@ from controller.games.paigow.settings import parse_setting
 from controller.games.paigow.settlement import settle_round
 from controller.games.paigow.tiles import parse_tiles
 from controller.games.paigow.wagers import Wager, accept, check_round_wagers, layout_breach
-from controller.rounds.paigow_result import round_result
-from controller.rounds.paigow_state import PaiGowConfig
+from controller.rounds.paigow.result import round_result
+from controller.rounds.paigow import PaiGowConfig
 from tests.paigow_strategies import dealt_settings
 from tests.test_rounds_paigow_support import Table, texts
 

@@ -183,7 +183,7 @@ def test_nz_approved_subset_limits_every_source() -> None:
     drawn = {random_cut(Profile.NZ, approved=approved, rng=rng).cut for _ in range(200)}
     assert drawn == approved
     with pytest.raises(InputError, match="Sydney Tower"):
-        random_cut(Profile.NZ, approved={Cut.SYDNEY_TOWER})
+        random_cut(Profile.NZ, approved={Cut.SYDNEY_TOWER}, rng=rng)
 
 
 def test_random_selection_can_return_every_approved_cut_and_option() -> None:
@@ -210,20 +210,26 @@ def test_random_selection_is_deterministic_for_a_seeded_source() -> None:
     assert a[0] == a[1] == a[2]
 
 
-def test_default_source_is_the_os_csprng() -> None:
-    assert isinstance(cuts.default_rng(), secrets.SystemRandom)
-    # Seeding the `random` module must not make the default selection repeat.
+def test_the_random_source_is_explicit() -> None:
+    # The pure core has no hidden input: no module-level generator, the caller passes one.
+    assert not any(isinstance(v, random.Random) for v in vars(cuts).values())
+    with pytest.raises(TypeError):
+        random_cut(Profile.NZ)  # type: ignore[call-arg]
+    with pytest.raises(InputError, match=r"9\.3A\(c\)"):
+        cuts.decide_cut(Profile.NZ, BankHolder.HOUSE)
+    # The table's caller passes the OS CSPRNG: seeding the `random` module must not repeat it.
+    osrng = secrets.SystemRandom()
     random.seed(0)
-    first = [random_cut(Profile.NZ) for _ in range(30)]
+    first = [random_cut(Profile.NZ, rng=osrng) for _ in range(30)]
     random.seed(0)
-    second = [random_cut(Profile.NZ) for _ in range(30)]
+    second = [random_cut(Profile.NZ, rng=osrng) for _ in range(30)]
     assert first != second
 
 
 @pytest.mark.parametrize("profile", [Profile.NSW, Profile.ACT])
 def test_random_selection_is_nz_only(profile: Profile) -> None:
     with pytest.raises(InputError, match=r"9\.3A"):
-        random_cut(profile)
+        random_cut(profile, rng=random.Random(0))
 
 
 @given(st.integers(0, 2**32))

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from controller.errors import InputError
 from controller.games.paigow.hands import Kind, TwoTileHand, make_hand
-from controller.games.paigow.houseway_act import RULES, explain_act, house_way_act
+from controller.games.paigow.houseway.act import RULES, explain_act, house_way_act
 from controller.games.paigow.settings import Setting, all_settings
 from controller.games.paigow.tiles import FULL_SET, Tile, parse_tile, parse_tiles
 
@@ -382,7 +382,7 @@ def test_individuals_worked_examples(hand: str, high: str, low: str, rule: str) 
 def test_individuals_only_describe_pairless_hands_without_wongs_and_never_overlap() -> None:
     """ACT App D Individuals (a)-(e) sit after the pair and Wong rules: no listed hand holds a
     pair or can make a Wong, Gong or High Nine, and no hand fits two lines."""
-    from controller.games.paigow import houseway_act as act
+    from controller.games.paigow.houseway import act
 
     for ts in set(tuple(sorted(h, key=str)) for h in ALL_HANDS):
         ordered = tuple(sorted(ts, key=lambda t: (t.single_rank, t.notation)))
@@ -477,7 +477,7 @@ def test_points_hands_exceptions_d_e_f(hand: str, high: str, low: str, clause: s
 def test_individuals_are_exceptions_to_the_general_rules() -> None:
     """Without App D Individuals the general rules give what each line overrides: 8-8 for (a)
     and (c) ("instead of 8-8"), the high 8 low for (b), high for (e), 8-8 for (d) with two 4s."""
-    from controller.games.paigow import houseway_act as act
+    from controller.games.paigow.houseway import act
 
     def general(hand: str) -> Setting:
         ts = tuple(sorted(tiles(hand), key=lambda t: (t.single_rank, t.notation)))

@@ -1,7 +1,7 @@
 """NSW (The Star Sydney 2024) house way, Appendix 2: every line of §3 and §7, and the invariants.
 
 Expected settings are written here from the text of Appendix 2, independently of the tables in
-houseway_nsw.py (which are only used where a test checks the tables themselves).
+houseway/nsw.py (which are only used where a test checks the tables themselves).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.errors import InputError
-from controller.games.paigow import houseway_nsw as nsw
+from controller.games.paigow.houseway import nsw
 from controller.games.paigow.hands import Kind, TwoTileHand, make_hand
-from controller.games.paigow.houseway_nsw import explain_nsw, house_way_nsw
+from controller.games.paigow.houseway.nsw import explain_nsw, house_way_nsw
 from controller.games.paigow.settings import Setting, all_settings
 from controller.games.paigow.tiles import BY_NOTATION, FULL_SET, Tile, parse_tiles
 

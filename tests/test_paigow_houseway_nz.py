@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from controller.errors import InputError
 from controller.games.paigow.hands import Kind, TwoTileHand, make_hand
-from controller.games.paigow.houseway_nz import RULES, SPLIT_TABLE, explain_nz, house_way_nz
+from controller.games.paigow.houseway.nz import RULES, SPLIT_TABLE, explain_nz, house_way_nz
 from controller.games.paigow.settings import Setting, all_settings, ordered
 from controller.games.paigow.tiles import FULL_SET, TILES, Tile, check_available, parse_tile
 

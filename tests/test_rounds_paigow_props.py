@@ -22,7 +22,7 @@ from controller.games.paigow.dice import first_box
 from controller.games.paigow.profiles import Profile
 from controller.rounds.base import EFFECT_KINDS, Effect, Event
 from controller.rounds.paigow import PaiGowMachine
-from controller.rounds.paigow_state import PaiGowConfig
+from controller.rounds.paigow import PaiGowConfig
 from controller.sim.paigow import PaiGowSim
 from tests.test_rounds_paigow_support import (
     Table,

@@ -11,7 +11,7 @@ from controller.games.paigow.cuts import random_cut
 from controller.games.paigow.profiles import Profile
 from controller.rounds.base import Effect, Event, Now
 from controller.rounds.paigow import PaiGowMachine
-from controller.rounds.paigow_state import PaiGowConfig, PaiGowState
+from controller.rounds.paigow import PaiGowConfig, PaiGowState
 from controller.sim.paigow import PaiGowSim
 
 NOW = Now("2026-11-25T21:40:00.000Z", 0)

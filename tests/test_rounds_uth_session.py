@@ -11,7 +11,7 @@ from controller.games.uth.cards import parse_cards
 from controller.games.uth.jackpot import JackpotEntry, PoolState, award, contribute
 from controller.rounds.base import Event
 from controller.rounds.uth import UthConfig
-from controller.rounds.uth_state import pool_state
+from controller.rounds.uth.state import pool_state
 from controller.sim.uth import UthSim
 from tests.test_rounds_uth_support import POOL, Table, money_conserved
 

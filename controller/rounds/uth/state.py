@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
+from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
@@ -22,14 +23,19 @@ from controller.games.uth.settlement import SettlementRules
 
 JSON = dict[str, Any]
 
-# Phases (the `state` of `tablectl status`).
-CLOSED = "closed"  # table closed (key switch)
-BETTING = "betting"  # wagers keyed, jackpot bet sensors live
-DEALING = "dealing"  # dealer pressed deal (7.1 no more bets); cards leaving the shuffler
-PREFLOP = "preflop"  # hole cards dealt: 4x / 3x / check / fold (9.1)
-FLOP = "flop"  # flop revealed: 2x / check / fold (9.2)
-RIVER = "river"  # turn and river revealed: 1x / fold (9.3)
-PHASES = (CLOSED, BETTING, DEALING, PREFLOP, FLOP, RIVER)
+class Phase(StrEnum):
+    """The machine's phase (`status()["state"]`); the values are in snapshots: never change."""
+
+    CLOSED = "closed"  # table closed (key switch)
+    BETTING = "betting"  # wagers keyed, jackpot bet sensors live
+    DEALING = "dealing"  # dealer pressed deal (7.1 no more bets); cards leaving the shuffler
+    PREFLOP = "preflop"  # hole cards dealt: 4x / 3x / check / fold (9.1)
+    FLOP = "flop"  # flop revealed: 2x / check / fold (9.2)
+    RIVER = "river"  # turn and river revealed: 1x / fold (9.3)
+
+
+CLOSED, BETTING, DEALING, PREFLOP, FLOP, RIVER = Phase
+PHASES = tuple(Phase)
 DECIDING = (PREFLOP, FLOP, RIVER)
 
 # Status of the round's deck. Decks alternate (4.2): at the end of a round the shuffler is told
@@ -115,7 +121,7 @@ def _list() -> list[Any]:
 class UthState:
     """Field by field in docs/rounds-uth.md. Box keys are strings ("1".."7") as in JSON."""
 
-    phase: str
+    phase: Phase
     round: int  # the round being played, or the next one while betting; contiguous from 1
     deck: int  # the deck this round is dealt from
     deck_status: str  # SHUFFLING | READY | IN_PLAY
@@ -194,7 +200,7 @@ def state_from_json(data: JSON) -> UthState:
         raise InputError(f"UTH state fields differ: {sorted(set(data) ^ names)}")
     if data["phase"] not in PHASES:
         raise InputError(f"unknown UTH phase {data['phase']!r}")
-    return UthState(**copy.deepcopy(data))
+    return UthState(**{**copy.deepcopy(data), "phase": Phase(data["phase"])})
 
 
 def replace(state: UthState, **changes: Any) -> UthState:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import Kind
 from controller.games.uth.cards import Card, format_card, parse_card
 from controller.games.uth.deal import Deal, cards_needed, deal
 from controller.games.uth.evaluator import category_of
@@ -19,10 +20,11 @@ from controller.games.uth.wagers import (
     Round,
     Street,
 )
-from controller.rounds import uth_effects as fx
-from controller.rounds import uth_jackpot as jackpot
+from controller.rounds import fields
 from controller.rounds.base import Effect, Now
-from controller.rounds.uth_state import (
+from controller.rounds.uth import effects as fx
+from controller.rounds.uth import jackpot
+from controller.rounds.uth.state import (
     BETTING,
     DEALING,
     FLOP,
@@ -172,10 +174,8 @@ def on_dealt(config: UthConfig, state: UthState) -> Result:
 
 # -- decisions and streets (9.1-9.3) ---------------------------------------------------------
 def on_decision(config: UthConfig, state: UthState, data: Any) -> Result:
-    if state.phase not in ACTIONS:
-        raise InputError(f"no decision while {state.phase}")
-    box = fx.box_of(data, config.boxes)
-    action = fx.text(data, "action")
+    box = fields.box(data, config.boxes)
+    action = fields.text(data, "action")
     allowed = ACTIONS[state.phase]
     if action not in allowed:
         raise InputError(f"box {box}: {action!r} not allowed {state.phase}: {sorted(allowed)}")
@@ -195,9 +195,7 @@ def on_decision(config: UthConfig, state: UthState, data: Any) -> Result:
 
 def on_street(config: UthConfig, state: UthState, kind: str) -> Result:
     """dealer.flop (9.2) / dealer.turn_river (9.3): undecided boxes have checked (9.1.3, 9.2.2)."""
-    frm, to = (PREFLOP, FLOP) if kind == "dealer.flop" else (FLOP, RIVER)
-    if state.phase != frm:
-        raise InputError(f"{kind} while {state.phase}")
+    frm, to = (PREFLOP, FLOP) if kind == Kind.DEALER_FLOP else (FLOP, RIVER)
     rnd = engine_round(state)
     rnd.reveal_flop() if frm == PREFLOP else rnd.reveal_river()
     return replace(state, phase=to, checks=[]), [fx.log(f"{to} revealed")]
@@ -206,8 +204,6 @@ def on_street(config: UthConfig, state: UthState, kind: str) -> Result:
 # -- settlement (10) -------------------------------------------------------------------------
 def on_dealer_hand(config: UthConfig, state: UthState) -> Result:
     """dealer.dealer_hand (10.1): undecided boxes fold (11.10); settle; jackpot; next round."""
-    if state.phase != RIVER:
-        raise InputError(f"dealer.dealer_hand while {state.phase}")
     rnd = engine_round(state)
     rnd.reveal_dealer()
     plays = rnd.plays()

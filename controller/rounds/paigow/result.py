@@ -15,8 +15,8 @@ from controller.games.paigow.resolve import resolve_round
 from controller.games.paigow.settings import Setting
 from controller.games.paigow.settlement import RoundSettlement
 from controller.games.paigow.wagers import Wager
-from controller.rounds.paigow_input import parse_hand
-from controller.rounds.paigow_state import JSON, PaiGowConfig
+from controller.rounds.paigow.input import parse_hand
+from controller.rounds.paigow.state import JSON, PaiGowConfig
 
 
 def to_wager(row: Mapping[str, Any]) -> Wager:

@@ -170,9 +170,6 @@ def _has_hand(s: Setting, tiles: Sequence[Tile]) -> bool:
     return form in (_form(s.high), _form(s.low))
 
 
-def _in_high(s: Setting, tile: Tile) -> bool:
-    return tile in s.high.tiles
-
 
 def _together(s: Setting, a: Tile, b: Tile) -> bool:
     return _has_hand(s, (a, b))
@@ -396,10 +393,10 @@ def _place_high_tiles(
     ranked = any(s.high.is_ranked for s in cands)
     if len(high_points) == 1 and not ranked:
         if high_points.pop() <= 7:
-            pick = [s for s in cands if not _in_high(s, top)]
+            pick = [s for s in cands if not s.in_high(top)]
             tag = "; Exc (d) high hand 7 or less: high ranking tile on the low hand"
         else:
-            pick = [s for s in cands if _in_high(s, top)]
+            pick = [s for s in cands if s.in_high(top)]
             tag = "; Exc (e) high hand 8 or 9: high ranking tile on the high hand"
         if pick and len(pick) < len(cands):
             cands, clause = pick, tag

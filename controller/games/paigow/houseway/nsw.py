@@ -228,10 +228,6 @@ def _has(hand: TwoTileHand, cls: frozenset[Tile]) -> bool:
     return hand.first in cls or hand.second in cls
 
 
-def _side(s: Setting, tile: Tile) -> bool:
-    """True if `tile` is in the high hand."""
-    return tile in s.high.tiles
-
 
 def _best(cands: Sequence[Setting]) -> Setting:
     """Deterministic last resort between settings equal for every rule: strongest, then by
@@ -322,7 +318,7 @@ def rule_wong_gong_high_nine(h: _Hand4) -> Decision | None:
     top = max(grade(s) for s in cands)
     cands = [s for s in cands if grade(s) == top]
     if TEEN in h.tiles and DAY in h.tiles:
-        with_teen_high = [s for s in cands if TEEN in s.high.tiles]
+        with_teen_high = [s for s in cands if s.in_high(TEEN)]
         if with_teen_high and len(with_teen_high) < len(cands):
             cands = with_teen_high
             rule += "; App2 §4.3 Teen on the high hand"
@@ -346,7 +342,7 @@ def _closest(settings: Sequence[Setting]) -> list[Setting]:
 
 
 def _apart(s: Setting, a: Tile, b: Tile) -> bool:
-    return _side(s, a) != _side(s, b)
+    return s.in_high(a) != s.in_high(b)
 
 
 def _settle(h: _Hand4, cands: Sequence[Setting], principle3: bool) -> Decision:
@@ -366,7 +362,7 @@ def _settle(h: _Hand4, cands: Sequence[Setting], principle3: bool) -> Decision:
 
     def place(cands: list[Setting], tile: Tile) -> list[Setting]:
         want_high = high_pts >= 8  # §6.3 high tile on the high hand, §6.2 on the low hand
-        return [s for s in cands if _side(s, tile) == want_high] or cands
+        return [s for s in cands if s.in_high(tile) == want_high] or cands
 
     rule = "App2 §6.3 high tile on the high hand" if high_pts >= 8 else (
         "App2 §6.2 high tile on the low hand")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from controller.errors import InputError
@@ -21,15 +22,20 @@ from controller.games.paigow.profiles import Profile
 
 JSON = dict[str, Any]
 
-CLOSED = "closed"  # table closed (key switch); no round open
-BETTING = "betting"  # round N open: bank, OFF boxes, wagers, cut nomination, steal
-OFF_DRAW = "off_draw"  # between rounds: the shaker draws the box to remove (NSW 15.9, NZ 12.10)
-CUTTING = "cutting"  # NZ only: waiting for the cut (supervisor or random selection, 9.3A)
-SHAKING = "shaking"  # no more bets: waiting for the dice
-ANNOUNCED = "announced"  # first box and cut on the display: waiting for the delivery
-SETTING = "setting"  # tiles delivered: waiting for the dealer to enter the result
-PHASES = (CLOSED, BETTING, OFF_DRAW, CUTTING, SHAKING, ANNOUNCED, SETTING)
-IN_ROUND = (CUTTING, SHAKING, ANNOUNCED, SETTING)  # after no more bets, before the result
+class Phase(StrEnum):
+    """The machine's phase (`status()["state"]`); the values are in snapshots: never change."""
+
+    CLOSED = "closed"  # table closed (key switch); no round open
+    BETTING = "betting"  # round N open: bank, OFF boxes, wagers, cut nomination, steal
+    OFF_DRAW = "off_draw"  # between rounds: the shaker draws the box to remove (NSW 15.9, NZ 12.10)
+    CUTTING = "cutting"  # NZ only: waiting for the cut (supervisor or random selection, 9.3A)
+    SHAKING = "shaking"  # no more bets: waiting for the dice
+    ANNOUNCED = "announced"  # first box and cut on the display: waiting for the delivery
+    SETTING = "setting"  # tiles delivered: waiting for the dealer to enter the result
+
+
+PHASES = tuple(Phase)
+IN_ROUND = (Phase.CUTTING, Phase.SHAKING, Phase.ANNOUNCED, Phase.SETTING)  # no more bets..result
 
 
 DEFAULT_MONEY = TableMoney(minimum=1000, maximum=500_000)  # cents; chip unit 100, 5% commission
@@ -109,7 +115,7 @@ class PaiGowState:
     display: what the table display shows now (re-issued by resume()).
     """
 
-    phase: str = CLOSED
+    phase: Phase = Phase.CLOSED
     number: int = 1
     bank: JSON = field(default_factory=_house)
     bank_at_open: JSON = field(default_factory=_house)
@@ -144,4 +150,4 @@ def state_from_json(data: JSON) -> PaiGowState:
         raise InputError(f"not a Pai Gow round state snapshot: {keys}")
     if data["phase"] not in PHASES:
         raise InputError(f"unknown Pai Gow phase {data['phase']!r} in snapshot")
-    return PaiGowState(**copy.deepcopy(data))
+    return PaiGowState(**{**copy.deepcopy(data), "phase": Phase(data["phase"])})

@@ -18,9 +18,10 @@ from controller.games.uth.cards import format_cards
 from controller.games.uth.deal import Deal
 from controller.games.uth.evaluator import Category, category_of, hand_rank
 from controller.games.uth.jackpot import JackpotEntry, award, contribute
-from controller.rounds import uth_effects as fx
+from controller.rounds import fields
 from controller.rounds.base import Effect, Now
-from controller.rounds.uth_state import (
+from controller.rounds.uth import effects as fx
+from controller.rounds.uth.state import (
     BET,
     IDLE,
     JSON,
@@ -286,7 +287,7 @@ def on_award(config: UthConfig, state: UthState, data: Any) -> Result:
     """ho.award {round, payouts: [{box, award, amount}]}: resolves a PENDING hit."""
     if not config.linked:
         raise InputError("ho.award without a linked pool (standalone jackpot)")
-    number = fx.integer(data, "round")
+    number = fields.integer(data, "round")
     hit = next((h for h in state.pending_hits if h["round"] == number), None)
     if hit is None:
         raise InputError(f"ho.award for round {number}: no pending jackpot hit")
@@ -313,7 +314,7 @@ def verify(config: UthConfig, state: UthState, data: Any) -> Result:
     resets). Head office pays it only if it held the hit for its size alone."""
     if not config.linked:
         raise InputError("jackpot_verify without a linked pool (standalone jackpot)")
-    number = fx.integer(data, "round")
+    number = fields.integer(data, "round")
     hit = next((h for h in state.pending_hits if h["round"] == number), None)
     if hit is None:
         raise InputError(f"round {number}: no jackpot hit pending its award")
@@ -338,9 +339,9 @@ def _payout(config: UthConfig, data: Any) -> JSON:
     if not isinstance(data, dict):
         raise InputError(f"ho.award: bad payout {data!r}")
     return {
-        "box": fx.box_of(data, config.boxes),
-        "award": fx.text(data, "award", default="jackpot"),
-        "amount": fx.cents(data, "amount"),
+        "box": fields.box(data, config.boxes),
+        "award": fields.text(data, "award", "jackpot"),
+        "amount": fields.cents(data, "amount"),
     }
 
 
@@ -348,11 +349,11 @@ def on_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """ho.pool {pool, amount, version}: a valid, not older value refreshes the link (11.11)."""
     if not config.linked:
         raise InputError("ho.pool ignored: standalone jackpot")
-    pool = fx.text(data, "pool")
+    pool = fields.text(data, "pool")
     if pool != config.pool_id:
         raise InputError(f"ho.pool for pool {pool!r}, this table is on {config.pool_id!r}")
-    amount = fx.cents(data, "amount")
-    version = fx.integer(data, "version")
+    amount = fields.cents(data, "amount")
+    version = fields.integer(data, "version")
     if version < state.jackpot["version"]:
         raise InputError(f"ho.pool version {version} older than {state.jackpot['version']}")
     jp = {**state.jackpot, "amount": amount, "version": version, "last_pool_ms": now.mono_ms}

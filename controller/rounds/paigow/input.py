@@ -16,53 +16,7 @@ from controller.games.paigow.houseway import house_way
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.settings import Setting, parse_setting
 from controller.games.paigow.tiles import parse_tiles
-
-_MISSING = object()
-
-
-def get_int(data: Mapping[str, Any], key: str, default: Any = _MISSING) -> Any:
-    value = data.get(key, default)
-    if value is _MISSING:
-        raise InputError(f"{key} is required")
-    if value is default:
-        return value
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{key} must be an integer, got {value!r}")
-    return value
-
-
-def get_box(data: Mapping[str, Any], n_boxes: int, key: str = "box") -> int:
-    box = get_int(data, key)
-    if not 1 <= box <= n_boxes:
-        raise InputError(f"{key} {box} outside 1..{n_boxes}")
-    return int(box)
-
-
-def get_str(data: Mapping[str, Any], key: str, default: Any = _MISSING) -> Any:
-    value = data.get(key, default)
-    if value is _MISSING:
-        raise InputError(f"{key} is required")
-    if value is default:
-        return value
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{key} must be a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def get_bool(data: Mapping[str, Any], key: str, default: bool) -> bool:
-    value = data.get(key, default)
-    if not isinstance(value, bool):
-        raise InputError(f"{key} must be true or false, got {value!r}")
-    return value
-
-
-def get_boxes(data: Mapping[str, Any], key: str, n_boxes: int) -> list[int] | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise InputError(f"{key} must be a list of boxes, got {value!r}")
-    return sorted({get_box({key: v}, n_boxes, key) for v in value})
+from controller.rounds import fields
 
 
 def _die(name: str, value: Any) -> Die:
@@ -91,7 +45,7 @@ def shake_json(shake: Shake) -> dict[str, Any]:
 
 def parse_cut_data(profile: Profile, data: Mapping[str, Any]) -> tuple[Cut, frozenset[CutOption]]:
     """{cut: name, options: ["right", "top"]}: the cut by any of its names and its options."""
-    cut = parse_cut(profile, get_str(data, "cut"))
+    cut = parse_cut(profile, fields.text(data, "cut"))
     raw = data.get("options", [])
     if not isinstance(raw, list) or not all(isinstance(o, str) for o in raw):
         raise InputError(f"options must be a list of option names, got {raw!r}")
@@ -123,11 +77,3 @@ def parse_hand(spec: Any, profile: Profile, where: str) -> Setting | None:
     raise InputError(
         f'{where}: expected "H H / L L", {{"tiles": [4 tiles]}} or {{"conceded": true}}'
     )
-
-
-def same_setting(a: Setting, b: Setting) -> bool:
-    """Two settings put the same tiles high and the same tiles low."""
-    def key(s: Setting) -> tuple[list[str], list[str]]:
-        return sorted(t.notation for t in s.high.tiles), sorted(t.notation for t in s.low.tiles)
-
-    return key(a) == key(b)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from controller.games.paigow.houseway_act import explain_act, house_way_act
-from controller.games.paigow.houseway_nsw import explain_nsw, house_way_nsw
-from controller.games.paigow.houseway_nz import explain_nz, house_way_nz
+from controller.games.paigow.houseway.act import explain_act, house_way_act
+from controller.games.paigow.houseway.nsw import explain_nsw, house_way_nsw
+from controller.games.paigow.houseway.nz import explain_nz, house_way_nz
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.settings import Setting
 from controller.games.paigow.tiles import Tile, check_available

@@ -293,9 +293,6 @@ def _maximise(cands: list[Setting], score: Callable[[Setting], int]) -> list[Set
     return [s for s in cands if score(s) == best]
 
 
-def _in_high(s: Setting, tile: Tile) -> bool:
-    return tile in s.high.tiles
-
 
 def _together(s: Setting, a: Tile, b: Tile) -> bool:
     return any(a in hand.tiles and b in hand.tiles for hand in (s.high, s.low))
@@ -361,12 +358,12 @@ def _refine(cands: list[Setting], tiles: Sequence[Tile], general: bool = False) 
         def teen_ok(s: Setting) -> bool:
             if _together(s, TEEN, DAY):
                 return True  # 5.4 speaks only of a Teen in one hand and a Day in the other
-            return _in_high(s, TEEN) != teen_low
+            return s.in_high(TEEN) != teen_low
 
         cands = step(f"{PREFIX} 5.4 Teen in {where}", _keep(cands, teen_ok))
 
     if seeking_high:
-        cands = step(f"{PREFIX} 5.3 highest tile in high", _keep(cands, lambda s: _in_high(s, top)))
+        cands = step(f"{PREFIX} 5.3 highest tile in high", _keep(cands, lambda s: s.in_high(top)))
     else:
         low_points = min(s.low.points for s in cands)
         rule = "5.1" if low_points <= 7 else "5.2"
@@ -376,11 +373,11 @@ def _refine(cands: list[Setting], tiles: Sequence[Tile], general: bool = False) 
         )
         if rule == "5.1":
             cands = step(
-                f"{PREFIX} 5.1 highest tile in low", _keep(cands, lambda s: not _in_high(s, top))
+                f"{PREFIX} 5.1 highest tile in low", _keep(cands, lambda s: not s.in_high(top))
             )
         else:
             cands = step(
-                f"{PREFIX} 5.2 highest tile in high", _keep(cands, lambda s: _in_high(s, top))
+                f"{PREFIX} 5.2 highest tile in high", _keep(cands, lambda s: s.in_high(top))
             )
 
     best = _residual(cands)
