@@ -38,6 +38,11 @@ from controller.rounds.paigow.wagers import WagerSteps
 
 # Events of other games or of the link: nothing for a Pai Gow round to do.
 IGNORED = frozenset({Kind.TICK, Kind.LINK_UP, Kind.LINK_DOWN, Kind.HO_POOL, Kind.HO_AWARD})
+# Device events of the other game: refused with a log line ("not a Pai Gow event").
+OTHER_GAME = frozenset({
+    Kind.BET_ON, Kind.BET_OFF, Kind.SHUFFLER_READY, Kind.SHUFFLER_JAM, Kind.SHUFFLER_FAULT,
+    Kind.CARD_DISPENSED, Kind.DECK_CHECK,
+})
 
 ANY = PHASES
 BETTING = (Phase.BETTING,)

@@ -40,7 +40,7 @@ from controller.rounds.uth.status import resume, status
 Result = tuple[UthState, list[Effect]]
 Step = Callable[[UthConfig, UthState, Any, Now], Result]
 
-__all__ = ["ROUTES", "UthConfig", "UthMachine", "UthState"]
+__all__ = ["OTHER_GAME", "ROUTES", "UthConfig", "UthMachine", "UthState"]
 
 ANY = PHASES
 IN_ROUND = (Phase.DEALING, Phase.PREFLOP, Phase.FLOP, Phase.RIVER)
@@ -79,6 +79,11 @@ ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
     Kind.TICK: (link.tick, ANY),
 }
 EVENT_KINDS = frozenset(ROUTES)
+# Device events of the other game: refused with a log line ("not part of the UTH vocabulary").
+OTHER_GAME = frozenset({
+    Kind.CHUNG_ON, Kind.CHUNG_OFF, Kind.OFF_PRESSED, Kind.OFF_RELEASED, Kind.DICE_RESULT,
+    Kind.DICE_NOT_FLAT, Kind.SHAKER_FAULT, Kind.CUT_SELECTED,
+})
 _REFUSALS: dict[str, str] = {
     Kind.TABLE_OPEN: "the table is already open",
     Kind.TABLE_CLOSE: betting.CLOSE_BETWEEN_ROUNDS,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from uth_helpers import cards
 
 from controller.games.uth.evaluator import Category, category_of, hand_rank
 from controller.games.uth.paytables import BLIND_PAYTABLE, TRIPS_PAYTABLE, Odds
@@ -18,6 +17,7 @@ from controller.games.uth.settlement import (
     settle_hands,
 )
 from controller.games.uth.wagers import Action, BoxPlay, BoxWagers, Decision, Street
+from tests.support.uth_cards import cards
 
 W, L, S = Outcome.WIN, Outcome.LOSE, Outcome.STAND_OFF
 C = Category

@@ -8,7 +8,6 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from uth_helpers import cards
 
 from controller.errors import InputError
 from controller.games.uth.deal import DealMethod, deal
@@ -21,6 +20,7 @@ from controller.games.uth.jackpot import (
     jackpot_round,
 )
 from controller.games.uth.paytables import JackpotPayTable
+from tests.support.uth_cards import cards
 
 TABLE = JackpotPayTable()
 BONUS = JackpotPayTable(bonus_for_royal=100_000, bonus_for_straight_flush=10_000)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from uth_helpers import cards
 
 from controller.errors import InputError
 from controller.games.uth.cards import format_cards
@@ -25,6 +24,7 @@ from controller.games.uth.wagers import (
     WagerLocked,
     run_round,
 )
+from tests.support.uth_cards import cards
 
 ORDER = cards("2c 3c 4c 5c 6c 7c 8c 9c Tc Jc Qc Kc Ac")  # 13 cards: 3 boxes
 

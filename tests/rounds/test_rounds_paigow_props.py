@@ -21,10 +21,9 @@ from hypothesis import strategies as st
 from controller.games.paigow.dice import first_box
 from controller.games.paigow.profiles import Profile
 from controller.rounds.base import EFFECT_KINDS, Effect, Event
-from controller.rounds.paigow import PaiGowMachine
-from controller.rounds.paigow import PaiGowConfig
+from controller.rounds.paigow import PaiGowConfig, PaiGowMachine
 from controller.sim.paigow import PaiGowSim
-from tests.test_rounds_paigow_support import (
+from tests.support.paigow_table import (
     Table,
     device_events,
     session,

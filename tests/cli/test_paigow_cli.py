@@ -14,7 +14,7 @@ from controller.games.paigow.houseway import house_way
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.tiles import parse_tiles
 
-EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "paigow-round.json"
+EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "paigow-round.json"
 
 
 def run(argv: list[str], capsys, stdin: str = "") -> tuple[int, str, str]:
@@ -126,7 +126,7 @@ def test_settle_refuses_tiles_the_set_cannot_hold(capsys, tmp_path) -> None:
 def test_settle_act_example_is_as_documented(capsys) -> None:
     # docs/paigow.md shows this command's output: ACT 13.8 re-sets the house hand, and ACT 15.10
     # leaves a payable $30 win on a $20 table paid in full.
-    root = Path(__file__).parent.parent
+    root = Path(__file__).parents[2]
     command = "tablectl paigow settle --rules act docs/examples/paigow-round-act.json"
     doc = (root / "docs" / "paigow.md").read_text()
     shown = doc.split(f"$ {command}\n", 1)[1].split("```", 1)[0]

@@ -9,7 +9,7 @@ import pytest
 
 from controller.games.uth.jackpot import PoolState
 from controller.rounds.uth import UthConfig, UthMachine
-from tests.test_rounds_uth_support import (
+from tests.support.uth_table import (
     POOL,
     Table,
     kinds,

@@ -28,10 +28,10 @@ from controller.games.paigow.settings import parse_setting
 from controller.games.paigow.settlement import settle_round
 from controller.games.paigow.tiles import parse_tiles
 from controller.games.paigow.wagers import Wager, accept, check_round_wagers, layout_breach
-from controller.rounds.paigow.result import round_result
 from controller.rounds.paigow import PaiGowConfig
-from tests.paigow_strategies import dealt_settings
-from tests.test_rounds_paigow_support import Table, texts
+from controller.rounds.paigow.result import round_result
+from tests.support.paigow_strategies import dealt_settings
+from tests.support.paigow_table import Table, texts
 
 W, L, P = Outcome.WIN, Outcome.LOSE, Outcome.PUSH
 H, CO, PB = BankHolder.HOUSE, BankHolder.CO_BANK, BankHolder.PLAYER
@@ -326,7 +326,7 @@ def test_settle_applies_the_layout_rules() -> None:
 
 
 def _toml(rules: str, paigow: str = "", limits: str = "") -> str:
-    example = (Path(__file__).parent.parent / "examples" / "paigow-act.toml").read_text()
+    example = (Path(__file__).parents[2] / "examples" / "paigow-act.toml").read_text()
     example = example.replace('rules = "act"', f'rules = "{rules}"\n{paigow}')
     if rules != "act":
         example = example.replace("multiples_notice = true", "")

@@ -14,7 +14,7 @@ import pytest
 
 from controller.cli.common import EX_UNAVAILABLE
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from controller.games.uth.cards import format_card, full_deck
 from controller.rounds.base import Event
 from controller.rounds.uth import EVENT_KINDS, UthConfig
 from controller.sim.uth import UthSim
-from tests.test_rounds_uth_support import POOL, Table, money_conserved, replay
+from tests.support.uth_table import POOL, Table, money_conserved, replay
 
 TOKENS = [format_card(c) for c in full_deck()] + ["Jk", "", "10h"]
 FIELDS = [

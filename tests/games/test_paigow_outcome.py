@@ -10,7 +10,7 @@ from controller.games.paigow.outcome import Outcome, banker_outcome, player_outc
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.settings import all_settings, parse_setting
 from controller.games.paigow.tiles import parse_tiles
-from tests.paigow_strategies import dealt_settings
+from tests.support.paigow_strategies import dealt_settings
 
 ALL = list(Profile)
 

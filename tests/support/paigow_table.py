@@ -10,8 +10,7 @@ from typing import Any
 from controller.games.paigow.cuts import random_cut
 from controller.games.paigow.profiles import Profile
 from controller.rounds.base import Effect, Event, Now
-from controller.rounds.paigow import PaiGowMachine
-from controller.rounds.paigow import PaiGowConfig, PaiGowState
+from controller.rounds.paigow import PaiGowConfig, PaiGowMachine, PaiGowState
 from controller.sim.paigow import PaiGowSim
 
 NOW = Now("2026-11-25T21:40:00.000Z", 0)

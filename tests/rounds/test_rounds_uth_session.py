@@ -13,7 +13,7 @@ from controller.rounds.base import Event
 from controller.rounds.uth import UthConfig
 from controller.rounds.uth.state import pool_state
 from controller.sim.uth import UthSim
-from tests.test_rounds_uth_support import POOL, Table, money_conserved
+from tests.support.uth_table import POOL, Table, money_conserved
 
 FAULT_RATE = 0.01
 

@@ -15,7 +15,7 @@ from controller.games.paigow.profiles import Profile
 from controller.games.paigow.settings import all_settings, parse_setting
 from controller.games.paigow.tiles import parse_tiles
 from controller.rounds.base import Event
-from tests.test_rounds_paigow_support import NOW, Table, first, kinds, texts
+from tests.support.paigow_table import NOW, Table, first, kinds, texts
 
 RICH = 10_000_000
 ALL = list(Profile)

@@ -9,7 +9,6 @@ from itertools import combinations, pairwise
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from uth_helpers import cards, rank, to_text
 
 from controller.errors import InputError
 from controller.games.uth.cards import format_card, parse_card, parse_cards
@@ -21,6 +20,7 @@ from controller.games.uth.evaluator import (
     evaluate,
     hand_rank,
 )
+from tests.support.uth_cards import cards, rank, to_text
 
 # --- notation --------------------------------------------------------------------------------
 

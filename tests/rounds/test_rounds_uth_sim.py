@@ -6,7 +6,7 @@ import random
 
 from controller.games.uth.cards import parse_cards
 from controller.sim.uth import UthSim, hidden_pair_or_better, strong_preflop
-from tests.test_rounds_uth_support import Table
+from tests.support.uth_table import Table
 
 
 def test_preflop_chart() -> None:
