@@ -48,8 +48,6 @@ CUT_SOURCES = {
     "supervisor": CutSource.SUPERVISOR,
     "random": CutSource.RANDOM,
 }
-# Events of other games or of the link: nothing for a Pai Gow round to do.
-IGNORED = frozenset({"tick", "link.up", "link.down", "ho.pool", "ho.award"})
 
 
 class Refused(InputError):
