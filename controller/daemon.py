@@ -62,8 +62,7 @@ def _own_group() -> str:
 
 def build_machine(cfg: TableConfig) -> RoundMachine[Any]:
     if cfg.paigow is not None:
-        from controller.rounds.paigow import PaiGowMachine
-        from controller.rounds.paigow_state import PaiGowConfig
+        from controller.rounds.paigow import PaiGowConfig, PaiGowMachine
 
         p = cfg.paigow
         return PaiGowMachine(

@@ -1,83 +1,35 @@
-"""The contract between the daemon and a game's round state machine.
+"""The contract between the daemon and a game's round state machine, and the guarded step.
 
-The daemon journals every Event before it calls `step`; `step` is pure and deterministic in
-(state, event, now), so replaying the journal rebuilds the same state. Effects describe what must
-happen outside (device commands, display, outbox rows for head office, round records, alarms);
-the daemon carries them out after the event's transaction commits, except `outbox` and `round`
-effects, which commit in that same transaction.
+The daemon calls `step(state, event, now)` and then journals the event together with the effects
+it returned, in one transaction. That order is safe because `step` is pure and deterministic in
+(state, event, now): nothing has happened outside until the transaction commits, and replaying
+the journal rebuilds the same state. Effects describe what must happen outside (device commands,
+display, outbox rows for head office, round records, alarms); the daemon carries them out after
+the transaction commits, except `outbox` and `round` effects, which commit in it.
 
-Event kinds (the `kind` string; `data` is a JSON object; docs/events.md lists every field):
-  table.open / table.close                         key switch (table-closed), sim start
-  chung.on {box} / chung.off {box}                 Pai Gow chung sensor of a box
-  off.pressed {box} / off.released {box}           Pai Gow OFF button of a box
-  bet.on {box} / bet.off {box}                     UTH jackpot bet sensor of a seat
-  dice.result {box_dice: [a, b, c], cut_die: n|null}
-  dice.not_flat {}                                 a die not lying flat: reshake
-  shaker.fault {reason}                            cover open, motor fault, no answer,
-                                                   "disconnected: ..." (port gone)
-  meter.fault {reason} / meter.ready {}            meter port gone / back (UTH 11.11)
-  shuffler.ready {deck} / shuffler.jam {reason} / shuffler.fault {reason}
-  card.dispensed {card, index}                     every card out of the shuffler, in order
-  deck.check {ok, missing: [..], extra: [..], duplicate: [..], unreadable: n}
-  dealer.<action> {...}                            dealer keypad (new_round, no_more_bets, shake,
-                                                   confirm, misdeal, void, decision, result, ...)
-  ho.pool {pool, amount, version} / ho.award {...} head office (jackpot pool value and awards)
-  link.down / link.up                              head-office link state
-  tick {}                                          the clock moved (timeouts)
+Event kinds, who emits them and their fields: `controller/events.py` (docs/events.md).
 
-Effect kinds:
-  device  {device, command, args}    e.g. shaker/shake, shuffler/shuffle, sensors/lamps,
-                                     rng/select_cut
-  display {mode, text, ...}          the progressive meter / table display
-  outbox  {type, payload}            a message for head office (committed with the event)
-  round   {number, status, summary}  a round completed or voided (committed with the event)
-  alarm   {severity, text}           surveillance or technician attention
-  log     {text}                     worth a line in the log, nothing else
+`Guarded` is the step every machine shares: each machine routes each event kind to a handler and
+declares the phases in which it accepts it; an event outside those phases is refused with the
+machine's own wording before any handler runs. `accepted()` is the phase x event table that
+docs/rounds-*.md and the tests print from the machine itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-JSON = dict[str, Any]
+from controller.events import EFFECT_KINDS, JOURNALED_EFFECTS, JSON, Effect, Event, Now
 
-EFFECT_KINDS = frozenset({"device", "display", "outbox", "round", "alarm", "log"})
-JOURNALED_EFFECTS = frozenset({"outbox", "round"})
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    kind: str
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> JSON:
-        return {"kind": self.kind, "data": dict(self.data)}
-
-
-@dataclass(frozen=True, slots=True)
-class Effect:
-    kind: str
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.kind not in EFFECT_KINDS:
-            raise ValueError(f"unknown effect kind {self.kind!r}")
-
-    def as_json(self) -> JSON:
-        return {"kind": self.kind, "data": dict(self.data)}
-
-
-@dataclass(frozen=True, slots=True)
-class Now:
-    """The injected clock: UTC wall time for records, monotonic milliseconds for timeouts."""
-
-    utc: str  # ISO 8601, e.g. "2026-11-25T21:40:00.123Z"
-    mono_ms: int
-
+__all__ = [
+    "EFFECT_KINDS", "JOURNALED_EFFECTS", "JSON", "Effect", "Event", "Guarded", "Now",
+    "RoundMachine", "Route",
+]
 
 S = TypeVar("S")
+Result = tuple[Any, list[Effect]]
 
 
 class RoundMachine(Protocol, Generic[S]):
@@ -110,3 +62,55 @@ class RoundMachine(Protocol, Generic[S]):
     def resume(self, state: S) -> list[Effect]:
         """Effects to re-issue after a restart (pending device commands, the current display)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Route(Generic[S]):
+    """An event kind's handler and the phases it is accepted in."""
+
+    handler: Callable[[S, Mapping[str, Any], Now], tuple[S, list[Effect]]]
+    phases: frozenset[str]
+
+
+class Guarded(Generic[S]):
+    """The guarded step: refuse an event outside its phases, else dispatch it to its handler.
+
+    A machine sets `phases` (its phase enum, in order) and `routes`, and says how to read a
+    state's phase and how to word a refusal (`refusal` returns the exception to raise).
+    """
+
+    phases: tuple[str, ...]
+    routes: Mapping[str, Route[S]]
+
+    def phase_of(self, state: S) -> str:
+        raise NotImplementedError
+
+    def refusal(self, state: S, kind: str) -> Exception:
+        raise NotImplementedError
+
+    def dispatch(self, state: S, event: Event, now: Now) -> tuple[S, list[Effect]]:
+        """`event.kind` must be routed (the caller decides what an unknown kind means)."""
+        route = self.routes[event.kind]
+        if self.phase_of(state) not in route.phases:
+            raise self.refusal(state, event.kind)
+        return route.handler(state, event.data, now)
+
+    def accepted(self) -> dict[str, list[str]]:
+        """Phase -> the event kinds accepted in it, in routing order."""
+        return {p: [k for k, r in self.routes.items() if p in r.phases] for p in self.phases}
+
+    def accepted_markdown(self) -> str:
+        """The phase x event table (docs/rounds-*.md embed it; a test compares)."""
+        kinds = list(self.routes)
+        head = "| event | " + " | ".join(f"`{p}`" for p in self.phases) + " |"
+        rule = "|---|" + "---|" * len(self.phases)
+        rows = [
+            f"| `{k}` | " + " | ".join("x" if p in self.routes[k].phases else ""
+                                       for p in self.phases) + " |"
+            for k in kinds
+        ]
+        return "\n".join([head, rule, *rows])
+
+
+def route(handler: Callable[..., Any], phases: Iterable[str]) -> Route[Any]:
+    return Route(handler, frozenset(phases))

@@ -18,6 +18,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from controller.events import Kind
 from controller.games.paigow.cuts import cut_table
 from controller.games.paigow.dice import TILE_POSITIONS
 from controller.games.paigow.profiles import Profile
@@ -44,7 +45,7 @@ class PaiGowSim:
         if status["awaiting"] not in ("dealer", "table.open"):
             return []
         actions: dict[str, Callable[[Status], list[Event]]] = {
-            "closed": lambda s: [Event("table.open")],
+            "closed": lambda s: [Event(Kind.TABLE_OPEN)],
             "betting": self._betting,
             "shaking": self._after_fault,
             "off_draw": self._after_fault,
@@ -75,17 +76,17 @@ class PaiGowSim:
             events.append(self._cut("supervisor"))  # NZ 9.3A(b)
         if player_bank and self.rules is not Profile.ACT and self.rng.random() < 0.3:
             values = range(-4, 5) if self.rules is Profile.NSW else (-4, 4)
-            events.append(Event("dealer.steal", {"value": self.rng.choice(values)}))
-        events.append(Event("dealer.no_more_bets"))
+            events.append(Event(Kind.DEALER_STEAL, {"value": self.rng.choice(values)}))
+        events.append(Event(Kind.DEALER_NO_MORE_BETS))
         return events
 
     def _off_change(self, status: Status) -> Event | None:
         if status["off_boxes"] and self.rng.random() < 0.2:
-            return Event("off.released", {"box": self.rng.choice(status["off_boxes"])})
+            return Event(Kind.OFF_RELEASED, {"box": self.rng.choice(status["off_boxes"])})
         house = status["banker"]["holder"] == "house"
         quiet = self.rules is not Profile.ACT and house and not status["off_boxes"]
         if quiet and self.rng.random() < 0.04:
-            return Event("dealer.off_draw")
+            return Event(Kind.DEALER_OFF_DRAW)
         return None
 
     def _take_bank(self, status: Status) -> Event:
@@ -95,7 +96,7 @@ class PaiGowSim:
             holder = "co-bank"
         player = status["last_controllers"].get(str(box), f"p{box}")
         funds = 0 if self.rng.random() < 0.05 else RICH  # now and then one who cannot cover
-        return Event("dealer.bank", {"box": box, "holder": holder, "player": player,
+        return Event(Kind.DEALER_BANK, {"box": box, "holder": holder, "player": player,
                                      "funds": funds})
 
     def _wagers(self, status: Status, bank_box: int, bank_player: str | None) -> list[Event]:
@@ -114,7 +115,7 @@ class PaiGowSim:
             player = self.rng.choice([f"p{box}", f"p{box}", f"q{box}", f"r{box}", "roamer"])
             if player == bank_player:
                 continue
-            events.append(Event("dealer.wager", {
+            events.append(Event(Kind.DEALER_WAGER, {
                 "box": box, "player": player, "amount": step * self.rng.randint(1, 5),
                 "seated": player == f"p{box}",
             }))
@@ -123,20 +124,20 @@ class PaiGowSim:
     def _cut(self, by: str) -> Event:
         spec = self.rng.choice(cut_table(self.rules))
         options = [self.rng.choice(axis.value).value for axis in spec.axes]
-        return Event("dealer.cut", {"cut": spec.cut.value, "options": options, "by": by})
+        return Event(Kind.DEALER_CUT, {"cut": spec.cut.value, "options": options, "by": by})
 
     # -- after no more bets ------------------------------------------------------------------------
 
     def _after_fault(self, status: Status) -> list[Event]:
         if status["state"] == "shaking" and self.rng.random() < 0.3:
-            return [Event("dealer.void", {"reason": "shaker out of order"})]
-        return [Event("dealer.shake")]
+            return [Event(Kind.DEALER_VOID, {"reason": "shaker out of order"})]
+        return [Event(Kind.DEALER_SHAKE)]
 
     def _deliver(self, status: Status) -> list[Event]:
         if self.rng.random() < 0.02:
-            return [Event("dealer.void", {"reason": "tiles delivered to the wrong boxes"})]
+            return [Event(Kind.DEALER_VOID, {"reason": "tiles delivered to the wrong boxes"})]
         self._deal(status)
-        return [Event("dealer.delivered")]
+        return [Event(Kind.DEALER_DELIVERED)]
 
     def _deal(self, status: Status) -> None:
         tiles = list(FULL_SET)
@@ -151,7 +152,7 @@ class PaiGowSim:
 
     def _result(self, status: Status) -> list[Event]:
         if self.rng.random() < 0.01:
-            return [Event("dealer.void", {"reason": "incorrect distribution noticed"})]
+            return [Event(Kind.DEALER_VOID, {"reason": "incorrect distribution noticed"})]
         if self._dealt_round != status["round"]:  # restarted mid-round: tiles stand in anew
             self._deal(status)
         players: dict[int, set[str]] = {}
@@ -165,7 +166,7 @@ class PaiGowSim:
             bank_hand: Any = self._own_way(bank_tiles)
         else:  # the house's hand, or a player/banker's on request, set the house way
             bank_hand = {"tiles": [t.notation for t in bank_tiles]}
-        return [Event("dealer.result", {"hands": hands, "bank_hand": bank_hand})]
+        return [Event(Kind.DEALER_RESULT, {"hands": hands, "bank_hand": bank_hand})]
 
     def _hand(self, tiles: tuple[Tile, ...], alone: bool) -> Any:
         r = self.rng.random()

@@ -14,6 +14,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from controller.events import Kind
 from controller.games.uth.cards import Card, parse_card, rank_of, suit_of
 from controller.games.uth.evaluator import Category, category_of, hand_rank
 from controller.rounds.base import Event
@@ -47,7 +48,7 @@ class UthSim:
     def next_events(self, status: JSON) -> list[Event]:
         phase = status["state"]
         if phase == "closed":
-            return [Event("table.open")]
+            return [Event(Kind.TABLE_OPEN)]
         if phase == "betting":
             return self._betting(status)
         if phase in ("preflop", "flop", "river"):
@@ -59,7 +60,7 @@ class UthSim:
         seated = [b for b in status["boxes"] if b["ante"]]
         if seated:
             if status["deck_ready"]:
-                return [Event("dealer.deal")]
+                return [Event(Kind.DEALER_DEAL)]
             return self._recheck(status)
         players = self.rng.sample(range(1, self.boxes + 1), self.rng.randint(1, self.boxes))
         events: list[Event] = []
@@ -68,14 +69,14 @@ class UthSim:
         for box in sorted(players):
             ante = self.rng.choice(ANTES)
             trips = ante // 2 if self.rng.random() < self.trips_rate else 0
-            events.append(Event("dealer.wager", {"box": box, "ante": ante, "trips": trips}))
+            events.append(Event(Kind.DEALER_WAGER, {"box": box, "ante": ante, "trips": trips}))
             wants_jackpot = online and self.rng.random() < self.jackpot_rate
             if wants_jackpot and box not in chips:
-                events.append(Event("bet.on", {"box": box}))
+                events.append(Event(Kind.BET_ON, {"box": box}))
             elif not wants_jackpot and box in chips:
-                events.append(Event("bet.off", {"box": box}))
+                events.append(Event(Kind.BET_OFF, {"box": box}))
         # Players who left take their jackpot chips with them.
-        events += [Event("bet.off", {"box": b}) for b in sorted(chips - set(players))]
+        events += [Event(Kind.BET_OFF, {"box": b}) for b in sorted(chips - set(players))]
         return events
 
     def _recheck(self, status: JSON) -> list[Event]:
@@ -84,7 +85,7 @@ class UthSim:
         if status["deck"] not in status["suspect_decks"] or self._rechecked == key:
             return []  # the shuffler is working
         self._rechecked = key
-        return [Event("dealer.deck_check", {"deck": status["deck"]})]
+        return [Event(Kind.DEALER_DECK_CHECK, {"deck": status["deck"]})]
 
     # -- decisions ---------------------------------------------------------------------------
     def _street(self, status: JSON, phase: str) -> list[Event]:
@@ -92,15 +93,15 @@ class UthSim:
         undecided = [b for b in hands if not b["decision"] and not b["checked"]]
         untouched = phase == "preflop" and len(undecided) == len(hands)
         if untouched and self.rng.random() < self.misdeal_rate:
-            return [Event("dealer.misdeal", {"reason": "cards_revealed"})]  # 11.2
+            return [Event(Kind.DEALER_MISDEAL, {"reason": "cards_revealed"})]  # 11.2
         board = [parse_card(c) for c in status["community"]]
         events = []
         for b in undecided:
             action = self._decide(phase, [parse_card(c) for c in b["hole"]], board)
             if action:
-                events.append(Event("dealer.decision", {"box": b["box"], "action": action}))
-        advance = {"preflop": "dealer.flop", "flop": "dealer.turn_river"}
-        return [*events, Event(advance.get(phase, "dealer.dealer_hand"))]
+                events.append(Event(Kind.DEALER_DECISION, {"box": b["box"], "action": action}))
+        advance = {"preflop": Kind.DEALER_FLOP, "flop": Kind.DEALER_TURN_RIVER}
+        return [*events, Event(advance.get(phase, Kind.DEALER_DEALER_HAND))]
 
     def _decide(self, phase: str, hole: Sequence[Card], board: Sequence[Card]) -> str | None:
         if phase == "preflop":

@@ -263,10 +263,9 @@ def test_the_machines_answer_a_meter_that_went_with_an_alarm_and_no_state_change
     """meter.fault is new (the meter had no events): UTH raises the 11.11 alarm (2.4.3 jackpot
     equipment: notify an inspector; going on without the jackpot is the supervisor's call,
     dealer.jackpot_off), Pai Gow an alarm; neither changes its state; meter.ready logs."""
-    from test_rounds_paigow_support import Table as PaiGowTable
-    from test_rounds_uth_support import Table as UthTable
-
     from controller.games.paigow.profiles import Profile
+    from tests.support.paigow_table import Table as PaiGowTable
+    from tests.support.uth_table import Table as UthTable
 
     uth = UthTable()
     before = uth.machine.to_json(uth.state)

@@ -1,6 +1,6 @@
 """From a round's hands and wagers to its outcomes and settlement.
 
-The one path both the round machine (controller/rounds/paigow_result.py) and `tablectl paigow
+The one path both the round machine (controller/rounds/paigow/result.py) and `tablectl paigow
 settle` take, so a rule applied at the table is applied the same way by the technician's command:
 - the house's hand (alone or co-banking) set otherwise than the house way: it stands once the first
   player's hand is exposed (NSW 15.7, NZ 12.8(b)); ACT 13.8 re-sets it the house way;

@@ -24,6 +24,10 @@ class Setting:
     def tiles(self) -> tuple[Tile, Tile, Tile, Tile]:
         return (*self.high.tiles, *self.low.tiles)
 
+    def in_high(self, tile: Tile) -> bool:
+        """Whether `tile` is in the high hand (the house ways place tiles by this)."""
+        return tile in self.high.tiles
+
     def as_json(self) -> dict[str, list[str]]:
         return {
             "high": [t.notation for t in self.high.tiles],

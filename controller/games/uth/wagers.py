@@ -157,15 +157,15 @@ class Round:
     # -- betting (before the first card) -------------------------------------------------------
     def place(self, box: int, wagers: BoxWagers) -> None:
         """Place or change a box's wagers while betting is open (5.3, 5.4)."""
-        self._locked("placed or changed")
+        self.check_open("placed or changed")
         check_boxes([box])
         self._wagers[box] = wagers
 
     def withdraw(self, box: int) -> None:
-        self._locked("withdrawn")
+        self.check_open("withdrawn")
         self._wagers.pop(box, None)
 
-    def _locked(self, what: str) -> None:
+    def check_open(self, what: str) -> None:
         if self.phase is not Phase.BETTING:
             raise WagerLocked(
                 f"no wager may be {what} after the first card leaves the shuffler (rule 5.5)"
@@ -173,7 +173,7 @@ class Round:
 
     def start_deal(self) -> tuple[int, ...]:
         """The first card leaves the shuffler: wagers lock (5.5). Returns the boxes dealt in."""
-        self._locked("dealt again")
+        self.check_open("dealt again")
         self.phase = Phase.PREFLOP
         return tuple(sorted(self._wagers))
 

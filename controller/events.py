@@ -1,0 +1,261 @@
+"""The vocabulary between the outside world and a round machine: Event, Effect, Now, and the one
+registry of event kinds (who emits each, its fields, what it means).
+
+Every kind string is inside the journal's hash chain: a kind's text never changes. Code refers to
+kinds by their names here (`Kind.DICE_RESULT`), never by repeating the literal. `Kind` is a
+`StrEnum`: a member is its string, so it compares, hashes and serialises as the plain text.
+
+docs/events.md is generated from this module: `python -m controller.events --markdown`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+JSON = dict[str, Any]
+
+EFFECT_KINDS = frozenset({"device", "display", "outbox", "round", "alarm", "log"})
+JOURNALED_EFFECTS = frozenset({"outbox", "round"})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> JSON:
+        return {"kind": self.kind, "data": dict(self.data)}
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    kind: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in EFFECT_KINDS:
+            raise ValueError(f"unknown effect kind {self.kind!r}")
+
+    def as_json(self) -> JSON:
+        return {"kind": self.kind, "data": dict(self.data)}
+
+
+@dataclass(frozen=True, slots=True)
+class Now:
+    """The injected clock: UTC wall time for records, monotonic milliseconds for timeouts."""
+
+    utc: str  # ISO 8601, e.g. "2026-11-25T21:40:00.123Z"
+    mono_ms: int
+
+
+class Source(StrEnum):
+    """Who puts an event into the journal."""
+
+    DEVICE = "device"  # a device driver (devices/), or its simulator
+    DEALER = "dealer"  # the dealer keypad or the control socket (`tablectl dealer`)
+    LINK = "link"  # the head-office link (controller/link/)
+    SERVICE = "service"  # the daemon itself
+
+
+class Kind(StrEnum):
+    """Every event kind. The values are byte-identical to the journals' (hash chain)."""
+
+    TABLE_OPEN = "table.open"
+    TABLE_CLOSE = "table.close"
+    CHUNG_ON = "chung.on"
+    CHUNG_OFF = "chung.off"
+    OFF_PRESSED = "off.pressed"
+    OFF_RELEASED = "off.released"
+    BET_ON = "bet.on"
+    BET_OFF = "bet.off"
+    DICE_RESULT = "dice.result"
+    DICE_NOT_FLAT = "dice.not_flat"
+    SHAKER_FAULT = "shaker.fault"
+    METER_FAULT = "meter.fault"
+    METER_READY = "meter.ready"
+    SHUFFLER_READY = "shuffler.ready"
+    SHUFFLER_JAM = "shuffler.jam"
+    SHUFFLER_FAULT = "shuffler.fault"
+    CARD_DISPENSED = "card.dispensed"
+    DECK_CHECK = "deck.check"
+    CUT_SELECTED = "cut.selected"
+    LINK_UP = "link.up"
+    LINK_DOWN = "link.down"
+    HO_POOL = "ho.pool"
+    HO_AWARD = "ho.award"
+    TICK = "tick"
+    JOURNAL_LOSS_ACCEPTED = "journal.loss_accepted"
+    # The dealer keypad: `dealer.<action>`. Pai Gow.
+    DEALER_OFF_CLEAR = "dealer.off_clear"
+    DEALER_OFF_DRAW = "dealer.off_draw"
+    DEALER_OFF_CANCEL = "dealer.off_cancel"
+    DEALER_BANK = "dealer.bank"
+    DEALER_HOUSE_BANK = "dealer.house_bank"
+    DEALER_WAGER_REMOVE = "dealer.wager_remove"
+    DEALER_CUT = "dealer.cut"
+    DEALER_STEAL = "dealer.steal"
+    DEALER_NO_MORE_BETS = "dealer.no_more_bets"
+    DEALER_SHAKE = "dealer.shake"
+    DEALER_DELIVERED = "dealer.delivered"
+    DEALER_RESULT = "dealer.result"
+    # Both games.
+    DEALER_WAGER = "dealer.wager"
+    DEALER_VOID = "dealer.void"
+    # UTH.
+    DEALER_WITHDRAW = "dealer.withdraw"
+    DEALER_DEAL = "dealer.deal"
+    DEALER_DECK_CHECK = "dealer.deck_check"
+    DEALER_DEALT = "dealer.dealt"
+    DEALER_MISDEAL = "dealer.misdeal"
+    DEALER_DECISION = "dealer.decision"
+    DEALER_FLOP = "dealer.flop"
+    DEALER_TURN_RIVER = "dealer.turn_river"
+    DEALER_DEALER_HAND = "dealer.dealer_hand"
+    DEALER_JACKPOT_VERIFY = "dealer.jackpot_verify"
+    DEALER_JACKPOT_OFF = "dealer.jackpot_off"
+    DEALER_JACKPOT_ON = "dealer.jackpot_on"
+
+
+DEALER_PREFIX = "dealer."  # a keypad action `x` is the event `dealer.x`
+
+
+@dataclass(frozen=True, slots=True)
+class KindSpec:
+    kind: Kind
+    source: Source
+    emitter: str  # the module or device that emits it
+    fields: str  # the `data` object, informally
+    meaning: str  # one line
+
+
+def _dev(kind: Kind, emitter: str, fields: str, meaning: str) -> KindSpec:
+    return KindSpec(kind, Source.DEVICE, emitter, fields, meaning)
+
+
+def _dealer(kind: Kind, fields: str, meaning: str) -> KindSpec:
+    return KindSpec(kind, Source.DEALER, "keypad / tablectl dealer", fields, meaning)
+
+
+def _link(kind: Kind, fields: str, meaning: str) -> KindSpec:
+    return KindSpec(kind, Source.LINK, "controller/link", fields, meaning)
+
+
+_SPECS = (
+    _dev(Kind.TABLE_OPEN, "sensors (key switch)", "{}", "the table is opened"),
+    _dev(Kind.TABLE_CLOSE, "sensors (key switch)", "{}", "the table is closed"),
+    _dev(Kind.CHUNG_ON, "sensors", "{box}", "Pai Gow: the chung (bank marker) is on a box"),
+    _dev(Kind.CHUNG_OFF, "sensors", "{box}", "Pai Gow: the chung left a box"),
+    _dev(Kind.OFF_PRESSED, "sensors", "{box}", "Pai Gow: a box's OFF button is pressed"),
+    _dev(Kind.OFF_RELEASED, "sensors", "{box}", "Pai Gow: a box's OFF button is released"),
+    _dev(Kind.BET_ON, "sensors", "{box}", "UTH: a chip is on a box's jackpot bet sensor"),
+    _dev(Kind.BET_OFF, "sensors", "{box}", "UTH: a box's jackpot bet sensor is clear"),
+    _dev(Kind.DICE_RESULT, "shaker", "{box_dice: [a, b, c], cut_die: n or null}",
+         "Pai Gow: the dice of one shake (a die may read \"not_flat\")"),
+    _dev(Kind.DICE_NOT_FLAT, "shaker", "{}", "Pai Gow: a die is not lying flat: shake again"),
+    _dev(Kind.SHAKER_FAULT, "shaker", "{reason}",
+         "the shaker failed (cover open, motor, no answer, \"disconnected: ...\")"),
+    _dev(Kind.METER_FAULT, "meter", "{reason}", "the meter / table display is gone"),
+    _dev(Kind.METER_READY, "meter", "{}", "the meter is back"),
+    _dev(Kind.SHUFFLER_READY, "shuffler", "{deck}", "UTH: a deck is shuffled and ready"),
+    _dev(Kind.SHUFFLER_JAM, "shuffler", "{reason}", "UTH: the shuffler jammed"),
+    _dev(Kind.SHUFFLER_FAULT, "shuffler", "{reason}", "UTH: the shuffler malfunctioned"),
+    _dev(Kind.CARD_DISPENSED, "shuffler", "{card, index}",
+         "UTH: one card out of the shuffler, in order"),
+    _dev(Kind.DECK_CHECK, "shuffler",
+         "{deck?, ok, missing: [..], extra: [..], duplicate: [..], unreadable: n}",
+         "UTH: the shuffler read a whole deck"),
+    _dev(Kind.CUT_SELECTED, "rng", "{cut, options: [..]}",
+         "Pai Gow NZ: the random cut selection (9.3A(c))"),
+    _link(Kind.LINK_UP, "{}", "the head-office link is up"),
+    _link(Kind.LINK_DOWN, "{reason}", "the head-office link is down"),
+    _link(Kind.HO_POOL, "{pool, amount, version}", "UTH: head office's jackpot pool value"),
+    _link(Kind.HO_AWARD, "{round, payouts: [{box, award, amount}]}",
+          "UTH: head office's award for a pending jackpot hit"),
+    _link(Kind.TICK, "{}", "the clock moved (the pool's timeout)"),
+    KindSpec(Kind.JOURNAL_LOSS_ACCEPTED, Source.SERVICE, "controller/journal", "{..}",
+             "a technician accepted lost journal records (never reaches a machine)"),
+    _dealer(Kind.DEALER_OFF_CLEAR, "{box?}", "Pai Gow: OFF boxes back in play"),
+    _dealer(Kind.DEALER_OFF_DRAW, "{}", "Pai Gow: draw a box to remove (NSW 15.9.3, NZ 12.10)"),
+    _dealer(Kind.DEALER_OFF_CANCEL, "{}", "Pai Gow: cancel the OFF-box draw"),
+    _dealer(Kind.DEALER_BANK, "{box, holder, player?, funds?, played_boxes?, controls?}",
+            "Pai Gow: a player takes (or co-banks) the bank"),
+    _dealer(Kind.DEALER_HOUSE_BANK, "{}", "Pai Gow: the house takes the bank"),
+    _dealer(Kind.DEALER_WAGER,
+            "Pai Gow {box, player, amount, seated?, distance_to_dealer?};"
+            " UTH {box, ante, blind?, trips?}", "a wager keyed"),
+    _dealer(Kind.DEALER_WAGER_REMOVE, "{box, player}", "Pai Gow: a wager withdrawn"),
+    _dealer(Kind.DEALER_CUT, "{cut, options?, by}", "Pai Gow: the banker's or supervisor's cut"),
+    _dealer(Kind.DEALER_STEAL, "{value}", "Pai Gow: the steal on the marker button"),
+    _dealer(Kind.DEALER_NO_MORE_BETS, "{}", "Pai Gow: no more bets"),
+    _dealer(Kind.DEALER_SHAKE, "{}", "Pai Gow: shake again"),
+    _dealer(Kind.DEALER_DELIVERED, "{}", "Pai Gow: the tiles are delivered"),
+    _dealer(Kind.DEALER_RESULT, "{bank_hand, hands}", "Pai Gow: the round's result"),
+    _dealer(Kind.DEALER_VOID, "{reason?, kind? (Pai Gow), rule? (UTH)}", "the round is void"),
+    _dealer(Kind.DEALER_WITHDRAW, "{box}", "UTH: a box's wagers withdrawn"),
+    _dealer(Kind.DEALER_DEAL, "{}", "UTH: no more bets, deal"),
+    _dealer(Kind.DEALER_DECK_CHECK, "{deck?}", "UTH: ask the shuffler to read a deck"),
+    _dealer(Kind.DEALER_DEALT, "{}", "UTH: the deal is complete"),
+    _dealer(Kind.DEALER_MISDEAL, "{reason}", "UTH: a misdeal (11)"),
+    _dealer(Kind.DEALER_DECISION, "{box, action}", "UTH: a box's play, check or fold"),
+    _dealer(Kind.DEALER_FLOP, "{}", "UTH: the flop is revealed"),
+    _dealer(Kind.DEALER_TURN_RIVER, "{}", "UTH: the turn and river are revealed"),
+    _dealer(Kind.DEALER_DEALER_HAND, "{}", "UTH: the dealer's hand is revealed: settle"),
+    _dealer(Kind.DEALER_JACKPOT_VERIFY, "{round, boxes?, operator}",
+            "UTH: an attendant verified a pending jackpot hit"),
+    _dealer(Kind.DEALER_JACKPOT_OFF, "{}", "UTH: the supervisor takes the jackpot out (11.11)"),
+    _dealer(Kind.DEALER_JACKPOT_ON, "{}", "UTH: the jackpot back in"),
+)
+REGISTRY: Mapping[str, KindSpec] = {s.kind: s for s in _SPECS}
+
+# What the daemon routes to the devices extension (prefixes of device-emitted kinds).
+DEVICE_PREFIXES: tuple[str, ...] = tuple(
+    dict.fromkeys(s.kind.split(".")[0] + "." for s in _SPECS if s.source is Source.DEVICE)
+)
+
+
+def spec(kind: str) -> KindSpec | None:
+    return REGISTRY.get(kind)
+
+
+def by_source(source: Source) -> frozenset[str]:
+    return frozenset(s.kind for s in _SPECS if s.source is source)
+
+
+def markdown() -> str:
+    """docs/events.md, generated (a test fails when the committed page differs)."""
+    lines = [
+        "# Event kinds",
+        "",
+        "Generated by `python -m controller.events --markdown` from `controller/events.py`;"
+        " do not edit.",
+        "",
+        "An event is `{kind, data}`: `kind` a string below, `data` a JSON object. Every kind is"
+        " inside the journal's hash chain: its text never changes. The daemon steps the round"
+        " machine first and then journals the event with the effects (safe because `step` is"
+        " pure: replaying the journal rebuilds the same state). A keypad action `x` is the"
+        f" event `{DEALER_PREFIX}x`.",
+        "",
+        "| kind | name | source | emitted by | data | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in _SPECS:
+        lines.append(f"| `{s.kind.value}` | `Kind.{s.kind.name}` | {s.source.value} | {s.emitter}"
+                     f" | `{s.fields}` | {s.meaning} |")
+    lines += [
+        "",
+        "Effect kinds (what `step` asks of the outside): "
+        + ", ".join(f"`{k}`" for k in sorted(EFFECT_KINDS))
+        + "; `outbox` and `round` commit in the event's own transaction.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--markdown"]:
+        sys.exit("usage: python -m controller.events --markdown")
+    sys.stdout.write(markdown())

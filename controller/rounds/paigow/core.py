@@ -1,0 +1,126 @@
+"""What every part of the Pai Gow round machine shares: configuration, the bank at hand, the
+display, opening a round, returning wagers; the rule citations per profile and the effects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from controller.errors import InputError
+from controller.games.paigow.bank import (
+    BankHolder,
+    BankState,
+    bank_open,
+    offer_order,
+)
+from controller.games.paigow.cuts import (
+    CutSource,
+)
+from controller.games.paigow.profiles import Profile
+from controller.rounds.base import Effect, Now
+from controller.rounds.paigow.state import (
+    JSON,
+    PaiGowConfig,
+    PaiGowState,
+    Phase,
+    bank_json,
+    bank_state,
+)
+
+Result = tuple[PaiGowState, list[Effect]]
+Handler = Callable[[PaiGowState, Mapping[str, Any], Now], Result]
+
+VOID_RULE = {Profile.NSW: "NSW 15.12", Profile.NZ: "NZ 12.13", Profile.ACT: "ACT 13.9"}
+TILE_VOID_RULE = {Profile.NSW: "NSW 15.17.2"}  # missing or foreign tile; NZ and ACT say nothing
+RESHAKE_RULE = {Profile.NSW: "NSW 8.3", Profile.NZ: "NZ 9.8", Profile.ACT: "ACT 13.1"}
+HOUSE_BANKS_RULE = {Profile.NSW: "NSW 6.9", Profile.NZ: "NZ 5.6", Profile.ACT: "ACT 6.8"}
+COVER_RULE = {Profile.NSW: "NSW 13.2.2", Profile.NZ: "NZ 11.2(b)", Profile.ACT: "ACT 6.4"}
+LOCK_RULE = {Profile.NSW: "NSW 9.6-9.7", Profile.NZ: "NZ 9.4", Profile.ACT: "ACT 7.1"}
+FIRST_BOX_RULE = {Profile.NSW: "NSW 8.4.1", Profile.NZ: "NZ 9.9", Profile.ACT: "ACT 4.2"}
+OFFER_RULE = {Profile.NSW: "NSW 6.1", Profile.NZ: "NZ 5.2, 5.4", Profile.ACT: "ACT 6.7"}
+OFF_RULE = "NSW 15.9.3-15.9.4, NZ 12.10"
+HOUSE_BOX_RULE = "NSW 6.10, NZ 11.1(b), ACT 6.9"
+BANKER_BOX_RULE = "NSW 9.16, NZ 6.5"
+PLAYERS_RULE = "NSW 9.9, NZ 6.5, ACT 7.4"
+CUT_SOURCES = {
+    "banker": CutSource.PLAYER_BANKER,
+    "supervisor": CutSource.SUPERVISOR,
+    "random": CutSource.RANDOM,
+}
+
+
+class Refused(InputError):
+    """An event refused in a way the dealer or a technician must see: an alarm, not a log line."""
+
+
+def log(text: str, **extra: Any) -> Effect:
+    return Effect("log", {"text": text, **extra})
+
+
+def alarm(text: str, severity: str = "warning") -> Effect:
+    return Effect("alarm", {"severity": severity, "text": text})
+
+
+SHAKE = Effect("device", {"device": "shaker", "command": "shake", "args": {}})
+
+
+
+class PaiGowCore:
+    """One table's Pai Gow configuration; every state is passed in. The steps mix into it."""
+
+    game = "paigow"
+
+    def __init__(self, config: PaiGowConfig) -> None:
+        self.config = config
+        self.profile = config.profile
+
+    def _bank(self, state: PaiGowState) -> BankState:
+        return bank_state(self.config, state.bank)
+
+    @staticmethod
+    def _show(state: PaiGowState, mode: str, text: str, **extra: Any) -> Result:
+        display = {"mode": mode, "text": text, **extra}
+        return replace(state, display=display), [Effect("display", display)]
+
+    def _open(
+        self, state: PaiGowState, number: int, bank: BankState, now: Now, last_round: JSON
+    ) -> Result:
+        """Round `number` opens for betting under `bank`."""
+        bj = bank_json(bank)
+        banker = None
+        if bank.holder is not BankHolder.HOUSE and state.banker is not None:
+            banker = {"player": state.banker.get("player"), "funds": None}  # a wager per round
+        state = replace(
+            state, phase=Phase.BETTING, number=number, bank=bj, bank_at_open=bj, banker=banker,
+            banker_at_open=banker,
+            last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
+            reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
+        )
+        state, effects = self._show(state, "betting", f"ROUND {number} PLACE YOUR BETS")
+        if bank_open(bank):
+            effects.append(log(
+                f"round {number}: bank offered counter-clockwise to boxes {self._offer(state)}"
+                f" ({OFFER_RULE[self.profile]})"
+            ))
+        return state, effects
+
+    def _offer(self, state: PaiGowState) -> list[int]:
+        opening = bank_state(self.config, state.bank_at_open)
+        if not bank_open(opening):
+            return []
+        lr = state.last_round
+        if lr["recorded"]:
+            occupied = {b for boxes in lr["players"].values() for b in boxes}
+        else:
+            occupied = set(range(1, self.config.boxes + 1))
+        return offer_order(opening, occupied - set(state.off_boxes))
+
+    def _returned(self, state: PaiGowState, keep: Callable[[JSON], bool], why: str) -> Result:
+        """Drop the wagers `keep` rejects, with a log line each (the chips go back)."""
+        kept = [w for w in state.wagers if keep(w)]
+        effects = [
+            log(f"wager of {w['player']} on box {w['box']} ({w['amount']} c) returned: {why}")
+            for w in state.wagers if not keep(w)
+        ]
+        return replace(state, wagers=kept), effects

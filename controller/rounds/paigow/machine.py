@@ -1,0 +1,186 @@
+"""The Pai Gow round state machine: (state, event, now) -> (state, effects), pure.
+
+closed -> betting (bank, OFF boxes, wagers) -> [NZ: cutting] -> shaking -> announced -> setting
+-> completed (next round opens in betting); dealer.void from cutting..setting voids the round;
+betting -> off_draw -> betting removes a box (NSW 15.9.3-15.9.4, NZ 12.10).
+
+The rules come from controller/games/paigow (bank.py, dice.py, cuts.py, wagers.py, settlement.py);
+this package only sequences them, one concern per module (table, bank, wagers, cut, dice,
+ending), each a set of steps mixed into `PaiGowMachine`. `ROUTES` below is the event contract:
+each event kind, its step, and the phases it is accepted in (docs/rounds-paigow.md prints it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from controller.errors import InputError
+from controller.events import Kind
+from controller.games.paigow.bank import accepts_wager
+from controller.rounds.base import Effect, Event, Guarded, Now, Route, route
+from controller.rounds.paigow.bank import BankSteps
+from controller.rounds.paigow.core import LOCK_RULE, SHAKE, Refused, Result, alarm, log
+from controller.rounds.paigow.cut import CutSteps
+from controller.rounds.paigow.dice import DiceSteps
+from controller.rounds.paigow.ending import RoundEnd
+from controller.rounds.paigow.state import (
+    IN_ROUND,
+    JSON,
+    PHASES,
+    PaiGowConfig,
+    PaiGowState,
+    Phase,
+    state_from_json,
+    state_to_json,
+)
+from controller.rounds.paigow.table import TableSteps
+from controller.rounds.paigow.wagers import WagerSteps
+
+# Events of other games or of the link: nothing for a Pai Gow round to do.
+IGNORED = frozenset({Kind.TICK, Kind.LINK_UP, Kind.LINK_DOWN, Kind.HO_POOL, Kind.HO_AWARD})
+# Device events of the other game: refused with a log line ("not a Pai Gow event").
+OTHER_GAME = frozenset({
+    Kind.BET_ON, Kind.BET_OFF, Kind.SHUFFLER_READY, Kind.SHUFFLER_JAM, Kind.SHUFFLER_FAULT,
+    Kind.CARD_DISPENSED, Kind.DECK_CHECK,
+})
+
+ANY = PHASES
+BETTING = (Phase.BETTING,)
+DICE = (Phase.SHAKING, Phase.OFF_DRAW)
+BEFORE_DICE = (Phase.BETTING, Phase.CUTTING, Phase.SHAKING)
+# kind -> (the step's method name, the phases it is accepted in)
+ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
+    Kind.TABLE_OPEN: ("_table_open", (Phase.CLOSED,)),
+    Kind.TABLE_CLOSE: ("_table_close", (Phase.BETTING, Phase.OFF_DRAW)),
+    Kind.CHUNG_ON: ("_chung_on", ANY),
+    Kind.CHUNG_OFF: ("_chung_off", ANY),
+    Kind.OFF_PRESSED: ("_off_pressed", ANY),
+    Kind.OFF_RELEASED: ("_off_released", ANY),
+    Kind.DEALER_OFF_CLEAR: ("_off_clear", ANY),
+    Kind.DEALER_OFF_DRAW: ("_off_draw", BETTING),
+    Kind.DEALER_OFF_CANCEL: ("_off_cancel", (Phase.OFF_DRAW,)),
+    Kind.DEALER_BANK: ("_dealer_bank", BETTING),
+    Kind.DEALER_HOUSE_BANK: ("_dealer_house_bank", BETTING),
+    Kind.DEALER_WAGER: ("_dealer_wager", BETTING),
+    Kind.DEALER_WAGER_REMOVE: ("_dealer_wager_remove", BETTING),
+    Kind.DEALER_CUT: ("_dealer_cut", BEFORE_DICE),
+    Kind.DEALER_STEAL: ("_dealer_steal", BEFORE_DICE),
+    Kind.DEALER_NO_MORE_BETS: ("_no_more_bets", BETTING),
+    Kind.CUT_SELECTED: ("_cut_selected", (Phase.CUTTING,)),
+    Kind.DEALER_SHAKE: ("_dealer_shake", DICE),
+    Kind.DICE_NOT_FLAT: ("_dice_not_flat", DICE),
+    Kind.DICE_RESULT: ("_dice_result", DICE),
+    Kind.SHAKER_FAULT: ("_shaker_fault", ANY),
+    Kind.METER_FAULT: ("_meter_fault", ANY),
+    Kind.METER_READY: ("_meter_ready", ANY),
+    Kind.DEALER_DELIVERED: ("_delivered", (Phase.ANNOUNCED,)),
+    Kind.DEALER_RESULT: ("_result", (Phase.SETTING,)),
+    Kind.DEALER_VOID: ("_void", IN_ROUND),
+}
+
+
+class PaiGowMachine(
+    TableSteps, BankSteps, WagerSteps, CutSteps, DiceSteps, RoundEnd, Guarded[PaiGowState]
+):
+    """One table's Pai Gow rounds. Holds only configuration; every state is passed in."""
+
+    phases = PHASES
+
+    def __init__(self, config: PaiGowConfig) -> None:
+        super().__init__(config)
+        self.routes: dict[str, Route[PaiGowState]] = {
+            kind: route(getattr(self, name), phases) for kind, (name, phases) in ROUTES.items()
+        }
+
+    # -- the RoundMachine protocol ---------------------------------------------------------------
+
+    def initial(self) -> PaiGowState:
+        return PaiGowState()
+
+    def step(self, state: PaiGowState, event: Event, now: Now) -> Result:
+        if event.kind in IGNORED:
+            return state, []
+        if event.kind not in self.routes:
+            text = f"{event.kind}: not a Pai Gow event, ignored"
+            return state, [log(text, event=event.kind, refused=True)]
+        if not isinstance(event.data, Mapping):
+            text = f"{event.kind}: data must be a JSON object"
+            return state, [log(text, event=event.kind, refused=True)]
+        try:
+            return self.dispatch(state, event, now)
+        except Refused as e:
+            refused = alarm(f"{event.kind} refused: {e}")
+            return state, [Effect("alarm", {**refused.data, "refused": True})]
+        except InputError as e:
+            return state, [log(f"{event.kind} refused: {e}", event=event.kind, refused=True)]
+
+    def phase_of(self, state: PaiGowState) -> str:
+        return state.phase
+
+    def refusal(self, state: PaiGowState, kind: str) -> Exception:
+        """An event outside its phases, in the words the dealer has always seen."""
+        if kind == Kind.TABLE_CLOSE and state.phase in IN_ROUND:
+            return Refused(f"round {state.number} is in play: void it or enter its result first")
+        if kind in (Kind.DEALER_WAGER, Kind.DEALER_WAGER_REMOVE) and state.phase in IN_ROUND:
+            return InputError(f"wagers are locked after no more bets ({LOCK_RULE[self.profile]})")
+        return InputError(f"not accepted in state {state.phase} (round {state.number})")
+
+    def to_json(self, state: PaiGowState) -> JSON:
+        return state_to_json(state)
+
+    def from_json(self, data: JSON) -> PaiGowState:
+        return state_from_json(data)
+
+    def status(self, state: PaiGowState) -> JSON:
+        bank = self._bank(state)
+        return {
+            "game": self.game,
+            "rules": self.profile.value,
+            "state": state.phase,
+            "round": state.number,
+            "awaiting": self._awaiting(state),
+            "boxes": self.config.boxes,
+            "table": {
+                "minimum": self.config.money.minimum,
+                "maximum": self.config.money.maximum,
+                "chip_unit": self.config.money.chip_unit,
+            },
+            "banker": {**state.bank, "player": (state.banker or {}).get("player"),
+                       "funds": (state.banker or {}).get("funds")},
+            "bank_offer": self._offer(state) if state.phase == Phase.BETTING else [],
+            "off_boxes": list(state.off_boxes),
+            "open_boxes": [b for b in range(1, self.config.boxes + 1)
+                           if b not in state.off_boxes and accepts_wager(bank, b)],
+            "wagers": [dict(w) for w in state.wagers],
+            "wager_total": sum(w["amount"] for w in state.wagers),
+            "last_controllers": dict(state.last_round["controllers"]),
+            "cut_choice": state.cut_choice,
+            "steal": state.steal,
+            "dice": state.dice,
+            "reshakes": state.reshakes,
+            "first_box": state.first_box,
+            "cut": state.cut,
+            "fault": state.fault,
+            "display": dict(state.display),
+        }
+
+    def seat_view(self, state: PaiGowState) -> JSON:
+        # The tiles are dealt by hand and never read: a seat sees nothing status does not.
+        return self.status(state)
+
+    def resume(self, state: PaiGowState) -> list[Effect]:
+        effects = [Effect("display", dict(state.display))]
+        if state.phase in (Phase.SHAKING, Phase.OFF_DRAW) and state.fault is None:
+            effects.append(SHAKE)
+        if state.phase == Phase.CUTTING:
+            effects.append(self._select_cut_request())
+        return effects
+
+    def _awaiting(self, state: PaiGowState) -> str:
+        if state.phase == Phase.CLOSED:
+            return "table.open"
+        if state.phase in (Phase.SHAKING, Phase.OFF_DRAW):
+            return "dealer" if state.fault else "shaker"
+        if state.phase == Phase.CUTTING:
+            return "cut.selected"
+        return "dealer"

@@ -1,0 +1,108 @@
+"""Wagers keyed by the dealer (optional data: the table has no chip sensors)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from controller.errors import InputError
+from controller.games.paigow.bank import (
+    BankHolder,
+    BankState,
+    accepts_wager,
+)
+from controller.games.paigow.wagers import (
+    MAX_PLAYERS_PER_BOX,
+    accept,
+    cover_breach,
+    layout_breach,
+)
+from controller.rounds import fields
+from controller.rounds.base import Effect, Now
+from controller.rounds.paigow.core import (
+    BANKER_BOX_RULE,
+    HOUSE_BOX_RULE,
+    OFF_RULE,
+    PLAYERS_RULE,
+    PaiGowCore,
+    Result,
+    log,
+)
+from controller.rounds.paigow.result import to_wager
+from controller.rounds.paigow.state import (
+    JSON,
+    PaiGowState,
+)
+
+
+class WagerSteps(PaiGowCore):
+    def _dealer_wager(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        row = {
+            "box": fields.box(data, self.config.boxes),
+            "player": fields.text(data, "player"),
+            "amount": fields.integer(data, "amount"),
+            "seated": fields.flag(data, "seated", False),
+            "distance_to_dealer": fields.integer(data, "distance_to_dealer", 0),
+        }
+        others = [w for w in state.wagers if (w["box"], w["player"]) != (row["box"], row["player"])]
+        problem = self._wager_problem(state, self._bank(state), row, others)
+        if problem:
+            raise InputError(problem)
+        state = replace(state, wagers=[*others, row])
+        return state, [log(f"wager of {row['player']} on box {row['box']}: {row['amount']} c")]
+
+    def _wager_problem(
+        self, state: PaiGowState, bank: BankState, row: JSON, others: list[JSON]
+    ) -> str | None:
+        box, player = row["box"], row["player"]
+        if box in state.off_boxes:
+            return f"box {box} is OFF ({OFF_RULE})"
+        banker = (state.banker or {}).get("player")
+        if bank.holder is not BankHolder.HOUSE and player == banker:
+            return f"{player} holds the bank: the bank's wager is its own (NSW 9.15, NZ 11.2(b))"
+        if not accepts_wager(bank, box):
+            rule = HOUSE_BOX_RULE if bank.holder is BankHolder.HOUSE else BANKER_BOX_RULE
+            return f"box {box} holds the bank's tiles: no wagers there ({rule})"
+        players = {w["player"] for w in others if w["box"] == box} | {player}
+        if len(players) > MAX_PLAYERS_PER_BOX:
+            return f"box {box} already has {MAX_PLAYERS_PER_BOX} players ({PLAYERS_RULE})"
+        try:
+            accept(to_wager(row), self.profile, bank.holder, self.config.money,
+                   self.config.multiples_notice)
+        except InputError as e:
+            return str(e)
+        # The layout as a whole (NSW 9.14, ACT 7.3, NZ 5.1(c)/ACT 5.4): refused only if this
+        # wager is what breaks it.
+        if self._layout_breach(bank, others) is None:
+            breach = self._layout_breach(bank, [*others, row])
+            if breach is not None:
+                return breach[1]
+        return None
+
+    def _layout_breach(self, bank: BankState, rows: list[JSON]) -> tuple[int, str] | None:
+        wagers = [to_wager(r) for r in rows]
+        money, notice = self.config.money, self.config.multiples_notice
+        accepted = [accept(w, self.profile, bank.holder, money, notice) for w in wagers]
+        return layout_breach(wagers, self.profile, bank.holder) or cover_breach(
+            accepted, bank.holder, money)
+
+    def _layout_returned(self, state: PaiGowState, bank: BankState) -> Result:
+        """Return, one at a time, the wager each layout check names until none breaks it (a bank
+        change or a withdrawal can leave one: NSW 9.14, ACT 7.3, NZ 5.1(c)/ACT 5.4)."""
+        effects: list[Effect] = []
+        while (breach := self._layout_breach(bank, state.wagers)) is not None:
+            index, why = breach
+            w = state.wagers[index]
+            effects.append(log(f"wager of {w['player']} on box {w['box']} ({w['amount']} c)"
+                                f" returned: {why}"))
+            state = replace(state, wagers=[r for i, r in enumerate(state.wagers) if i != index])
+        return state, effects
+
+    def _dealer_wager_remove(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        box, player = fields.box(data, self.config.boxes), fields.text(data, "player")
+        if not any((w["box"], w["player"]) == (box, player) for w in state.wagers):
+            raise InputError(f"no wager of {player} on box {box}")
+        return self._returned(
+            state, lambda w: (w["box"], w["player"]) != (box, player), "withdrawn"
+        )

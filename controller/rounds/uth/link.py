@@ -1,0 +1,70 @@
+"""The jackpot's link and equipment: head office's pool and awards, the link state, the
+supervisor's switch, the meter (11.11, issue 6)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from controller.rounds.base import Effect, Now
+from controller.rounds.uth import effects as fx
+from controller.rounds.uth import jackpot
+from controller.rounds.uth.state import (
+    UthConfig,
+    UthState,
+    replace,
+)
+
+Handler = Callable[[UthConfig, UthState, Any, Now], "Result"]
+Result = tuple[UthState, list[Effect]]
+
+
+# -- jackpot link (11.11, issue 6) -------------------------------------------------------------
+def ho_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    return jackpot.on_pool(config, state, data, now)
+
+
+def ho_award(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    return jackpot.on_award(config, state, data)
+
+
+def jackpot_verify(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    return jackpot.verify(config, state, data)
+
+
+def link(up: bool) -> Handler:
+    def handler(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+        jp = {**state.jackpot, "link_up": up}
+        return replace(state, jackpot=jp), [fx.log(f"head-office link {'up' if up else 'down'}")]
+
+    return handler
+
+
+def switch(enabled: bool) -> Handler:
+    def handler(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+        return jackpot.on_switch(config, state, enabled)
+
+    return handler
+
+
+def meter_fault(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """meter.fault {reason}: the progressive meter (2.4.3) is gone (unplugged, no port). A
+    malfunction of the jackpot equipment: an inspector is notified; the game continues without
+    the jackpot only with the Gaming Supervisor's approval (11.11), given as dealer.jackpot_off."""
+    reason = str(data.get("reason", "meter fault"))[:200]
+    text = (
+        f"progressive meter: {reason}; notify an inspector; with the Gaming Supervisor's"
+        " approval continue without the jackpot (dealer.jackpot_off)"
+    )
+    return state, [fx.alarm("technician", text, "11.11")]
+
+
+def meter_ready(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """meter.ready {}: the meter is back and shows the table's current view again."""
+    return state, [fx.log("progressive meter back (11.11 malfunction over)")]
+
+
+def tick(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    return state, []  # step() refreshes the jackpot's link status after every event
+
+

@@ -1,0 +1,156 @@
+"""Ultimate Texas Hold'em round state machine (issue 4; docs/rounds-uth.md is its contract).
+
+betting -> dealer.deal (7.1) -> dealing: the first card out locks every wager and the jackpot
+wagers (5.5) -> deal mapping (7.2/7.3) -> preflop / flop / river decisions (9.1-9.3) ->
+dealer.dealer_hand: settlement (10), jackpot (15.2) -> next round, the used deck reshuffled (4.1.2)
+while the other is dealt (4.2). Irregularities: misdeal (11.1-11.4), missing or foreign card
+(11.7), shuffler malfunction (12.1 / 12.2), jackpot equipment failure (11.11).
+
+The steps live by concern: betting.py (table, wagers, sensors, deal), shuffler.py (decks),
+keypad.py (the round: cards, decisions, misdeals, voids), link.py (head office, meter), play.py
+(the round's cards and settlement), jackpot.py, status.py. `ROUTES` is the event contract: each
+kind, its step, and the phases it is accepted in (docs/rounds-uth.md prints it).
+
+`step` is pure: it reads only (state, event, now) and never raises on input from outside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from controller.errors import InputError
+from controller.events import Kind
+from controller.rounds.base import JSON, Effect, Event, Guarded, Now, Route, route
+from controller.rounds.uth import betting, jackpot, keypad, link, shuffler
+from controller.rounds.uth import effects as fx
+from controller.rounds.uth import play as rnd
+from controller.rounds.uth.state import (
+    PHASES,
+    Phase,
+    UthConfig,
+    UthState,
+    initial_state,
+    state_from_json,
+    state_to_json,
+)
+from controller.rounds.uth.status import resume, status
+
+Result = tuple[UthState, list[Effect]]
+Step = Callable[[UthConfig, UthState, Any, Now], Result]
+
+__all__ = ["OTHER_GAME", "ROUTES", "UthConfig", "UthMachine", "UthState"]
+
+ANY = PHASES
+IN_ROUND = (Phase.DEALING, Phase.PREFLOP, Phase.FLOP, Phase.RIVER)
+BETTING = (Phase.BETTING,)
+# kind -> (step, the phases it is accepted in); wording of a refusal: `_REFUSALS`.
+ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
+    Kind.TABLE_OPEN: (betting.open_table, (Phase.CLOSED,)),
+    Kind.TABLE_CLOSE: (betting.close_table, BETTING),
+    Kind.DEALER_WAGER: (betting.wager, BETTING),
+    Kind.DEALER_WITHDRAW: (betting.withdraw, BETTING),
+    Kind.BET_ON: (betting.bet_on, ANY),
+    Kind.BET_OFF: (betting.bet_off, ANY),
+    Kind.DEALER_DEAL: (betting.deal, (Phase.BETTING, Phase.DEALING)),
+    Kind.SHUFFLER_READY: (shuffler.ready, ANY),
+    Kind.SHUFFLER_JAM: (shuffler.malfunction, ANY),
+    Kind.SHUFFLER_FAULT: (shuffler.malfunction, ANY),
+    Kind.DECK_CHECK: (shuffler.deck_check, ANY),
+    Kind.DEALER_DECK_CHECK: (shuffler.check_deck, ANY),
+    Kind.CARD_DISPENSED: (keypad.card, ANY),
+    Kind.DEALER_DEALT: (keypad.dealt, ANY),
+    Kind.DEALER_MISDEAL: (keypad.misdeal, IN_ROUND),
+    Kind.DEALER_VOID: (keypad.void, IN_ROUND),
+    Kind.DEALER_DECISION: (keypad.decision, (Phase.PREFLOP, Phase.FLOP, Phase.RIVER)),
+    Kind.DEALER_FLOP: (keypad.flop, (Phase.PREFLOP,)),
+    Kind.DEALER_TURN_RIVER: (keypad.turn_river, (Phase.FLOP,)),
+    Kind.DEALER_DEALER_HAND: (keypad.dealer_hand, (Phase.RIVER,)),
+    Kind.HO_POOL: (link.ho_pool, ANY),
+    Kind.HO_AWARD: (link.ho_award, ANY),
+    Kind.DEALER_JACKPOT_VERIFY: (link.jackpot_verify, ANY),
+    Kind.LINK_UP: (link.link(True), ANY),
+    Kind.LINK_DOWN: (link.link(False), ANY),
+    Kind.DEALER_JACKPOT_OFF: (link.switch(False), ANY),
+    Kind.DEALER_JACKPOT_ON: (link.switch(True), ANY),
+    Kind.METER_FAULT: (link.meter_fault, ANY),
+    Kind.METER_READY: (link.meter_ready, ANY),
+    Kind.TICK: (link.tick, ANY),
+}
+EVENT_KINDS = frozenset(ROUTES)
+# Device events of the other game: refused with a log line ("not part of the UTH vocabulary").
+OTHER_GAME = frozenset({
+    Kind.CHUNG_ON, Kind.CHUNG_OFF, Kind.OFF_PRESSED, Kind.OFF_RELEASED, Kind.DICE_RESULT,
+    Kind.DICE_NOT_FLAT, Kind.SHAKER_FAULT, Kind.CUT_SELECTED,
+})
+_REFUSALS: dict[str, str] = {
+    Kind.TABLE_OPEN: "the table is already open",
+    Kind.TABLE_CLOSE: betting.CLOSE_BETWEEN_ROUNDS,
+    Kind.DEALER_MISDEAL: "no round in progress",
+    Kind.DEALER_VOID: "no round in progress",
+    Kind.DEALER_DECISION: "no decision while {phase}",
+}
+
+
+class UthMachine(Guarded[UthState]):
+    """The `RoundMachine` for UTH. Holds configuration only; all state is in `UthState`."""
+
+    game = "uth"
+    phases = PHASES
+
+    def __init__(self, config: UthConfig | None = None) -> None:
+        self.config = config or UthConfig()
+        self.routes: dict[str, Route[UthState]] = {
+            kind: route(partial(step, self.config), phases)
+            for kind, (step, phases) in ROUTES.items()
+        }
+
+    def initial(self) -> UthState:
+        return initial_state(self.config)
+
+    def step(self, state: UthState, event: Event, now: Now) -> Result:
+        try:
+            if event.kind not in self.routes:
+                raise InputError(f"event {event.kind!r} is not part of the UTH vocabulary")
+            if not isinstance(event.data, Mapping):
+                raise InputError(f"{event.kind}: data must be an object")
+            new, effects = self.dispatch(state, event, now)
+        except InputError as exc:
+            new, effects = state, [fx.log(f"{event.kind} refused: {exc}", refused=True)]
+        except Exception as exc:  # a bug must not crash-loop the daemon on replay
+            text = f"{event.kind}: internal error {type(exc).__name__}: {exc}"
+            new, effects = state, [fx.alarm("technician", text)]
+        new, clock_fx = jackpot.refresh(self.config, new, now)
+        return new, effects + clock_fx
+
+    def phase_of(self, state: UthState) -> str:
+        return state.phase
+
+    def refusal(self, state: UthState, kind: str) -> Exception:
+        """An event outside its phases, in the words the dealer has always seen."""
+        if kind in (Kind.DEALER_WAGER, Kind.DEALER_WITHDRAW):
+            if state.in_round:  # the engine words the lock (5.5)
+                what = "placed or changed" if kind == Kind.DEALER_WAGER else "withdrawn"
+                try:
+                    rnd.engine_round(state).check_open(what)
+                except InputError as exc:
+                    return exc
+            return InputError(f"betting is closed ({state.phase}; 7.1 no more bets)")
+        wording = _REFUSALS.get(kind, "{kind} while {phase}")
+        return InputError(wording.format(kind=kind, phase=state.phase))
+
+    def to_json(self, state: UthState) -> JSON:
+        return state_to_json(state)
+
+    def from_json(self, data: JSON) -> UthState:
+        return state_from_json(data)
+
+    def status(self, state: UthState) -> JSON:
+        return status(self.config, state)
+
+    def seat_view(self, state: UthState) -> JSON:
+        return status(self.config, state, hole_cards=True)
+
+    def resume(self, state: UthState) -> list[Effect]:
+        return resume(self.config, state)
