@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from controller.config import TableConfig, validate_text
-from controller.daemon import build_machine
+from controller.daemon.build import build_machine
+from controller.daemon.service import TableService
+from controller.extensions.link import LinkExtension, LinkOptions
 from controller.journal import Journal
-from controller.link.extension import LinkExtension, LinkOptions
 from controller.link.transport import BrokerSettings
 from controller.rounds.base import Event
-from controller.service import TableService
 from controller.sim.uth import UthSim
 from devices.rng import RandomSource
 from devices.sim import build_simulators

@@ -224,11 +224,16 @@ def test_operator_beside_the_dealer_data_changes_nothing_and_replays_the_same(
     import asyncio
     import random
 
-    from controller.daemon import build_devices, build_machine, build_policy, simulation_config
+    from controller.daemon.build import (
+        build_devices,
+        build_machine,
+        build_policy,
+        simulation_config,
+    )
+    from controller.daemon.service import TableService
     from controller.journal import Journal
     from controller.logs import setup as log_setup
     from controller.rounds.base import Event
-    from controller.service import TableService
 
     state_dir = tmp_path / "state"
     cfg = simulation_config(game, "nsw", state_dir, state_dir / "run")

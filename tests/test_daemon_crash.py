@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from controller.config import TableConfig
-from controller.daemon import build_machine, simulation_config
+from controller.daemon.build import build_machine, simulation_config
 from controller.journal import Journal, verify_dir
 from tests.daemon_helpers import start_daemon
 

@@ -284,8 +284,13 @@ def test_round_lines_carry_their_round_as_a_field(tmp_path: Path, restore_logger
     import asyncio
     import random
 
-    from controller.daemon import build_devices, build_machine, build_policy, simulation_config
-    from controller.service import TableService
+    from controller.daemon.build import (
+        build_devices,
+        build_machine,
+        build_policy,
+        simulation_config,
+    )
+    from controller.daemon.service import TableService
 
     state = tmp_path / "state"
     cfg = simulation_config("paigow", "nsw", state, state / "run")

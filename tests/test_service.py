@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from controller.daemon import build_devices, build_machine, simulation_config
+from controller.daemon.build import build_devices, build_machine, simulation_config
+from controller.daemon.service import STALL_S, TableService
 from controller.journal import verify_dir
 from controller.rounds.base import Event, Now
-from controller.service import STALL_S, TableService
 
 
 class StallingMachine:

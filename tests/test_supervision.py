@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from controller import service as service_mod
-from controller.daemon import build_devices, build_machine, build_policy, simulation_config
-from controller.devices_ext import DevicesExtension
+from controller.daemon import supervisor as service_mod
+from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.service import TableService
+from controller.extensions.base import Extension
+from controller.extensions.devices import DevicesExtension
 from controller.logs import setup as log_setup
-from controller.service import Extension, TableService
 
 
 class Records(logging.Handler):

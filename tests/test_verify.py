@@ -20,9 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.daemon import build_devices, build_machine, simulation_config
+from controller.daemon.build import build_devices, build_machine, simulation_config
+from controller.daemon.service import TableService
+from controller.extensions.verify import METER_TEXT, SoftwareVerification
 from controller.logs import setup as log_setup
-from controller.service import TableService
 from controller.verify import (
     ManifestError,
     Settings,
@@ -35,7 +36,6 @@ from controller.verify import (
     sign,
     verify,
 )
-from controller.verify_service import METER_TEXT, SoftwareVerification
 from tests.daemon_helpers import REPO, ask, start_daemon, wait_for_socket
 
 PROGRAM = {
@@ -338,7 +338,7 @@ def _service(
     cfg = simulation_config("paigow", "nsw", state, state / "run")
     import random
 
-    from controller.daemon import build_policy
+    from controller.daemon.build import build_policy
 
     rng = random.Random(7)
     return TableService(
@@ -501,7 +501,7 @@ def test_manifest_tool_build_sign_verify_cli(tmp_path: Path) -> None:
 def test_the_daemon_process_never_loads_cryptography() -> None:
     # 7 MB of the daemon's memory (target <= 45 MB, docs/daemon.md): the signature is checked in
     # a child process, and nothing the daemon imports pulls the library in.
-    code = ("import sys, controller.daemon, controller.verify_service;"
+    code = ("import sys, controller.daemon.main, controller.extensions.verify;"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[1])

@@ -19,18 +19,18 @@ from typing import Any
 
 import pytest
 
-from controller import verify_service
 from controller.config import validate_text
 from controller.control import SOCKET_NAME, NotRunning, request
-from controller.daemon import build_devices, build_machine, run_mode
-from controller.logs import setup as log_setup
-from controller.service import TableService
-from controller.verify_service import (
+from controller.daemon.build import build_devices, build_machine, run_mode
+from controller.daemon.service import TableService
+from controller.extensions import verify as verify_service
+from controller.extensions.verify import (
     INSTALLED_MARKER,
     METER_TEXT,
     SoftwareVerification,
     installed_layout,
 )
+from controller.logs import setup as log_setup
 from tests.daemon_helpers import REPO
 
 

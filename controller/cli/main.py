@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from controller.cli import demo_cmd, devices_cmd, paigow_cmd, table_cmd, uth_cmd, verify_cmd
 from controller.cli.common import EX_UNAVAILABLE, Unavailable
-from controller.errors import InputError
+from controller.errors import TablectlError
 
 
 class _Version(argparse.Action):
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except InputError as exc:
+    except TablectlError as exc:  # a refusal or bad input, named in one line
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return 2
     except Unavailable as exc:

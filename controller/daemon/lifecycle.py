@@ -1,6 +1,6 @@
-"""The daemon's start line: an Extension (service.Extension) placed right after software
+"""The daemon's start line: an Extension (extensions/base.py) placed right after software
 verification, so the line can say what the check found. The stop line is the daemon's last
-(controller/daemon.py), after the journal is closed."""
+(daemon/main.py), after the journal is closed."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from controller.about import program_version
+from controller.extensions.base import Table
 from controller.logs import event as log_event
 from controller.logs import route
 
 if TYPE_CHECKING:
-    from controller.service import TableService
-    from controller.verify_service import SoftwareVerification
+    from controller.extensions.verify import SoftwareVerification
 
 
 class StartLine:
@@ -24,7 +24,7 @@ class StartLine:
         self.verification = verification
         self.version = program_version()
 
-    async def start(self, table: TableService) -> None:
+    async def start(self, table: Table) -> None:
         v = self.verification.status()
         state = v.get("state")
         if state == "verified":

@@ -19,18 +19,16 @@ shows what the round machine did with each of them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from controller.control import Refused
+from controller.extensions.base import Table
 from devices.base import DeviceError
 from devices.build import simulators
 from devices.gpio import GpioSensors
 from devices.sensors import Sensors
-
-if TYPE_CHECKING:
-    from controller.service import TableService
 
 WATCH_KEEP = 500
 DEVICE_EVENT_PREFIXES = (
@@ -65,20 +63,26 @@ def _bool(value: Any) -> bool:
         return True
     if value in (False, "false", "off", "0", 0):
         return False
-    raise ValueError(f"expected on/off, got {value!r}")
+    raise Refused(f"expected on/off, got {value!r}")
 
 
 def _int(value: Any, default: int) -> int:
-    n = default if value in (None, "") else int(value)
+    try:
+        n = default if value in (None, "") else int(value)
+    except (TypeError, ValueError):
+        raise Refused(f"count {value!r} is not a whole number") from None
     if not 0 <= n <= 1000:
-        raise ValueError(f"count {n} outside 0..1000")
+        raise Refused(f"count {n} outside 0..1000")
     return n
 
 
 def _float(value: Any) -> float:
-    f = float(value or 0)
+    try:
+        f = float(value or 0)
+    except (TypeError, ValueError):
+        raise Refused(f"delay {value!r} is not a number of seconds") from None
     if not 0 <= f <= 60:
-        raise ValueError(f"delay {f} s outside 0..60")
+        raise Refused(f"delay {f} s outside 0..60")
     return f
 
 
@@ -86,22 +90,25 @@ class DevicesExtension:
     name = "device_tests"
 
     def __init__(self) -> None:
-        self.table: TableService | None = None
+        self.table: Table | None = None
         self.events: deque[dict[str, Any]] = deque(maxlen=WATCH_KEEP)
         self.cursor = 0
         self.tests_run = 0
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self, table: TableService) -> None:
+    async def start(self, table: Table) -> None:
         self.table = table
         self._task = asyncio.create_task(self._collect(), name="device-watch")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Cancel the collector; a failure it ended with is raised (the daemon logs it)."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        await asyncio.wait([task])
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
 
     def handlers(self) -> dict[str, Any]:
         return {
@@ -141,14 +148,14 @@ class DevicesExtension:
 
     def _devices(self) -> dict[str, Any]:
         if self.table is None:  # the socket answers before the extensions have started
-            raise ValueError("tablectld is still starting: try again in a moment")
+            raise Refused("tablectld is still starting: try again in a moment")
         return self.table.devices
 
     def _device(self, args: dict[str, Any]) -> Any:
         name = args.get("device")
         devices = self._devices()
         if name not in devices:
-            raise ValueError(f"no device {name!r} on this table (devices: {', '.join(devices)})")
+            raise Refused(f"no device {name!r} on this table (devices: {', '.join(devices)})")
         return devices[name]
 
     async def _h_list(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -182,25 +189,26 @@ class DevicesExtension:
         device = self._device(args)
         sims = simulators(self._devices())
         if device.name not in sims:
-            raise ValueError(f"{device.name} is not simulated on a pty: faults need --simulate=pty")
+            raise Refused(f"{device.name} is not simulated on a pty: faults need --simulate=pty")
         fault = args.get("fault")
         if fault not in _FAULTS:
-            raise ValueError(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
+            raise Refused(f"unknown fault {fault!r} (faults: {', '.join(FAULTS)})")
         where, apply = _FAULTS[fault]
         if device.name not in where:
-            raise ValueError(f"fault {fault!r} applies to {', '.join(where)}, not {device.name}")
+            raise Refused(f"fault {fault!r} applies to {', '.join(where)}, not {device.name}")
         try:
             done = apply(sims[device.name], args.get("value"))
             if inspect.isawaitable(done):
                 await done
-        except (DeviceError, ValueError, TypeError) as exc:
-            raise ValueError(f"{device.name} {fault}: {exc}") from None
+        except (DeviceError, Refused, ValueError, TypeError) as exc:
+            # The pty simulators refuse an impossible injection with ValueError today.
+            raise Refused(f"{device.name} {fault}: {exc}") from None
         return {"device": device.name, "fault": fault, "value": args.get("value")}
 
     async def _h_input(self, args: dict[str, Any]) -> dict[str, Any]:
         sensors = next((d for d in self._devices().values() if isinstance(d, GpioSensors)), None)
         if sensors is None:
-            raise ValueError("no GPIO sensors on this table (in-process simulation)")
+            raise Refused("no GPIO sensors on this table (in-process simulation)")
         name = str(args.get("input"))
         try:
             if _bool(args.get("active", True)):
@@ -208,5 +216,5 @@ class DevicesExtension:
             else:
                 sensors.release(name)
         except DeviceError as exc:
-            raise ValueError(str(exc)) from None
+            raise Refused(str(exc)) from None
         return {"input": name, "pins": sensors.raw_inputs()}

@@ -1,4 +1,4 @@
-"""The daemon's software verification (an Extension, see service.Extension).
+"""The daemon's software verification (an Extension, extensions/base.py).
 
 At start: the installed program is checked against its signed manifest (controller/verify.py).
 A mismatch, a bad signature, or a manifest the settings promise but that is missing takes the
@@ -21,8 +21,10 @@ import logging
 import multiprocessing
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from controller.control import Refused
+from controller.extensions.base import Table
 from controller.logs import event as log_event
 from controller.verify import (
     MAX_PROBLEMS_SHOWN,
@@ -35,9 +37,6 @@ from controller.verify import (
     verify,
 )
 from devices.base import DeviceError
-
-if TYPE_CHECKING:
-    from controller.service import TableService
 
 METER_TEXT = "OUT OF SERVICE - SOFTWARE"
 NOT_CONFIGURED = "no manifest configured: the installed program is not verified"
@@ -85,7 +84,7 @@ class SoftwareVerification:
         # production: verified or out of service; simulation/development may run unverified.
         self.mode = mode
         self.report: Report | None = None
-        self.table: TableService | None = None
+        self.table: Table | None = None
         self.hmac_requests = 0
         self._busy = asyncio.Lock()
 
@@ -101,7 +100,7 @@ class SoftwareVerification:
 
     # -- Extension ------------------------------------------------------------------------------
 
-    async def start(self, table: TableService) -> None:
+    async def start(self, table: Table) -> None:
         self.table = table
         if self.settings_error is not None:
             await self._fail(f"software verification settings unusable: {self.settings_error}")
@@ -190,7 +189,7 @@ class SoftwareVerification:
     async def _h_hmac(self, args: dict[str, Any]) -> dict[str, Any]:
         seed = parse_seed(str(args.get("seed", "")))  # ManifestError -> an error reply
         if self.settings is None:
-            raise ValueError(self.settings_error or NOT_CONFIGURED)
+            raise Refused(self.settings_error or NOT_CONFIGURED)
         self.hmac_requests += 1
         async with self._busy:
             try:
@@ -198,7 +197,7 @@ class SoftwareVerification:
             except ManifestError:
                 raise
             except Exception as exc:  # an error reply, never a dead control connection
-                raise ValueError(f"field verification failed: {exc!r}") from exc
+                raise Refused(f"field verification failed: {exc!r}") from exc
         log_event(
             self.log,
             logging.INFO,
@@ -211,5 +210,5 @@ class SoftwareVerification:
 
     async def _h_run(self, args: dict[str, Any]) -> dict[str, Any]:
         if self.settings is None:
-            raise ValueError(self.settings_error or NOT_CONFIGURED)
+            raise Refused(self.settings_error or NOT_CONFIGURED)
         return (await self._check()).as_json()

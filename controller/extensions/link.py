@@ -1,4 +1,4 @@
-"""`LinkExtension`: the daemon's head-office link (an `Extension`, controller/service.py).
+"""`LinkExtension`: the daemon's head-office link (an `Extension`, extensions/base.py).
 
 On every connection: subscribe to our ack and award topics and to our pool's value, publish
 `online` on the retained status topic (the last will says `offline`), publish a birth message
@@ -17,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from controller.clock import utc_now
+from controller.extensions.base import Table
 from controller.journal import AckBeyondJournal, JournalError
 from controller.link import contract
 from controller.link.relay import OutboxRelay
@@ -37,7 +39,6 @@ from controller.rounds.base import Event
 
 if TYPE_CHECKING:
     from controller.config import TableConfig
-    from controller.service import TableService
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class LinkExtension:
         self.options = options or LinkOptions()
         self.pool_id = pool_id_of(cfg)
         self.pool_timeout_s = cfg.link.pool_timeout_s
-        self.table: TableService | None = None
+        self.table: Table | None = None
         self.relay: OutboxRelay | None = None
         self.connected = False
         self.last_error: str | None = None
@@ -106,7 +107,7 @@ class LinkExtension:
         self._failed_attempts = 0  # connection attempts failed since the link was last up
 
     # -- Extension --------------------------------------------------------------------------
-    async def start(self, table: TableService) -> None:
+    async def start(self, table: Table) -> None:
         self.table = table
         self._log = table.log
         if table.journal is None or table.out_of_service:
@@ -140,8 +141,12 @@ class LinkExtension:
         await supervised(name, factory, self._log, self.counters)
 
     async def stop(self) -> None:
-        await cancel_and_wait(self._tasks)
-        self._tasks = []
+        tasks, self._tasks = self._tasks, []
+        await cancel_and_wait(tasks)
+        for task in tasks:  # a failure while stopping is logged, never swallowed
+            if not task.cancelled() and (exc := task.exception()) is not None:
+                self._log.error(f"link: task {task.get_name()} failed while stopping: {exc!r}",
+                                exc_info=exc)
 
     def handlers(self) -> dict[str, Any]:
         return {"link_status": self._h_status}
@@ -243,7 +248,7 @@ class LinkExtension:
         await run_together(self._read(conn), self.relay.run(publish), self._status_loop(conn))
 
     async def _publish_status(self, conn: Connection) -> None:
-        body = contract.status_message(self.table_id, "online", _utc())
+        body = contract.status_message(self.table_id, "online", utc_now())
         await conn.publish(contract.status_topic(self.table_id), contract.dumps(body), retain=True)
 
     async def _status_loop(self, conn: Connection) -> None:
@@ -256,12 +261,12 @@ class LinkExtension:
         (and answer again any hit still PENDING here)."""
         table = self.table
         assert table is not None and table.journal is not None
-        status = table.machine.status(table.state) if table.state is not None else {}
+        status = table.game_status()
         pool = status.get("pool")
         journal = table.journal.summary()
         return contract.birth_message(
             self.table_id,
-            _utc(),
+            utc_now(),
             {
                 "game": self.cfg.game,
                 "pool_id": self.pool_id,
@@ -353,9 +358,9 @@ class LinkExtension:
 
     def _award_pending(self, round_: int) -> bool:
         table = self.table
-        if table is None or table.state is None:
+        if table is None:
             return False
-        pool = table.machine.status(table.state).get("pool") or {}
+        pool = table.game_status().get("pool") or {}
         return any(h.get("round") == round_ for h in pool.get("pending", []))
 
     # -- helpers ----------------------------------------------------------------------------
@@ -389,18 +394,10 @@ class LinkExtension:
         while True:
             await asyncio.sleep(self.options.tick_every_s)
             table = self.table
-            if table.state is None or table.out_of_service is not None:
+            if table.out_of_service is not None:
                 continue
             quiet = time.monotonic() - self._last_pool_mono
-            if quiet > self.pool_timeout_s and table.machine.status(table.state).get(
-                "jackpot"
-            ) == "online":
+            if quiet > self.pool_timeout_s and table.game_status().get("jackpot") == "online":
                 table.emit(Event("tick", {}))
-
-
-def _utc() -> str:
-    from controller.service import utc_now
-
-    return utc_now()
 
 
