@@ -301,4 +301,4 @@ def play_until(tables: list[SimTable], rounds: int) -> Callable[[], bool]:
 
 async def emit_and_wait(table: SimTable, kind: str, **data: Any) -> None:
     table.service.emit(Event(kind, data))
-    await table.service._idle.wait()
+    await table.service.idle()

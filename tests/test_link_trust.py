@@ -326,7 +326,7 @@ async def _verify_as(table: Any, user: str, **data: Any) -> dict[str, Any]:
 
     async def command() -> dict[str, Any]:
         _PEER.set(Peer(pid=1, uid=1001, gid=1001, user=user, groups=frozenset()))
-        return await table.service._h_dealer({"action": "jackpot_verify", "data": data})
+        return await table.service.commands.dealer({"action": "jackpot_verify", "data": data})
 
     return await asyncio.create_task(command())  # its own context: the peer stays in it
 

@@ -105,13 +105,13 @@ def test_effects_run_after_the_event_is_journaled(tmp_path: Path) -> None:
         runner = asyncio.create_task(svc.run())
         await asyncio.sleep(0.3)
         assert svc.journal is not None
-        original = svc._run_effect
+        original = svc.effects.run
 
         async def spy(effect: Any) -> None:
             seen.append(svc.journal.last_seq)  # what is durable when the effect runs
             await original(effect)
 
-        svc._run_effect = spy  # type: ignore[method-assign]
+        svc.effects.run = spy  # type: ignore[method-assign]
         seq = await svc.process(Event("table.open"))
         assert seq is not None and seen and all(s >= seq for s in seen)
         svc.stop()

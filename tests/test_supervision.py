@@ -137,7 +137,7 @@ def test_a_task_that_keeps_dying_takes_the_table_out_of_service_visibly(
         run = asyncio.create_task(service.run())
         await until(lambda: service.out_of_service is not None)
         await asyncio.sleep(0.1)  # the meter's CLOSED is shown by a helper task
-        status = await service._h_status({})
+        status = await service.commands.status({})
         service.stop()
         await run
         return status
