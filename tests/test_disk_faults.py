@@ -22,7 +22,7 @@ from controller.daemon.service import IGNORED_SUMMARY_S, TableService
 from controller.journal import Journal, JournalError
 from controller.logs import setup as log_setup
 from controller.rounds.base import Event
-from tests.daemon_helpers import REPO
+from tests.support.daemon import REPO
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 

@@ -39,7 +39,7 @@ from controller.journal_mark import (
     read_mark,
 )
 from controller.rounds.base import Effect, Event
-from tests.daemon_helpers import ask, start_daemon, wait_for_socket
+from tests.support.daemon import ask, start_daemon, wait_for_socket
 from tests.test_journal import GAME, TABLE, fill, now, raw
 
 

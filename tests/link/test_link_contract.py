@@ -16,16 +16,16 @@ from controller.link import contract
 from controller.link.transport import Connection, LinkError, connect
 from controller.sim.uth import royal_flush_top
 from tests import mqtt_broker
-from tests.link_harness import (
+from tests.support.link import (
     POOL,
-    SimTable,
     assert_ledger_matches,
     drain,
-    emit_and_wait,
+    event,
     head_office,
     make_table,
     run,
     start,
+    to_the_river,
     wait_for,
 )
 from tests.test_headoffice_ledger import body, inc, result
@@ -193,24 +193,6 @@ def test_an_ack_beyond_the_journal_takes_the_table_out_of_service(broker, tmp_pa
     run(main())
 
 
-async def _to_the_river(table: SimTable) -> None:
-    await wait_for(lambda: table.status()["jackpot"] == "online" and table.status()["deck_ready"],
-                   10, f"{table.id}: jackpot online, deck shuffled")
-    if table.status()["state"] == "closed":
-        await emit_and_wait(table, "table.open")
-    await emit_and_wait(table, "dealer.wager", box=2, ante=1000)
-    await emit_and_wait(table, "bet.on", box=2)
-    await emit_and_wait(table, "dealer.wager", box=5, ante=1000)
-    await emit_and_wait(table, "bet.on", box=5)
-    await emit_and_wait(table, "dealer.deal")
-    await wait_for(lambda: table.status()["state"] == "preflop", 5, "the deal")
-    for box in (2, 5):
-        await emit_and_wait(table, "dealer.decision", box=box, action="play4")
-    await emit_and_wait(table, "dealer.flop")
-    await emit_and_wait(table, "dealer.turn_river")
-    assert table.status()["state"] == "river"
-
-
 def test_two_tables_hit_a_royal_flush_10ms_apart(broker, ledger_url, tmp_path) -> None:
     async def main() -> None:
         # Paid without waiting for verification (verify_from none): this is about the order.
@@ -222,14 +204,14 @@ def test_two_tables_hit_a_royal_flush_10ms_apart(broker, ledger_url, tmp_path) -
                 tables.append(await start(t))
             a, b = tables
             for t in tables:
-                await _to_the_river(t)
+                await to_the_river(t)
             await wait_for(lambda: all(not t.service.journal.pending_outbox(limit=1)  # type: ignore[union-attr]
                                        for t in tables), 5, "increments applied")
             before = worker.ledger.pool(POOL)
             assert before is not None and before.wagers_in == 400
-            a.service.emit(_event("dealer.dealer_hand"))
+            a.service.emit(event("dealer.dealer_hand"))
             await asyncio.sleep(0.010)
-            b.service.emit(_event("dealer.dealer_hand"))
+            b.service.emit(event("dealer.dealer_hand"))
             await drain(tables, 20)  # every hit answered, PENDING resolved
             hits = worker.ledger.db.execute(
                 "SELECT hit_no, table_id, paid, pool_before, pool_after, award FROM hits"
@@ -257,12 +239,6 @@ def test_two_tables_hit_a_royal_flush_10ms_apart(broker, ledger_url, tmp_path) -
             assert_ledger_matches(worker.ledger, tables)
 
     run(main())
-
-
-def _event(kind: str, **data: Any) -> Any:
-    from controller.rounds.base import Event
-
-    return Event(kind, data)
 
 
 def test_pool_values_a_meter_sees_only_go_forward_and_end_at_the_ledger(broker) -> None:

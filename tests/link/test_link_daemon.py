@@ -17,8 +17,8 @@ import pytest
 from controller.journal import Journal
 from headoffice.ledger import Ledger
 from tests import mqtt_broker
-from tests.daemon_helpers import REPO, ask
-from tests.link_harness import table_config
+from tests.support.daemon import REPO, ask
+from tests.support.link import table_config
 
 pytestmark = [
     pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed"),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import mqtt_broker
-from tests.link_harness import (
+from tests.support.link import (
     POOL,
     assert_ledger_matches,
     drain,

@@ -21,18 +21,19 @@ from controller.link.supervise import supervised
 from controller.link.transport import Backoff, connect
 from controller.sim.uth import royal_flush_top
 from tests import mqtt_broker
-from tests.link_harness import (
+from tests.support.link import (
     POOL,
     assert_ledger_matches,
     drain,
+    event,
     head_office,
     make_table,
     run,
     start,
+    to_the_river,
     wait_for,
 )
 from tests.test_headoffice_ledger import body, inc
-from tests.test_link_contract import _event, _to_the_river
 
 needs_broker = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
 
@@ -245,9 +246,9 @@ def test_a_royal_waits_for_an_operator_then_its_award_reaches_the_table(
             table = make_table("A", tmp_path / "A", broker, autoplay=False)
             table.shuffler.stack_next(royal_flush_top("h"))
             await start(table)
-            await _to_the_river(table)
+            await to_the_river(table)
             before = worker.ledger.pool(POOL)
-            table.service.emit(_event("dealer.dealer_hand"))
+            table.service.emit(event("dealer.dealer_hand"))
             await wait_for(lambda: bool(worker.ledger.held_hits(pending_only=True)), 10,
                            "the hit held")
             await asyncio.sleep(1.0)  # heartbeats pass: nothing is paid meanwhile
@@ -280,8 +281,8 @@ def test_a_royal_waits_for_the_attendants_verification_at_the_table(
             table = make_table("A", tmp_path / "A", broker, autoplay=False)
             table.shuffler.stack_next(royal_flush_top("h"))
             await start(table)
-            await _to_the_river(table)
-            table.service.emit(_event("dealer.dealer_hand"))
+            await to_the_river(table)
+            table.service.emit(event("dealer.dealer_hand"))
             await wait_for(lambda: bool(worker.ledger.held_hits(pending_only=True)), 10,
                            "the hit held")
             (held,) = worker.ledger.held_hits()

@@ -11,7 +11,7 @@ from typing import Any
 
 from controller.control import SOCKET_NAME, NotRunning, request
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def start_daemon(

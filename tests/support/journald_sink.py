@@ -96,7 +96,7 @@ def run_with_journald(
         capture_output=True,
         text=True,
         timeout=timeout,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         env={**os.environ, **(env or {})},
     )
     assert result.returncode == 0, result.stderr

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from controller.control import SOCKET_NAME, NotRunning, request
-from tests.daemon_helpers import REPO
+from tests.support.daemon import REPO
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
 

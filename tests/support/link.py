@@ -302,3 +302,26 @@ def play_until(tables: list[SimTable], rounds: int) -> Callable[[], bool]:
 async def emit_and_wait(table: SimTable, kind: str, **data: Any) -> None:
     table.service.emit(Event(kind, data))
     await table.service.idle()
+
+
+async def to_the_river(table: SimTable) -> None:
+    """A UTH table with two boxes played to the river, its jackpot online."""
+    await wait_for(lambda: table.status()["jackpot"] == "online" and table.status()["deck_ready"],
+                   10, f"{table.id}: jackpot online, deck shuffled")
+    if table.status()["state"] == "closed":
+        await emit_and_wait(table, "table.open")
+    await emit_and_wait(table, "dealer.wager", box=2, ante=1000)
+    await emit_and_wait(table, "bet.on", box=2)
+    await emit_and_wait(table, "dealer.wager", box=5, ante=1000)
+    await emit_and_wait(table, "bet.on", box=5)
+    await emit_and_wait(table, "dealer.deal")
+    await wait_for(lambda: table.status()["state"] == "preflop", 5, "the deal")
+    for box in (2, 5):
+        await emit_and_wait(table, "dealer.decision", box=box, action="play4")
+    await emit_and_wait(table, "dealer.flop")
+    await emit_and_wait(table, "dealer.turn_river")
+    assert table.status()["state"] == "river"
+
+
+def event(kind: str, **data: Any) -> Event:
+    return Event(kind, data)

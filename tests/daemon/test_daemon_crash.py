@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.config import TableConfig
-from controller.daemon.build import build_machine, simulation_config
-from controller.journal import Journal, verify_dir
-from tests.daemon_helpers import start_daemon
+from controller.daemon.build import simulation_config
+from controller.journal import Journal
+from tests.support.daemon import start_daemon
+from tests.support.journal_check import check_journal, status_from_journal
 
 KILLS = 30
 
@@ -33,25 +33,6 @@ def crash_loop(state_dir: Path, args: list[str], kills: int, seed: int) -> None:
     assert final.returncode == 0, err
 
 
-def check_journal(state_dir: Path, table_id: str, game: str) -> None:
-    report = verify_dir(state_dir)
-    assert report.ok, report.errors
-    with Journal.open(state_dir, table_id=table_id, game=game) as journal:
-        numbers = []
-        # Every outbox message ever written (a linked table's acknowledged ones included).
-        for message in (m for e in journal.iter_events() for m in e.outbox):
-            if message.type == "round_result":
-                payload = message.payload  # Pai Gow names it "number", UTH "round"
-                numbers.append(payload.get("number", payload.get("round")))
-        records = [journal.round_record(n) for n in range(1, journal.last_round_number + 1)]
-    # Round numbers contiguous, each round (completed or voided) recorded once and reported to
-    # head office exactly once.
-    assert all(r is not None for r in records)
-    assert sorted(numbers) == [r.number for r in records if r is not None]
-    assert len(set(numbers)) == len(numbers)
-    assert report.rounds_completed + report.rounds_voided == len(records) > 0
-
-
 @pytest.mark.slow
 def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     args = ["--game", "paigow", "--rules", "nz"]
@@ -64,17 +45,6 @@ def replayed_status(state_dir: Path, game: str, rules: str, table_id: str) -> di
     cfg = simulation_config(game, rules, state_dir, state_dir / "run")
     assert cfg.table_id == table_id
     return status_from_journal(cfg)
-
-
-def status_from_journal(cfg: TableConfig) -> dict:
-    """The status of the table configured by `cfg`, from its journal alone."""
-    machine = build_machine(cfg)
-    with Journal.open(cfg.service.state_dir, table_id=cfg.table_id, game=cfg.game) as journal:
-        snapshot, events = journal.replay_point()
-    state = machine.initial() if snapshot is None else machine.from_json(snapshot)
-    for stored in events:
-        state, _ = machine.step(state, stored.event, stored.now)
-    return machine.status(state)
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import mqtt_broker
-from tests.link_harness import make_table, run, start, wait_for
+from tests.support.link import make_table, run, start, wait_for
 
 pytestmark = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from controller.journal import JOURNAL_FILE, Journal, verify_dir
-from tests.daemon_helpers import REPO, ask, start_daemon, wait_for_socket
+from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket
 
 GAMES = [("paigow", "nsw"), ("paigow", "nz"), ("paigow", "act")]
 

@@ -31,7 +31,7 @@ from controller.extensions.verify import (
     installed_layout,
 )
 from controller.logs import setup as log_setup
-from tests.daemon_helpers import REPO
+from tests.support.daemon import REPO
 
 
 def config_text(state: Path, development: bool) -> str:

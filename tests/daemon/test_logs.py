@@ -4,7 +4,7 @@
   byte for byte in a real file whose device:inode is put in JOURNAL_STREAM;
 - stderr is journald's stream, systemd-python present: JournalHandler entries with PRIORITY
   and the event's fields, received on a stand-in of journald's native socket
-  (tests/journald_sink.py); skipped only when systemd-python is not installed (the `journal`
+  (tests/support/journald_sink.py); skipped only when systemd-python is not installed (the `journal`
   extra; CI installs it);
 - otherwise plain lines.
 """
@@ -23,10 +23,10 @@ import pytest
 
 from controller import logs
 from controller.about import program_version
-from tests import journald_sink
-from tests.signed_install import signed_install
+from tests.support import journald_sink
+from tests.support.signed_install import signed_install
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 try:
     import systemd.journal  # type: ignore[import-not-found]  # noqa: F401

@@ -36,7 +36,7 @@ from controller.verify import (
     sign,
     verify,
 )
-from tests.daemon_helpers import REPO, ask, start_daemon, wait_for_socket
+from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket
 
 PROGRAM = {
     "opt/tablectl/bin/tablectld": b"#!/opt/tablectl/bin/python\nfrom controller import daemon\n",
@@ -504,5 +504,5 @@ def test_the_daemon_process_never_loads_cryptography() -> None:
     code = ("import sys, controller.daemon.main, controller.extensions.verify;"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).resolve().parents[1])
+                         check=True, cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "[]"
