@@ -14,6 +14,10 @@ listed files in manifest order.
     python -m controller.verify sign manifest.json --key KEY        (writes manifest.json.sig)
     python -m controller.verify verify manifest.json --public-key KEY.pub --root ROOT
     python -m controller.verify hmac manifest.json --root ROOT --seed HEX
+
+Why one module of ~650 lines: it is what a test laboratory reads to certify how the program
+checks itself (the manifest's format, its signature, the check, the field HMAC), and it is run
+as one script by the image build (`python -m controller.verify`) on a machine without the tree.
 """
 
 from __future__ import annotations
