@@ -16,8 +16,8 @@ listed files in manifest order.
     python -m controller.verify hmac manifest.json --root ROOT --seed HEX
 
 Why one module of ~650 lines: it is what a test laboratory reads to certify how the program
-checks itself (the manifest's format, its signature, the check, the field HMAC), and it is run
-as one script by the image build (`python -m controller.verify`) on a machine without the tree.
+checks itself (the manifest's format, its signature, the check, the field HMAC) in one place,
+and the image build and the A/B update run it as one tool (`python -m controller.verify`).
 """
 
 from __future__ import annotations
