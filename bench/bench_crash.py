@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/bench_crash.py [--kills 200] [--game uth]
 
-Same checks as tests/test_daemon_crash.py: the journal verifies, round numbers are contiguous,
-every round is reported once, and (UTH) the jackpot ledger is exact. Prints kills, rounds played,
-wall time and the restart time (kill -> next READY) against a bare interpreter start.
+Same checks as tests/daemon/test_daemon_crash.py: the journal verifies, round numbers are
+contiguous, every round is reported once, and (UTH) the jackpot ledger is exact. Prints kills,
+rounds played, wall time and the restart time (kill -> next READY) against a bare interpreter
+start.
 """
 
 from __future__ import annotations

@@ -35,9 +35,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller import logs
-from controller.daemon import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.service import TableService
 from controller.rounds.base import Event
-from controller.service import TableService
 
 
 class TimedService(TableService):

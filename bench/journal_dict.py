@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller import journal as jmod
 from controller import logs
-from controller.daemon import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.service import TableService
 from controller.rounds.base import Now
-from controller.service import TableService
 
 MODULE = Path(__file__).resolve().parent.parent / "controller" / "journal" / "dicts.py"
 GAMES = (("paigow", "nsw"), ("uth", "nsw"))

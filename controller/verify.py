@@ -14,6 +14,10 @@ listed files in manifest order.
     python -m controller.verify sign manifest.json --key KEY        (writes manifest.json.sig)
     python -m controller.verify verify manifest.json --public-key KEY.pub --root ROOT
     python -m controller.verify hmac manifest.json --root ROOT --seed HEX
+
+Why one module of ~650 lines: it is what a test laboratory reads to certify how the program
+checks itself (the manifest's format, its signature, the check, the field HMAC) in one place,
+and the image build and the A/B update run it as one tool (`python -m controller.verify`).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ if TYPE_CHECKING:
     )
 
 # `cryptography` (7 MB of the daemon's memory once imported) is imported where a key is used:
-# the daemon checks the signature in a child process (controller/verify_service.py), so the
+# the daemon checks the signature in a child process (controller/extensions/verify.py), so the
 # table's long-running process never loads it.
 
 FORMAT = "tablectl-manifest/1"

@@ -32,16 +32,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from controller.money import dollars_or_dash as _money
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
 from headoffice.ledger import Ledger, LedgerError
 from headoffice.pools import BASIS_POINTS
-
-
-def _money(cents: Any) -> str:
-    if not isinstance(cents, int):
-        return "-"
-    sign = "-" if cents < 0 else ""
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
 
 
 def _rate(text: str) -> str:

@@ -17,10 +17,10 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+from controller.clock import utc_now
 from controller.errors import InputError
 from controller.link import contract
 from headoffice import hits as hitcheck
@@ -35,10 +35,6 @@ log = logging.getLogger("tablectl.headoffice")
 
 class LedgerError(Exception):
     """An operator request the ledger refuses (the text says why)."""
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass

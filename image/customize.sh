@@ -86,7 +86,7 @@ rm -rf "$wh"
 # pip compiled the .pyc files; the root is read-only, so none is ever written again.
 mkdir -p "$ROOT$SHARE/doc"
 cp "$REPO/docs/operations.md" "$REPO/docs/verification.md" "$ROOT$SHARE/doc/"
-# An installed table: tablectld never plays unverified here (controller/verify_service.py).
+# An installed table: tablectld never plays unverified here (controller/extensions/verify.py).
 : >"$ROOT$SHARE/installed"
 mkdir -p "$ROOT/usr/share/doc/tablectl"
 ln -sfn "$SHARE/doc/operations.md" "$ROOT/usr/share/doc/tablectl/operations.md"

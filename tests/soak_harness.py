@@ -4,9 +4,9 @@ with the daemons SIGKILLed at random moments and the broker and head office kill
 restarted in between. tests/test_soak.py runs a short form in CI, bench/soak.py the long one.
 
 The end state is checked, not the path: every journal verifies, round numbers are contiguous
-and each round is reported once (tests/test_daemon_crash.check_journal), every table played on
+and each round is reported once (tests/support/journal_check.check_journal), every table played on
 after its last kill, and head office's ledger equals the journals to the cent, per table and
-per pool (tests/link_harness.assert_ledger_matches).
+per pool (tests/support/link.assert_ledger_matches).
 """
 
 from __future__ import annotations
@@ -26,16 +26,16 @@ from typing import Any, TextIO
 from controller.config import TableConfig, validate_text
 from controller.journal import Journal, verify_dir
 from headoffice.ledger import Ledger
-from tests.daemon_helpers import REPO, ask
-from tests.link_harness import (
+from tests.mqtt_broker import Broker, Pki
+from tests.support.daemon import REPO, ask
+from tests.support.journal_check import check_journal, status_from_journal
+from tests.support.link import (
     POOL,
     assert_ledger_matches,
     headoffice_file,
     journal_totals,
     table_toml,
 )
-from tests.mqtt_broker import Broker, Pki
-from tests.test_daemon_crash import check_journal, status_from_journal
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 # (table id, game): three UTH tables on one linked pool (UTH 11.x) and a Pai Gow table whose
@@ -124,7 +124,7 @@ class Process:
 
 @dataclass
 class Table:
-    """One table daemon: `id` and `cfg` are what link_harness reads its journal by."""
+    """One table daemon: `id` and `cfg` are what tests/support/link.py reads its journal by."""
 
     id: str
     game: str

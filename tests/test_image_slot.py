@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_helpers import ask, start_daemon, wait_for_socket
-from tests.signed_install import signed_install
+from tests.support.daemon import ask, start_daemon, wait_for_socket
+from tests.support.signed_install import signed_install
 
 REPO = Path(__file__).resolve().parent.parent
 SLOT = REPO / "image/overlay/usr/local/sbin/tablectl-slot"

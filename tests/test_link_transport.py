@@ -14,7 +14,7 @@ import pytest
 from controller.link import contract, transport
 from controller.link.transport import LinkError, connect
 from tests import mqtt_broker
-from tests.link_harness import run
+from tests.support.link import run
 
 pytestmark = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
 

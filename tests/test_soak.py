@@ -12,8 +12,8 @@ import pytest
 from controller.journal import Journal
 from controller.link import contract
 from tests import mqtt_broker
-from tests.daemon_helpers import start_daemon
 from tests.soak_harness import SoakPlan, run_soak
+from tests.support.daemon import start_daemon
 
 pytestmark = [
     pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed"),

@@ -20,7 +20,7 @@ from controller.cli import (
     verify_cmd,
 )
 from controller.cli.common import EX_UNAVAILABLE, Unavailable
-from controller.errors import InputError
+from controller.errors import TablectlError
 
 
 class _Version(argparse.Action):
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except InputError as exc:
+    except TablectlError as exc:  # a refusal or bad input, named in one line
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return 2
     except Unavailable as exc:

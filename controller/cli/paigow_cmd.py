@@ -29,6 +29,7 @@ from controller.games.paigow.settings import Setting, make_setting, parse_settin
 from controller.games.paigow.settlement import RoundSettlement
 from controller.games.paigow.tiles import check_available, parse_tiles
 from controller.games.paigow.wagers import Wager
+from controller.money import dollars as _cents
 
 
 def register(sub: argparse._SubParsersAction, math_sub: argparse._SubParsersAction) -> None:
@@ -276,11 +277,6 @@ def _settlement_json(
         "players_net": s.players_net,
         "conserved": s.conserved,
     }
-
-
-def _cents(v: int) -> str:
-    sign = "-" if v < 0 else ""
-    return f"{sign}${abs(v) // 100:,}.{abs(v) % 100:02d}"
 
 
 def cmd_settle(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 
 from controller.cli.common import emit
 from controller.config import DEFAULT_PATH, ConfigError, config_json, load_config
-from controller.control import SOCKET_NAME, NotRunning, request, stream
+from controller.control import SOCKET_NAME, NotRunning, RequestRefused, request, stream
 from controller.errors import InputError
 
 EXIT_NOT_RUNNING = 3
@@ -75,7 +75,7 @@ def _ask(args: argparse.Namespace, cmd: str, payload: dict[str, Any] | None = No
     except NotRunning as exc:
         print(f"tablectl: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_RUNNING) from None
-    except RuntimeError as exc:
+    except RequestRefused as exc:
         raise InputError(str(exc)) from None
 
 

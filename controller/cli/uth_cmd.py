@@ -11,7 +11,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
@@ -35,6 +34,8 @@ from controller.games.uth.paytables import (
 )
 from controller.games.uth.settlement import Limits, RoundResult, SettlementRules, Spot, settle_round
 from controller.games.uth.wagers import BoxWagers, Decision, run_round
+from controller.money import dollars as _dollars
+from controller.money import parse_cents as parse_money
 
 
 def register(sub: argparse._SubParsersAction, math_sub: argparse._SubParsersAction) -> None:
@@ -135,19 +136,6 @@ def _pool_args(p: argparse.ArgumentParser) -> None:
 # -- parsing ------------------------------------------------------------------------------------
 
 
-def parse_money(text: str, what: str = "amount") -> int:
-    """Dollars with at most two decimals -> integer cents, exactly."""
-    raw = text.strip().lstrip("$").replace(",", "")
-    try:
-        value = Decimal(raw)
-    except InvalidOperation:
-        raise InputError(f"bad {what} {text!r}: dollars such as 10 or 12.50") from None
-    cents = value * 100
-    if not value.is_finite() or value < 0 or cents != cents.to_integral_value():
-        raise InputError(f"bad {what} {text!r}: dollars >= 0 with at most two decimals")
-    return int(cents)
-
-
 def parse_rate(text: str, what: str = "rate") -> Fraction:
     """``10%``, ``0.1`` or ``1/10`` -> an exact Fraction."""
     raw = text.strip()
@@ -189,11 +177,6 @@ def _pool_and_table(args: argparse.Namespace) -> tuple[PoolState, JackpotPayTabl
 
 def _emit(obj: Any) -> None:
     print(json.dumps(obj, separators=(", ", ": ")))
-
-
-def _dollars(cents: int) -> str:
-    sign = "-" if cents < 0 else ""
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
 
 
 # -- eval ---------------------------------------------------------------------------------------

@@ -78,13 +78,13 @@ def _settings(args: argparse.Namespace) -> Any:
 
 def _ask_long(args: argparse.Namespace, cmd: str, payload: dict[str, Any]) -> Any:
     from controller.cli import table_cmd
-    from controller.control import NotRunning, request
+    from controller.control import NotRunning, RequestRefused, request
 
     try:
         return request(table_cmd.socket_path(args), cmd, payload, timeout=HMAC_TIMEOUT_S)
     except NotRunning:
         return _ask(args, cmd, payload)  # prints the usual not-running message, exits 3
-    except RuntimeError as exc:
+    except RequestRefused as exc:
         raise InputError(str(exc)) from None
 
 

@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from controller.errors import InputError
+
 VERSION = 1
 PREFIX = f"tablectl/v{VERSION}"
 SHARE_GROUP = "headoffice"  # MQTT v5 shared-subscription group of head-office workers
@@ -33,7 +35,7 @@ JOURNAL_HASH = re.compile(r"[0-9a-f]{64}")  # a journal record's chain hash (doc
 JSON = dict[str, Any]
 
 
-class SchemaError(ValueError):
+class SchemaError(InputError):
     """A message that does not follow the contract; the text says which field and why."""
 
 

@@ -52,7 +52,7 @@ def test_demo_without_numpy_says_so(no_numpy: dict[str, str]) -> None:
 
 def test_the_table_commands_never_import_numpy(no_numpy: dict[str, str]) -> None:
     code = (
-        "import sys; import controller.cli.main, controller.daemon, headoffice.cli;"
+        "import sys; import controller.cli.main, controller.daemon.main, headoffice.cli;"
         " assert 'numpy' not in sys.modules"
     )
     assert subprocess.run([sys.executable, "-c", code], env=no_numpy, cwd=REPO).returncode == 0

@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-from daemon_helpers import REPO, ask, start_daemon, wait_for_socket
 
 from controller.config import validate_text
 from controller.journal import verify_dir
 from devices.meter.wire import PtyMeterSim
 from devices.shaker.wire import PtyShakerSim
 from devices.udev import rules
+from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[str, str]:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from controller.daemon import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.service import IGNORED_SUMMARY_S, TableService
 from controller.journal import Journal, JournalError
 from controller.logs import setup as log_setup
 from controller.rounds.base import Event
-from controller.service import IGNORED_SUMMARY_S, TableService
-from tests.daemon_helpers import REPO
+from tests.support.daemon import REPO
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 

@@ -39,7 +39,7 @@ from controller.journal.mark import (
     read_mark,
 )
 from controller.rounds.base import Effect, Event
-from tests.daemon_helpers import ask, start_daemon, wait_for_socket
+from tests.support.daemon import ask, start_daemon, wait_for_socket
 from tests.support.journal import GAME, TABLE, fill, now, raw
 
 
@@ -311,7 +311,7 @@ def test_a_mark_of_any_bytes_is_refused_cleanly(raw_mark: bytes) -> None:
 @pytest.mark.parametrize("game", ["paigow", "uth"])
 def test_the_round_machines_replay_past_a_loss_record_unchanged(tmp_path: Path, game: str
                                                                 ) -> None:
-    from controller.daemon import build_machine, simulation_config
+    from controller.daemon.build import build_machine, simulation_config
     from controller.rounds.base import Now
 
     machine = build_machine(simulation_config(game, "nsw", tmp_path, tmp_path / "run"))

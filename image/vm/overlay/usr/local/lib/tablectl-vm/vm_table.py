@@ -16,10 +16,12 @@ import os
 import random
 import sys
 
-from controller import daemon, logs
-from controller.lifecycle import stop_line
+from controller import logs
+from controller.daemon import build
+from controller.daemon import main as daemon
+from controller.daemon.lifecycle import stop_line
+from controller.daemon.service import TableService
 from controller.random_source import RandomSource
-from controller.service import TableService
 from devices.build import build_hardware
 
 
@@ -27,7 +29,7 @@ def main() -> int:
     args = daemon.parse_args(sys.argv[1:])
     log = logs.setup()  # journald when systemd-python is installed, else stderr (journald too)
     cfg = daemon.load(args)
-    machine = daemon.build_machine(cfg)
+    machine = build.build_machine(cfg)
     devices = build_hardware(cfg)  # the real drivers on /dev/tablectl-*, GPIO on mock pins
     devices["rng"] = RandomSource()
     pace = float(os.environ.get("TABLECTL_VM_PACE", "0.2"))
@@ -38,10 +40,10 @@ def main() -> int:
         machine,
         devices,
         log,
-        policy=daemon.build_policy(cfg, random.Random()) if players else None,
+        policy=build.build_policy(cfg, random.Random()) if players else None,
         pace_s=pace,
         on_round=daemon.print_round,
-        extensions=daemon.build_extensions(cfg, args),
+        extensions=build.build_extensions(cfg, args),
     )
     code = asyncio.run(service.run())
     stop_line(log, code)

@@ -1,0 +1,173 @@
+"""Assembling a table from its configuration: the round machine, the devices, the simulated
+players, the extensions, and the run mode. The daemon's entry point (main.py), the benches and
+the tests build tables with these."""
+
+from __future__ import annotations
+
+import argparse
+import grp
+import logging
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from controller.config import TableConfig, validate_text
+from controller.daemon.service import Policy
+from controller.extensions.base import Extension
+from controller.random_source import RandomSource
+from controller.rounds.base import RoundMachine
+from devices.base import Device
+from devices.sim import build_simulators
+
+SIM_LIMITS = {
+    "paigow": "[paigow.limits]\nminimum = 2000\nmaximum = 1000000\nchip_unit = 100\n",
+    "uth": (
+        "[uth.limits]\nante_min = 1000\nante_max = 500000\ntrips_min = 500\n"
+        "trips_max = 100000\nchip_unit = 100\n"
+        '[uth.jackpot]\nenabled = true\npool_id = "sim-pool"\nwager = 100\n'
+        "increment_bp = 2500\nhidden_bp = 500\nseed = 5000000\n"
+    ),
+}
+
+
+def simulation_config(game: str, rules: str, state_dir: Path, runtime_dir: Path) -> TableConfig:
+    """A table configured for simulation: every device simulated, standalone jackpot."""
+    section = f'[paigow]\nrules = "{rules}"\n' if game == "paigow" else "[uth]\n"
+    text = (
+        f'table_id = "SIM-{game.upper()}-{rules.upper()}"\ngame = "{game}"\n'
+        f'[service]\nstate_dir = "{state_dir}"\nruntime_dir = "{runtime_dir}"\n'
+        f'socket_group = "{_own_group()}"\nwatchdog = true\n'
+        f"{section}{SIM_LIMITS[game]}[devices]\nsimulate = true\n"
+    )
+    return validate_text(text, "simulation")
+
+
+def _own_group() -> str:
+    try:
+        return grp.getgrgid(os.getgid()).gr_name
+    except KeyError:
+        return "root"
+
+
+def build_machine(cfg: TableConfig) -> RoundMachine[Any]:
+    if cfg.paigow is not None:
+        from controller.rounds.paigow import PaiGowConfig, PaiGowMachine
+
+        p = cfg.paigow
+        return PaiGowMachine(
+            PaiGowConfig(
+                profile=p.rules,
+                boxes=p.boxes,
+                money=p.money,
+                max_banks_per_box=p.banks_per_box,
+                steal_offered=p.steal_offered,
+                multiples_notice=p.multiples_notice,
+            )
+        )
+    assert cfg.uth is not None
+    return build_uth_machine(cfg)
+
+
+def build_uth_machine(cfg: TableConfig) -> RoundMachine[Any]:
+    from controller.games.uth.deal import DealMethod
+    from controller.games.uth.settlement import Limits, SettlementRules, Spot
+    from controller.rounds.uth import UthConfig, UthMachine
+
+    u = cfg.uth
+    assert u is not None
+    ante = Limits(u.limits.ante_min, u.limits.ante_max)
+    rules = SettlementRules(
+        trips=u.trips_paytable,
+        blind=u.blind_paytable,
+        # The Blind equals the Ante (5.3) and shares its sign; Play follows from the Ante (9.x).
+        limits={
+            Spot.ANTE: ante,
+            Spot.BLIND: ante,
+            Spot.TRIPS: Limits(u.limits.trips_min, u.limits.trips_max),
+        },
+    )
+    jp = u.jackpot
+    return UthMachine(
+        UthConfig(
+            boxes=u.boxes,
+            decks=(1, 2) if u.decks == 2 else (1,),
+            deal_method=DealMethod(u.deal_method),
+            rules=rules,
+            jackpot_table=jp.awards,
+            jackpot_wager=jp.wager,
+            pool_id=jp.pool_id or f"{cfg.table_id}-local",
+            pool=jp.new_pool(),
+            linked=cfg.link.enabled,
+            pool_timeout_ms=int(cfg.link.pool_timeout_s * 1000),
+        )
+    )
+
+
+def build_policy(cfg: TableConfig, rng: random.Random) -> Policy:
+    if cfg.paigow is not None:
+        from controller.sim.paigow import PaiGowSim
+
+        return PaiGowSim(rng, cfg.paigow.rules, boxes=cfg.paigow.boxes)
+    from controller.sim.uth import UthSim
+
+    assert cfg.uth is not None
+    return UthSim(rng, boxes=cfg.uth.boxes)
+
+
+def build_devices(
+    cfg: TableConfig, rng: random.Random | None, mode: str = "inproc"
+) -> dict[str, Device]:
+    """Real drivers; with simulate, in-process simulators ("inproc") or the real drivers
+    against wire-level simulators on pty pairs ("pty", devices/build.py)."""
+    from devices.build import build_hardware, build_pty
+
+    if not cfg.devices.simulate:
+        devices = build_hardware(cfg)
+    elif mode == "pty":
+        devices = build_pty(cfg, rng)
+    else:
+        devices = build_simulators(cfg, rng)
+    devices["rng"] = RandomSource(rng=rng)
+    return devices
+
+
+def run_mode(cfg: TableConfig, args: argparse.Namespace) -> str:
+    """production, simulation (--simulate) or development (service.development = true, never
+    on an installed table): only the last two may play unverified (docs/verification.md)."""
+    from controller.extensions.verify import installed_layout
+
+    if args.simulate:
+        return "simulation"
+    if cfg.service.development:
+        if installed_layout():
+            logging.getLogger("tablectl").critical(
+                "service.development = true is refused on an installed table: the software"
+                " must be verified (running in production mode)"
+            )
+            return "production"
+        return "development"
+    return "production"
+
+
+def build_extensions(
+    cfg: TableConfig, args: argparse.Namespace, mode: str = "production"
+) -> list[Extension]:
+    """The daemon's parts beside the round machine, in start order (extensions/base.py).
+    Each later issue adds its part here: the head-office link, software verification, ..."""
+    from controller.daemon.lifecycle import StartLine
+    from controller.extensions.verify import SoftwareVerification
+
+    # Software verification first: a program that fails it never plays nor talks to head office.
+    log = logging.getLogger("tablectl")
+    verification = SoftwareVerification.installed(log, mode=mode)
+    # Then the start line, which says what the check found (version, manifest digest).
+    extensions: list[Extension] = [verification, StartLine(log, verification)]
+    from controller.extensions.devices import DevicesExtension
+
+    extensions.append(DevicesExtension())  # tablectl devices list|test|watch
+    if cfg.link.enabled:
+        from controller.extensions.link import LinkExtension
+
+        extensions.append(LinkExtension(cfg))  # head office over MQTT (docs/mqtt.md)
+    return extensions

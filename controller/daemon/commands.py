@@ -1,0 +1,154 @@
+"""The control-socket commands the daemon itself answers (extensions add their own):
+
+    status {}               game, rules, state, round, devices, link, pool, counters, config
+    journal_tail {n?}       the latest journal records
+    journal_summary {}      counts and sizes
+    round_show {number}     one round's record and events
+    dealer {action, data?}  a keypad action, as if the dealer pressed it (journaled with who)
+    selftest {}             every device's self-test and the journal's health
+    devices {}              every device's status
+    watch {}                a stream: the status, then every processed event with its effects
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from controller.config import config_json
+from controller.control import Refused, current_peer
+from controller.rounds.base import Event
+from devices.base import DeviceError
+
+if TYPE_CHECKING:
+    from controller.daemon.service import TableService
+
+JOURNAL_TAIL_MAX = 1000  # events one `journal tail` may ask for
+
+
+class TableCommands:
+    def __init__(self, table: TableService) -> None:
+        self.table = table
+
+    def handlers(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "journal_tail": self.tail,
+            "journal_summary": self.summary,
+            "round_show": self.round,
+            "dealer": self.dealer,
+            "selftest": self.selftest,
+            "devices": self.devices,
+        }
+
+    def streams(self) -> dict[str, Any]:
+        return {"watch": self.watch}
+
+    async def status(self, args: dict[str, Any]) -> dict[str, Any]:
+        t = self.table
+        machine = t.game_status()
+        return {
+            "table_id": t.cfg.table_id,
+            "game": t.cfg.game,
+            # UTH has one approved rule set (NSW, The Star 2025); Pai Gow names its profile.
+            "rules": machine.get("rules") or ("nsw" if t.cfg.game == "uth" else None),
+            "state": "out_of_service" if t.out_of_service else machine.get("state"),
+            "out_of_service": t.out_of_service,
+            "round": machine.get("round"),
+            "machine": machine,
+            "devices": {n: d.status() for n, d in t.devices.items()},  # = device_list
+            "link": machine.get("link", "disabled" if not t.cfg.link.enabled else "unknown"),
+            "pool": machine.get("pool"),
+            "events": t.stats.events,
+            "rounds_this_run": dict(t.stats.rounds),
+            "ignored_events": t.stats.ignored,
+            "mode": t.mode,
+            "tasks": {
+                "failures": dict(t.stats.task_failures),
+                "stop_errors": t.stats.stop_errors,
+            },
+            "control": t.control.stats(),
+            "uptime_s": round(time.monotonic() - t.stats.started_mono, 1),
+            "config": config_json(t.cfg),
+            **{ext.name: ext.status() for ext in t.extensions},
+        }
+
+    async def tail(self, args: dict[str, Any]) -> list[dict[str, Any]]:
+        n = int(args.get("n", 20))
+        if not 1 <= n <= JOURNAL_TAIL_MAX:
+            raise Refused(f"n must be within 1..{JOURNAL_TAIL_MAX}, got {n}")
+        journal = self.table.journal
+        return [] if journal is None else [e.as_json() for e in journal.tail(n)]
+
+    async def summary(self, args: dict[str, Any]) -> dict[str, Any]:
+        journal = self.table.journal
+        return {} if journal is None else journal.summary()
+
+    async def round(self, args: dict[str, Any]) -> dict[str, Any]:
+        journal = self.table.journal
+        if journal is None:
+            raise Refused("journal unavailable")
+        number = int(args["number"])
+        record = journal.round_record(number)
+        events = journal.round_events(number)
+        if record is None and not events:
+            raise Refused(f"no round {number} in the journal")
+        return {
+            "round": number,
+            "record": None if record is None else record.as_json(),
+            "events": [e.as_json() for e in events],
+        }
+
+    async def dealer(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Inject a keypad action, as if the dealer pressed it; the answer is its effects."""
+        t = self.table
+        action = str(args.get("action", ""))
+        if not action.replace("_", "").isalnum():
+            raise Refused(f"dealer action {action!r} is not a keypad action name")
+        data = args.get("data") or {}
+        if not isinstance(data, dict):
+            raise Refused("dealer data must be an object")
+        if "operator" in data:
+            raise Refused("dealer data may not hold 'operator': the daemon records who asked")
+        if t.out_of_service is not None:
+            raise Refused(f"out of service: {t.out_of_service}")
+        peer = current_peer()
+        if peer is not None:
+            # Journaled with the event: who acted. Not `by`: dealer.cut already says by whom
+            # the cut was chosen (NSW 8.4.3); the machines ignore `operator`.
+            data = {**data, "operator": peer.as_json()}
+        await t.idle()
+        seq = await t.process(Event(f"dealer.{action}", data))
+        said = [item["effects"] for item in t.recent if item["seq"] == seq]
+        return {"seq": seq, "effects": said[0] if said else [], "status": t.game_status()}
+
+    async def selftest(self, args: dict[str, Any]) -> dict[str, Any]:
+        t = self.table
+        results: dict[str, Any] = {}
+        for name, device in t.devices.items():
+            try:
+                results[name] = await device.selftest()
+            except DeviceError as exc:
+                results[name] = {"ok": False, "error": str(exc)}
+        journal_ok = t.journal is not None and t.out_of_service is None
+        return {
+            "ok": journal_ok and all(r.get("ok") for r in results.values()),
+            "journal": {"ok": journal_ok, "error": t.out_of_service},
+            "devices": results,
+        }
+
+    async def devices(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {name: d.status() for name, d in self.table.devices.items()}
+
+    async def watch(self, args: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        q = self.table.subscribe()
+        try:
+            yield {"status": await self.status({})}
+            while True:
+                item = await q.get()
+                if item is None:
+                    return
+                yield item
+        finally:
+            self.table.unsubscribe(q)

@@ -1,0 +1,74 @@
+"""Carrying out the round machine's effects once their event is durable: device commands, the
+meter's display, round results, alarms and log lines. A device that fails is logged and
+counted; the table goes on (the machine decides what a missing answer means)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controller.daemon.stats import Stats
+from controller.logs import event as log_event
+from controller.rounds.base import Effect
+from devices.base import Device, DeviceError
+from devices.meter import display_command
+
+
+class Effects:
+    def __init__(
+        self,
+        devices: Mapping[str, Device],
+        log: logging.Logger,
+        stats: Stats,
+        on_round: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.devices = devices
+        self.log = log
+        self.stats = stats
+        self.on_round = on_round  # each round's result, after it is counted and logged
+
+    async def run(self, effect: Effect) -> None:
+        data = dict(effect.data)
+        try:
+            if effect.kind == "device":
+                await self._device(str(data.get("device"))).command(
+                    str(data.get("command")), data.get("args") or {}
+                )
+            elif effect.kind == "display":
+                if "meter" in self.devices:
+                    command, args = display_command(data)
+                    await self.devices["meter"].command(command, args)
+            elif effect.kind == "round":
+                self.stats.rounds[str(data.get("status"))] += 1
+                log_event(
+                    self.log, logging.INFO, f"round {data.get('number')} {data.get('status')}",
+                    round=data.get("number"), status=data.get("status"),
+                )
+                self.on_round(data)
+            elif effect.kind == "alarm":
+                level = (
+                    logging.CRITICAL if data.get("severity") == "surveillance" else logging.WARNING
+                )
+                log_event(self.log, level, f"ALARM {data.get('text')}", **_scalars(data))
+            elif effect.kind == "log":
+                log_event(self.log, logging.INFO, str(data.get("text", data)))
+        except DeviceError as exc:
+            self.stats.effect_errors += 1
+            device = {"device": str(data.get("device", "meter"))} if effect.kind in (
+                "device", "display") else {}  # the display effect is the meter's
+            log_event(self.log, logging.ERROR, f"effect failed: {exc}", kind=effect.kind,
+                      **device)
+
+    async def show_closed(self) -> None:
+        """The meter says CLOSED (the table went out of service)."""
+        await self.run(Effect("display", {"mode": "closed"}))
+
+    def _device(self, name: str) -> Device:
+        if name not in self.devices:
+            raise DeviceError(f"no device {name!r} on this table")
+        return self.devices[name]
+
+
+def _scalars(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if isinstance(v, str | int | bool) and k != "text"}

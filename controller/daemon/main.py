@@ -1,0 +1,126 @@
+"""`tablectld`: the table daemon.
+
+    tablectld [--config /etc/tablectl/table.toml]
+    tablectld --simulate[=inproc|pty] --game {uth,paigow} [--rules {nsw,nz,act}] --autoplay N ...
+
+With --simulate every device is an in-process simulator (--simulate=pty: the real serial drivers
+against wire-level simulators on pty pairs, GPIO on mock pins); simulated players and a dealer play;
+--autoplay N stops after N rounds (0: forever); an existing state dir resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from controller import logs
+from controller.config import DEFAULT_PATH, ConfigError, TableConfig, load_config
+from controller.daemon.build import (
+    build_devices,
+    build_extensions,
+    build_machine,
+    build_policy,
+    run_mode,
+    simulation_config,
+)
+from controller.daemon.service import TableService
+from controller.describe import describe_round
+from controller.errors import TablectlError
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="tablectld", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", type=Path, default=None, help=f"default {DEFAULT_PATH}")
+    ap.add_argument(
+        "--simulate",
+        nargs="?",
+        const="inproc",
+        choices=["inproc", "pty"],
+        default=None,
+        help="simulated devices, players and dealer",
+    )
+    ap.add_argument("--game", choices=["paigow", "uth"])
+    ap.add_argument("--rules", choices=["nsw", "nz", "act"], default="nsw")
+    ap.add_argument("--autoplay", type=int, default=None, metavar="N", help="rounds; 0 = forever")
+    ap.add_argument("--state-dir", type=Path)
+    ap.add_argument("--runtime-dir", type=Path)
+    ap.add_argument("--seed", type=int, default=None, help="reproducible simulation (not CSPRNG)")
+    ap.add_argument("--pace", type=float, default=0.0, help="seconds between simulated actions")
+    ap.add_argument("--quiet", action="store_true", help="no per-round lines on stdout")
+    args = ap.parse_args(argv)
+    if args.simulate and not args.game and args.config is None:
+        ap.error("--simulate needs --game (or --config)")
+    if args.game == "uth" and args.rules != "nsw":
+        ap.error("UTH rules exist for nsw only")
+    if args.autoplay is not None and args.autoplay < 0:
+        ap.error("--autoplay must be >= 0")
+    return args
+
+
+def load(args: argparse.Namespace) -> TableConfig:
+    if args.simulate and args.config is None:
+        state_dir = args.state_dir or Path("state") / f"{args.game}-{args.rules}"
+        runtime_dir = args.runtime_dir or state_dir / "run"
+        return simulation_config(args.game, args.rules, state_dir.resolve(), runtime_dir.resolve())
+    cfg = load_config(args.config or DEFAULT_PATH)
+    if args.state_dir or args.runtime_dir or args.simulate:
+        from dataclasses import replace
+
+        service = replace(
+            cfg.service,
+            state_dir=args.state_dir or cfg.service.state_dir,
+            runtime_dir=args.runtime_dir or cfg.service.runtime_dir,
+        )
+        devices = replace(cfg.devices, simulate=bool(args.simulate) or cfg.devices.simulate)
+        cfg = replace(cfg, service=service, devices=devices)
+    return cfg
+
+
+def print_round(record: dict[str, Any]) -> None:
+    print(describe_round(record), flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    log = logs.setup(journald=None if not args.simulate else False)
+    try:
+        cfg = load(args)
+        machine = build_machine(cfg)
+        rng = random.Random(args.seed) if args.seed is not None else None
+        devices = build_devices(cfg, rng, args.simulate or "inproc")
+    except (ConfigError, TablectlError, OSError) as exc:
+        print(f"tablectld: {exc}", file=sys.stderr)
+        return 2
+    policy = None
+    if args.simulate:
+        policy = build_policy(cfg, rng or random.Random())
+    mode = run_mode(cfg, args)
+    service = TableService(
+        cfg,
+        machine,
+        devices,
+        log,
+        policy=policy,
+        autoplay=args.autoplay or None,
+        pace_s=args.pace,
+        on_round=None if args.quiet else print_round,
+        extensions=build_extensions(cfg, args, mode),
+        mode=mode,
+    )
+    if args.simulate:
+        log.setLevel(logging.WARNING)
+    code = asyncio.run(service.run())
+    from controller.daemon.lifecycle import stop_line
+
+    stop_line(log, code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

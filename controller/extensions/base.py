@@ -1,0 +1,82 @@
+"""What an extension may see of the table (`Table`) and what the daemon asks of an extension
+(`Extension`). The daemon's `TableService` satisfies `Table`; an extension never reaches past it
+(into the round machine or the service's internals)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from controller.config import TableConfig
+    from controller.journal import Journal
+    from controller.rounds.base import Event
+    from devices.base import Device
+
+Watcher = asyncio.Queue[dict[str, Any] | None]
+
+
+class Table(Protocol):
+    """The running table as an extension sees it."""
+
+    @property
+    def cfg(self) -> TableConfig: ...
+
+    @property
+    def log(self) -> logging.Logger: ...
+
+    @property
+    def devices(self) -> Mapping[str, Device]: ...
+
+    @property
+    def journal(self) -> Journal | None:
+        """None when the journal could not be opened (the table is then out of service)."""
+        ...
+
+    @property
+    def out_of_service(self) -> str | None:
+        """Why the table does not play, or None while it does."""
+        ...
+
+    def game_status(self) -> dict[str, Any]:
+        """The round machine's status of the current state ({} before the journal replayed):
+        round, state, and for UTH the jackpot's link state and pool with its pending hits."""
+        ...
+
+    def emit(self, event: Event) -> None:
+        """Queue an event for the round machine (call on the loop)."""
+        ...
+
+    def subscribe(self) -> Watcher:
+        """A queue of every processed event with its effects; None when it fell behind."""
+        ...
+
+    def unsubscribe(self, q: Watcher) -> None: ...
+
+    def go_out_of_service(self, reason: str) -> None: ...
+
+
+class Extension(Protocol):
+    """A part of the daemon beside the round machine (the head-office link, software
+    verification, device test commands): started after the journal and devices, stopped before
+    them. It may emit events (`table.emit`), read the journal, watch processed events
+    (`table.subscribe()`), add control-socket commands and take the table out of service.
+    The tasks it creates in `start()` are supervised: one that raises is logged CRITICAL with
+    its traceback and the extension is stopped and started again (daemon/supervisor.py);
+    a control command's peer is `control.current_peer()`."""
+
+    name: str
+
+    async def start(self, table: Table) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def handlers(self) -> dict[str, Any]:
+        """Control-socket commands this extension answers: {cmd: async handler(args)}."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """Shown by `tablectl status` under the extension's name."""
+        ...

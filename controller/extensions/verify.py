@@ -1,0 +1,214 @@
+"""The daemon's software verification (an Extension, extensions/base.py).
+
+At start: the installed program is checked against its signed manifest (controller/verify.py).
+A mismatch, a bad signature, or a manifest the settings promise but that is missing takes the
+table out of service before play: logged (each file named), shown on the meter, in
+`tablectl status`. It fails closed: with no settings at all the table is out of service too,
+unless it runs in an explicit mode that may play unverified -- simulation (`--simulate`) or
+development (`service.development = true`, refused on an installed table, see
+`installed_layout`) -- and then the status and the log say the software is not verified.
+
+Control-socket commands (the game goes on while they run, in a worker thread):
+  verify_hmac {seed: HEX}  HMAC-SHA1/HMAC-SHA256 over the installed program (GAT-style)
+  verify_run {}            the full check again; a failure takes the table out of service
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import multiprocessing
+import sys
+from pathlib import Path
+from typing import Any
+
+from controller.control import Refused
+from controller.extensions.base import Table
+from controller.logs import event as log_event
+from controller.verify import (
+    MAX_PROBLEMS_SHOWN,
+    ManifestError,
+    Report,
+    Settings,
+    hmac_installed,
+    load_settings,
+    parse_seed,
+    verify,
+)
+from devices.base import DeviceError
+
+METER_TEXT = "OUT OF SERVICE - SOFTWARE"
+NOT_CONFIGURED = "no manifest configured: the installed program is not verified"
+MISSING = (
+    "no software verification settings (share/tablectl/verification.toml): an unverified"
+    " program never plays (only --simulate or service.development = true may run unverified)"
+)
+UNVERIFIED_MODES = ("simulation", "development")
+INSTALL_PREFIX = Path("/opt/tablectl")
+# Written by image/customize.sh into the installed venv: this program is an installed table.
+INSTALLED_MARKER = Path("share/tablectl/installed")
+
+
+def installed_layout(prefix: Path | None = None) -> bool:
+    """An installed table: the program runs from /opt/tablectl (the image's venv) or its venv
+    holds the marker the image build writes. Both are on the read-only root; development
+    mode from the (writable) configuration never lifts verification there."""
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    return prefix == INSTALL_PREFIX or (prefix / INSTALLED_MARKER).is_file()
+
+
+async def _in_child(fn: Any, *args: Any) -> Any:
+    """fn(*args) in a fresh interpreter that exits afterwards: the signature check needs
+    `cryptography`, 7 MB that would otherwise stay in the daemon for good (docs/daemon.md)."""
+    loop = asyncio.get_running_loop()
+    ctx = multiprocessing.get_context("spawn")  # not fork: the daemon has threads and a loop
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return await loop.run_in_executor(pool, fn, *args)
+
+
+class SoftwareVerification:
+    name = "verification"
+
+    def __init__(
+        self,
+        log: logging.Logger,
+        settings: Settings | None = None,
+        *,
+        settings_error: str | None = None,
+        mode: str = "production",
+    ) -> None:
+        self.log = log
+        self.settings = settings
+        self.settings_error = settings_error
+        # production: verified or out of service; simulation/development may run unverified.
+        self.mode = mode
+        self.report: Report | None = None
+        self.table: Table | None = None
+        self.hmac_requests = 0
+        self._busy = asyncio.Lock()
+
+    @classmethod
+    def installed(
+        cls, log: logging.Logger, path: Path | None = None, *, mode: str = "production"
+    ) -> SoftwareVerification:
+        """Settings from $TABLECTL_VERIFICATION or the venv's share/tablectl/verification.toml."""
+        try:
+            return cls(log, load_settings(path), mode=mode)
+        except ManifestError as exc:  # settings exist but are unusable: fail closed
+            return cls(log, None, settings_error=str(exc), mode=mode)
+
+    # -- Extension ------------------------------------------------------------------------------
+
+    async def start(self, table: Table) -> None:
+        self.table = table
+        if self.settings_error is not None:
+            await self._fail(f"software verification settings unusable: {self.settings_error}")
+            return
+        if self.settings is None:
+            if self.mode not in UNVERIFIED_MODES:
+                await self._fail(f"software verification: {MISSING}")
+                return
+            log_event(
+                self.log,
+                logging.WARNING,
+                f"software verification: {NOT_CONFIGURED} ({self.mode} mode)",
+                mode=self.mode,
+            )
+            return
+        await self._check()
+
+    async def stop(self) -> None:
+        self.table = None
+
+    def handlers(self) -> dict[str, Any]:
+        return {"verify_hmac": self._h_hmac, "verify_run": self._h_run}
+
+    def status(self) -> dict[str, Any]:
+        if self.settings_error is not None:
+            return {"state": "failed", "detail": self.settings_error}
+        if self.settings is None:
+            if self.mode not in UNVERIFIED_MODES:
+                return {"state": "missing", "detail": MISSING, "mode": self.mode}
+            detail = f"{NOT_CONFIGURED} ({self.mode} mode)"
+            return {"state": "not_configured", "detail": detail, "mode": self.mode}
+        if self.report is None:
+            return {"state": "checking", "settings": self.settings.as_json()}
+        return {
+            "state": "verified" if self.report.ok else "failed",
+            "detail": self.report.summary(),
+            **self.report.as_json(),
+            "problems": self.report.problems[:MAX_PROBLEMS_SHOWN],
+            "problem_count": len(self.report.problems),
+            "settings": self.settings.as_json(),
+            "hmac_requests": self.hmac_requests,
+        }
+
+    # -- the check ------------------------------------------------------------------------------
+
+    async def _check(self) -> Report:
+        assert self.settings is not None
+        s = self.settings
+        async with self._busy:
+            try:
+                report = await _in_child(verify, s.manifest, s.signature, s.public_key, s.root)
+            except Exception as exc:  # never crash the daemon over what is on disk
+                report = Report(ok=False, problems=[f"verification error: {exc!r}"])
+        self.report = report
+        if report.ok:
+            log_event(
+                self.log,
+                logging.INFO,
+                report.summary(),
+                files=report.files,
+                bytes=report.bytes,
+                manifest_sha256=report.manifest_sha256,
+                key=report.key_fingerprint,
+                elapsed_s=report.elapsed_s,
+            )
+        else:
+            for line in report.problems[:MAX_PROBLEMS_SHOWN]:
+                log_event(self.log, logging.CRITICAL, f"software verification: {line}")
+            await self._fail(report.summary())
+        return report
+
+    async def _fail(self, reason: str) -> None:
+        table = self.table
+        if table is None:
+            return
+        table.go_out_of_service(reason)
+        meter = table.devices.get("meter")
+        if meter is not None:
+            try:
+                await meter.command("closed", {"text": METER_TEXT})
+            except DeviceError as exc:
+                log_event(self.log, logging.ERROR, f"meter did not show out of service: {exc}")
+
+    # -- control socket -------------------------------------------------------------------------
+
+    async def _h_hmac(self, args: dict[str, Any]) -> dict[str, Any]:
+        seed = parse_seed(str(args.get("seed", "")))  # ManifestError -> an error reply
+        if self.settings is None:
+            raise Refused(self.settings_error or NOT_CONFIGURED)
+        self.hmac_requests += 1
+        async with self._busy:
+            try:
+                result = await asyncio.to_thread(hmac_installed, self.settings, seed)
+            except ManifestError:
+                raise
+            except Exception as exc:  # an error reply, never a dead control connection
+                raise Refused(f"field verification failed: {exc!r}") from exc
+        log_event(
+            self.log,
+            logging.INFO,
+            "field verification (HMAC) requested",
+            files=result["files"],
+            hmac_sha1=result["hmac_sha1"],
+            hmac_sha256=result["hmac_sha256"],
+        )
+        return result
+
+    async def _h_run(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self.settings is None:
+            raise Refused(self.settings_error or NOT_CONFIGURED)
+        return (await self._check()).as_json()

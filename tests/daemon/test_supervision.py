@@ -1,0 +1,224 @@
+"""The daemon's long-lived tasks are supervised (issue 12 item 2): a task that dies is logged
+CRITICAL with its traceback and started again; one that keeps dying takes the table out of
+service where it shows (status, meter, log); a part that fails to stop is logged, not swallowed.
+
+Real TableService, real round machine, journal and simulated devices; the faults are injected
+where a bug would be (a malformed item on the event bus, a device driver raising the wrong
+exception, an extension's task or stop raising)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.daemon import supervisor as service_mod
+from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.service import TableService
+from controller.extensions.base import Extension
+from controller.extensions.devices import DevicesExtension
+from controller.logs import setup as log_setup
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def find(self, level: int, text: str) -> list[logging.LogRecord]:
+        return [r for r in self.records if r.levelno == level and text in r.getMessage()]
+
+
+@pytest.fixture
+def records() -> Iterator[Records]:
+    log = log_setup(journald=False)
+    handler = Records()
+    log.addHandler(handler)
+    yield handler
+    log.removeHandler(handler)
+
+
+def make(
+    tmp_path: Path, extensions: list[Extension], autoplay: int | None = None, pace: float = 0.0
+) -> TableService:
+    state = tmp_path / "state"
+    cfg = simulation_config("paigow", "nsw", state, state / "run")
+    rng = random.Random(3)
+    return TableService(
+        cfg,
+        build_machine(cfg),
+        build_devices(cfg, rng),
+        logging.getLogger("tablectl"),
+        policy=build_policy(cfg, rng),
+        autoplay=autoplay,
+        pace_s=pace,
+        extensions=extensions,
+        mode="simulation",
+    )
+
+
+async def until(cond: Any, timeout: float = 20.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.01)
+
+
+def test_a_dead_extension_task_is_logged_and_the_extension_restarted(
+    tmp_path: Path, records: Records, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service_mod, "RESTART_MIN_S", 0.05)
+    ext = DevicesExtension()
+    service = make(tmp_path, [ext], pace=0.01)
+
+    async def scenario() -> None:
+        run = asyncio.create_task(service.run())
+        await until(lambda: ext.cursor > 0)  # collecting device events
+        first = ext._task
+        service._publish({"seq": 0})  # a malformed item: the collector raises KeyError
+        await until(lambda: ext._task is not first and ext._task is not None)
+        seen = ext.cursor
+        await until(lambda: ext.cursor > seen + 3)  # the new task collects again
+        service.stop()
+        assert await run == 0
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    died = records.find(logging.CRITICAL, "task device_tests/device-watch died: KeyError")
+    assert len(died) == 1 and died[0].exc_info is not None  # with its traceback
+    assert records.find(logging.WARNING, "extension device_tests restarted")
+    assert service.stats.task_failures == {"device_tests/device-watch": 1}
+    assert service.out_of_service is None
+
+
+class Crashy:
+    """An extension whose one task dies at once, every time it is started."""
+
+    name = "crashy"
+
+    def __init__(self) -> None:
+        self.starts = 0
+
+    async def start(self, table: TableService) -> None:
+        self.starts += 1
+        self.task = asyncio.create_task(self._boom(), name="boom")
+
+    async def _boom(self) -> None:
+        await asyncio.sleep(0)
+        raise RuntimeError(f"boom {self.starts}")
+
+    async def stop(self) -> None:
+        pass
+
+    def handlers(self) -> dict[str, Any]:
+        return {}
+
+    def status(self) -> dict[str, Any]:
+        return {"starts": self.starts}
+
+
+def test_a_task_that_keeps_dying_takes_the_table_out_of_service_visibly(
+    tmp_path: Path, records: Records, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service_mod, "RESTART_MIN_S", 0.01)
+    monkeypatch.setattr(service_mod, "RESTART_MAX_S", 0.02)
+    monkeypatch.setattr(service_mod, "RESTART_LIMIT", 3)
+    ext = Crashy()
+    service = make(tmp_path, [ext], pace=0.01)
+
+    async def scenario() -> dict[str, Any]:
+        run = asyncio.create_task(service.run())
+        await until(lambda: service.out_of_service is not None)
+        await asyncio.sleep(0.1)  # the meter's CLOSED is shown by a helper task
+        status = await service.commands.status({})
+        service.stop()
+        await run
+        return status
+
+    status = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert ext.starts == 4  # started, restarted after each of 3 deaths, left down after the 4th
+    assert "task crashy/boom died 4 times" in (service.out_of_service or "")
+    assert status["state"] == "out_of_service" and "crashy/boom" in status["out_of_service"]
+    assert status["tasks"]["failures"] == {"crashy/boom": 4}
+    assert service.devices["meter"].view.mode == "closed"  # type: ignore[attr-defined]
+    assert len(records.find(logging.CRITICAL, "OUT OF SERVICE: task crashy/boom")) == 1
+    assert len(records.find(logging.CRITICAL, "task crashy/boom died: RuntimeError")) == 4
+
+
+def test_the_event_consumer_survives_a_driver_raising_the_wrong_exception(
+    tmp_path: Path, records: Records, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The meter driver raises RuntimeError once (a bug: drivers raise DeviceError). The
+    consumer dies, is logged and restarted, and play goes on to the rounds asked for."""
+    monkeypatch.setattr(service_mod, "RESTART_MIN_S", 0.05)
+    service = make(tmp_path, [], autoplay=3)
+    meter = service.devices["meter"]
+    real = meter.command
+    calls = {"n": 0}
+
+    async def flaky(command: str, args: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("meter driver bug")
+        await real(command, args)
+
+    monkeypatch.setattr(meter, "command", flaky)
+    assert asyncio.run(asyncio.wait_for(service.run(), 60)) == 0
+    assert sum(service.stats.rounds.values()) == 3
+    died = records.find(logging.CRITICAL, "task consume died: RuntimeError: meter driver bug")
+    assert len(died) == 1 and died[0].exc_info is not None
+    assert records.find(logging.WARNING, "task consume restarted")
+
+
+class BadStop(Crashy):
+    name = "badstop"
+
+    async def start(self, table: TableService) -> None:
+        self.starts += 1
+
+    async def stop(self) -> None:
+        raise OSError("socket already gone")
+
+
+def test_a_part_failing_to_stop_is_logged_and_the_rest_still_stops(
+    tmp_path: Path, records: Records
+) -> None:
+    service = make(tmp_path, [BadStop()], autoplay=1)
+    assert asyncio.run(asyncio.wait_for(service.run(), 60)) == 0
+    failed = records.find(logging.ERROR, "extension badstop failed to stop: OSError")
+    assert len(failed) == 1 and failed[0].exc_info is not None
+    assert service.stats.stop_errors == 1
+    assert not service.control.path.exists()  # the control socket was still closed
+    assert service.journal is not None and service.journal._lock_fd is None  # and the journal
+
+
+def test_a_control_server_that_stopped_serving_is_served_again(
+    tmp_path: Path, records: Records
+) -> None:
+    from controller.control import request
+
+    service = make(tmp_path, [], pace=0.05)
+
+    async def scenario() -> dict[str, Any]:
+        run = asyncio.create_task(service.run())
+        await until(lambda: service.stats.events > 0)
+        server = service.control._server
+        assert server is not None
+        server.close()  # as if the listening socket had died
+        await server.wait_closed()
+        await until(lambda: service.control.serving(), timeout=10)
+        status = await asyncio.to_thread(request, service.control.path, "status")
+        service.stop()
+        await run
+        return status
+
+    status = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert status["tasks"]["failures"] == {"control": 1}
+    assert records.find(logging.CRITICAL, "control socket not serving: restarted")

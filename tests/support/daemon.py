@@ -1,0 +1,56 @@
+"""Run tablectld as a real process for the daemon tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from controller.control import SOCKET_NAME, NotRunning, request
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def start_daemon(
+    state_dir: Path, *args: str, env: dict[str, str] | None = None, capture: bool = True
+) -> subprocess.Popen[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "controller.daemon",
+        "--simulate",
+        "--state-dir",
+        str(state_dir),
+        "--runtime-dir",
+        str(state_dir / "run"),
+        *args,
+    ]
+    return subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+        stderr=subprocess.PIPE if capture else subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def wait_for_socket(state_dir: Path, proc: subprocess.Popen[str], timeout: float = 20) -> Any:
+    """Wait until the daemon answers `status`; return that answer."""
+    path = state_dir / "run" / SOCKET_NAME
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"daemon exited early with {proc.returncode}")
+        try:
+            return request(path, "status", timeout=2)
+        except (NotRunning, OSError):
+            time.sleep(0.05)
+    raise AssertionError("daemon did not answer on its control socket")
+
+
+def ask(state_dir: Path, cmd: str, args: dict[str, Any] | None = None) -> Any:
+    return request(state_dir / "run" / SOCKET_NAME, cmd, args)

@@ -1,0 +1,147 @@
+"""The import graph (docs/architecture.md): every arrow between the rooms points one way.
+
+Parsed, not imported: each module's `import` and `from ... import` statements anywhere in the file
+(inside functions and `if TYPE_CHECKING:` too), so a lazy import cannot hide an arrow.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ROOTS = ("controller", "devices", "headoffice")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, text: str | None = None) -> set[str]:
+    """The first-party modules `path` imports (absolute; relative imports resolved); `text`
+    instead of the file's own when given."""
+    source = path.read_text(encoding="utf-8") if text is None else text
+    tree = ast.parse(source, filename=str(path))
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            found.add(target)
+            # `from controller import logs` imports controller.logs, not just controller.
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {name for name in found if name.split(".")[0] in ROOTS}
+
+
+def graph() -> dict[str, set[str]]:
+    modules: dict[str, set[str]] = {}
+    for root in ROOTS:
+        for path in sorted((REPO / root).rglob("*.py")):
+            modules[module_name(path)] = imports_of(path)
+    known = set(modules)
+    # Keep only names that are modules ("from x import name" also names functions).
+    return {m: {i for i in imps if i in known} for m, imps in modules.items()}
+
+
+GRAPH = graph()
+
+
+def room(module: str) -> str:
+    """controller.<room> for controller's modules and packages; devices / headoffice whole."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "controller" and len(parts) > 1 else parts[0]
+
+
+def arrows_from(prefix: str) -> dict[str, set[str]]:
+    return {
+        m: {i for i in imps if room(i) != room(m)}
+        for m, imps in GRAPH.items()
+        if m == prefix or m.startswith(prefix + ".")
+    }
+
+
+def test_the_graph_is_read() -> None:
+    # The parser sees the arrows it is meant to police (a guard against a vacuous pass).
+    assert "controller.daemon.service" in GRAPH
+    assert "controller.extensions.base" in GRAPH["controller.extensions.link"]
+    assert "controller.logs" in GRAPH["controller.daemon.main"]  # `from controller import logs`
+    assert "controller.errors" in GRAPH["controller.games.uth.cards"]
+
+
+def test_games_import_nothing_of_controller_but_errors() -> None:
+    bad = {
+        m: sorted(i for i in imps if i != "controller.errors")
+        for m, imps in arrows_from("controller.games").items()
+    }
+    assert {m: i for m, i in bad.items() if i} == {}
+
+
+def test_rounds_import_only_games_events_and_errors() -> None:
+    allowed = {"controller.games", "controller.events", "controller.errors"}
+    bad = {m: sorted(i for i in imps if room(i) not in allowed)
+           for m, imps in arrows_from("controller.rounds").items()}
+    assert {m: i for m, i in bad.items() if i} == {}
+
+
+def test_only_the_daemon_imports_the_daemon() -> None:
+    """Extensions, the CLI, the link, head office: none reaches into controller.daemon (the
+    extensions see the table through extensions.base.Table)."""
+    bad = {
+        m: sorted(i for i in imps if room(i) == "controller.daemon")
+        for m, imps in GRAPH.items()
+        if room(m) != "controller.daemon"
+    }
+    assert {m: i for m, i in bad.items() if i} == {}
+
+
+def test_the_shared_bottom_imports_nothing_above_it() -> None:
+    # errors, money and clock are what every room may use; they use nothing but errors.
+    for bottom in ("controller.errors", "controller.money", "controller.clock"):
+        assert GRAPH[bottom] <= {"controller.errors"}, bottom
+
+
+def test_no_cycle_between_rooms() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for m, imps in GRAPH.items():
+        for i in imps:
+            if room(i) != room(m) and room(i) != "controller":  # controller/__init__: version
+                edges[room(m)].add(room(i))
+    cycles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        for nxt in sorted(edges[node]):
+            if nxt in path:
+                cycles.append([*path[path.index(nxt):], nxt])
+            elif len(path) < 12:
+                visit(nxt, [*path, nxt])
+
+    for start in sorted(edges):
+        visit(start, [start])
+    assert cycles == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from controller.daemon.service import TableService\n",
+        "def f():\n    from controller.daemon import service\n",
+        "from ..daemon import supervisor\n",
+    ],
+)
+def test_a_back_arrow_would_be_seen(source: str) -> None:
+    # The extension importing the daemon, even lazily or relatively, is an arrow the parser sees.
+    link = REPO / "controller" / "extensions" / "link.py"
+    assert any(room(i) == "controller.daemon" for i in imports_of(link, source))
