@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 
-from controller.journal import Journal
 from headoffice.ledger import Ledger
 from image.vm.harness import (
     HERE,
@@ -39,6 +38,7 @@ from image.vm.harness import (
     tryboot_dtb,
 )
 from tests import mqtt_broker
+from tests.support.link import journal_totals_at
 
 WORK = Path(os.environ.get("TABLECTL_VM_WORK", HERE / "work"))
 RESULTS: dict[str, Any] = {}
@@ -463,22 +463,12 @@ def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: 
     local = table.run / "journal-uth"
     g.scp_from("/persistent/tablectl", local)
     g.scp_from("/persistent/etc/tablectl/journal-key", table.run / "journal-key")
-    wagered = messages = 0
-    with Journal.open(local, table_id="VM-UTH-01", game="uth", create=False,
-                      key_file=table.run / "journal-key") as j:
-        for e in j.iter_events():
-            for m in e.outbox:
-                messages += 1
-                if m.type == "jackpot_increment":
-                    wagered += m.payload["amount"]
-                elif m.type == "jackpot_cancel":
-                    wagered -= m.payload["amount"]
-        pending = len(j.pending_outbox(limit=1_000_000))
+    j = journal_totals_at(local, "VM-UTH-01", "uth", table.run / "journal-key")
     ledger = Ledger.open(str(table.ledger_path))
     h = ledger.table_totals("VM-UTH-01")
-    assert pending == 0, f"{pending} outbox messages not acknowledged"
-    assert (h["last_seq"], h["wagered"]) == (messages, wagered), (h, messages, wagered)
-    RESULTS["ledger"] = {"messages": messages, "wagered_cents": wagered}
+    assert j["pending"] == 0, f"{j['pending']} outbox messages not acknowledged"
+    assert (h["last_seq"], h["wagered"]) == (j["messages"], j["wagered"]), (h, j)
+    RESULTS["ledger"] = {"messages": j["messages"], "wagered_cents": j["wagered"]}
 
 
 def test_headoffice_unit_starts_and_serves_the_table(table: Table) -> None:

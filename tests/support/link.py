@@ -216,10 +216,18 @@ class JournalOwner(Protocol):
 
 
 def journal_totals(table: JournalOwner) -> dict[str, int]:
-    """What a table's journal says it sent and received: jackpot wagers (increments net of
-    cancellations), awards received, outbox messages written and still unacknowledged."""
+    """What a table's journal says it sent and received (journal_totals_at)."""
+    return journal_totals_at(table.cfg.service.state_dir, table.id, table.cfg.game)
+
+
+def journal_totals_at(state_dir: Path, table_id: str, game: str,
+                      key_file: Path | None = None) -> dict[str, int]:
+    """What the journal in `state_dir` says its table sent and received: jackpot wagers
+    (increments net of cancellations), awards received, outbox messages written and still
+    unacknowledged. Also used on a journal copied out of the VM (image/vm/test_vm.py)."""
     wagered = paid = messages = 0
-    with Journal.open(table.cfg.service.state_dir, table_id=table.id, game=table.cfg.game) as j:
+    with Journal.open(state_dir, table_id=table_id, game=game, create=False,
+                      key_file=key_file) as j:
         for e in j.iter_events():
             for m in e.outbox:
                 messages += 1
