@@ -196,7 +196,7 @@ def test_a_part_failing_to_stop_is_logged_and_the_rest_still_stops(
     assert len(failed) == 1 and failed[0].exc_info is not None
     assert service.stats.stop_errors == 1
     assert not service.control.path.exists()  # the control socket was still closed
-    assert service.journal is not None and service.journal._lock_fd is None  # and the journal
+    assert service.journal is not None and service.journal._guard.closed  # and the journal
 
 
 def test_a_control_server_that_stopped_serving_is_served_again(
