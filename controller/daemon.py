@@ -177,6 +177,9 @@ def build_extensions(
     from controller.devices_ext import DevicesExtension
 
     extensions.append(DevicesExtension())  # tablectl devices list|test|watch
+    from controller.service_menu import ServiceMenu
+
+    extensions.append(ServiceMenu())  # tablectl devices lamps|buttons|loopback (between rounds)
     if cfg.link.enabled:
         from controller.link.extension import LinkExtension
 

@@ -269,6 +269,14 @@ class GpioSensors(Sensors):
             for inp in self.inputs_cfg
         }
 
+    def lamp_pins(self) -> dict[int, dict[str, Any]]:
+        """Each lamp by box: its pin and whether the pin is driven now (read back from the pin,
+        not from what was asked: a lamp walk sees what the wire does)."""
+        return {
+            box: {"pin": led.pin.number, "lit": bool(led.is_lit)}
+            for box, led in sorted(self._lamp_devices.items())
+        }
+
     def pin_of(self, name: str) -> Any:
         if name not in self._devices:
             known = ", ".join(i.name for i in self.inputs_cfg) or "none"
