@@ -273,7 +273,7 @@ class GpioSensors(Sensors):
         """Each lamp by box: its pin and whether the pin is driven now (read back from the pin,
         not from what was asked: a lamp walk sees what the wire does)."""
         return {
-            box: {"pin": led.pin.number, "lit": bool(led.is_lit)}
+            box: {"pin": self.cfg.lamp[box - 1], "lit": bool(led.is_lit)}
             for box, led in sorted(self._lamp_devices.items())
         }
 
