@@ -69,6 +69,7 @@ class ServiceMenu:
         self.runs: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
         self._busy = asyncio.Lock()
+        self.waiting_for: str | None = None  # the input a button test waits for now
 
     async def start(self, table: TableService) -> None:
         self.table = table
@@ -85,7 +86,11 @@ class ServiceMenu:
         }
 
     def status(self) -> dict[str, Any]:
-        return {"tests_run": dict(self.runs), "tests_failed": dict(self.failed)}
+        return {
+            "tests_run": dict(self.runs),
+            "tests_failed": dict(self.failed),
+            "waiting_for": self.waiting_for,
+        }
 
     # --- the guard every test goes through ------------------------------------------------------
 
@@ -145,9 +150,15 @@ class ServiceMenu:
         lo, hi = (int(s) for s in buttons.TIMEOUT_S)
         timeout_s = _number(args, "timeout_s", 30, lo, hi)
         sensors = self._sensors()
-        return await self._run(
-            "button test", lambda: buttons.wait_for_press(sensors, name, float(timeout_s))
-        )
+
+        async def wait() -> dict[str, Any]:
+            self.waiting_for = name  # (its presses are the test's from the first await on)
+            try:
+                return await buttons.wait_for_press(sensors, name, float(timeout_s))
+            finally:
+                self.waiting_for = None
+
+        return await self._run("button test", wait)
 
     async def _h_loopback(self, args: dict[str, Any]) -> dict[str, Any]:
         lo, hi = (int(s * 1000) for s in loop.TIMEOUT_S)

@@ -88,6 +88,9 @@ class Device(ABC):
         self.port_down: str | None = None
         self._emit: Emit | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # True while stopped for a service test (`released`): the driver lets go of its port,
+        # the hardware behind it stays as it is (a pty simulator stays up, build.py).
+        self.in_service_test = False
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -138,11 +141,15 @@ class Device(ABC):
         emit = self._emit
         if emit is None:
             raise DeviceError(f"{self.name}: not started")
-        await self.stop()
+        self.in_service_test = True
         try:
-            yield
+            await self.stop()
+            try:
+                yield
+            finally:
+                await self.start(emit)
         finally:
-            await self.start(emit)
+            self.in_service_test = False
 
     # --- commands -------------------------------------------------------------------------------
 

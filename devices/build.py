@@ -148,21 +148,24 @@ def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, D
 
 
 class Simulated:
-    """Starts a wire simulator before its driver opens the port; closes it after."""
+    """Starts a wire simulator before its driver opens the port; closes it after (but not when
+    the driver only lets go of the port for a service test: the hardware stays on)."""
 
     @staticmethod
     def attach(device: Device, sim: Any) -> Device:
         open_, close = device._open, device._close
 
         async def _open() -> None:
-            await sim.start()
+            if not device.in_service_test:
+                await sim.start()
             await open_()
 
         async def _close() -> None:
             try:
                 await close()
             finally:
-                await sim.close()
+                if not device.in_service_test:
+                    await sim.close()
 
         device._open = _open  # type: ignore[method-assign]
         device._close = _close  # type: ignore[method-assign]
