@@ -50,13 +50,13 @@ async def loopback(
         lost.append(reason)
         complete.set()
 
-    result: dict[str, Any] = {"port": port, "baud": baud, "sent": len(pattern)}
+    result: dict[str, Any] = {"port": port, "baud": baud}
     try:
         transport = await serial_port.open_serial(
             "loopback", port, baud, on_data, on_lost, seven_e1=seven_e1
         )
-    except DeviceError as exc:
-        return {**result, "ok": False, "received": 0, "error": str(exc)}
+    except DeviceError as exc:  # nothing was sent: say so, in the same shape
+        return {**result, **compare(b"", b"", timeout_s, []), "ok": False, "error": str(exc)}
     try:
         transport.write(pattern)
         with contextlib.suppress(TimeoutError):  # a short answer is reported, not raised
@@ -71,6 +71,7 @@ def compare(sent: bytes, got: bytes, timeout_s: float, lost: list[str]) -> dict[
     """What came back against what was sent: counts, the first difference, both ends in hex."""
     same = next((i for i, (a, b) in enumerate(zip(sent, got, strict=False)) if a != b), None)
     out: dict[str, Any] = {
+        "sent": len(sent),
         "received": len(got),
         "sent_hex": sent[:SHOWN].hex(" "),
         "received_hex": got[:SHOWN].hex(" "),

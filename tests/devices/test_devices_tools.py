@@ -179,7 +179,8 @@ def test_a_loopback_plug_returns_the_pattern() -> None:
 def test_a_port_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
     async def go() -> None:
         result = await loopback(str(tmp_path / "ttyUSB9"), 9600, 0.3)
-        assert not result["ok"] and "cannot open" in result["error"] and result["received"] == 0
+        assert not result["ok"] and "cannot open" in result["error"]
+        assert result["sent"] == result["received"] == 0
 
     run(go)
 
