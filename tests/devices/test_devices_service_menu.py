@@ -11,12 +11,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from daemon_helpers import REPO, ask, start_daemon, wait_for_socket
 
 from controller.service_menu import round_in_progress
+from tests.support.devices import ask_started, wait_until
 
 CLI = [sys.executable, "-m", "controller.cli.main"]
 
@@ -28,23 +28,12 @@ def tablectl(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.Comp
     )  # fmt: skip
 
 
-def ready(tmp_path: Path) -> None:
-    for _ in range(200):
-        try:
-            ask(tmp_path, "device_buttons")
-            return
-        except RuntimeError as exc:  # answered before the extensions started
-            assert "still starting" in str(exc)
-            time.sleep(0.05)
-    raise AssertionError("the service menu never started")
-
-
 def press_when_asked(tmp_path: Path, name: str) -> threading.Thread:
     """A technician's finger, through the mock pin: once the daemon waits for the input, press,
     hold 0.2 s, let go."""
 
     def finger() -> None:
-        _until(lambda: ask(tmp_path, "status")["service_menu"]["waiting_for"] == name)
+        wait_until(lambda: ask(tmp_path, "status")["service_menu"]["waiting_for"] == name)
         ask(tmp_path, "device_input", {"input": name, "active": "on"})
         time.sleep(0.2)
         ask(tmp_path, "device_input", {"input": name, "active": "off"})
@@ -76,7 +65,7 @@ def test_the_service_menu_through_the_daemon(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         wait_for_socket(tmp_path, proc)
-        ready(tmp_path)
+        ask_started(ask, tmp_path, "device_buttons")
         lamps_before = ask(tmp_path, "status")["devices"]["sensors"]
 
         # The lamp walk: each of the 7 lamps lit alone, then put back.
@@ -103,7 +92,7 @@ def test_the_service_menu_through_the_daemon(tmp_path: Path) -> None:
         assert "cover the bet sensor on box 4" in res.stderr  # the prompt, beside the JSON
 
         # The loopback: a plug on a spare port passes; nothing at the end of a path fails.
-        _wait_path(plug_link)
+        wait_until(plug_link.exists)
         res = tablectl(tmp_path, "loopback", "--port", str(plug_link), "--json")
         loop = json.loads(res.stdout)
         assert res.returncode == 0 and loop["ok"] and loop["received"] == loop["sent"]
@@ -118,15 +107,15 @@ def test_the_service_menu_through_the_daemon(tmp_path: Path) -> None:
         assert res.returncode == 0, res.stdout + res.stderr
         assert f"loopback shuffler {link} at 115200 baud: 158 of 158" in res.stdout
         _repoint(link, shuffler_pty)
-        _until(lambda: ask(tmp_path, "device_list")["shuffler"]["state"] == "ready")
+        wait_until(lambda: ask(tmp_path, "device_list")["shuffler"]["state"] == "ready")
         res = tablectl(tmp_path, "loopback", "sensors")
         assert res.returncode == 2 and "not a serial device" in res.stderr
 
         # Refused while a round is in progress: the dealer deals (once the machine has its deck
         # back: the pulled cable cost a reshuffle, 12.1), then no test may run.
-        _until(lambda: ask(tmp_path, "status")["machine"]["deck_ready"], 30)
+        wait_until(lambda: ask(tmp_path, "status")["machine"]["deck_ready"], 30)
         ask(tmp_path, "dealer", {"action": "deal"})
-        _until(lambda: ask(tmp_path, "status")["state"] not in ("betting", "dealing"))
+        wait_until(lambda: ask(tmp_path, "status")["state"] not in ("betting", "dealing"))
         for args in (["lamps"], ["buttons", "keypad.deal"], ["loopback", "shuffler"]):
             res = tablectl(tmp_path, *args)
             assert res.returncode == 2, res.stdout + res.stderr
@@ -147,15 +136,3 @@ def _repoint(link: Path, target: str) -> None:
     tmp = link.with_name(link.name + ".new")
     os.symlink(target, tmp)
     os.replace(tmp, link)
-
-
-def _wait_path(path: Path) -> None:
-    _until(path.exists)
-
-
-def _until(pred: Any, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
