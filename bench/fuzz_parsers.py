@@ -136,7 +136,7 @@ _LOOP: asyncio.AbstractEventLoop | None = None
 
 
 def _arq(data: bytes) -> None:
-    """The ARQ link (devices/arq.py) fed a stream, each chunk twice (a replay)."""
+    """The ARQ link (devices/proto/arq.py) fed a stream, each chunk twice (a replay)."""
     from devices.proto.arq import FramedLink
 
     global _LOOP

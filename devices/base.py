@@ -15,10 +15,11 @@ events and fault behaviour.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -87,6 +88,9 @@ class Device(ABC):
         self.port_down: str | None = None
         self._emit: Emit | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # True while stopped for a service test (`released`): the driver lets go of its port,
+        # the hardware behind it stays as it is (a pty simulator stays up, build.py).
+        self.in_service_test = False
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -115,6 +119,37 @@ class Device(ABC):
     @property
     def started(self) -> bool:
         return self._emit is not None
+
+    # --- service tests (docs/operations.md, the technician's device service menu) ----------------
+
+    @contextlib.contextmanager
+    def diverted(self, emit: Emit) -> Iterator[None]:
+        """While in the block, the device's events go to `emit` instead of the daemon: a button
+        pressed for a service test is seen by the test, never played by a round machine."""
+        if self._emit is None:
+            raise DeviceError(f"{self.name}: not started")
+        daemon, self._emit = self._emit, emit
+        try:
+            yield
+        finally:
+            self._emit = daemon
+
+    @contextlib.asynccontextmanager
+    async def released(self) -> AsyncIterator[None]:
+        """While in the block, the device is stopped (its port closed, free for a loopback plug);
+        after it, it starts again, reporting to the daemon as before."""
+        emit = self._emit
+        if emit is None:
+            raise DeviceError(f"{self.name}: not started")
+        self.in_service_test = True
+        try:
+            await self.stop()
+            try:
+                yield
+            finally:
+                await self.start(emit)
+        finally:
+            self.in_service_test = False
 
     # --- commands -------------------------------------------------------------------------------
 

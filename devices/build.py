@@ -26,13 +26,16 @@ from typing import Any, Protocol
 
 from devices.base import Device
 from devices.config import DevicesConfig, GameNeeds
+from devices.meter.config import SECTION as METER
 from devices.meter.driver import AlphaMeter
 from devices.meter.wire import PtyMeterSim
 from devices.proto.serial_config import SerialConfig
 from devices.sensors.config import GpioConfig
 from devices.sensors.gpio import GpioSensors
+from devices.shaker.config import SECTION as SHAKER
 from devices.shaker.driver import SerialShaker
 from devices.shaker.wire import PtyShakerSim
+from devices.shuffler.config import SECTION as SHUFFLER
 from devices.shuffler.driver import SerialShuffler
 from devices.shuffler.wire import PtyShufflerSim
 
@@ -131,38 +134,41 @@ def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, D
     meter_port = _plug(meter_sim, "meter", links)
     devices: list[Device] = [
         GpioSensors(sim_gpio(cfg), boxes=cfg.boxes),
-        Simulated.attach(AlphaMeter(_serial(d.meter, meter_port, 9600)), meter_sim),
+        Simulated.attach(AlphaMeter(_serial(d.meter, meter_port, METER.baud)), meter_sim),
     ]
     needs = cfg.needs
     if _uses(cfg, "shaker"):
         sim = PtyShakerSim(cut_die=needs.cut_die, rng=rng)
         port = _plug(sim, "shaker", links)
-        shaker = SerialShaker(_serial(d.shaker, port, 115200), cut_die=needs.cut_die)
+        shaker = SerialShaker(_serial(d.shaker, port, SHAKER.baud), cut_die=needs.cut_die)
         devices.append(Simulated.attach(shaker, sim))
     if _uses(cfg, "shuffler"):
         sim2 = PtyShufflerSim(decks=needs.decks, rng=rng)
         port = _plug(sim2, "shuffler", links)
-        shuffler = SerialShuffler(_serial(d.shuffler, port, 115200), decks=needs.decks)
+        shuffler = SerialShuffler(_serial(d.shuffler, port, SHUFFLER.baud), decks=needs.decks)
         devices.append(Simulated.attach(shuffler, sim2))
     return {dev.name: dev for dev in devices}
 
 
 class Simulated:
-    """Starts a wire simulator before its driver opens the port; closes it after."""
+    """Starts a wire simulator before its driver opens the port; closes it after (but not when
+    the driver only lets go of the port for a service test: the hardware stays on)."""
 
     @staticmethod
     def attach(device: Device, sim: Any) -> Device:
         open_, close = device._open, device._close
 
         async def _open() -> None:
-            await sim.start()
+            if not device.in_service_test:
+                await sim.start()
             await open_()
 
         async def _close() -> None:
             try:
                 await close()
             finally:
-                await sim.close()
+                if not device.in_service_test:
+                    await sim.close()
 
         device._open = _open  # type: ignore[method-assign]
         device._close = _close  # type: ignore[method-assign]

@@ -2,8 +2,10 @@
 pty pairs, for a VM whose emulated serial adapters open the pty (image/vm/):
 
     python -m devices.pty_sim --shaker LINK --shuffler LINK --meter LINK [--cut-die] [--decks N]
+                              [--loopback LINK]
 
-makes LINK a symlink to each simulator's pty and runs until SIGTERM or SIGINT. The simulators
+makes LINK a symlink to each simulator's pty and runs until SIGTERM or SIGINT; `--loopback` is
+a loopback plug, for `tablectl devices loopback --port LINK`. The simulators
 are each device's `wire.py` (devices/shaker/, shuffler/, meter/), the ones
 `tablectld --simulate=pty` and the tests use; docs/devices.md lists their faults.
 """
@@ -18,11 +20,13 @@ import sys
 from collections.abc import Sequence
 
 from devices.meter.wire import PtyMeterSim
-from devices.proto.wire_sim import WireSim
+from devices.proto.wire_sim import LoopbackPlug, WireSim
 from devices.shaker.wire import PtyShakerSim
 from devices.shuffler.wire import PtyShufflerSim
 
-__all__ = ["PtyMeterSim", "PtyShakerSim", "PtyShufflerSim", "main", "serve"]
+__all__ = ["LoopbackPlug", "PtyMeterSim", "PtyShakerSim", "PtyShufflerSim", "main", "serve"]
+
+NAMES = ("shaker", "shuffler", "meter", "loopback")
 
 
 # --- host-side entry point ----------------------------------------------------------------------
@@ -34,6 +38,7 @@ async def serve(links: dict[str, str], *, cut_die: bool = False, decks: int = 1)
         "shaker": lambda: PtyShakerSim(cut_die=cut_die),
         "shuffler": lambda: PtyShufflerSim(decks=decks),
         "meter": lambda: PtyMeterSim(),
+        "loopback": lambda: LoopbackPlug(),
     }
     sims: dict[str, WireSim] = {name: make[name]() for name in links}
     stop = asyncio.Event()
@@ -58,14 +63,14 @@ async def serve(links: dict[str, str], *, cut_die: bool = False, decks: int = 1)
 def main(argv: Sequence[str] | None = None) -> int:
     doc = (__doc__ or "").split("\n")[0]
     ap = argparse.ArgumentParser(prog="python -m devices.pty_sim", description=doc)
-    for name in ("shaker", "shuffler", "meter"):
+    for name in NAMES:
         ap.add_argument(f"--{name}", metavar="LINK", help=f"symlink to make to the {name}'s pty")
     ap.add_argument("--cut-die", action="store_true", help="the shaker has a fourth die (NSW)")
     ap.add_argument("--decks", type=int, default=1, choices=(1, 2), help="shuffler decks")
     args = ap.parse_args(argv)
-    links = {n: getattr(args, n) for n in ("shaker", "shuffler", "meter") if getattr(args, n)}
+    links = {n: getattr(args, n) for n in NAMES if getattr(args, n)}
     if not links:
-        ap.error("name at least one of --shaker, --shuffler, --meter")
+        ap.error(f"name at least one of {', '.join('--' + n for n in NAMES)}")
     asyncio.run(serve(links, cut_die=args.cut_die, decks=args.decks))
     return 0
 

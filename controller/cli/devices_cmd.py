@@ -8,6 +8,14 @@
     tablectl devices input NAME on|off          press/release a mock input (simulation only)
     tablectl devices udev [--config FILE]       the udev rules for the configured USB ids
 
+The device service tests, between rounds only (docs/operations.md "Device service tests"):
+    tablectl devices lamps [--step-ms N]        light each jackpot lamp alone in turn, restore
+    tablectl devices buttons [INPUT ...] [--timeout S]   press each input when asked
+    tablectl devices loopback DEVICE|--port PATH [--baud N] [--timeout-ms N]
+                                                a pattern through a loopback plug
+Exit status: 0 passed, 1 failed (the report says what was seen), 2 refused (a round in
+progress, another test running, a bad argument), 3 tablectld not running.
+
 The CLI never opens hardware: everything but `udev` asks the daemon over its control socket.
 """
 
@@ -21,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli.common import emit
-from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask
+from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, socket_path
 from controller.config import DEFAULT_PATH, ConfigError, load_config
-from controller.control import NotRunning
+from controller.control import NotRunning, request
 from controller.errors import InputError
+
+MAX_LAMPS = 8  # one per box at most: how long a lamp walk may take
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,6 +61,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     inp = add("input", "press (on) or release (off) a mock GPIO input", cmd_input)
     inp.add_argument("input", help="e.g. chung3, bet_sensor2, keypad.shake, table_closed")
     inp.add_argument("level", choices=["on", "off"])
+    lamps = add("lamps", "lamp walk: light each jackpot lamp alone in turn (between rounds)",
+                cmd_lamps)  # fmt: skip
+    lamps.add_argument("--step-ms", type=int, default=500, help="how long each lamp is lit")
+    btn = add("buttons", "guided button test: press each input when asked (between rounds)",
+              cmd_buttons)  # fmt: skip
+    btn.add_argument("inputs", nargs="*", help="only these inputs (default: every wired one)")
+    btn.add_argument("--timeout", type=int, default=30, help="seconds to wait for each press")
+    lb = add("loopback", "serial loopback test through a loopback plug (between rounds)",
+             cmd_loopback)  # fmt: skip
+    lb.add_argument("device", nargs="?", help="shaker, shuffler or meter: its port")
+    lb.add_argument("--port", help="another serial port, by path")
+    lb.add_argument("--baud", type=int, default=None, help="with --port (default 115200)")
+    lb.add_argument("--timeout-ms", type=int, default=1000, help="wait for the echo this long")
     udev = dsub.add_parser("udev", help="udev rules giving the serial devices stable names")
     udev.add_argument("--config", type=Path, default=Path(DEFAULT_PATH))
     udev.set_defaults(func=cmd_udev)
@@ -150,6 +173,90 @@ def cmd_input(args: argparse.Namespace) -> int:
     result = _ask(args, "device_input", {"input": args.input, "active": args.level})
     emit(result, args.json, lambda: f"{args.input} {args.level}")
     return 0
+
+
+# --- device service tests -----------------------------------------------------------------------
+
+
+def _ask_long(args: argparse.Namespace, cmd: str, payload: dict[str, Any], wait_s: float) -> Any:
+    """`_ask` for a test that takes a while: the answer may come `wait_s` seconds later."""
+    try:
+        return request(socket_path(args), cmd, payload, timeout=wait_s + 10)
+    except NotRunning as exc:
+        print(f"tablectl: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_NOT_RUNNING) from None
+    except RuntimeError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _verdict(result: dict[str, Any]) -> str:
+    return "OK" if result.get("ok") else f"FAILED: {result.get('error') or 'see above'}"
+
+
+def cmd_lamps(args: argparse.Namespace) -> int:
+    walk = _ask_long(args, "device_lamp_walk", {"step_ms": args.step_ms},
+                     MAX_LAMPS * args.step_ms / 1000)  # fmt: skip
+
+    def human() -> str:
+        lines = ["lamp walk: each lamp lit alone in turn"]
+        for step in walk["steps"]:
+            lit = ", ".join(map(str, step["lit"])) or "none"
+            mark = "ok" if step["ok"] else f"WRONG: lamps lit {lit}"
+            lines.append(f"  lamp {step['box']} (GPIO{step['pin']}): {mark}")
+        back = ", ".join(f"{b} {state}" for b, state in walk["restored"].items())
+        lines.append(f"  restored: {back}{'' if walk['restored_ok'] else ' (NOT as before)'}")
+        lines.append(f"lamp walk {_verdict(walk)}")
+        return "\n".join(lines)
+
+    emit(walk, args.json, human)
+    return 0 if walk["ok"] else 1
+
+
+def cmd_buttons(args: argparse.Namespace) -> int:
+    wired = _ask(args, "device_buttons")["inputs"]
+    names = [i["input"] for i in wired]
+    unknown = [n for n in args.inputs if n not in names]
+    if unknown:
+        raise InputError(f"no input {unknown[0]!r} (inputs: {', '.join(names) or 'none'})")
+    chosen = [i for i in wired if not args.inputs or i["input"] in args.inputs]
+    say = sys.stderr if args.json else sys.stdout  # --json: stdout is the report alone
+    results = []
+    for inp in chosen:
+        print(f"{inp['prompt']} (GPIO{inp['pin']}) ... ", end="", file=say, flush=True)
+        r = _ask_long(args, "device_button_wait",
+                      {"input": inp["input"], "timeout_s": args.timeout}, args.timeout)  # fmt: skip
+        seen = f" (also seen: {', '.join(r['seen'])})" if r["seen"] else ""
+        print(f"{'ok' if r['ok'] else 'FAILED: ' + r['error']}{seen}", file=say, flush=True)
+        results.append(r)
+    ok = all(r["ok"] for r in results)
+    report = {"ok": ok, "results": results}
+    emit(report, args.json, lambda: f"button test: {sum(r['ok'] for r in results)} of"
+         f" {len(results)} inputs ok")  # fmt: skip
+    return 0 if ok else 1
+
+
+def cmd_loopback(args: argparse.Namespace) -> int:
+    payload: dict[str, Any] = {"timeout_ms": args.timeout_ms}
+    if args.device is not None:
+        payload["device"] = args.device
+    if args.port is not None:
+        payload["port"] = args.port
+    if args.baud is not None:
+        payload["baud"] = args.baud
+    r = _ask_long(args, "device_loopback", payload, args.timeout_ms / 1000)
+
+    def human() -> str:
+        who = f"{r['device']} " if r.get("device") else ""
+        return "\n".join([
+            f"loopback {who}{r['port']} at {r['baud']} baud: {r['received']} of {r['sent']}"
+            " bytes back",
+            f"  sent     {r.get('sent_hex', '')}",
+            f"  received {r.get('received_hex', '') or '(nothing)'}",
+            f"loopback {_verdict(r)}",
+        ])  # fmt: skip
+
+    emit(r, args.json, human)
+    return 0 if r["ok"] else 1
 
 
 def cmd_udev(args: argparse.Namespace) -> int:

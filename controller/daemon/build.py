@@ -166,6 +166,9 @@ def build_extensions(
     from controller.extensions.devices import DevicesExtension
 
     extensions.append(DevicesExtension())  # tablectl devices list|test|watch
+    from controller.extensions.service_menu import ServiceMenu
+
+    extensions.append(ServiceMenu())  # tablectl devices lamps|buttons|loopback (between rounds)
     if cfg.link.enabled:
         from controller.extensions.link import LinkExtension
 

@@ -37,6 +37,7 @@ from controller.control import (
     set_current_peer,
 )
 from controller.errors import TablectlError
+from devices.errors import DevicesError
 
 
 def peer_of(sock: socket.socket) -> Peer:
@@ -189,7 +190,7 @@ class ControlServer:
                     await writer.drain()
             else:
                 writer.write(line_of({"ok": True, "result": await self.handlers[cmd](args)}))
-        except TablectlError as exc:  # a handler's answer: refused
+        except (TablectlError, DevicesError) as exc:  # a handler's answer: refused
             self.bad_requests += 1
             writer.write(line_of({"ok": False, "error": str(exc)}))
         except (ConnectionError, asyncio.IncompleteReadError):

@@ -1,4 +1,4 @@
-"""The progressive meter driver: an Alpha sign on a serial port, 9600 7E1 (devices/alpha.py).
+"""The progressive meter driver: an Alpha sign on a serial port, 9600 7E1 (devices/proto/alpha.py).
 
 The `Meter` interface decides what to show (and refuses a pool decrease without a win); this
 driver renders, paces and frames:
@@ -12,7 +12,7 @@ driver renders, paces and frames:
   answer within `answer_timeout_ms` marks the meter `offline` (counted `timeouts`); text that
   differs from what was last written is counted `readback_mismatch` and written again.
 * `selftest` ("flash the meter"): flashes a test pattern, reads it back, restores the view.
-* Unplugged (devices/serial_line.py): the state is `disconnected` and `meter.fault {reason:
+* Unplugged (devices/proto/serial_line.py): the state is `disconnected` and `meter.fault {reason:
   "disconnected: ..."}` goes to the round machine (UTH: jackpot equipment failure, 11.11).
   Views shown meanwhile wait in the queue (coalesced as above). When the port is back the sign
   is written what it should show (it may have lost it) and `meter.ready {}` follows.

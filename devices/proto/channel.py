@@ -11,11 +11,11 @@
   returns it instead of reporting an event.
 * While idle it polls `STATUS` every POLL_S; a device that does not answer is marked `offline`
   in its health (no game event: nothing was asked of it) and `ready` again when it answers.
-* The port itself is held by a `SerialLine` (devices/serial_line.py). When it goes (unplugged),
-  whatever was asked is dropped and `on_timeout("disconnected: <path>: <why>")` runs once, so the
-  device reports its usual fault event. A request while it is gone is held for the answer time
-  and then gets the same fault (sent instead if the port is back by then). When it is back, a
-  new ARQ session starts (HELLO) and `on_reconnect` runs.
+* The port itself is held by a `SerialLine` (devices/proto/serial_line.py). When it goes
+  (unplugged), whatever was asked is dropped and `on_timeout("disconnected: <path>: <why>")` runs
+  once, so the device reports its usual fault event. A request while it is gone is held for the
+  answer time and then gets the same fault (sent instead if the port is back by then). When it is
+  back, a new ARQ session starts (HELLO) and `on_reconnect` runs.
 
 Link and codec counters (`frames_bad`, `retries`, `frames_duplicate`, ...) are kept in the
 device's own counters, so `tablectl devices list` shows them.
@@ -105,7 +105,7 @@ class FramedChannel:
     def _write(self, data: bytes) -> None:
         self.line.write(data)
 
-    # --- the port going and coming back (devices/serial_line.py) ---------------------------------
+    # --- the port going and coming back (devices/proto/serial_line.py) -------------------------
 
     def _down(self, reason: str) -> None:
         """The port is gone: whatever was asked of the device is lost with it. The device's fault

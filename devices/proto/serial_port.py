@@ -3,7 +3,7 @@
 `open_serial` returns the asyncio transport; bytes arrive through `on_data`, a lost port
 through `on_lost`. Both run on the loop. Opening happens in pyserial-asyncio-fast's executor
 thread, so a slow USB adapter never blocks the loop; an unusable port is a DeviceError naming
-the port and the reason. The drivers open ports through `devices/serial_line.py`, which turns
+the port and the reason. The drivers open ports through `devices/proto/serial_line.py`, which turns
 that error, and a port lost later, into the `disconnected` state and reopens the port.
 """
 

@@ -189,3 +189,14 @@ class FramedSim(WireSim):
 
     def on_STATUS(self, args: list[str]) -> None:
         self.say("STATUS", "READY")
+
+
+class LoopbackPlug(WireSim):
+    """A loopback plug (TX wired to RX) on a pty: every byte written to it comes back, through
+    the wire faults above (drop, corrupt, delay, no_answer: a broken plug)."""
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        super().__init__(rng if rng is not None else default_rng())
+
+    def _received(self, data: bytes) -> None:
+        self.later(0, self.wire_write, data)

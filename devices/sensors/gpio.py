@@ -12,8 +12,8 @@ input is active when its pin reads low. Pins come from `[devices.gpio]`:
 
 gpiozero calls `when_activated`/`when_deactivated` in its own threads (or, with mock pins, in
 the caller's): the callbacks only stamp the edge with the injectable clock and hand it to the
-loop. On the loop each input's `Debouncer` decides what counts (devices/debounce.py): a level
-that held for `debounce_ms`, never a bounce; a chattering input reports `chatter` in the
+loop. On the loop each input's `Debouncer` decides what counts (devices/sensors/debounce.py): a
+level that held for `debounce_ms`, never a bounce; a chattering input reports `chatter` in the
 health and nothing to the game until it is quiet; a keypad button acts on release, so one held
 for STUCK_S (stuck, or a dealer leaning on it) is reported and never acted on.
 
@@ -267,6 +267,14 @@ class GpioSensors(Sensors):
                 "problem": self.problems.get(inp.name),
             }
             for inp in self.inputs_cfg
+        }
+
+    def lamp_pins(self) -> dict[int, dict[str, Any]]:
+        """Each lamp by box: its pin and whether the pin is driven now (read back from the pin,
+        not from what was asked: a lamp walk sees what the wire does)."""
+        return {
+            box: {"pin": self.cfg.lamp[box - 1], "lit": bool(led.is_lit)}
+            for box, led in sorted(self._lamp_devices.items())
         }
 
     def pin_of(self, name: str) -> Any:

@@ -21,6 +21,7 @@ from devices.meter.wire import PtyMeterSim
 from devices.shaker.wire import PtyShakerSim
 from devices.udev import rules
 from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket
+from tests.support.devices import ask_started
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[str, str]:
@@ -61,13 +62,7 @@ def test_technician_commands_and_a_silent_shuffler_through_the_daemon(tmp_path: 
     )  # fmt: skip
     try:
         wait_for_socket(tmp_path, proc)
-        for _ in range(100):
-            try:
-                listed = ask(tmp_path, "device_list")
-                break
-            except RuntimeError as exc:  # answered before the extension started
-                assert "still starting" in str(exc)
-                time.sleep(0.05)
+        listed = ask_started(ask, tmp_path, "device_list")
         assert set(listed) >= {"sensors", "meter", "shuffler"}
         assert listed["shuffler"]["driver"] == "SerialShuffler" and listed["shuffler"]["simulated"]
         # A udev-like symlink to the simulator's pty (so it can be unplugged and replugged).

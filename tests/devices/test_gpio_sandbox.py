@@ -121,7 +121,7 @@ def test_the_probe_catches_a_hidden_proc() -> None:
 
 
 def test_factory_selection() -> None:
-    """devices.gpio.make_factory: the config's name picks gpiozero's factory; an unusable or
+    """devices.sensors.gpio.make_factory: the config's name picks gpiozero's factory; an unusable or
     unknown one is a DeviceError naming it, never an ImportError out of the daemon."""
     from gpiozero.pins.mock import MockFactory
 

@@ -1,0 +1,138 @@
+"""The device service tests as a technician runs them: `tablectl devices lamps|buttons|loopback`
+against `tablectld --simulate=pty` (real drivers, gpiozero mock pins, ptys), with the exit
+statuses docs/operations.md promises, and refused while a round is in progress."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.extensions.service_menu import round_in_progress
+from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket
+from tests.support.devices import ask_started, wait_until
+
+CLI = [sys.executable, "-m", "controller.cli.main"]
+
+
+def tablectl(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "devices", *args, "--runtime-dir", str(tmp_path / "run")],
+        cwd=REPO, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def press_when_asked(tmp_path: Path, name: str) -> threading.Thread:
+    """A technician's finger, through the mock pin: once the daemon waits for the input, press,
+    hold 0.2 s, let go."""
+
+    def finger() -> None:
+        wait_until(lambda: ask(tmp_path, "status")["service_menu"]["waiting_for"] == name)
+        ask(tmp_path, "device_input", {"input": name, "active": "on"})
+        time.sleep(0.2)
+        ask(tmp_path, "device_input", {"input": name, "active": "off"})
+
+    t = threading.Thread(target=finger)
+    t.start()
+    return t
+
+
+def test_what_counts_as_a_round_in_progress() -> None:
+    assert round_in_progress({"state": "closed"}) is None
+    assert round_in_progress({"state": "betting"}) is None
+    assert round_in_progress({"state": "preflop"}) == "a round is in progress (preflop)"
+    assert round_in_progress({"state": "shaking"}) == "a round is in progress (shaking)"
+
+
+@pytest.mark.slow
+def test_the_service_menu_through_the_daemon(tmp_path: Path) -> None:
+    # --pace 1000: the simulated dealer keys the first wagers and then waits, so the table
+    # stays in betting (between rounds) until the test deals.
+    proc = start_daemon(
+        tmp_path, "--simulate=pty", "--game", "uth", "--autoplay", "0", "--pace", "1000",
+        "--seed", "5", "--quiet",
+    )  # fmt: skip
+    plug_link = tmp_path / "loopback-plug"
+    plug = subprocess.Popen(
+        [sys.executable, "-m", "devices.pty_sim", "--loopback", str(plug_link)],
+        cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for_socket(tmp_path, proc)
+        ask_started(ask, tmp_path, "device_buttons")
+        lamps_before = ask(tmp_path, "status")["devices"]["sensors"]
+
+        # The lamp walk: each of the 7 lamps lit alone, then put back.
+        res = tablectl(tmp_path, "lamps", "--step-ms", "50", "--json")
+        walk = json.loads(res.stdout)
+        assert res.returncode == 0 and walk["ok"], res.stderr
+        assert [s["lit"] for s in walk["steps"]] == [[b] for b in range(1, 8)]
+        human = tablectl(tmp_path, "lamps", "--step-ms", "50")
+        assert "lamp 3 (GPIO14): ok" in human.stdout and "lamp walk OK" in human.stdout
+        assert ask(tmp_path, "status")["devices"]["sensors"]["ok"] == lamps_before["ok"]
+
+        # The button test: pressed in time passes (and is not played: still betting); a button
+        # nobody presses fails with exit 1 and says so.
+        finger = press_when_asked(tmp_path, "keypad.deal")
+        res = tablectl(tmp_path, "buttons", "keypad.deal", "--timeout", "10")
+        finger.join()
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "press the dealer's deal button (GPIO22) ... ok" in res.stdout
+        assert ask(tmp_path, "status")["state"] == "betting"  # the deal button was the test's
+        res = tablectl(tmp_path, "buttons", "bet_sensor4", "--timeout", "1", "--json")
+        report = json.loads(res.stdout)
+        assert res.returncode == 1 and not report["ok"]
+        assert report["results"][0]["error"] == "not pressed within 1 s"
+        assert "cover the bet sensor on box 4" in res.stderr  # the prompt, beside the JSON
+
+        # The loopback: a plug on a spare port passes; nothing at the end of a path fails.
+        wait_until(plug_link.exists)
+        res = tablectl(tmp_path, "loopback", "--port", str(plug_link), "--json")
+        loop = json.loads(res.stdout)
+        assert res.returncode == 0 and loop["ok"] and loop["received"] == loop["sent"]
+        res = tablectl(tmp_path, "loopback", "--port", str(tmp_path / "ttyUSB7"))
+        assert res.returncode == 1 and "cannot open" in res.stdout, res.stdout
+        # The shuffler's port: the technician puts the plug where the shuffler's cable was (its
+        # udev-like link now leads to the plug), tests, and puts the shuffler back.
+        link = tmp_path / "run" / "pty" / "tablectl-shuffler"
+        shuffler_pty = os.path.realpath(link)
+        _repoint(link, os.path.realpath(plug_link))
+        res = tablectl(tmp_path, "loopback", "shuffler")
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"loopback shuffler {link} at 115200 baud: 158 of 158" in res.stdout
+        _repoint(link, shuffler_pty)
+        wait_until(lambda: ask(tmp_path, "device_list")["shuffler"]["state"] == "ready")
+        res = tablectl(tmp_path, "loopback", "sensors")
+        assert res.returncode == 2 and "not a serial device" in res.stderr
+
+        # Refused while a round is in progress: the dealer deals (once the machine has its deck
+        # back: the pulled cable cost a reshuffle, 12.1), then no test may run.
+        wait_until(lambda: ask(tmp_path, "status")["machine"]["deck_ready"], 30)
+        ask(tmp_path, "dealer", {"action": "deal"})
+        wait_until(lambda: ask(tmp_path, "status")["state"] not in ("betting", "dealing"))
+        for args in (["lamps"], ["buttons", "keypad.deal"], ["loopback", "shuffler"]):
+            res = tablectl(tmp_path, *args)
+            assert res.returncode == 2, res.stdout + res.stderr
+            assert "refused: a round is in progress" in res.stderr
+        counts = ask(tmp_path, "status")["service_menu"]
+        assert counts["tests_run"] == {"lamp walk": 2, "button test": 2, "loopback": 3}
+        assert counts["tests_failed"] == {"button test": 1, "loopback": 1}
+    finally:
+        plug.terminate()
+        plug.communicate(timeout=30)
+        proc.terminate()
+        proc.communicate(timeout=30)
+    # Not running: exit 3, as every command that asks the daemon.
+    assert tablectl(tmp_path, "lamps").returncode == 3
+
+
+def _repoint(link: Path, target: str) -> None:
+    tmp = link.with_name(link.name + ".new")
+    os.symlink(target, tmp)
+    os.replace(tmp, link)
