@@ -77,6 +77,7 @@ class Kind(StrEnum):
     SHAKER_FAULT = "shaker.fault"
     METER_FAULT = "meter.fault"
     METER_READY = "meter.ready"
+    METER_COMMAND_FAILED = "meter.command_failed"
     SHUFFLER_READY = "shuffler.ready"
     SHUFFLER_JAM = "shuffler.jam"
     SHUFFLER_FAULT = "shuffler.fault"
@@ -109,6 +110,7 @@ class Kind(StrEnum):
     DEALER_WITHDRAW = "dealer.withdraw"
     DEALER_DEAL = "dealer.deal"
     DEALER_DECK_CHECK = "dealer.deck_check"
+    DEALER_DECK_CONFIRMED = "dealer.deck_confirmed"
     DEALER_DEALT = "dealer.dealt"
     DEALER_MISDEAL = "dealer.misdeal"
     DEALER_DECISION = "dealer.decision"
@@ -160,6 +162,8 @@ _SPECS = (
          "the shaker failed (cover open, motor, no answer, \"disconnected: ...\")"),
     _dev(Kind.METER_FAULT, "meter", "{reason}", "the meter / table display is gone"),
     _dev(Kind.METER_READY, "meter", "{}", "the meter is back"),
+    KindSpec(Kind.METER_COMMAND_FAILED, Source.SERVICE, "daemon (a meter command raised)",
+             "{command, reason}", "a command to the meter failed (UTH 11.11: jackpot offline)"),
     _dev(Kind.SHUFFLER_READY, "shuffler", "{deck}", "UTH: a deck is shuffled and ready"),
     _dev(Kind.SHUFFLER_JAM, "shuffler", "{reason}", "UTH: the shuffler jammed"),
     _dev(Kind.SHUFFLER_FAULT, "shuffler", "{reason}", "UTH: the shuffler malfunctioned"),
@@ -198,12 +202,16 @@ _SPECS = (
     _dealer(Kind.DEALER_WITHDRAW, "{box}", "UTH: a box's wagers withdrawn"),
     _dealer(Kind.DEALER_DEAL, "{}", "UTH: no more bets, deal"),
     _dealer(Kind.DEALER_DECK_CHECK, "{deck?}", "UTH: ask the shuffler to read a deck"),
+    _dealer(Kind.DEALER_DECK_CONFIRMED, "{deck?}",
+            "UTH: the dealer checked a flagged deck by hand and found it complete (11.7.3)"),
     _dealer(Kind.DEALER_DEALT, "{}", "UTH: the deal is complete"),
-    _dealer(Kind.DEALER_MISDEAL, "{reason}", "UTH: a misdeal (11)"),
+    _dealer(Kind.DEALER_MISDEAL, "{reason, box?, handled?}",
+            "UTH: a misdeal or card exposure, by cause (11.1-11.6)"),
     _dealer(Kind.DEALER_DECISION, "{box, action}", "UTH: a box's play, check or fold"),
     _dealer(Kind.DEALER_FLOP, "{}", "UTH: the flop is revealed"),
     _dealer(Kind.DEALER_TURN_RIVER, "{}", "UTH: the turn and river are revealed"),
-    _dealer(Kind.DEALER_DEALER_HAND, "{}", "UTH: the dealer's hand is revealed: settle"),
+    _dealer(Kind.DEALER_DEALER_HAND, "{conceded?: [boxes]}",
+            "UTH: the dealer's hand is revealed: concessions (10.5), settle"),
     _dealer(Kind.DEALER_JACKPOT_VERIFY, "{round, boxes?, operator}",
             "UTH: an attendant verified a pending jackpot hit"),
     _dealer(Kind.DEALER_JACKPOT_OFF, "{}", "UTH: the supervisor takes the jackpot out (11.11)"),

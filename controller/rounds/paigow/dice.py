@@ -16,6 +16,7 @@ from controller.games.paigow.dice import (
     first_box_for_shake,
 )
 from controller.games.paigow.profiles import Profile
+from controller.rounds import fields
 from controller.rounds.base import Now
 from controller.rounds.paigow.core import (
     FIRST_BOX_RULE,
@@ -79,7 +80,7 @@ class DiceSteps(PaiGowCore):
 
     def _meter_fault(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         """The table display is gone (unplugged): the dealer announces by voice meanwhile."""
-        reason = str(data.get("reason", "meter fault"))[:200]
+        reason = fields.reason(data, "meter fault")
         return state, [alarm(f"meter fault: {reason}; announce first box and cut by voice")]
 
     def _meter_ready(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:

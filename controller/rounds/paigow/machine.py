@@ -73,6 +73,7 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.SHAKER_FAULT: ("_shaker_fault", ANY),
     Kind.METER_FAULT: ("_meter_fault", ANY),
     Kind.METER_READY: ("_meter_ready", ANY),
+    Kind.METER_COMMAND_FAILED: ("_meter_fault", ANY),
     Kind.DEALER_DELIVERED: ("_delivered", (Phase.ANNOUNCED,)),
     Kind.DEALER_RESULT: ("_result", (Phase.SETTING,)),
     Kind.DEALER_VOID: ("_void", IN_ROUND),

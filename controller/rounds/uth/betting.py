@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.errors import InputError
+from controller.games.uth.settlement import Spot
 from controller.games.uth.wagers import BoxWagers
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
@@ -44,9 +45,21 @@ def wager(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         ante, fields.cents(data, "blind", ante), fields.cents(data, "trips", 0)
     )
     rnd.engine_round(state).place(box, wagers)  # the engine refuses after the first card (5.5)
+    _chip_unit(config, Spot.ANTE, wagers.ante)
+    if wagers.trips:
+        _chip_unit(config, Spot.TRIPS, wagers.trips)
     new = {**state.wagers, str(box): [wagers.ante, wagers.blind, wagers.trips]}
     text = f"box {box}: ante {wagers.ante} blind {wagers.blind} trips {wagers.trips}"
     return replace(state, wagers=new), [fx.log(text)]
+
+
+def _chip_unit(config: UthConfig, spot: Spot, amount: int) -> None:
+    """6.1: above the table minimum a wager is made in the sign's unit, when it states one."""
+    unit = config.chip_unit
+    minimum = config.rules.limits_for(spot).minimum
+    if unit is not None and amount > minimum and (amount - minimum) % unit:
+        raise InputError(f"{spot.value} {amount}: above the minimum {minimum} wagers go in units"
+                         f" of {unit} (6.1)")
 
 
 def withdraw(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:

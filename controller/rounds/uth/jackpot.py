@@ -43,7 +43,7 @@ def live(config: UthConfig, state: UthState, now: Now) -> bool:
     """Whether new jackpot wagers are accepted at `now`. With the link: a valid ho.pool within
     the timeout. A monotonic clock that went backwards means a reboot: stale until a fresh one."""
     jp = state.jackpot
-    if jp["disabled"]:
+    if jp["disabled"] or "meter_failed" in jp:  # 11.11: supervisor's switch, failed meter
         return False
     if not config.linked:
         return True

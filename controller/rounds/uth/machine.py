@@ -59,6 +59,7 @@ ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
     Kind.SHUFFLER_FAULT: (shuffler.malfunction, ANY),
     Kind.DECK_CHECK: (shuffler.deck_check, ANY),
     Kind.DEALER_DECK_CHECK: (shuffler.check_deck, ANY),
+    Kind.DEALER_DECK_CONFIRMED: (shuffler.deck_confirmed, ANY),
     Kind.CARD_DISPENSED: (keypad.card, ANY),
     Kind.DEALER_DEALT: (keypad.dealt, ANY),
     Kind.DEALER_MISDEAL: (keypad.misdeal, IN_ROUND),
@@ -76,6 +77,7 @@ ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
     Kind.DEALER_JACKPOT_ON: (link.switch(True), ANY),
     Kind.METER_FAULT: (link.meter_fault, ANY),
     Kind.METER_READY: (link.meter_ready, ANY),
+    Kind.METER_COMMAND_FAILED: (link.meter_command_failed, ANY),
     Kind.TICK: (link.tick, ANY),
 }
 EVENT_KINDS = frozenset(ROUTES)

@@ -91,6 +91,14 @@ def any_play(state: UthState) -> bool:
     return any(Decision.parse(d).action is Action.PLAY for d in state.decisions.values())
 
 
+def preflop_plays(state: UthState) -> bool:
+    """A Play wager made before the flop was revealed (3x or 4x, 9.1.2)."""
+    return any(
+        (d := Decision.parse(t)).action is Action.PLAY and d.street is Street.PREFLOP
+        for t in state.decisions.values()
+    )
+
+
 # -- cards ---------------------------------------------------------------------------------------
 def on_card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     effects: list[Effect] = []
@@ -149,16 +157,21 @@ def deck_usable(state: UthState) -> bool:
 
 
 def _extra_card(config: UthConfig, state: UthState, effects: list[Effect], card: str) -> Result:
+    """A card too many is a wrong count (11.1): the round is void (11.3) whatever was played;
+    the 11.4.2 exception covers only the dealer's own hole cards."""
     why = f"card {card} out after the deal was complete"
-    if state.phase == PREFLOP and not any_play(state):
-        return void(config, state, [*effects, fx.alarm("technician", why, "11.1")], why, "11.1")
-    return state, [*effects, fx.alarm("technician", why + "; play continues (11.4.2)")]
+    return void(config, state, [*effects, fx.alarm("technician", why, "11.1")], why, "11.1")
 
 
 def _void_surveillance(
     config: UthConfig, state: UthState, effects: list[Effect], why: str
 ) -> Result:
-    alarm = fx.alarm("surveillance", why + ": round void, notify surveillance (11.7.4)", "11.7")
+    # 11.7.3: the deck is checked (the shuffler's deck check or the dealer's confirmation)
+    # before it is used again; it stays out of play until then.
+    text = (f"{why}: round void, notify surveillance (11.7.4); deck {state.deck} to be checked"
+            " before it is used again (11.7.3)")
+    alarm = fx.alarm("surveillance", text, "11.7")
+    state = replace(state, suspect=sorted({*state.suspect, state.deck}))
     return void(config, state, [*effects, alarm], why, "11.7")
 
 
@@ -202,14 +215,23 @@ def on_street(config: UthConfig, state: UthState, kind: str) -> Result:
 
 
 # -- settlement (10) -------------------------------------------------------------------------
-def on_dealer_hand(config: UthConfig, state: UthState) -> Result:
-    """dealer.dealer_hand (10.1): undecided boxes fold (11.10); settle; jackpot; next round."""
+def on_dealer_hand(config: UthConfig, state: UthState, data: Any) -> Result:
+    """dealer.dealer_hand {conceded?: [boxes]} (10.1): undecided boxes fold (11.10); boxes that
+    conceded once the dealer made their hand lose every wager (10.5, entered from the keypad);
+    settle; jackpot; next round."""
     rnd = engine_round(state)
     rnd.reveal_dealer()
+    for box in fields.boxes(data, "conceded", config.boxes) or []:
+        played = state.decisions.get(str(box))
+        if played is None:
+            raise InputError(f"box {box} has no Play wager to concede (10.5)")
+        made = Decision.parse(played)
+        rnd.decide(box, Decision(Action.CONCEDE, made.street, made.multiple))  # engine checks
     plays = rnd.plays()
     d = the_deal(config, state)
     result = settle_round(d, plays, config.rules)
-    folded = {p.box for p in plays if p.decision.action is Action.FOLD}
+    # A conceded hand was folded (10.5): for the jackpot it counts as folded does (15.1.4).
+    folded = {p.box for p in plays if p.decision.action in (Action.FOLD, Action.CONCEDE)}
     state, jp_fx, jp_summary = jackpot.settle(config, state, d, folded)
     summary = _summary(state, d, result, {p.box: str(p.decision) for p in plays})
     summary["jackpot"] = jp_summary
@@ -244,6 +266,7 @@ def _summary(state: UthState, d: Deal, result: RoundResult, decisions: dict[int,
         },
         "boxes": boxes,
         "house_net": result.house_net,
+        **({"void_hands": list(state.void_hands)} if state.void_hands else {}),  # 11.6.2
     }
 
 
@@ -303,6 +326,7 @@ def next_round(
         decisions={},
         checks=[],
         pool_at_lock=None,
+        void_hands=[],
     )
     state, lamp_fx = jackpot.relamp(config, state, keep=winners)
     return state, [*effects, *lamp_fx]
