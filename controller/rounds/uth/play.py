@@ -223,9 +223,9 @@ def on_dealer_hand(config: UthConfig, state: UthState, data: Any) -> Result:
     rnd.reveal_dealer()
     for box in fields.boxes(data, "conceded", config.boxes) or []:
         played = state.decisions.get(str(box))
-        if played is None:
+        made = Decision.parse(played) if played else None
+        if made is None or made.action is not Action.PLAY:
             raise InputError(f"box {box} has no Play wager to concede (10.5)")
-        made = Decision.parse(played)
         rnd.decide(box, Decision(Action.CONCEDE, made.street, made.multiple))  # engine checks
     plays = rnd.plays()
     d = the_deal(config, state)

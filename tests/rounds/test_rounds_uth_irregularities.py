@@ -1,0 +1,225 @@
+"""UTH irregularities, each cause with its own clause's outcome (issue 13; seed 001, rules 6.1,
+10.5, 11.1-11.7, 11.11). Every test fails on the machine before issue 13."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.games.uth.settlement import Limits, SettlementRules, Spot
+from controller.rounds.uth import UthConfig
+from controller.rounds.uth.state import state_from_json
+from tests.support.uth_table import POOL, Table, lamps, of, texts
+
+# Shuffler order (7.2): flop x3, turn, river, dealer x2, then two per box in ascending order.
+DECK = "Ah Kh Qh 2c 7d 3s 4s Jh Th 9c 9d"
+
+
+def _voided(out: list, rule: str) -> dict:
+    (rnd,) = of(out, "round")
+    assert rnd["status"] == "voided" and rnd["summary"]["rule"] == rule
+    return rnd["summary"]
+
+
+def _at_flop(*, play: str | None = None) -> Table:
+    t = Table()
+    t.stack(DECK)
+    t.deal_round({2: (1000, 0)})
+    t.step("dealer.decision", box=2, action="check")
+    t.step("dealer.flop")
+    if play:
+        t.step("dealer.decision", box=2, action=play)
+    return t
+
+
+# -- 11.1 / 11.3 wrong number of cards --------------------------------------------------------
+def test_wrong_count_after_the_flop_and_a_play_wager_still_voids_everything() -> None:
+    t = _at_flop(play="play2")  # 11.4.2's exception does not reach a wrong count
+    summary = _voided(t.step("dealer.misdeal", reason="wrong_count"), "11.1")
+    assert summary["returned"] == [
+        {"box": 2, "ante": 1000, "blind": 1000, "trips": 0, "play": 2000, "jackpot": 0}
+    ]  # 11.3: all wagers void, the Play wager included
+
+
+# -- 11.2 a card revealed during the deal -------------------------------------------------------
+def test_a_card_revealed_during_the_deal_is_a_misdeal_but_not_after_the_first_decision() -> None:
+    t = Table()
+    t.deal_round({1: (500, 0)})
+    _voided(t.step("dealer.misdeal", reason="cards_revealed"), "11.2")
+    t.pump()
+    t.deal_round({1: (500, 0)})
+    t.step("dealer.decision", box=1, action="check")
+    before = t.state
+    out = t.step("dealer.misdeal", reason="cards_revealed")
+    assert t.state == before and "11.2" in texts(out) and not of(out, "round")
+
+
+# -- 11.4 the dealer's hole cards -----------------------------------------------------------------
+def test_dealer_hole_card_with_the_flop_showing_and_no_play_wager_is_a_misdeal() -> None:
+    t = _at_flop()  # issue 13: refused after the flop before
+    _voided(t.step("dealer.misdeal", reason="dealer_revealed"), "11.4.1")
+
+
+def test_dealer_hole_card_on_the_river_with_no_play_wager_is_a_misdeal() -> None:
+    t = _at_flop()
+    t.step("dealer.decision", box=2, action="check")
+    t.step("dealer.turn_river")
+    _voided(t.step("dealer.misdeal", reason="dealer_revealed"), "11.4.1")
+
+
+def test_dealer_hole_card_after_a_play_wager_play_continues() -> None:
+    t = _at_flop(play="play2")
+    before = t.state
+    out = t.step("dealer.misdeal", reason="dealer_revealed")
+    assert t.state == before and of(out, "alarm")[0]["rule"] == "11.4.2"
+
+
+def test_the_other_reading_counts_only_play_wagers_made_before_the_flop() -> None:
+    # "If no play wagers have been made prior to the revealing of the flop cards" (11.4.1),
+    # read as: a 2x on the flop does not count. A profile option (docs/rounds-uth.md).
+    t = Table(UthConfig(pool=POOL, exposure_preflop_only=True))
+    t.stack(DECK)
+    t.deal_round({2: (1000, 0)})
+    t.step("dealer.decision", box=2, action="check")
+    t.step("dealer.flop")
+    t.step("dealer.decision", box=2, action="play2")
+    _voided(t.step("dealer.misdeal", reason="dealer_revealed"), "11.4.1")
+
+
+# -- 11.5 a community card revealed early ------------------------------------------------------
+def test_a_community_card_revealed_early_keeps_the_players_options() -> None:
+    t = Table()
+    t.deal_round({1: (500, 0)})
+    before = t.state
+    out = t.step("dealer.misdeal", reason="community_revealed")
+    assert t.state == before and of(out, "alarm")[0]["rule"] == "11.5"
+    t.step("dealer.decision", box=1, action="play4")  # the option stands
+    assert t.state.decisions == {"1": "4x"}
+
+
+# -- 11.6 a hand dealt to a box without Ante and Blind -----------------------------------------
+def test_a_hand_on_a_box_without_wagers_voids_the_round_if_nobody_handled_cards() -> None:
+    t = Table()
+    t.deal_round({1: (500, 0)})
+    _voided(t.step("dealer.misdeal", reason="no_wager_hand", box=4, handled=False), "11.6.1")
+
+
+def test_a_hand_on_a_box_without_wagers_is_void_alone_once_cards_were_handled() -> None:
+    t = Table()
+    t.stack(DECK)
+    t.deal_round({2: (1000, 0)})
+    out = t.step("dealer.misdeal", reason="no_wager_hand", box=4, handled=True)
+    assert of(out, "alarm")[0]["rule"] == "11.6.2" and not of(out, "round")
+    assert t.state.void_hands == [4] and t.state.phase == "preflop"
+    again = t.step("dealer.misdeal", reason="no_wager_hand", box=4, handled=True)
+    assert "already void" in texts(again)
+    wagered = t.step("dealer.misdeal", reason="no_wager_hand", box=2, handled=True)
+    assert "has an Ante and a Blind" in texts(wagered)
+    t.step("dealer.decision", box=2, action="play4")
+    t.step("dealer.flop")
+    t.step("dealer.turn_river")
+    (rnd,) = of(t.step("dealer.dealer_hand"), "round")
+    assert rnd["status"] == "completed" and rnd["summary"]["void_hands"] == [4]
+    assert t.state.void_hands == []  # the next round starts clean
+
+
+def test_an_unknown_misdeal_cause_is_refused_not_guessed() -> None:
+    t = Table()
+    t.deal_round({1: (500, 0)})
+    before = t.state
+    out = t.step("dealer.misdeal", reason="bad_vibes")
+    assert t.state == before and "wrong_count" in texts(out)
+
+
+# -- 11.7.3 the deck is checked before it is used again ------------------------------------------
+@pytest.mark.parametrize("how", ["shuffler", "dealer"])
+def test_a_deck_that_gave_a_foreign_card_waits_for_a_check(how: str) -> None:
+    t = Table(UthConfig(pool=POOL, decks=(1,)), auto=False)
+    t.step("shuffler.ready", deck=1)
+    t.step("dealer.wager", box=2, ante=1000)
+    t.step("dealer.deal")
+    t.step("card.dispensed", card="As", index=0)
+    out = t.step("card.dispensed", card="Jk", index=1)
+    assert "11.7.3" in texts(out) and t.state.suspect == [1]
+    t.step("shuffler.ready", deck=1)  # the reshuffle after the void
+    t.step("dealer.wager", box=2, ante=1000)
+    refused = t.step("dealer.deal")
+    assert "11.7.3" in texts(refused) and t.state.phase == "betting"
+    if how == "shuffler":
+        out = t.step("deck.check", deck=1, ok=True)
+    else:
+        out = t.step("dealer.deck_confirmed", deck=1)
+        assert "confirmed by the dealer" in texts(out)
+    assert t.state.suspect == [] and of(out, "device", command="shuffle")  # 4.7
+    t.step("shuffler.ready", deck=1)
+    t.step("dealer.deal")
+    assert t.state.phase == "dealing"
+
+
+def test_the_dealer_confirms_only_a_flagged_deck() -> None:
+    t = Table()
+    before = t.state
+    out = t.step("dealer.deck_confirmed", deck=1)
+    assert t.state == before and "11.7.3" in texts(out)
+
+
+# -- 10.5 concession from the keypad ------------------------------------------------------------
+def test_a_conceding_player_loses_every_wager_after_the_dealers_hand() -> None:
+    t = Table()
+    t.stack(DECK)
+    t.deal_round({2: (1000, 500), 5: (500, 0)})
+    t.step("dealer.decision", box=2, action="play4")
+    t.step("dealer.flop")
+    t.step("dealer.turn_river")
+    t.step("dealer.decision", box=5, action="fold")
+    out = t.step("dealer.dealer_hand", conceded=[2])
+    (rnd,) = of(out, "round")
+    box2 = next(b for b in rnd["summary"]["boxes"] if b["box"] == 2)
+    # Box 2 holds a royal flush, yet conceded: Ante, Blind, Play and Trips are collected.
+    assert box2["decision"] == "concede-4x" and box2["net"] == -(1000 + 1000 + 4000 + 500)
+
+
+def test_a_box_without_a_play_wager_cannot_concede() -> None:
+    t = Table()
+    t.stack(DECK)
+    t.deal_round({2: (1000, 0), 5: (500, 0)})
+    t.step("dealer.decision", box=2, action="play4")
+    t.step("dealer.flop")
+    t.step("dealer.turn_river")
+    t.step("dealer.decision", box=5, action="fold")
+    before = t.state
+    out = t.step("dealer.dealer_hand", conceded=[5])
+    assert t.state == before and "10.5" in texts(out)
+    assert not of(out, "round")
+
+
+# -- 6.1 the chip unit ---------------------------------------------------------------------------
+def test_wagers_above_the_minimum_go_in_the_signs_unit() -> None:
+    rules = SettlementRules(limits={Spot.ANTE: Limits(1000, 100_000),
+                                    Spot.TRIPS: Limits(500, 50_000)})
+    t = Table(UthConfig(pool=POOL, rules=rules, chip_unit=500))
+    for ante, trips, ok in [(1000, 0, True), (1500, 0, True), (1200, 0, False),
+                            (1000, 700, False), (1000, 1000, True)]:
+        out = t.step("dealer.wager", box=1, ante=ante, trips=trips)
+        assert (t.state.wagers.get("1") == [ante, ante, trips]) is ok, (ante, trips)
+        assert ok or "6.1" in texts(out)
+
+
+# -- 11.11 a failed meter command -----------------------------------------------------------------
+def test_a_failed_meter_command_takes_the_jackpot_offline_until_the_meter_is_back() -> None:
+    t = Table()
+    out = t.step("meter.command_failed", command="show", reason="no answer")
+    rules = [a.get("rule") for a in of(out, "alarm")]
+    assert rules.count("11.11") >= 1 and t.state.jackpot["online"] is False
+    assert of(out, "display") == [{"mode": "offline", "pool": "uth"}]
+    t.step("bet.on", box=3)
+    assert t.state.lamps == {}  # no jackpot wager while the meter cannot show the pool
+    out = t.step("meter.ready")
+    assert t.state.jackpot["online"] is True and lamps(out) == {3: "bet"}
+
+
+# -- snapshots --------------------------------------------------------------------------------------
+def test_snapshots_of_ordinary_play_keep_their_fields_and_old_ones_load() -> None:
+    t = Table()
+    snap = t.machine.to_json(t.state)
+    assert "void_hands" not in snap  # unchanged bytes for journals of ordinary play
+    assert state_from_json(snap) == t.state
