@@ -103,6 +103,7 @@ class Kind(StrEnum):
     DEALER_SHAKE = "dealer.shake"
     DEALER_DELIVERED = "dealer.delivered"
     DEALER_RESULT = "dealer.result"
+    DEALER_HAND_VOID = "dealer.hand_void"
     # Both games.
     DEALER_WAGER = "dealer.wager"
     DEALER_VOID = "dealer.void"
@@ -198,6 +199,8 @@ _SPECS = (
     _dealer(Kind.DEALER_SHAKE, "{}", "Pai Gow: shake again"),
     _dealer(Kind.DEALER_DELIVERED, "{}", "Pai Gow: the tiles are delivered"),
     _dealer(Kind.DEALER_RESULT, "{bank_hand, hands}", "Pai Gow: the round's result"),
+    _dealer(Kind.DEALER_HAND_VOID, "{box, exposed}",
+            "Pai Gow: a player calls their hand void after the dealer exposed 2+ tiles"),
     _dealer(Kind.DEALER_VOID, "{reason?, kind? (Pai Gow), rule? (UTH)}", "the round is void"),
     _dealer(Kind.DEALER_WITHDRAW, "{box}", "UTH: a box's wagers withdrawn"),
     _dealer(Kind.DEALER_DEAL, "{}", "UTH: no more bets, deal"),

@@ -217,7 +217,7 @@ def test_a_failed_meter_command_takes_the_jackpot_offline_until_the_meter_is_bac
     assert t.state.jackpot["online"] is True and lamps(out) == {3: "bet"}
 
 
-# -- snapshots --------------------------------------------------------------------------------------
+# -- snapshots ---------------------------------------------------------------------------------
 def test_snapshots_of_ordinary_play_keep_their_fields_and_old_ones_load() -> None:
     t = Table()
     snap = t.machine.to_json(t.state)

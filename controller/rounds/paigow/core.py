@@ -33,6 +33,12 @@ Handler = Callable[[PaiGowState, Mapping[str, Any], Now], Result]
 
 VOID_RULE = {Profile.NSW: "NSW 15.12", Profile.NZ: "NZ 12.13", Profile.ACT: "ACT 13.9"}
 TILE_VOID_RULE = {Profile.NSW: "NSW 15.17.2"}  # missing or foreign tile; NZ and ACT say nothing
+# The dealer exposed two or more tiles of a hand: its player may call it void before viewing the
+# rest; the player/banker's doing so voids the round (ACT has no player/banker version).
+HAND_VOID_RULE = {Profile.NSW: "NSW 15.3.1", Profile.NZ: "NZ 12.3(a)", Profile.ACT: "ACT 13.7"}
+BANKER_VOID_RULE = {Profile.NSW: "NSW 15.3.2", Profile.NZ: "NZ 12.3(b)"}
+# Tiles exposed in the house's hand: the hand is played.
+HOUSE_EXPOSED_RULE = {Profile.NSW: "NSW 15.5", Profile.NZ: "NZ 12.5", Profile.ACT: "ACT 13.4"}
 RESHAKE_RULE = {Profile.NSW: "NSW 8.3", Profile.NZ: "NZ 9.8", Profile.ACT: "ACT 13.1"}
 HOUSE_BANKS_RULE = {Profile.NSW: "NSW 6.9", Profile.NZ: "NZ 5.6", Profile.ACT: "ACT 6.8"}
 COVER_RULE = {Profile.NSW: "NSW 13.2.2", Profile.NZ: "NZ 11.2(b)", Profile.ACT: "ACT 6.4"}
@@ -96,6 +102,7 @@ class PaiGowCore:
             banker_at_open=banker,
             last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
             reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
+            void_hands=[],
         )
         state, effects = self._show(state, "betting", f"ROUND {number} PLACE YOUR BETS")
         if bank_open(bank):

@@ -77,6 +77,7 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.DEALER_DELIVERED: ("_delivered", (Phase.ANNOUNCED,)),
     Kind.DEALER_RESULT: ("_result", (Phase.SETTING,)),
     Kind.DEALER_VOID: ("_void", IN_ROUND),
+    Kind.DEALER_HAND_VOID: ("_hand_void", (Phase.ANNOUNCED, Phase.SETTING)),
 }
 
 
@@ -114,6 +115,9 @@ class PaiGowMachine(
             return state, [Effect("alarm", {**refused.data, "refused": True})]
         except InputError as e:
             return state, [log(f"{event.kind} refused: {e}", event=event.kind, refused=True)]
+        except Exception as e:  # a bug: journaled with an alarm, the round kept as it was
+            text = f"{event.kind}: internal error {type(e).__name__}: {e}"
+            return state, [Effect("alarm", {"severity": "technician", "text": text})]
 
     def phase_of(self, state: PaiGowState) -> str:
         return state.phase
