@@ -223,3 +223,42 @@ def test_snapshots_of_ordinary_play_keep_their_fields_and_old_ones_load() -> Non
     snap = t.machine.to_json(t.state)
     assert "void_hands" not in snap  # unchanged bytes for journals of ordinary play
     assert state_from_json(snap) == t.state
+
+
+# -- the meter shows the current pool (2.3, 2.4.3, 15.1.3) -------------------------------------
+LINKED = UthConfig(pool=POOL, linked=True, pool_id="p1", pool_timeout_ms=5000)
+
+
+def test_a_void_on_a_standalone_table_lowers_the_meter_at_once() -> None:
+    t = Table()
+    t.deal_round({2: (1000, 0)}, jackpot=[2])
+    assert t.state.display["amount"] == POOL.amount + 10  # the contribution shown
+    out = t.step("dealer.void", reason="brawl")
+    # The meter refuses a lower figure unless told it may go down (devices/meter.py).
+    assert of(out, "display") == [
+        {"mode": "pool", "pool": "uth", "amount": POOL.amount, "after_award": True}
+    ]
+
+
+def test_another_tables_hit_lowers_this_tables_meter_as_soon_as_known() -> None:
+    t = Table(LINKED)
+    t.step("ho.pool", pool="p1", amount=500_200, version=3, awards=0)
+    out = t.step("ho.pool", pool="p1", amount=500_000, version=4, awards=1)
+    assert of(out, "display") == [
+        {"mode": "pool", "pool": "p1", "amount": 500_000, "after_award": True}
+    ]
+    assert not of(out, "alarm")
+    out = t.step("ho.pool", pool="p1", amount=499_000, version=5, awards=1)
+    # Never more than the pool, even without an award: shown, and a technician looks at it.
+    assert of(out, "display")[0]["amount"] == 499_000
+    assert of(out, "alarm")[0]["rule"] == "15.1.3"
+
+
+def test_a_pool_with_another_qualifying_wager_takes_no_jackpot_wagers() -> None:
+    t = Table(LINKED)  # the table's jackpot wager is 100 c
+    out = t.step("ho.pool", pool="p1", amount=500_000, version=1, wager=200)
+    assert of(out, "alarm")[0]["rule"] == "15.2.5.2" and t.state.jackpot["online"] is False
+    t.step("bet.on", box=2)
+    assert t.state.lamps == {}
+    t.step("ho.pool", pool="p1", amount=500_000, version=2, wager=100)
+    assert t.state.jackpot["online"] is True and t.state.lamps == {"2": "bet"}
