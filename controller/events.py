@@ -110,6 +110,8 @@ class Kind(StrEnum):
     # UTH.
     DEALER_WITHDRAW = "dealer.withdraw"
     DEALER_DEAL = "dealer.deal"
+    DEALER_DEAL_METHOD = "dealer.deal_method"
+    DEALER_CARD = "dealer.card"
     DEALER_DECK_CHECK = "dealer.deck_check"
     DEALER_DECK_CONFIRMED = "dealer.deck_confirmed"
     DEALER_DEALT = "dealer.dealt"
@@ -204,6 +206,9 @@ _SPECS = (
     _dealer(Kind.DEALER_VOID, "{reason?, kind? (Pai Gow), rule? (UTH)}", "the round is void"),
     _dealer(Kind.DEALER_WITHDRAW, "{box}", "UTH: a box's wagers withdrawn"),
     _dealer(Kind.DEALER_DEAL, "{}", "UTH: no more bets, deal"),
+    _dealer(Kind.DEALER_DEAL_METHOD, "{method: shuffler, shoe or hand}",
+            "UTH: the supervisor switches the deal method (12.2.3)"),
+    _dealer(Kind.DEALER_CARD, "{card}", "UTH: a card dealt from a shoe or by hand (12.2.3)"),
     _dealer(Kind.DEALER_DECK_CHECK, "{deck?}", "UTH: ask the shuffler to read a deck"),
     _dealer(Kind.DEALER_DECK_CONFIRMED, "{deck?}",
             "UTH: the dealer checked a flagged deck by hand and found it complete (11.7.3)"),

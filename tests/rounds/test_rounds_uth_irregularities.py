@@ -262,3 +262,43 @@ def test_a_pool_with_another_qualifying_wager_takes_no_jackpot_wagers() -> None:
     assert t.state.lamps == {}
     t.step("ho.pool", pool="p1", amount=500_000, version=2, wager=100)
     assert t.state.jackpot["online"] is True and t.state.lamps == {"2": "bet"}
+
+
+# -- 12.2.3 carrying on with a shoe or by hand ---------------------------------------------
+@pytest.mark.parametrize("method", ["shoe", "hand"])
+def test_a_supervisor_carries_on_without_the_shuffler(method: str) -> None:
+    t = Table()
+    t.deal_round({2: (1000, 0)})
+    out = t.step("shuffler.fault", reason="motor")  # 12.2: mid-round, the round is void
+    assert of(out, "round")[0]["summary"]["rule"] == "12.2"
+    t.queue.clear()  # the broken shuffler answers nothing more
+    out = t.step("dealer.deal_method", method=method)
+    assert of(out, "alarm")[0]["rule"] == "12.2.3" and t.state.dealt_by == method
+    t.step("dealer.wager", box=2, ante=1000)
+    out = t.step("dealer.deal")
+    assert not of(out, "device") and t.state.phase == "dealing"  # no shuffler command
+    refused = t.step("card.dispensed", card="As", index=0)
+    assert "12.2.3" in texts(refused) and t.state.cards == []
+    # The dealer enters the cards in deal order; the mapping is 7.3: the five community cards,
+    # one to the dealer, one to each box, the dealer's second, each box's second (under 7.2
+    # box 2 would hold 4s 9c).
+    for card in ["Ah", "Kh", "Qh", "2c", "7d", "Jh", "Th", "4s", "9c"]:
+        t.step("dealer.card", card=card)
+    assert t.state.phase == "preflop" and t.seat_view()["boxes"][0]["hole"] == ["Th", "9c"]
+    t.step("dealer.decision", box=2, action="play4")
+    t.step("dealer.flop")
+    t.step("dealer.turn_river")
+    (rnd,) = of(t.step("dealer.dealer_hand"), "round")
+    assert rnd["status"] == "completed" and rnd["summary"]["dealt_by"] == method
+    assert rnd["summary"]["community"] == ["Ah", "Kh", "Qh", "2c", "7d"]
+    assert t.state.dealt_by == method  # until the supervisor says otherwise
+
+
+def test_back_to_the_shuffler_shuffles_first_and_dealer_cards_are_refused() -> None:
+    t = Table()
+    t.step("dealer.deal_method", method="hand")
+    out = t.step("dealer.deal_method", method="shuffler")
+    assert of(out, "device", command="shuffle") and t.state.dealt_by is None
+    out = t.step("dealer.card", card="As")
+    assert "12.2.3" in texts(out)
+    assert "one of" in texts(t.step("dealer.deal_method", method="telepathy"))

@@ -16,6 +16,7 @@ from controller.rounds.uth.state import (
     BETTING,
     CLOSED,
     DEALING,
+    SHUFFLING,
     UthConfig,
     UthState,
     replace,
@@ -82,6 +83,8 @@ def bet_off(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
 def deal(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """dealer.deal: no more bets (7.1); the shuffler dispenses the round's cards."""
     if state.phase == DEALING and not state.in_round:
+        if state.dealt_by:
+            return state, [fx.log(f"deal asked again: dealing from the {state.dealt_by}")]
         count = state.dispense
         return state, [fx.log("deal asked again"), fx.dispense(count, state.deck)]
     if state.phase != BETTING:
@@ -92,7 +95,41 @@ def deal(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         why = "suspect, to be checked (11.7.3)" if state.deck in state.suspect else "not shuffled"
         raise InputError(f"deck {state.deck} is {why}")
     count = rnd.needed(state)
+    if state.dealt_by:  # 12.2.3: the dealer enters each card as dealt (dealer.card)
+        state = replace(state, phase=DEALING, dispense=0)
+        return state, [fx.log(f"no more bets: deal {count} cards from the {state.dealt_by}"
+                              " (12.2.3)")]
     state = replace(state, phase=DEALING, dispense=count)
     return state, [fx.log(f"no more bets: dealing {count} cards"), fx.dispense(count, state.deck)]
 
 
+
+
+DEAL_METHODS = ("shuffler", "shoe", "hand")
+
+
+def switch_method(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """dealer.deal_method {method}: a supervisor carries on with a card shoe or the dealer's
+    hand after a shuffler malfunction, or goes back to the shuffler (12.2.3). Between rounds.
+    With a shoe or by hand the deal mapping is 7.3 and the dealer enters every card."""
+    method = fields.text(data, "method")
+    if method not in DEAL_METHODS:
+        raise InputError(f"method {method!r}: one of {list(DEAL_METHODS)}")
+    now_by = state.dealt_by or "shuffler"
+    if method == now_by:
+        raise InputError(f"already dealing by {method}")
+    if method == "shuffler":
+        state = replace(state, dealt_by=None, deck_status=SHUFFLING)
+        return state, [fx.log("back to the shuffler (12.2.3): the deck is shuffled first"),
+                       fx.shuffle(state.deck)]
+    state = replace(state, dealt_by=method)
+    return state, [fx.alarm("technician", f"dealing from the {method} from round {state.round}"
+                            " on, by the supervisor's decision (12.2.3)", "12.2.3")]
+
+
+def dealer_card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """dealer.card {card}: the next card dealt from a shoe or by hand (12.2.3), in deal order."""
+    if not state.dealt_by:
+        raise InputError("the shuffler deals at this table: dealer.card is for a shoe or hand"
+                         " dealing (12.2.3)")
+    return rnd.on_card(config, state, {"card": data.get("card"), "index": len(state.cards)}, now)

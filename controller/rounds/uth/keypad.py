@@ -101,6 +101,9 @@ def void(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
 
 
 def card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    if state.dealt_by:
+        raise InputError(f"the table deals from the {state.dealt_by} (12.2.3): a card from the"
+                         " shuffler is no card of the round")
     return rnd.on_card(config, state, data, now)
 
 

@@ -54,6 +54,8 @@ ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
     Kind.BET_ON: (betting.bet_on, ANY),
     Kind.BET_OFF: (betting.bet_off, ANY),
     Kind.DEALER_DEAL: (betting.deal, (Phase.BETTING, Phase.DEALING)),
+    Kind.DEALER_DEAL_METHOD: (betting.switch_method, BETTING),
+    Kind.DEALER_CARD: (betting.dealer_card, ANY),
     Kind.SHUFFLER_READY: (shuffler.ready, ANY),
     Kind.SHUFFLER_JAM: (shuffler.malfunction, ANY),
     Kind.SHUFFLER_FAULT: (shuffler.malfunction, ANY),

@@ -10,7 +10,7 @@ from typing import Any
 from controller.errors import InputError
 from controller.events import Kind
 from controller.games.uth.cards import Card, format_card, parse_card
-from controller.games.uth.deal import Deal, cards_needed, deal
+from controller.games.uth.deal import Deal, DealMethod, cards_needed, deal
 from controller.games.uth.evaluator import category_of
 from controller.games.uth.settlement import RoundResult, settle_round
 from controller.games.uth.wagers import (
@@ -82,9 +82,14 @@ def needed(state: UthState) -> int:
     return cards_needed(len(state.wagers))
 
 
+def deal_method(config: UthConfig, state: UthState) -> DealMethod:
+    """The deal mapping: 7.3 for a shoe or the dealer's hand (12.2.3), else the table's."""
+    return DealMethod.SHOE if state.dealt_by else config.deal_method
+
+
 def the_deal(config: UthConfig, state: UthState) -> Deal:
     cards = [parse_card(c) for c in state.cards]
-    return deal(cards, [int(b) for b in state.wagers], config.deal_method)
+    return deal(cards, [int(b) for b in state.wagers], deal_method(config, state))
 
 
 def any_play(state: UthState) -> bool:
@@ -147,12 +152,15 @@ def _first_card(config: UthConfig, state: UthState, now: Now) -> Result:
         raise InputError("card out of the shuffler with no hand in play (5.3): not dealt")
     if not deck_usable(state):
         raise InputError(f"card out of deck {state.deck}, which is {state.deck_status} (4.1)")
-    state = replace(state, phase=DEALING, deck_status=IN_PLAY, checks=[])
+    status = state.deck_status if state.dealt_by else IN_PLAY  # 12.2.3: no shuffler deck
+    state = replace(state, phase=DEALING, deck_status=status, checks=[])
     state, effects = jackpot.lock(config, state, now)
     return state, [fx.log(f"round {state.round}: first card out, wagers locked (5.5)"), *effects]
 
 
 def deck_usable(state: UthState) -> bool:
+    if state.dealt_by:  # a shoe or the dealer's hand (12.2.3): the dealer's own cards
+        return True
     return state.deck_status == READY and state.deck not in state.suspect
 
 
@@ -302,14 +310,16 @@ def next_round(
     """Record the round (committed with the event) and open the next one on the next deck,
     which the shuffler is told to shuffle (4.1.2, 4.2)."""
     number = state.round
-    deck = config.next_deck(state.deck)
+    if state.dealt_by:  # 12.2.3: the shuffler is out of use, its decks stay as they are
+        summary = {**summary, "dealt_by": state.dealt_by}
+    deck = state.deck if state.dealt_by else config.next_deck(state.deck)
     # Head office gets the round's own record: one document, stored once by the journal.
     summary = {**summary, "round": number, "status": status}
     effects = [
         *effects,
         Effect("round", {"number": number, "status": status, "summary": summary}),
         fx.outbox("round_result", summary),
-        fx.shuffle(deck),
+        *([] if state.dealt_by else [fx.shuffle(deck)]),
     ]
     winners = [int(b) for b, lamp in state.lamps.items() if lamp == jackpot.WIN]
     state = replace(
@@ -317,7 +327,7 @@ def next_round(
         phase=BETTING,
         round=number + 1,
         deck=deck,
-        deck_status=SHUFFLING,
+        deck_status=state.deck_status if state.dealt_by else SHUFFLING,
         wagers={},
         cards=[],
         dispense=0,

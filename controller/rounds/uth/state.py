@@ -146,6 +146,8 @@ class UthState:
     lamps: dict[str, str] = field(default_factory=_dict)  # box -> lamp, IDLE omitted
     display: JSON = field(default_factory=_dict)  # what the meter shows now
     void_hands: list[int] = field(default_factory=_list)  # 11.6.2: unwagered hands void
+    dealt_by: str | None = None  # 12.2.3: "shoe" or "hand" once a supervisor switched from
+    # the shuffler (the dealer enters each card, dealer.card); None: the configured method
 
     def box_wagers(self) -> dict[int, tuple[int, int, int]]:
         return {int(b): (w[0], w[1], w[2]) for b, w in self.wagers.items()}
@@ -196,7 +198,7 @@ def pool_display(config: UthConfig, amount: int, *, online: bool) -> JSON:
 
 
 # Fields added after journals were written (issue 13), with the value an older snapshot means.
-_ADDED: JSON = {"void_hands": []}
+_ADDED: JSON = {"void_hands": [], "dealt_by": None}
 
 
 def state_to_json(state: UthState) -> JSON:
