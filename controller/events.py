@@ -121,6 +121,7 @@ class Kind(StrEnum):
     DEALER_TURN_RIVER = "dealer.turn_river"
     DEALER_DEALER_HAND = "dealer.dealer_hand"
     DEALER_JACKPOT_VERIFY = "dealer.jackpot_verify"
+    DEALER_JACKPOT_OTHER = "dealer.jackpot_other"
     DEALER_JACKPOT_OFF = "dealer.jackpot_off"
     DEALER_JACKPOT_ON = "dealer.jackpot_on"
 
@@ -222,6 +223,8 @@ _SPECS = (
             "UTH: the dealer's hand is revealed: concessions (10.5), settle"),
     _dealer(Kind.DEALER_JACKPOT_VERIFY, "{round, boxes?, operator}",
             "UTH: an attendant verified a pending jackpot hit"),
+    _dealer(Kind.DEALER_JACKPOT_OTHER, "{box, player}",
+            "UTH: a jackpot wager on another player's box, supervisor allowed (15.2.1.1)"),
     _dealer(Kind.DEALER_JACKPOT_OFF, "{}", "UTH: the supervisor takes the jackpot out (11.11)"),
     _dealer(Kind.DEALER_JACKPOT_ON, "{}", "UTH: the jackpot back in"),
 )

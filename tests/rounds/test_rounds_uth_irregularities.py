@@ -302,3 +302,26 @@ def test_back_to_the_shuffler_shuffles_first_and_dealer_cards_are_refused() -> N
     out = t.step("dealer.card", card="As")
     assert "12.2.3" in texts(out)
     assert "one of" in texts(t.step("dealer.deal_method", method="telepathy"))
+
+
+# -- 15.2.1.1 a jackpot wager on another player's box ----------------------------------------
+def test_a_jackpot_wager_on_another_players_box_is_recorded_with_its_owner() -> None:
+    t = Table()
+    t.stack(DECK)  # box 2: royal flush on hole + flop
+    t.step("dealer.wager", box=2, ante=1000)
+    refused = t.step("dealer.jackpot_other", box=5, player="bo")
+    assert "15.2.1" in texts(refused) and t.state.jackpot_owners == {}
+    t.step("dealer.jackpot_other", box=2, player="bo")
+    t.step("dealer.wager", box=4, ante=1000)
+    twice = t.step("dealer.jackpot_other", box=4, player="bo")
+    assert "5.6" in texts(twice)
+    t.step("bet.on", box=2)
+    t.run("dealer.deal")
+    t.step("dealer.decision", box=2, action="play4")
+    t.step("dealer.decision", box=4, action="fold")
+    t.step("dealer.flop")
+    t.step("dealer.turn_river")
+    (rnd,) = of(t.step("dealer.dealer_hand"), "round")
+    jp = rnd["summary"]["jackpot"]
+    assert jp["owners"] == {"2": "bo"} and [p["box"] for p in jp["payouts"]] == [2]
+    assert t.state.jackpot_owners == {}

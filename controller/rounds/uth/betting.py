@@ -133,3 +133,21 @@ def dealer_card(config: UthConfig, state: UthState, data: Any, now: Now) -> Resu
         raise InputError("the shuffler deals at this table: dealer.card is for a shoe or hand"
                          " dealing (12.2.3)")
     return rnd.on_card(config, state, {"card": data.get("card"), "index": len(state.cards)}, now)
+
+
+def jackpot_other(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """dealer.jackpot_other {box, player}: the Casino Supervisor allows `player` a jackpot wager
+    on another player's box whose player does not play the jackpot (15.2.1.1); one hand per
+    player (5.6). The box's jackpot sensor carries it; the round record names its owner."""
+    box = fields.box(data, config.boxes)
+    player = fields.text(data, "player")
+    if str(box) not in state.wagers:
+        raise InputError(f"box {box} has no hand this round: the jackpot wager needs one (15.2.1)")
+    held = [b for b, p in state.jackpot_owners.items() if p == player and b != str(box)]
+    if held:
+        raise InputError(f"{player} already holds the jackpot wager on box {held[0]} (5.6)")
+    owners = {**state.jackpot_owners, str(box): player}
+    return replace(state, jackpot_owners=owners), [
+        fx.log(f"box {box}: jackpot wager of {player}, allowed by the Casino Supervisor"
+               " (15.2.1.1)")
+    ]

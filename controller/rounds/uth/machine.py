@@ -56,6 +56,7 @@ ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
     Kind.DEALER_DEAL: (betting.deal, (Phase.BETTING, Phase.DEALING)),
     Kind.DEALER_DEAL_METHOD: (betting.switch_method, BETTING),
     Kind.DEALER_CARD: (betting.dealer_card, ANY),
+    Kind.DEALER_JACKPOT_OTHER: (betting.jackpot_other, BETTING),
     Kind.SHUFFLER_READY: (shuffler.ready, ANY),
     Kind.SHUFFLER_JAM: (shuffler.malfunction, ANY),
     Kind.SHUFFLER_FAULT: (shuffler.malfunction, ANY),

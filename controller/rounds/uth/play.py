@@ -242,6 +242,8 @@ def on_dealer_hand(config: UthConfig, state: UthState, data: Any) -> Result:
     folded = {p.box for p in plays if p.decision.action in (Action.FOLD, Action.CONCEDE)}
     state, jp_fx, jp_summary = jackpot.settle(config, state, d, folded)
     summary = _summary(state, d, result, {p.box: str(p.decision) for p in plays})
+    if state.jackpot_owners:  # 15.2.1.1: whose jackpot wager each such box carried
+        jp_summary = {**jp_summary, "owners": dict(state.jackpot_owners)}
     summary["jackpot"] = jp_summary
     return next_round(config, state, "completed", summary, jp_fx)
 
@@ -337,6 +339,7 @@ def next_round(
         checks=[],
         pool_at_lock=None,
         void_hands=[],
+        jackpot_owners={},
     )
     state, lamp_fx = jackpot.relamp(config, state, keep=winners)
     return state, [*effects, *lamp_fx]

@@ -146,6 +146,7 @@ class UthState:
     lamps: dict[str, str] = field(default_factory=_dict)  # box -> lamp, IDLE omitted
     display: JSON = field(default_factory=_dict)  # what the meter shows now
     void_hands: list[int] = field(default_factory=_list)  # 11.6.2: unwagered hands void
+    jackpot_owners: dict[str, str] = field(default_factory=_dict)  # 15.2.1.1: box -> player
     dealt_by: str | None = None  # 12.2.3: "shoe" or "hand" once a supervisor switched from
     # the shuffler (the dealer enters each card, dealer.card); None: the configured method
 
@@ -198,7 +199,7 @@ def pool_display(config: UthConfig, amount: int, *, online: bool) -> JSON:
 
 
 # Fields added after journals were written (issue 13), with the value an older snapshot means.
-_ADDED: JSON = {"void_hands": [], "dealt_by": None}
+_ADDED: JSON = {"void_hands": [], "jackpot_owners": {}, "dealt_by": None}
 
 
 def state_to_json(state: UthState) -> JSON:
