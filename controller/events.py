@@ -104,6 +104,7 @@ class Kind(StrEnum):
     DEALER_DELIVERED = "dealer.delivered"
     DEALER_RESULT = "dealer.result"
     DEALER_HAND_VOID = "dealer.hand_void"
+    DEALER_HANDS_MIXED = "dealer.hands_mixed"
     # Both games.
     DEALER_WAGER = "dealer.wager"
     DEALER_VOID = "dealer.void"
@@ -198,13 +199,18 @@ _SPECS = (
     _dealer(Kind.DEALER_WAGER_REMOVE, "{box, player}", "Pai Gow: a wager withdrawn"),
     _dealer(Kind.DEALER_CUT, "{cut, options?, by}", "Pai Gow: the banker's or supervisor's cut"),
     _dealer(Kind.DEALER_STEAL, "{value}", "Pai Gow: the steal on the marker button"),
-    _dealer(Kind.DEALER_NO_MORE_BETS, "{}", "Pai Gow: no more bets"),
+    _dealer(Kind.DEALER_NO_MORE_BETS, "{make_up?}",
+            "Pai Gow: no more bets (make_up: what the banker added, NSW 13.2.2)"),
     _dealer(Kind.DEALER_SHAKE, "{}", "Pai Gow: shake again"),
     _dealer(Kind.DEALER_DELIVERED, "{}", "Pai Gow: the tiles are delivered"),
     _dealer(Kind.DEALER_RESULT, "{bank_hand, hands}", "Pai Gow: the round's result"),
     _dealer(Kind.DEALER_HAND_VOID, "{box, exposed}",
             "Pai Gow: a player calls their hand void after the dealer exposed 2+ tiles"),
-    _dealer(Kind.DEALER_VOID, "{reason?, kind? (Pai Gow), rule? (UTH)}", "the round is void"),
+    _dealer(Kind.DEALER_HANDS_MIXED, "{boxes}",
+            "Pai Gow NZ: hands mixed beyond reconstruction are void (12.15)"),
+    _dealer(Kind.DEALER_VOID,
+            "{reason?, rule? (UTH); Pai Gow: kind?, handled?, reconstructed?}",
+            "the round is void (Pai Gow NSW: not after 15.11 / 15.13)"),
     _dealer(Kind.DEALER_WITHDRAW, "{box}", "UTH: a box's wagers withdrawn"),
     _dealer(Kind.DEALER_DEAL, "{}", "UTH: no more bets, deal"),
     _dealer(Kind.DEALER_DEAL_METHOD, "{method: shuffler, shoe or hand}",

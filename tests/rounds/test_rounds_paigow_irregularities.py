@@ -124,3 +124,63 @@ def test_snapshots_of_ordinary_play_keep_their_fields_and_old_ones_load() -> Non
     snap = t.m.to_json(t.state)
     assert "void_hands" not in snap
     assert state_from_json(snap) == t.state
+
+
+# -- a wrong distribution (NSW 15.11-15.13, NZ 12.13, ACT 13.9) ---------------------------------
+def test_nsw_a_reconstructed_or_handled_wrong_distribution_goes_on() -> None:
+    for flag, rule in [("reconstructed", "NSW 15.11"), ("handled", "NSW 15.13")]:
+        t = announced(Profile.NSW, p2=2000)
+        before = t.m.to_json(t.state)
+        effects = t.send("dealer.void", kind="distribution", **{flag: True})
+        assert rule in texts(effects) and not [e for e in effects if e.kind == "round"]
+        assert t.m.to_json(t.state) == before
+    t = announced(Profile.NSW, p2=2000)  # neither: reconstruction impossible (NSW 15.12)
+    assert first(t.send("dealer.void", kind="distribution"), "round")["summary"]["rule"] == (
+        "NSW 15.12")
+
+
+@pytest.mark.parametrize(("profile", "rule"), [(Profile.NZ, "NZ 12.13"), (Profile.ACT, "ACT 13.9")])
+def test_nz_and_act_void_a_wrong_distribution_even_after_handling(
+    profile: Profile, rule: str
+) -> None:
+    t = announced(profile, p2=2000)
+    effects = t.send("dealer.void", kind="distribution", handled=True)
+    assert first(effects, "round")["summary"]["rule"] == rule
+
+
+# -- NZ 12.15 hands mixed beyond reconstruction ----------------------------------------------
+def test_nz_hands_mixed_beyond_reconstruction_are_void() -> None:
+    t = announced(Profile.NZ, p2=2000, p4=4000, p5=2000)
+    t.send("dealer.delivered")
+    effects = t.send("dealer.hands_mixed", boxes=[2, 4])
+    assert "NZ 12.15" in texts(effects) and [w["box"] for w in t.state.wagers] == [5]
+    assert [v["box"] for v in t.state.void_hands] == [2, 4]
+    effects = t.send("dealer.hands_mixed", boxes=[1, 5])  # the bank's hand among them
+    assert first(effects, "round")["summary"]["rule"] == "NZ 12.15"
+
+
+def test_mixed_hands_are_an_nz_rule() -> None:
+    t = announced(Profile.NSW, p2=2000, p4=4000)
+    t.send("dealer.delivered")
+    assert "NZ 12.15" in texts(t.send("dealer.hands_mixed", boxes=[2, 4]))
+    assert len(t.state.wagers) == 2
+
+
+# -- NSW 13.2.2 the banker makes up the difference ------------------------------------------------
+def test_nsw_a_banker_who_makes_up_the_difference_keeps_the_bank() -> None:
+    t = Table(Profile.NSW)
+    t.send("table.open")
+    t.send("dealer.bank", box=3, player="p3", funds=5000)
+    t.send("dealer.wager", box=6, player="p6", amount=8000)
+    effects = t.send("dealer.no_more_bets", make_up=3000)
+    assert "NSW 13.2.2" in texts(effects) and t.state.bank["holder"] == "player"
+    assert t.state.banker == {"player": "p3", "funds": 8000}
+
+
+def test_nsw_a_make_up_still_short_hands_the_bank_to_the_house() -> None:
+    t = Table(Profile.NSW)
+    t.send("table.open")
+    t.send("dealer.bank", box=3, player="p3", funds=5000)
+    t.send("dealer.wager", box=6, player="p6", amount=8000)
+    effects = t.send("dealer.no_more_bets", make_up=1000)
+    assert "NSW 13.2.2" in texts(effects) and t.state.bank["holder"] == "house"

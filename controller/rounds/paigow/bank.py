@@ -16,6 +16,7 @@ from controller.games.paigow.bank import (
     house_banks,
     take_bank,
 )
+from controller.games.paigow.profiles import Profile
 from controller.rounds import fields
 from controller.rounds.base import Now
 from controller.rounds.paigow.core import (
@@ -134,9 +135,10 @@ class BankSteps(PaiGowCore):
         # Undeclared funds: the dealer ascertains them (NSW 9.15); checked when declared.
         return Candidate(box, frozenset(played), controls, others if funds is None else funds)
 
-    def _settle_bank(self, state: PaiGowState) -> Result:
+    def _settle_bank(self, state: PaiGowState, make_up: int = 0) -> Result:
         """Who finally banks: the house when a finished bank found no taker or a player/banker's
-        declared funds do not cover the wagers."""
+        declared funds do not cover the wagers. NSW 13.2.2: the player/banker is asked to make
+        up the difference first; `make_up` is what they added (0: refused or could not)."""
         bank = self._bank(state)
         if bank.holder is BankHolder.HOUSE:
             return state, []
@@ -147,6 +149,14 @@ class BankSteps(PaiGowCore):
         banker = state.banker or {}
         funds = banker.get("funds")
         others = sum(w["amount"] for w in state.wagers if w["player"] != banker.get("player"))
+        if make_up and funds is not None and not covers(funds, others, bank.holder):
+            if self.profile is not Profile.NSW:
+                raise InputError(f"a make-up of the bank's wager is NSW 13.2.2, not {self.profile}")
+            funds += make_up
+            state = replace(state, banker={**banker, "funds": funds})
+            if covers(funds, others, bank.holder):
+                return state, [log(f"box {bank.box}: the player/banker made up {make_up} c,"
+                                   f" {funds} c cover {others} c (NSW 13.2.2)")]
         if funds is not None and not covers(funds, others, bank.holder):
             state, effects = self._house_takes(state, f"banker's {funds} c do not cover {others} c")
             return state, [alarm(f"box {bank.box} cannot cover the wagers: the house banks"

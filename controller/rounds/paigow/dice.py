@@ -41,7 +41,7 @@ from controller.rounds.paigow.state import (
 
 class DiceSteps(PaiGowCore):
     def _no_more_bets(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
-        state, effects = self._settle_bank(state)
+        state, effects = self._settle_bank(state, fields.cents(data, "make_up", 0))
         bank = self._bank(state)
         state, returned = self._returned(
             state,

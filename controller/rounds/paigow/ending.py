@@ -62,9 +62,19 @@ class RoundEnd(PaiGowCore):
     def _void(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         kind = fields.text(data, "kind", "distribution")
         rules = {"distribution": VOID_RULE, "tile": TILE_VOID_RULE,
-                 "banker_exposed": BANKER_VOID_RULE}.get(kind)
+                 "banker_exposed": BANKER_VOID_RULE,
+                 "mixed": {Profile.NZ: "NZ 12.15"}}.get(kind)
         if rules is None or self.profile not in rules:
             raise InputError(f"kind {kind!r}: no void rule for it in profile {self.profile}")
+        if kind == "distribution" and self.profile is Profile.NSW:
+            # NSW 15.11/15.13: reconstructed before the tiles were handled, or noticed only
+            # after: the round goes on (NZ 12.13 and ACT 13.9 void it whatever happened).
+            if fields.flag(data, "handled", False):
+                return state, [log("incorrect distribution noticed after the tiles were handled:"
+                                   " the round is played to a conclusion (NSW 15.13)")]
+            if fields.flag(data, "reconstructed", False):
+                return state, [log("incorrect distribution reconstructed before the tiles were"
+                                   " handled: the round goes on (NSW 15.11)")]
         reason = fields.text(data, "reason", "incorrect distribution")
         summary = {
             **self._summary(state, "voided", now),
@@ -119,6 +129,27 @@ class RoundEnd(PaiGowCore):
         total = sum(w["amount"] for w in returned)
         return state, [log(f"box {box}: hand called void after {exposed} tiles exposed ({rule});"
                            f" {total} c returned")]
+
+    def _hands_mixed(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        """dealer.hands_mixed {boxes}: tiles of two or more hands mixed beyond reconstruction:
+        the hands involved are void (NZ 12.15): their wagers go back. The bank's hand among
+        them leaves nothing to play against: the round is void."""
+        if self.profile is not Profile.NZ:
+            raise InputError(f"mixed hands are NZ 12.15; profile {self.profile} has no such rule")
+        boxes = fields.boxes(data, "boxes", self.config.boxes) or []
+        if len(boxes) < 2:
+            raise InputError("boxes: the two or more hands whose tiles were mixed (NZ 12.15)")
+        if self._bank(state).box in boxes:
+            reason = f"hands of boxes {boxes} mixed, the bank's among them"
+            return self._void(state, {"kind": "mixed", "reason": reason}, now)
+        voids, kept = [], list(state.wagers)
+        for box in boxes:
+            returned = [w for w in kept if w["box"] == box]
+            kept = [w for w in kept if w["box"] != box]
+            voids.append({"box": box, "rule": "NZ 12.15", "returned": returned})
+        state = replace(state, wagers=kept, void_hands=[*state.void_hands, *voids])
+        return state, [log(f"hands of boxes {boxes} mixed beyond reconstruction: void,"
+                           " wagers returned (NZ 12.15)")]
 
     def _summary(self, state: PaiGowState, status: str, now: Now) -> JSON:
         return {

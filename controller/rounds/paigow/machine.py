@@ -78,6 +78,7 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.DEALER_RESULT: ("_result", (Phase.SETTING,)),
     Kind.DEALER_VOID: ("_void", IN_ROUND),
     Kind.DEALER_HAND_VOID: ("_hand_void", (Phase.ANNOUNCED, Phase.SETTING)),
+    Kind.DEALER_HANDS_MIXED: ("_hands_mixed", (Phase.SETTING,)),
 }
 
 
