@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 S = TypeVar("S")
-Result = tuple[Any, list[Effect]]
 
 
 class RoundMachine(Protocol, Generic[S]):

@@ -31,12 +31,7 @@ from controller.rounds.paigow.core import (
     alarm,
     log,
 )
-from controller.rounds.paigow.state import (
-    PaiGowState,
-    Phase,
-    bank_json,
-    bank_state,
-)
+from controller.rounds.paigow.state import PaiGowState, Phase, bank_json, bank_state
 
 
 class BankSteps(PaiGowCore):

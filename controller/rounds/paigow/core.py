@@ -3,20 +3,13 @@ display, opening a round, returning wagers; the rule citations per profile and t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.bank import (
-    BankHolder,
-    BankState,
-    bank_open,
-    offer_order,
-)
-from controller.games.paigow.cuts import (
-    CutSource,
-)
+from controller.games.paigow.bank import BankHolder, BankState, bank_open, offer_order
+from controller.games.paigow.cuts import CutSource
 from controller.games.paigow.profiles import Profile
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.state import (
@@ -29,7 +22,6 @@ from controller.rounds.paigow.state import (
 )
 
 Result = tuple[PaiGowState, list[Effect]]
-Handler = Callable[[PaiGowState, Mapping[str, Any], Now], Result]
 
 VOID_RULE = {Profile.NSW: "NSW 15.12", Profile.NZ: "NZ 12.13", Profile.ACT: "ACT 13.9"}
 TILE_VOID_RULE = {Profile.NSW: "NSW 15.17.2"}  # missing or foreign tile; NZ and ACT say nothing

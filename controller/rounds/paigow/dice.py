@@ -7,14 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.cuts import (
-    cut_spec,
-)
-from controller.games.paigow.dice import (
-    Shake,
-    check_shake,
-    first_box_for_shake,
-)
+from controller.games.paigow.cuts import cut_spec
+from controller.games.paigow.dice import Shake, check_shake, first_box_for_shake
 from controller.games.paigow.profiles import Profile
 from controller.rounds import fields
 from controller.rounds.base import Now
@@ -28,15 +22,8 @@ from controller.rounds.paigow.core import (
     alarm,
     log,
 )
-from controller.rounds.paigow.input import (
-    options_json,
-    parse_shake,
-    shake_json,
-)
-from controller.rounds.paigow.state import (
-    PaiGowState,
-    Phase,
-)
+from controller.rounds.paigow.input import options_json, parse_shake, shake_json
+from controller.rounds.paigow.state import PaiGowState, Phase
 
 
 class DiceSteps(PaiGowCore):

@@ -7,15 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.bank import (
-    BankHolder,
-    BankState,
-    after_round,
-)
+from controller.games.paigow.bank import BankHolder, BankState, after_round
 from controller.games.paigow.profiles import Profile
-from controller.games.paigow.wagers import (
-    box_controller,
-)
+from controller.games.paigow.wagers import box_controller
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import (
@@ -31,12 +25,7 @@ from controller.rounds.paigow.core import (
     log,
 )
 from controller.rounds.paigow.result import round_result, to_wager
-from controller.rounds.paigow.state import (
-    JSON,
-    PaiGowState,
-    Phase,
-    bank_state,
-)
+from controller.rounds.paigow.state import JSON, PaiGowState, Phase, bank_state
 
 
 class RoundEnd(PaiGowCore):

@@ -7,17 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.bank import (
-    BankHolder,
-    BankState,
-    accepts_wager,
-)
-from controller.games.paigow.wagers import (
-    MAX_PLAYERS_PER_BOX,
-    accept,
-    cover_breach,
-    layout_breach,
-)
+from controller.games.paigow.bank import BankHolder, BankState, accepts_wager
+from controller.games.paigow.wagers import MAX_PLAYERS_PER_BOX, accept, cover_breach, layout_breach
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import (
@@ -30,10 +21,7 @@ from controller.rounds.paigow.core import (
     log,
 )
 from controller.rounds.paigow.result import to_wager
-from controller.rounds.paigow.state import (
-    JSON,
-    PaiGowState,
-)
+from controller.rounds.paigow.state import JSON, PaiGowState
 
 
 class WagerSteps(PaiGowCore):

@@ -10,12 +10,7 @@ from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import play as rnd
-from controller.rounds.uth.state import (
-    DEALING,
-    UthConfig,
-    UthState,
-    replace,
-)
+from controller.rounds.uth.state import DEALING, UthConfig, UthState, replace
 
 Result = tuple[UthState, list[Effect]]
 

@@ -10,11 +10,7 @@ from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import jackpot
-from controller.rounds.uth.state import (
-    UthConfig,
-    UthState,
-    replace,
-)
+from controller.rounds.uth.state import UthConfig, UthState, replace
 
 Handler = Callable[[UthConfig, UthState, Any, Now], "Result"]
 Result = tuple[UthState, list[Effect]]

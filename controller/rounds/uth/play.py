@@ -13,13 +13,7 @@ from controller.games.uth.cards import Card, format_card, parse_card
 from controller.games.uth.deal import Deal, DealMethod, cards_needed, deal
 from controller.games.uth.evaluator import category_of
 from controller.games.uth.settlement import RoundResult, settle_round
-from controller.games.uth.wagers import (
-    Action,
-    BoxWagers,
-    Decision,
-    Round,
-    Street,
-)
+from controller.games.uth.wagers import Action, BoxWagers, Decision, Round, Street
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
