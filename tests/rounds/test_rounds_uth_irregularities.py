@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.games.uth.settlement import Limits, SettlementRules, Spot
 from controller.rounds.uth import UthConfig
@@ -325,3 +327,40 @@ def test_a_jackpot_wager_on_another_players_box_is_recorded_with_its_owner() -> 
     jp = rnd["summary"]["jackpot"]
     assert jp["owners"] == {"2": "bo"} and [p["box"] for p in jp["payouts"]] == [2]
     assert t.state.jackpot_owners == {}
+
+
+# -- properties ---------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(
+    pre=st.lists(st.sampled_from(["play4", "play3", "check"]), min_size=2, max_size=2),
+    flop=st.lists(st.sampled_from(["play2", "check"]), min_size=2, max_size=2),
+    at_flop=st.booleans(),
+    preflop_only=st.booleans(),
+    cause=st.sampled_from(["dealer_revealed", "wrong_count"]),
+)
+def test_a_misdeal_cause_decides_void_or_play_on(
+    pre: list[str], flop: list[str], at_flop: bool, preflop_only: bool, cause: str
+) -> None:
+    """11.1/11.3: a wrong count voids whatever was played; 11.4.1/11.4.2: the dealer's card
+    voids exactly when no Play wager counts (by the table's reading)."""
+    t = Table(UthConfig(pool=POOL, exposure_preflop_only=preflop_only))
+    t.deal_round({1: (500, 0), 2: (500, 0)})
+    for box, action in zip((1, 2), pre, strict=True):
+        t.step("dealer.decision", box=box, action=action)
+    played_pre = any(a != "check" for a in pre)
+    played = played_pre
+    if at_flop:
+        t.step("dealer.flop")
+        for box, action in zip((1, 2), flop, strict=True):
+            if pre[box - 1] == "check":
+                t.step("dealer.decision", box=box, action=action)
+                played = played or action != "check"
+    before = t.state
+    out = t.step("dealer.misdeal", reason=cause)
+    counts = played_pre if preflop_only else played
+    voided = bool(of(out, "round"))
+    if cause == "wrong_count":
+        assert voided and of(out, "round")[0]["summary"]["rule"] == "11.1"
+    else:
+        assert voided is (not counts)
+        assert voided or t.state == before
