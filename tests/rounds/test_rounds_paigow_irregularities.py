@@ -184,3 +184,37 @@ def test_nsw_a_make_up_still_short_hands_the_bank_to_the_house() -> None:
     t.send("dealer.wager", box=6, player="p6", amount=8000)
     effects = t.send("dealer.no_more_bets", make_up=1000)
     assert "NSW 13.2.2" in texts(effects) and t.state.bank["holder"] == "house"
+
+
+# -- shared banks (NSW 6.8, NZ 5.5, ACT 6.6) ------------------------------------------------
+@pytest.mark.parametrize(("profile", "rule"), [(Profile.NSW, "NSW 6.8"), (Profile.ACT, "ACT 6.6")])
+def test_players_sharing_the_bank_wager_on_no_other_hand(profile: Profile, rule: str) -> None:
+    t = Table(profile)
+    t.send("table.open")
+    t.to_shaking(p3=2000, p5=2000)
+    t.dice(2, 2, 2)
+    t.send("dealer.delivered")
+    t.send("dealer.result", hands={"3": {"tiles": ["6-6", "1-1", "4-4", "1-3"]},
+                                   "5": {"tiles": ["4-6", "1-6", "1-5", "4-5"]}},
+           bank_hand={"tiles": ["5-5", "3-3", "2-2", "5-6"]})
+    t.send("dealer.wager", box=5, player="p5", amount=2000)
+    t.send("dealer.wager", box=6, player="p6", amount=2000)
+    effects = t.send("dealer.bank", box=3, player="p3", funds=RICH, shared_with=["p5"])
+    assert rule in texts(effects)  # p5's wager on box 5 goes back
+    assert [w["player"] for w in t.state.wagers] == ["p6"]
+    assert t.state.banker == {"player": "p3", "funds": RICH, "shared_with": ["p5"]}
+    refused = t.send("dealer.wager", box=2, player="p5", amount=2000)
+    assert "holds the bank" in texts(refused)
+    t.send("dealer.no_more_bets")
+    t.dice(2, 2, 2)
+    t.send("dealer.delivered")
+    effects = t.send("dealer.result", hands={"6": {"tiles": ["6-6", "1-1", "4-4", "1-3"]}},
+                     bank_hand={"tiles": ["5-5", "3-3", "2-2", "5-6"]})
+    assert first(effects, "round")["summary"]["banker"]["shared_with"] == ["p5"]
+
+
+def test_the_player_handling_the_tiles_is_not_among_the_sharers() -> None:
+    t = Table(Profile.NSW)
+    t.send("table.open")
+    effects = t.send("dealer.bank", box=3, player="p3", funds=RICH, shared_with=["p3"])
+    assert "NSW 6.8" in texts(effects) and t.state.bank["holder"] == "house"

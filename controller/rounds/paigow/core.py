@@ -41,6 +41,7 @@ OFF_RULE = "NSW 15.9.3-15.9.4, NZ 12.10"
 HOUSE_BOX_RULE = "NSW 6.10, NZ 11.1(b), ACT 6.9"
 BANKER_BOX_RULE = "NSW 9.16, NZ 6.5"
 PLAYERS_RULE = "NSW 9.9, NZ 6.5, ACT 7.4"
+SHARED_BANK_RULE = {Profile.NSW: "NSW 6.8", Profile.NZ: "NZ 5.5", Profile.ACT: "ACT 6.6"}
 CUT_SOURCES = {
     "banker": CutSource.PLAYER_BANKER,
     "supervisor": CutSource.SUPERVISOR,
@@ -50,6 +51,19 @@ CUT_SOURCES = {
 
 class Refused(InputError):
     """An event refused in a way the dealer or a technician must see: an alarm, not a log line."""
+
+
+def bankers(state: PaiGowState) -> set[str]:
+    """The player/banker and the players sharing the bank (NSW 6.8, NZ 5.5, ACT 6.6)."""
+    banker = state.banker or {}
+    names = set(banker.get("shared_with") or [])
+    return names | ({banker["player"]} if banker.get("player") else set())
+
+
+def banker_json(player: str | None, funds: int | None, shared_with: list[str]) -> JSON:
+    # `shared_with` only when the bank is shared: a snapshot of ordinary play keeps its bytes.
+    return {"player": player, "funds": funds, **({"shared_with": shared_with} if shared_with
+                                                  else {})}
 
 
 def log(text: str, **extra: Any) -> Effect:
@@ -88,7 +102,8 @@ class PaiGowCore:
         bj = bank_json(bank)
         banker = None
         if bank.holder is not BankHolder.HOUSE and state.banker is not None:
-            banker = {"player": state.banker.get("player"), "funds": None}  # a wager per round
+            banker = banker_json(state.banker.get("player"), None,  # a wager per round
+                                 state.banker.get("shared_with") or [])
         state = replace(
             state, phase=Phase.BETTING, number=number, bank=bj, bank_at_open=bj, banker=banker,
             banker_at_open=banker,

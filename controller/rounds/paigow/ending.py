@@ -22,6 +22,7 @@ from controller.rounds.paigow.core import (
     Refused,
     Result,
     alarm,
+    banker_json,
     log,
 )
 from controller.rounds.paigow.result import round_result, to_wager
@@ -148,8 +149,9 @@ class RoundEnd(PaiGowCore):
             "rules": self.profile.value,
             "opened_at": state.opened_at,
             "closed_at": now.utc,
-            "banker": {**state.bank, "player": (state.banker or {}).get("player"),
-                       "funds": (state.banker or {}).get("funds")},
+            "banker": {**state.bank, **banker_json((state.banker or {}).get("player"),
+                                                  (state.banker or {}).get("funds"),
+                                                  (state.banker or {}).get("shared_with") or [])},
             "off_boxes": list(state.off_boxes),
             "wagers": [dict(w) for w in state.wagers],
             "dice": state.dice,

@@ -19,7 +19,15 @@ from controller.events import Kind
 from controller.games.paigow.bank import accepts_wager
 from controller.rounds.base import Effect, Event, Guarded, Now, Route, route
 from controller.rounds.paigow.bank import BankSteps
-from controller.rounds.paigow.core import LOCK_RULE, SHAKE, Refused, Result, alarm, log
+from controller.rounds.paigow.core import (
+    LOCK_RULE,
+    SHAKE,
+    Refused,
+    Result,
+    alarm,
+    banker_json,
+    log,
+)
 from controller.rounds.paigow.cut import CutSteps
 from controller.rounds.paigow.dice import DiceSteps
 from controller.rounds.paigow.ending import RoundEnd
@@ -151,8 +159,9 @@ class PaiGowMachine(
                 "maximum": self.config.money.maximum,
                 "chip_unit": self.config.money.chip_unit,
             },
-            "banker": {**state.bank, "player": (state.banker or {}).get("player"),
-                       "funds": (state.banker or {}).get("funds")},
+            "banker": {**state.bank, **banker_json((state.banker or {}).get("player"),
+                                                  (state.banker or {}).get("funds"),
+                                                  (state.banker or {}).get("shared_with") or [])},
             "bank_offer": self._offer(state) if state.phase == Phase.BETTING else [],
             "off_boxes": list(state.off_boxes),
             "open_boxes": [b for b in range(1, self.config.boxes + 1)

@@ -18,6 +18,7 @@ from controller.rounds.paigow.core import (
     PLAYERS_RULE,
     PaiGowCore,
     Result,
+    bankers,
     log,
 )
 from controller.rounds.paigow.result import to_wager
@@ -46,8 +47,7 @@ class WagerSteps(PaiGowCore):
         box, player = row["box"], row["player"]
         if box in state.off_boxes:
             return f"box {box} is OFF ({OFF_RULE})"
-        banker = (state.banker or {}).get("player")
-        if bank.holder is not BankHolder.HOUSE and player == banker:
+        if bank.holder is not BankHolder.HOUSE and player in bankers(state):
             return f"{player} holds the bank: the bank's wager is its own (NSW 9.15, NZ 11.2(b))"
         if not accepts_wager(bank, box):
             rule = HOUSE_BOX_RULE if bank.holder is BankHolder.HOUSE else BANKER_BOX_RULE
