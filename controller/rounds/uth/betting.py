@@ -103,8 +103,6 @@ def deal(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     return state, [fx.log(f"no more bets: dealing {count} cards"), fx.dispense(count, state.deck)]
 
 
-
-
 DEAL_METHODS = ("shuffler", "shoe", "hand")
 
 
