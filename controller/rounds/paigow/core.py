@@ -77,7 +77,6 @@ def alarm(text: str, severity: str = "warning") -> Effect:
 SHAKE = Effect("device", {"device": "shaker", "command": "shake", "args": {}})
 
 
-
 class PaiGowCore:
     """One table's Pai Gow configuration; every state is passed in. The steps mix into it."""
 

@@ -228,7 +228,6 @@ def _has(hand: TwoTileHand, cls: frozenset[Tile]) -> bool:
     return hand.first in cls or hand.second in cls
 
 
-
 def _best(cands: Sequence[Setting]) -> Setting:
     """Deterministic last resort between settings equal for every rule: strongest, then by
     notation (only reached by equivalent settings, e.g. which tile of a split mixed pair
