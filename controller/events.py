@@ -77,6 +77,7 @@ class Kind(StrEnum):
     SHAKER_FAULT = "shaker.fault"
     METER_FAULT = "meter.fault"
     METER_READY = "meter.ready"
+    METER_COMMAND_FAILED = "meter.command_failed"
     SHUFFLER_READY = "shuffler.ready"
     SHUFFLER_JAM = "shuffler.jam"
     SHUFFLER_FAULT = "shuffler.fault"
@@ -102,13 +103,18 @@ class Kind(StrEnum):
     DEALER_SHAKE = "dealer.shake"
     DEALER_DELIVERED = "dealer.delivered"
     DEALER_RESULT = "dealer.result"
+    DEALER_HAND_VOID = "dealer.hand_void"
+    DEALER_HANDS_MIXED = "dealer.hands_mixed"
     # Both games.
     DEALER_WAGER = "dealer.wager"
     DEALER_VOID = "dealer.void"
     # UTH.
     DEALER_WITHDRAW = "dealer.withdraw"
     DEALER_DEAL = "dealer.deal"
+    DEALER_DEAL_METHOD = "dealer.deal_method"
+    DEALER_CARD = "dealer.card"
     DEALER_DECK_CHECK = "dealer.deck_check"
+    DEALER_DECK_CONFIRMED = "dealer.deck_confirmed"
     DEALER_DEALT = "dealer.dealt"
     DEALER_MISDEAL = "dealer.misdeal"
     DEALER_DECISION = "dealer.decision"
@@ -116,6 +122,7 @@ class Kind(StrEnum):
     DEALER_TURN_RIVER = "dealer.turn_river"
     DEALER_DEALER_HAND = "dealer.dealer_hand"
     DEALER_JACKPOT_VERIFY = "dealer.jackpot_verify"
+    DEALER_JACKPOT_OTHER = "dealer.jackpot_other"
     DEALER_JACKPOT_OFF = "dealer.jackpot_off"
     DEALER_JACKPOT_ON = "dealer.jackpot_on"
 
@@ -160,6 +167,8 @@ _SPECS = (
          "the shaker failed (cover open, motor, no answer, \"disconnected: ...\")"),
     _dev(Kind.METER_FAULT, "meter", "{reason}", "the meter / table display is gone"),
     _dev(Kind.METER_READY, "meter", "{}", "the meter is back"),
+    KindSpec(Kind.METER_COMMAND_FAILED, Source.SERVICE, "daemon (a meter command raised)",
+             "{command, reason}", "a command to the meter failed (UTH 11.11: jackpot offline)"),
     _dev(Kind.SHUFFLER_READY, "shuffler", "{deck}", "UTH: a deck is shuffled and ready"),
     _dev(Kind.SHUFFLER_JAM, "shuffler", "{reason}", "UTH: the shuffler jammed"),
     _dev(Kind.SHUFFLER_FAULT, "shuffler", "{reason}", "UTH: the shuffler malfunctioned"),
@@ -181,7 +190,8 @@ _SPECS = (
     _dealer(Kind.DEALER_OFF_CLEAR, "{box?}", "Pai Gow: OFF boxes back in play"),
     _dealer(Kind.DEALER_OFF_DRAW, "{}", "Pai Gow: draw a box to remove (NSW 15.9.3, NZ 12.10)"),
     _dealer(Kind.DEALER_OFF_CANCEL, "{}", "Pai Gow: cancel the OFF-box draw"),
-    _dealer(Kind.DEALER_BANK, "{box, holder, player?, funds?, played_boxes?, controls?}",
+    _dealer(Kind.DEALER_BANK,
+            "{box, holder, player?, funds?, played_boxes?, controls?, shared_with?}",
             "Pai Gow: a player takes (or co-banks) the bank"),
     _dealer(Kind.DEALER_HOUSE_BANK, "{}", "Pai Gow: the house takes the bank"),
     _dealer(Kind.DEALER_WAGER,
@@ -190,22 +200,38 @@ _SPECS = (
     _dealer(Kind.DEALER_WAGER_REMOVE, "{box, player}", "Pai Gow: a wager withdrawn"),
     _dealer(Kind.DEALER_CUT, "{cut, options?, by}", "Pai Gow: the banker's or supervisor's cut"),
     _dealer(Kind.DEALER_STEAL, "{value}", "Pai Gow: the steal on the marker button"),
-    _dealer(Kind.DEALER_NO_MORE_BETS, "{}", "Pai Gow: no more bets"),
+    _dealer(Kind.DEALER_NO_MORE_BETS, "{make_up?}",
+            "Pai Gow: no more bets (make_up: what the banker added, NSW 13.2.2)"),
     _dealer(Kind.DEALER_SHAKE, "{}", "Pai Gow: shake again"),
     _dealer(Kind.DEALER_DELIVERED, "{}", "Pai Gow: the tiles are delivered"),
     _dealer(Kind.DEALER_RESULT, "{bank_hand, hands}", "Pai Gow: the round's result"),
-    _dealer(Kind.DEALER_VOID, "{reason?, kind? (Pai Gow), rule? (UTH)}", "the round is void"),
+    _dealer(Kind.DEALER_HAND_VOID, "{box, exposed}",
+            "Pai Gow: a player calls their hand void after the dealer exposed 2+ tiles"),
+    _dealer(Kind.DEALER_HANDS_MIXED, "{boxes}",
+            "Pai Gow NZ: hands mixed beyond reconstruction are void (12.15)"),
+    _dealer(Kind.DEALER_VOID,
+            "{reason?, rule? (UTH); Pai Gow: kind?, handled?, reconstructed?}",
+            "the round is void (Pai Gow NSW: not after 15.11 / 15.13)"),
     _dealer(Kind.DEALER_WITHDRAW, "{box}", "UTH: a box's wagers withdrawn"),
     _dealer(Kind.DEALER_DEAL, "{}", "UTH: no more bets, deal"),
+    _dealer(Kind.DEALER_DEAL_METHOD, "{method: shuffler, shoe or hand}",
+            "UTH: the supervisor switches the deal method (12.2.3)"),
+    _dealer(Kind.DEALER_CARD, "{card}", "UTH: a card dealt from a shoe or by hand (12.2.3)"),
     _dealer(Kind.DEALER_DECK_CHECK, "{deck?}", "UTH: ask the shuffler to read a deck"),
+    _dealer(Kind.DEALER_DECK_CONFIRMED, "{deck?}",
+            "UTH: the dealer checked a flagged deck by hand and found it complete (11.7.3)"),
     _dealer(Kind.DEALER_DEALT, "{}", "UTH: the deal is complete"),
-    _dealer(Kind.DEALER_MISDEAL, "{reason}", "UTH: a misdeal (11)"),
+    _dealer(Kind.DEALER_MISDEAL, "{reason, box?, handled?}",
+            "UTH: a misdeal or card exposure, by cause (11.1-11.6)"),
     _dealer(Kind.DEALER_DECISION, "{box, action}", "UTH: a box's play, check or fold"),
     _dealer(Kind.DEALER_FLOP, "{}", "UTH: the flop is revealed"),
     _dealer(Kind.DEALER_TURN_RIVER, "{}", "UTH: the turn and river are revealed"),
-    _dealer(Kind.DEALER_DEALER_HAND, "{}", "UTH: the dealer's hand is revealed: settle"),
+    _dealer(Kind.DEALER_DEALER_HAND, "{conceded?: [boxes]}",
+            "UTH: the dealer's hand is revealed: concessions (10.5), settle"),
     _dealer(Kind.DEALER_JACKPOT_VERIFY, "{round, boxes?, operator}",
             "UTH: an attendant verified a pending jackpot hit"),
+    _dealer(Kind.DEALER_JACKPOT_OTHER, "{box, player}",
+            "UTH: a jackpot wager on another player's box, supervisor allowed (15.2.1.1)"),
     _dealer(Kind.DEALER_JACKPOT_OFF, "{}", "UTH: the supervisor takes the jackpot out (11.11)"),
     _dealer(Kind.DEALER_JACKPOT_ON, "{}", "UTH: the jackpot back in"),
 )

@@ -21,7 +21,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from controller.events import EFFECT_KINDS, JOURNALED_EFFECTS, JSON, Effect, Event, Now
+from controller.events import (
+    DEALER_PREFIX,
+    EFFECT_KINDS,
+    JOURNALED_EFFECTS,
+    JSON,
+    Effect,
+    Event,
+    Now,
+)
 
 __all__ = [
     "EFFECT_KINDS", "JOURNALED_EFFECTS", "JSON", "Effect", "Event", "Guarded", "Now",
@@ -29,7 +37,6 @@ __all__ = [
 ]
 
 S = TypeVar("S")
-Result = tuple[Any, list[Effect]]
 
 
 class RoundMachine(Protocol, Generic[S]):
@@ -94,6 +101,11 @@ class Guarded(Generic[S]):
         if self.phase_of(state) not in route.phases:
             raise self.refusal(state, event.kind)
         return route.handler(state, event.data, now)
+
+    def dealer_actions(self) -> frozenset[str]:
+        """The keypad actions this game has (`dealer.<action>` routed): what the control socket
+        and the keypad configuration may offer; anything else is refused before the journal."""
+        return frozenset(k[len(DEALER_PREFIX):] for k in self.routes if k.startswith(DEALER_PREFIX))
 
     def accepted(self) -> dict[str, list[str]]:
         """Phase -> the event kinds accepted in it, in routing order."""

@@ -8,11 +8,9 @@ refusal with the state unchanged. A field given as JSON null counts as absent. W
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from controller.errors import InputError
-
-T = TypeVar("T")
 
 
 class _Missing:

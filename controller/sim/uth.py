@@ -68,7 +68,8 @@ class UthSim:
         chips = {b["box"] for b in status["boxes"] if b["sensor"]}
         for box in sorted(players):
             ante = self.rng.choice(ANTES)
-            trips = ante // 2 if self.rng.random() < self.trips_rate else 0
+            # Half the Ante in whole dollars: wagers above the minimum go in the chip unit (6.1).
+            trips = ante // 200 * 100 if self.rng.random() < self.trips_rate else 0
             events.append(Event(Kind.DEALER_WAGER, {"box": box, "ante": ante, "trips": trips}))
             wants_jackpot = online and self.rng.random() < self.jackpot_rate
             if wants_jackpot and box not in chips:

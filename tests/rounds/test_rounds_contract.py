@@ -134,3 +134,12 @@ def test_the_guard_refuses_every_event_outside_its_phases_before_its_handler() -
                 assert texts and not any("box" in t for t in texts), (m.game, kind, phase, texts)
                 refused += 1
     assert refused > 100
+
+
+def test_each_game_lists_its_keypad_actions_for_the_control_socket() -> None:
+    paigow = PaiGowMachine(PaiGowConfig(Profile.NSW)).dealer_actions()
+    uth = UthMachine().dealer_actions()
+    assert {"no_more_bets", "result", "hand_void", "void", "wager"} <= paigow
+    assert {"deal", "misdeal", "decision", "void", "wager", "deal_method"} <= uth
+    # Actions wired in example keypads that no machine handles (issue 13) are not offered.
+    assert not {"new_round", "confirm", "cancel_jackpot"} & (paigow | uth)

@@ -278,7 +278,9 @@ def test_misdeal_before_any_play_wager_but_not_after() -> None:
     assert t2.state == before and "flop" in texts(out)
 
 
-def test_extra_card_after_the_deal_is_a_misdeal_until_a_play_wager() -> None:
+def test_extra_card_after_the_deal_is_a_misdeal_even_after_a_play_wager() -> None:
+    # Issue 13: a card too many is a wrong count (11.1, 11.3); the 11.4.2 exception ("a Play
+    # wager has been made: play continues") covers only the dealer's revealed hole cards.
     t = Table()
     t.deal_round({1: (500, 0)})
     out = t.step("card.dispensed", card=t.order[9], index=9)
@@ -287,8 +289,9 @@ def test_extra_card_after_the_deal_is_a_misdeal_until_a_play_wager() -> None:
     t.deal_round({1: (500, 0)})
     t.step("dealer.decision", box=1, action="play4")
     out = t.step("card.dispensed", card=t.order[9], index=9)
-    assert not of(out, "round") and "play continues" in of(out, "alarm")[0]["text"]
-    assert t.state.phase == "preflop" and len(t.state.cards) == 9
+    (rnd,) = of(out, "round")
+    assert rnd["status"] == "voided" and rnd["summary"]["rule"] == "11.1"
+    assert rnd["summary"]["returned"][0]["play"] == 2000  # the Play wager goes back too (11.3)
 
 
 def test_void_returns_play_wagers_too() -> None:
@@ -566,7 +569,7 @@ BY_PHASE = {
     ],
     "flop": [
         ("dealer.flop", {}),
-        ("dealer.misdeal", {}),
+        ("dealer.misdeal", {"reason": "cards_revealed"}),  # 11.2: only during the deal
         ("dealer.decision", {"box": 1, "action": "play3"}),
     ],
     "river": [

@@ -91,6 +91,8 @@ class Table:
             args = e.data["args"]
             if e.data["command"] == "shuffle":
                 self._shuffle(args["deck"])
+            elif e.data["command"] == "deck_check":  # a seeded deck is always complete
+                self.queue.append(Event("deck.check", {"deck": args["deck"], "ok": True}))
             elif e.data["command"] == "dispense":
                 for _ in range(args["count"]):
                     index = self.dispensed

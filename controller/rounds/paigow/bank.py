@@ -16,6 +16,7 @@ from controller.games.paigow.bank import (
     house_banks,
     take_bank,
 )
+from controller.games.paigow.profiles import Profile
 from controller.rounds import fields
 from controller.rounds.base import Now
 from controller.rounds.paigow.core import (
@@ -24,18 +25,16 @@ from controller.rounds.paigow.core import (
     HOUSE_BANKS_RULE,
     HOUSE_BOX_RULE,
     OFF_RULE,
+    SHARED_BANK_RULE,
     PaiGowCore,
     Refused,
     Result,
     alarm,
+    banker_json,
+    bankers,
     log,
 )
-from controller.rounds.paigow.state import (
-    PaiGowState,
-    Phase,
-    bank_json,
-    bank_state,
-)
+from controller.rounds.paigow.state import PaiGowState, Phase, bank_json, bank_state
 
 
 class BankSteps(PaiGowCore):
@@ -87,28 +86,51 @@ class BankSteps(PaiGowCore):
         if funds is not None and funds < 0:
             raise InputError(f"funds {funds} are negative")
         player = fields.text(data, "player", None) or state.last_round["controllers"].get(str(box))
+        shared = self._shared_with(data, player)
         current = self._bank(state)
         opening = bank_state(self.config, state.bank_at_open)
         mid_bank = current == opening and not bank_open(opening)
         if mid_bank and current.holder is holder and current.box == box:
             # The holder declares this round's wager (NZ 11.2(b)); a finished bank asking for
             # another goes to take_bank, which applies the round limit (NSW 6.7).
-            banker = {"player": player, "funds": funds}
+            banker = banker_json(player, funds, shared)
             return replace(state, banker=banker), [log(f"box {box} bank wager: {funds} c")]
-        others = sum(w["amount"] for w in state.wagers if w["player"] != player)
+        holders = {player, *shared}
+        others = sum(w["amount"] for w in state.wagers if w["player"] not in holders)
         candidate = self._candidate(state, box, player, data, funds, others)
         try:
             bank = take_bank(opening, candidate, holder, other_wagers=others)
         except InputError as e:  # every refusal, each with its rule (bank.py)
             raise Refused(str(e)) from None
-        state = replace(state, bank=bank_json(bank), banker={"player": player, "funds": funds})
+        state = replace(state, bank=bank_json(bank), banker=banker_json(player, funds, shared))
         state, effects = self._returned(
             state,
             lambda w: w["box"] != box and (player is None or w["player"] != player),
             f"box {box} holds the bank ({BANKER_BOX_RULE})",
         )
+        if shared:  # a player sharing the bank wagers on no other hand (ACT 6.6)
+            state, sharers = self._returned(
+                state, lambda w: w["player"] not in shared,
+                f"shares the bank ({SHARED_BANK_RULE[self.profile]})",
+            )
+            effects += sharers
         who = player or f"the player on box {box}"
         return state, [log(f"{who} takes the bank on box {box} as {holder.value}"), *effects]
+
+    def _shared_with(self, data: Mapping[str, Any], player: str | None) -> list[str]:
+        """shared_with: the players sharing the bank with `player`, at the house's discretion
+        (NSW 6.8, NZ 5.5; ACT 6.6 names one of them to handle the tiles: `player`)."""
+        raw = data.get("shared_with")
+        if raw is None:
+            return []
+        if (not isinstance(raw, list) or not all(isinstance(n, str) and n.strip() for n in raw)
+                or len(raw) > 7):
+            raise InputError(f"shared_with must be a list of player names, got {raw!r}")
+        names = sorted({n.strip() for n in raw})
+        if player is None or player in names:
+            raise InputError("shared_with: the players besides the named player who handles the"
+                             f" tiles ({SHARED_BANK_RULE[self.profile]})")
+        return names
 
     def _candidate(
         self, state: PaiGowState, box: int, player: str | None, data: Mapping[str, Any],
@@ -134,9 +156,10 @@ class BankSteps(PaiGowCore):
         # Undeclared funds: the dealer ascertains them (NSW 9.15); checked when declared.
         return Candidate(box, frozenset(played), controls, others if funds is None else funds)
 
-    def _settle_bank(self, state: PaiGowState) -> Result:
+    def _settle_bank(self, state: PaiGowState, make_up: int = 0) -> Result:
         """Who finally banks: the house when a finished bank found no taker or a player/banker's
-        declared funds do not cover the wagers."""
+        declared funds do not cover the wagers. NSW 13.2.2: the player/banker is asked to make
+        up the difference first; `make_up` is what they added (0: refused or could not)."""
         bank = self._bank(state)
         if bank.holder is BankHolder.HOUSE:
             return state, []
@@ -146,7 +169,15 @@ class BankSteps(PaiGowCore):
             return self._house_takes(state, why)
         banker = state.banker or {}
         funds = banker.get("funds")
-        others = sum(w["amount"] for w in state.wagers if w["player"] != banker.get("player"))
+        others = sum(w["amount"] for w in state.wagers if w["player"] not in bankers(state))
+        if make_up and funds is not None and not covers(funds, others, bank.holder):
+            if self.profile is not Profile.NSW:
+                raise InputError(f"a make-up of the bank's wager is NSW 13.2.2, not {self.profile}")
+            funds += make_up
+            state = replace(state, banker={**banker, "funds": funds})
+            if covers(funds, others, bank.holder):
+                return state, [log(f"box {bank.box}: the player/banker made up {make_up} c,"
+                                   f" {funds} c cover {others} c (NSW 13.2.2)")]
         if funds is not None and not covers(funds, others, bank.holder):
             state, effects = self._house_takes(state, f"banker's {funds} c do not cover {others} c")
             return state, [alarm(f"box {bank.box} cannot cover the wagers: the house banks"

@@ -3,20 +3,13 @@ display, opening a round, returning wagers; the rule citations per profile and t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.bank import (
-    BankHolder,
-    BankState,
-    bank_open,
-    offer_order,
-)
-from controller.games.paigow.cuts import (
-    CutSource,
-)
+from controller.games.paigow.bank import BankHolder, BankState, bank_open, offer_order
+from controller.games.paigow.cuts import CutSource
 from controller.games.paigow.profiles import Profile
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.state import (
@@ -29,10 +22,15 @@ from controller.rounds.paigow.state import (
 )
 
 Result = tuple[PaiGowState, list[Effect]]
-Handler = Callable[[PaiGowState, Mapping[str, Any], Now], Result]
 
 VOID_RULE = {Profile.NSW: "NSW 15.12", Profile.NZ: "NZ 12.13", Profile.ACT: "ACT 13.9"}
 TILE_VOID_RULE = {Profile.NSW: "NSW 15.17.2"}  # missing or foreign tile; NZ and ACT say nothing
+# The dealer exposed two or more tiles of a hand: its player may call it void before viewing the
+# rest; the player/banker's doing so voids the round (ACT has no player/banker version).
+HAND_VOID_RULE = {Profile.NSW: "NSW 15.3.1", Profile.NZ: "NZ 12.3(a)", Profile.ACT: "ACT 13.7"}
+BANKER_VOID_RULE = {Profile.NSW: "NSW 15.3.2", Profile.NZ: "NZ 12.3(b)"}
+# Tiles exposed in the house's hand: the hand is played.
+HOUSE_EXPOSED_RULE = {Profile.NSW: "NSW 15.5", Profile.NZ: "NZ 12.5", Profile.ACT: "ACT 13.4"}
 RESHAKE_RULE = {Profile.NSW: "NSW 8.3", Profile.NZ: "NZ 9.8", Profile.ACT: "ACT 13.1"}
 HOUSE_BANKS_RULE = {Profile.NSW: "NSW 6.9", Profile.NZ: "NZ 5.6", Profile.ACT: "ACT 6.8"}
 COVER_RULE = {Profile.NSW: "NSW 13.2.2", Profile.NZ: "NZ 11.2(b)", Profile.ACT: "ACT 6.4"}
@@ -43,6 +41,7 @@ OFF_RULE = "NSW 15.9.3-15.9.4, NZ 12.10"
 HOUSE_BOX_RULE = "NSW 6.10, NZ 11.1(b), ACT 6.9"
 BANKER_BOX_RULE = "NSW 9.16, NZ 6.5"
 PLAYERS_RULE = "NSW 9.9, NZ 6.5, ACT 7.4"
+SHARED_BANK_RULE = {Profile.NSW: "NSW 6.8", Profile.NZ: "NZ 5.5", Profile.ACT: "ACT 6.6"}
 CUT_SOURCES = {
     "banker": CutSource.PLAYER_BANKER,
     "supervisor": CutSource.SUPERVISOR,
@@ -54,6 +53,19 @@ class Refused(InputError):
     """An event refused in a way the dealer or a technician must see: an alarm, not a log line."""
 
 
+def bankers(state: PaiGowState) -> set[str]:
+    """The player/banker and the players sharing the bank (NSW 6.8, NZ 5.5, ACT 6.6)."""
+    banker = state.banker or {}
+    names = set(banker.get("shared_with") or [])
+    return names | ({banker["player"]} if banker.get("player") else set())
+
+
+def banker_json(player: str | None, funds: int | None, shared_with: list[str]) -> JSON:
+    # `shared_with` only when the bank is shared: a snapshot of ordinary play keeps its bytes.
+    return {"player": player, "funds": funds, **({"shared_with": shared_with} if shared_with
+                                                  else {})}
+
+
 def log(text: str, **extra: Any) -> Effect:
     return Effect("log", {"text": text, **extra})
 
@@ -63,7 +75,6 @@ def alarm(text: str, severity: str = "warning") -> Effect:
 
 
 SHAKE = Effect("device", {"device": "shaker", "command": "shake", "args": {}})
-
 
 
 class PaiGowCore:
@@ -90,12 +101,14 @@ class PaiGowCore:
         bj = bank_json(bank)
         banker = None
         if bank.holder is not BankHolder.HOUSE and state.banker is not None:
-            banker = {"player": state.banker.get("player"), "funds": None}  # a wager per round
+            banker = banker_json(state.banker.get("player"), None,  # a wager per round
+                                 state.banker.get("shared_with") or [])
         state = replace(
             state, phase=Phase.BETTING, number=number, bank=bj, bank_at_open=bj, banker=banker,
             banker_at_open=banker,
             last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
             reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
+            void_hands=[],
         )
         state, effects = self._show(state, "betting", f"ROUND {number} PLACE YOUR BETS")
         if bank_open(bank):

@@ -7,10 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.bank import (
-    BankHolder,
-    BankState,
-)
+from controller.games.paigow.bank import BankHolder, BankState
 from controller.games.paigow.cuts import (
     Cut,
     CutDecision,
@@ -19,29 +16,13 @@ from controller.games.paigow.cuts import (
     cut_table,
     decide_cut,
 )
-from controller.games.paigow.dice import (
-    Shake,
-    check_steal,
-)
+from controller.games.paigow.dice import Shake, check_steal
 from controller.games.paigow.profiles import Profile
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
-from controller.rounds.paigow.core import (
-    CUT_SOURCES,
-    SHAKE,
-    PaiGowCore,
-    Refused,
-    Result,
-    log,
-)
-from controller.rounds.paigow.input import (
-    options_json,
-    parse_cut_data,
-)
-from controller.rounds.paigow.state import (
-    PaiGowState,
-    Phase,
-)
+from controller.rounds.paigow.core import CUT_SOURCES, SHAKE, PaiGowCore, Refused, Result, log
+from controller.rounds.paigow.input import options_json, parse_cut_data
+from controller.rounds.paigow.state import PaiGowState, Phase
 
 
 class CutSteps(PaiGowCore):

@@ -7,15 +7,10 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.cuts import (
-    cut_spec,
-)
-from controller.games.paigow.dice import (
-    Shake,
-    check_shake,
-    first_box_for_shake,
-)
+from controller.games.paigow.cuts import cut_spec
+from controller.games.paigow.dice import Shake, check_shake, first_box_for_shake
 from controller.games.paigow.profiles import Profile
+from controller.rounds import fields
 from controller.rounds.base import Now
 from controller.rounds.paigow.core import (
     FIRST_BOX_RULE,
@@ -27,20 +22,13 @@ from controller.rounds.paigow.core import (
     alarm,
     log,
 )
-from controller.rounds.paigow.input import (
-    options_json,
-    parse_shake,
-    shake_json,
-)
-from controller.rounds.paigow.state import (
-    PaiGowState,
-    Phase,
-)
+from controller.rounds.paigow.input import options_json, parse_shake, shake_json
+from controller.rounds.paigow.state import PaiGowState, Phase
 
 
 class DiceSteps(PaiGowCore):
     def _no_more_bets(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
-        state, effects = self._settle_bank(state)
+        state, effects = self._settle_bank(state, fields.cents(data, "make_up", 0))
         bank = self._bank(state)
         state, returned = self._returned(
             state,
@@ -79,7 +67,7 @@ class DiceSteps(PaiGowCore):
 
     def _meter_fault(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         """The table display is gone (unplugged): the dealer announces by voice meanwhile."""
-        reason = str(data.get("reason", "meter fault"))[:200]
+        reason = fields.reason(data, "meter fault")
         return state, [alarm(f"meter fault: {reason}; announce first box and cut by voice")]
 
     def _meter_ready(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:

@@ -19,7 +19,15 @@ from controller.events import Kind
 from controller.games.paigow.bank import accepts_wager
 from controller.rounds.base import Effect, Event, Guarded, Now, Route, route
 from controller.rounds.paigow.bank import BankSteps
-from controller.rounds.paigow.core import LOCK_RULE, SHAKE, Refused, Result, alarm, log
+from controller.rounds.paigow.core import (
+    LOCK_RULE,
+    SHAKE,
+    Refused,
+    Result,
+    alarm,
+    banker_json,
+    log,
+)
 from controller.rounds.paigow.cut import CutSteps
 from controller.rounds.paigow.dice import DiceSteps
 from controller.rounds.paigow.ending import RoundEnd
@@ -73,9 +81,12 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.SHAKER_FAULT: ("_shaker_fault", ANY),
     Kind.METER_FAULT: ("_meter_fault", ANY),
     Kind.METER_READY: ("_meter_ready", ANY),
+    Kind.METER_COMMAND_FAILED: ("_meter_fault", ANY),
     Kind.DEALER_DELIVERED: ("_delivered", (Phase.ANNOUNCED,)),
     Kind.DEALER_RESULT: ("_result", (Phase.SETTING,)),
     Kind.DEALER_VOID: ("_void", IN_ROUND),
+    Kind.DEALER_HAND_VOID: ("_hand_void", (Phase.ANNOUNCED, Phase.SETTING)),
+    Kind.DEALER_HANDS_MIXED: ("_hands_mixed", (Phase.SETTING,)),
 }
 
 
@@ -113,6 +124,9 @@ class PaiGowMachine(
             return state, [Effect("alarm", {**refused.data, "refused": True})]
         except InputError as e:
             return state, [log(f"{event.kind} refused: {e}", event=event.kind, refused=True)]
+        except Exception as e:  # a bug: journaled with an alarm, the round kept as it was
+            text = f"{event.kind}: internal error {type(e).__name__}: {e}"
+            return state, [Effect("alarm", {"severity": "technician", "text": text})]
 
     def phase_of(self, state: PaiGowState) -> str:
         return state.phase
@@ -145,8 +159,9 @@ class PaiGowMachine(
                 "maximum": self.config.money.maximum,
                 "chip_unit": self.config.money.chip_unit,
             },
-            "banker": {**state.bank, "player": (state.banker or {}).get("player"),
-                       "funds": (state.banker or {}).get("funds")},
+            "banker": {**state.bank, **banker_json((state.banker or {}).get("player"),
+                                                  (state.banker or {}).get("funds"),
+                                                  (state.banker or {}).get("shared_with") or [])},
             "bank_offer": self._offer(state) if state.phase == Phase.BETTING else [],
             "off_boxes": list(state.off_boxes),
             "open_boxes": [b for b in range(1, self.config.boxes + 1)

@@ -134,17 +134,24 @@ class PaiGowState:
     cut: JSON | None = None
     off_rolls: list[int] = field(default_factory=list)
     fault: str | None = None
+    void_hands: list[JSON] = field(default_factory=list)  # hands voided by their player (15.3.1)
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(PaiGowState))
+# Fields added after journals were written (issue 13), with the value an older snapshot means;
+# at that value they stay out of a snapshot, so snapshots of ordinary play keep their bytes.
+_ADDED: JSON = {"void_hands": []}
 
 
 def state_to_json(state: PaiGowState) -> JSON:
-    return dataclasses.asdict(state)  # deep copy: the caller may keep or mutate it
+    data = dataclasses.asdict(state)  # deep copy: the caller may keep or mutate it
+    return {k: v for k, v in data.items() if k not in _ADDED or v != _ADDED[k]}
 
 
 def state_from_json(data: JSON) -> PaiGowState:
     """Rebuild a state from its snapshot; InputError for a snapshot this version did not write."""
+    if isinstance(data, dict):
+        data = {**copy.deepcopy(_ADDED), **data}
     if not isinstance(data, dict) or set(data) != set(FIELDS):
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise InputError(f"not a Pai Gow round state snapshot: {keys}")

@@ -7,32 +7,13 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.bank import (
-    start,
-)
-from controller.games.paigow.dice import (
-    MAX_TOTAL,
-    MIN_TOTAL,
-    Shake,
-    off_box,
-)
+from controller.games.paigow.bank import start
+from controller.games.paigow.dice import MAX_TOTAL, MIN_TOTAL, Shake, off_box
 from controller.games.paigow.profiles import Profile
 from controller.rounds import fields
 from controller.rounds.base import Now
-from controller.rounds.paigow.core import (
-    OFF_RULE,
-    SHAKE,
-    PaiGowCore,
-    Refused,
-    Result,
-    alarm,
-    log,
-)
-from controller.rounds.paigow.state import (
-    IN_ROUND,
-    PaiGowState,
-    Phase,
-)
+from controller.rounds.paigow.core import OFF_RULE, SHAKE, PaiGowCore, Refused, Result, alarm, log
+from controller.rounds.paigow.state import IN_ROUND, PaiGowState, Phase
 
 
 class TableSteps(PaiGowCore):

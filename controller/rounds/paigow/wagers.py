@@ -7,17 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.bank import (
-    BankHolder,
-    BankState,
-    accepts_wager,
-)
-from controller.games.paigow.wagers import (
-    MAX_PLAYERS_PER_BOX,
-    accept,
-    cover_breach,
-    layout_breach,
-)
+from controller.games.paigow.bank import BankHolder, BankState, accepts_wager
+from controller.games.paigow.wagers import MAX_PLAYERS_PER_BOX, accept, cover_breach, layout_breach
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import (
@@ -27,13 +18,11 @@ from controller.rounds.paigow.core import (
     PLAYERS_RULE,
     PaiGowCore,
     Result,
+    bankers,
     log,
 )
 from controller.rounds.paigow.result import to_wager
-from controller.rounds.paigow.state import (
-    JSON,
-    PaiGowState,
-)
+from controller.rounds.paigow.state import JSON, PaiGowState
 
 
 class WagerSteps(PaiGowCore):
@@ -58,8 +47,7 @@ class WagerSteps(PaiGowCore):
         box, player = row["box"], row["player"]
         if box in state.off_boxes:
             return f"box {box} is OFF ({OFF_RULE})"
-        banker = (state.banker or {}).get("player")
-        if bank.holder is not BankHolder.HOUSE and player == banker:
+        if bank.holder is not BankHolder.HOUSE and player in bankers(state):
             return f"{player} holds the bank: the bank's wager is its own (NSW 9.15, NZ 11.2(b))"
         if not accepts_wager(bank, box):
             rule = HOUSE_BOX_RULE if bank.holder is BankHolder.HOUSE else BANKER_BOX_RULE

@@ -43,7 +43,9 @@ def live(config: UthConfig, state: UthState, now: Now) -> bool:
     """Whether new jackpot wagers are accepted at `now`. With the link: a valid ho.pool within
     the timeout. A monotonic clock that went backwards means a reboot: stale until a fresh one."""
     jp = state.jackpot
-    if jp["disabled"]:
+    if jp["disabled"] or "meter_failed" in jp:  # 11.11: supervisor's switch, failed meter
+        return False
+    if "wager_mismatch" in jp:  # 15.2.5.2: not the pool's qualifying wager
         return False
     if not config.linked:
         return True
@@ -167,9 +169,17 @@ def _wagers_payload(config: UthConfig, state: UthState, boxes: Sequence[int]) ->
 
 
 def show_pool(config: UthConfig, state: UthState) -> Result:
-    shown = pool_display(config, meter(config, state), online=state.jackpot["online"])
+    """The meter shows the pool as soon as its value is known; it may never show more than the
+    pool (2.3, 2.4.3, 15.1.3, issue 13), so a lower value goes out marked `after_award`: the
+    meter lowers its figure only for a value so marked (devices/meter.py)."""
+    amount = meter(config, state)
+    shown = pool_display(config, amount, online=state.jackpot["online"])
     if shown == state.display:
         return state, []
+    before = state.display
+    lower = isinstance(before.get("amount"), int) and amount < before["amount"]
+    if before.get("mode") == "pool" and lower:
+        shown = {**shown, "after_award": True}
     return replace(state, display=shown), [fx.display(shown)]
 
 
@@ -346,7 +356,12 @@ def _payout(config: UthConfig, data: Any) -> JSON:
 
 
 def on_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    """ho.pool {pool, amount, version}: a valid, not older value refreshes the link (11.11)."""
+    """ho.pool {pool, amount, version, awards?, wager?}: a valid, not older value refreshes the
+    link (11.11) and the meter at once, lower values included (another table's hit). `awards`:
+    head office's count of hits paid from the pool; a lower amount with no new award is shown
+    (the meter never shows more than the pool) and alarmed. `wager`: the pool's qualifying
+    wager; linked tables use the same one (15.2.5.2): a table whose wager differs takes no
+    jackpot wagers."""
     if not config.linked:
         raise InputError("ho.pool ignored: standalone jackpot")
     pool = fields.text(data, "pool")
@@ -356,11 +371,28 @@ def on_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     version = fields.integer(data, "version")
     if version < state.jackpot["version"]:
         raise InputError(f"ho.pool version {version} older than {state.jackpot['version']}")
+    awards = fields.integer(data, "awards", None)
+    wager = fields.cents(data, "wager", None)
+    effects: list[Effect] = []
     jp = {**state.jackpot, "amount": amount, "version": version, "last_pool_ms": now.mono_ms}
+    if awards is not None:
+        if amount < state.jackpot["amount"] and awards <= state.jackpot.get("awards", -1):
+            effects.append(fx.alarm("technician", f"pool {config.pool_id} went down to {amount}"
+                                    " with no award: the meter shows it (2.4.3)", "15.1.3"))
+        jp["awards"] = awards
+    if wager is not None and wager != config.jackpot_wager:
+        if jp.get("wager_mismatch") != wager:
+            effects.append(fx.alarm("technician", f"pool {config.pool_id} qualifies with"
+                                    f" {wager} c, this table with {config.jackpot_wager} c:"
+                                    " no jackpot wagers until they agree", "15.2.5.2"))
+        jp["wager_mismatch"] = wager
+    else:
+        jp.pop("wager_mismatch", None)
     state = replace(state, jackpot=jp)
     if not state.jackpot["online"]:
-        return state, []  # refresh() shows the pool and relamps
-    return show_pool(config, state)
+        return state, effects  # refresh() shows the pool and relamps
+    state, shown = show_pool(config, state)
+    return state, effects + shown
 
 
 def on_switch(config: UthConfig, state: UthState, enabled: bool) -> Result:

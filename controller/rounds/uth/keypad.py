@@ -10,29 +10,80 @@ from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import play as rnd
-from controller.rounds.uth.state import (
-    DEALING,
-    UthConfig,
-    UthState,
-)
+from controller.rounds.uth.state import DEALING, UthConfig, UthState, replace
 
 Result = tuple[UthState, list[Effect]]
 
 
 # -- dealer keypad during the round --------------------------------------------------------------
+# A misdeal's cause -> its clause (docs/rounds-uth.md, "Irregularities").
+MISDEAL_CAUSES = {
+    "wrong_count": "11.1",  # wrong number of cards to a player, the dealer or the board
+    "cards_revealed": "11.2",  # a card revealed during the deal
+    "dealer_revealed": "11.4",  # the dealer's hole card(s) revealed during the round
+    "community_revealed": "11.5",  # a community card revealed early: players keep their options
+    "no_wager_hand": "11.6",  # a hand dealt to a box without Ante and Blind
+}
+
+
 def misdeal(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    """dealer.misdeal {reason}: cards_revealed (11.2), dealer_revealed (11.4), wrong_count (11.1).
-    During the deal always; before the flop only while no Play wager was made (11.4.1/11.4.2)."""
+    """dealer.misdeal {reason, box?, handled?}: each cause gets its own clause's outcome."""
     reason = fields.text(data, "reason", "wrong_count")
-    rule = {"cards_revealed": "11.2", "dealer_revealed": "11.4.1"}.get(reason, "11.1")
+    if reason not in MISDEAL_CAUSES:
+        raise InputError(f"reason {reason!r}: one of {sorted(MISDEAL_CAUSES)}")
     if not state.in_round:
         raise InputError("no round in progress")
-    if state.phase not in (DEALING, rnd.PREFLOP):
-        raise InputError(f"no misdeal once the flop is revealed ({state.phase}); use dealer.void")
-    if state.phase == rnd.PREFLOP and rnd.any_play(state):
-        raise InputError("a Play wager has been made: play continues as normal (11.4.2)")
-    why = f"misdeal: {reason}"
+    if reason == "wrong_count":
+        # 11.1: every wager invalid, 11.3: void, whenever it is found and whatever was played.
+        return _misdeal_void(config, state, "misdeal: wrong_count", "11.1")
+    if reason == "cards_revealed":
+        # 11.2 "during the deal": until the first decision on the dealt hands.
+        if state.phase not in (DEALING, rnd.PREFLOP) or state.decisions or state.checks:
+            raise InputError(f"a card revealed after the deal ({state.phase}) is no misdeal (11.2):"
+                             " play continues")
+        return _misdeal_void(config, state, "misdeal: cards_revealed", "11.2")
+    if reason == "dealer_revealed":
+        return _dealer_revealed(config, state)
+    if reason == "community_revealed":
+        text = ("community card revealed early: each player keeps the option to bet, check or fold"
+                " (11.5)")
+        return state, [fx.alarm("technician", text, "11.5")]
+    return _no_wager_hand(config, state, data)
+
+
+def _misdeal_void(config: UthConfig, state: UthState, why: str, rule: str) -> Result:
+    # 11.3: all wagers void (Play wagers too), a new round is dealt.
     return rnd.void(config, state, [fx.alarm("technician", why, rule)], why, rule)
+
+
+def _dealer_revealed(config: UthConfig, state: UthState) -> Result:
+    """11.4.1: no Play wager made before the flop was revealed -> misdeal; 11.4.2: else play
+    continues. Which Play wagers count is a profile option (docs: "What a regulator should
+    confirm"): by default any made so far; `exposure_preflop_only` counts only those made
+    before the flop (3x/4x)."""
+    plays = rnd.preflop_plays(state) if config.exposure_preflop_only else rnd.any_play(state)
+    if plays:
+        text = "dealer hole card revealed after a Play wager: play continues as normal (11.4.2)"
+        return state, [fx.alarm("technician", text, "11.4.2")]
+    return _misdeal_void(config, state, "misdeal: dealer_revealed", "11.4.1")
+
+
+def _no_wager_hand(config: UthConfig, state: UthState, data: Any) -> Result:
+    """11.6: a hand dealt to a box with no Ante/Blind. Nobody handled their cards: the round is
+    void (11.6.1). Someone did: only that hand is void (11.6.2); it carries no wager, so nothing
+    is returned and the round goes on; the hand is recorded with the round."""
+    box = fields.box(data, config.boxes)
+    if str(box) in state.wagers:
+        raise InputError(f"box {box} has an Ante and a Blind: 11.6 is about a box without them")
+    if not fields.flag(data, "handled", False):
+        return _misdeal_void(config, state, f"misdeal: hand dealt to box {box} without a wager",
+                             "11.6.1")
+    if box in state.void_hands:
+        raise InputError(f"box {box}: its hand is already void (11.6.2)")
+    state = replace(state, void_hands=sorted([*state.void_hands, box]))
+    text = (f"hand dealt to box {box} without Ante/Blind: that hand alone is void, play continues"
+            " (11.6.2)")
+    return state, [fx.alarm("technician", text, "11.6.2")]
 
 
 def void(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
@@ -45,6 +96,9 @@ def void(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
 
 
 def card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    if state.dealt_by:
+        raise InputError(f"the table deals from the {state.dealt_by} (12.2.3): a card from the"
+                         " shuffler is no card of the round")
     return rnd.on_card(config, state, data, now)
 
 
@@ -65,6 +119,6 @@ def turn_river(config: UthConfig, state: UthState, data: Any, now: Now) -> Resul
 
 
 def dealer_hand(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return rnd.on_dealer_hand(config, state)
+    return rnd.on_dealer_hand(config, state, data)
 
 

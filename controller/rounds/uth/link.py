@@ -6,14 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import jackpot
-from controller.rounds.uth.state import (
-    UthConfig,
-    UthState,
-    replace,
-)
+from controller.rounds.uth.state import UthConfig, UthState, replace
 
 Handler = Callable[[UthConfig, UthState, Any, Now], "Result"]
 Result = tuple[UthState, list[Effect]]
@@ -51,7 +48,7 @@ def meter_fault(config: UthConfig, state: UthState, data: Any, now: Now) -> Resu
     """meter.fault {reason}: the progressive meter (2.4.3) is gone (unplugged, no port). A
     malfunction of the jackpot equipment: an inspector is notified; the game continues without
     the jackpot only with the Gaming Supervisor's approval (11.11), given as dealer.jackpot_off."""
-    reason = str(data.get("reason", "meter fault"))[:200]
+    reason = fields.reason(data, "meter fault")
     text = (
         f"progressive meter: {reason}; notify an inspector; with the Gaming Supervisor's"
         " approval continue without the jackpot (dealer.jackpot_off)"
@@ -59,9 +56,24 @@ def meter_fault(config: UthConfig, state: UthState, data: Any, now: Now) -> Resu
     return state, [fx.alarm("technician", text, "11.11")]
 
 
+def meter_command_failed(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """meter.command_failed {command, reason}: the meter did not take what it must show (2.4.3):
+    jackpot equipment failure (11.11). The jackpot goes offline at once (step's refresh raises
+    the offline alarm and relamps) until meter.ready; the inspector is notified."""
+    reason = fields.reason(data, "meter command failed")
+    jp = {**state.jackpot, "meter_failed": reason}
+    text = f"progressive meter command failed: {reason}; jackpot offline, notify an inspector"
+    return replace(state, jackpot=jp), [fx.alarm("technician", text, "11.11")]
+
+
 def meter_ready(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    """meter.ready {}: the meter is back and shows the table's current view again."""
-    return state, [fx.log("progressive meter back (11.11 malfunction over)")]
+    """meter.ready {}: the meter is back and shows the table's current view again; a jackpot
+    taken offline by a failed meter command comes back with it."""
+    effects = [fx.log("progressive meter back (11.11 malfunction over)")]
+    if "meter_failed" not in state.jackpot:
+        return state, effects
+    jp = {k: v for k, v in state.jackpot.items() if k != "meter_failed"}
+    return replace(state, jackpot=jp), effects
 
 
 def tick(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:

@@ -54,11 +54,15 @@ ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
     Kind.BET_ON: (betting.bet_on, ANY),
     Kind.BET_OFF: (betting.bet_off, ANY),
     Kind.DEALER_DEAL: (betting.deal, (Phase.BETTING, Phase.DEALING)),
+    Kind.DEALER_DEAL_METHOD: (betting.switch_method, BETTING),
+    Kind.DEALER_CARD: (betting.dealer_card, ANY),
+    Kind.DEALER_JACKPOT_OTHER: (betting.jackpot_other, BETTING),
     Kind.SHUFFLER_READY: (shuffler.ready, ANY),
     Kind.SHUFFLER_JAM: (shuffler.malfunction, ANY),
     Kind.SHUFFLER_FAULT: (shuffler.malfunction, ANY),
     Kind.DECK_CHECK: (shuffler.deck_check, ANY),
     Kind.DEALER_DECK_CHECK: (shuffler.check_deck, ANY),
+    Kind.DEALER_DECK_CONFIRMED: (shuffler.deck_confirmed, ANY),
     Kind.CARD_DISPENSED: (keypad.card, ANY),
     Kind.DEALER_DEALT: (keypad.dealt, ANY),
     Kind.DEALER_MISDEAL: (keypad.misdeal, IN_ROUND),
@@ -76,6 +80,7 @@ ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
     Kind.DEALER_JACKPOT_ON: (link.switch(True), ANY),
     Kind.METER_FAULT: (link.meter_fault, ANY),
     Kind.METER_READY: (link.meter_ready, ANY),
+    Kind.METER_COMMAND_FAILED: (link.meter_command_failed, ANY),
     Kind.TICK: (link.tick, ANY),
 }
 EVENT_KINDS = frozenset(ROUTES)

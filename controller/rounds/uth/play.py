@@ -10,16 +10,10 @@ from typing import Any
 from controller.errors import InputError
 from controller.events import Kind
 from controller.games.uth.cards import Card, format_card, parse_card
-from controller.games.uth.deal import Deal, cards_needed, deal
+from controller.games.uth.deal import Deal, DealMethod, cards_needed, deal
 from controller.games.uth.evaluator import category_of
 from controller.games.uth.settlement import RoundResult, settle_round
-from controller.games.uth.wagers import (
-    Action,
-    BoxWagers,
-    Decision,
-    Round,
-    Street,
-)
+from controller.games.uth.wagers import Action, BoxWagers, Decision, Round, Street
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
@@ -82,13 +76,26 @@ def needed(state: UthState) -> int:
     return cards_needed(len(state.wagers))
 
 
+def deal_method(config: UthConfig, state: UthState) -> DealMethod:
+    """The deal mapping: 7.3 for a shoe or the dealer's hand (12.2.3), else the table's."""
+    return DealMethod.SHOE if state.dealt_by else config.deal_method
+
+
 def the_deal(config: UthConfig, state: UthState) -> Deal:
     cards = [parse_card(c) for c in state.cards]
-    return deal(cards, [int(b) for b in state.wagers], config.deal_method)
+    return deal(cards, [int(b) for b in state.wagers], deal_method(config, state))
 
 
 def any_play(state: UthState) -> bool:
     return any(Decision.parse(d).action is Action.PLAY for d in state.decisions.values())
+
+
+def preflop_plays(state: UthState) -> bool:
+    """A Play wager made before the flop was revealed (3x or 4x, 9.1.2)."""
+    return any(
+        (d := Decision.parse(t)).action is Action.PLAY and d.street is Street.PREFLOP
+        for t in state.decisions.values()
+    )
 
 
 # -- cards ---------------------------------------------------------------------------------------
@@ -139,26 +146,34 @@ def _first_card(config: UthConfig, state: UthState, now: Now) -> Result:
         raise InputError("card out of the shuffler with no hand in play (5.3): not dealt")
     if not deck_usable(state):
         raise InputError(f"card out of deck {state.deck}, which is {state.deck_status} (4.1)")
-    state = replace(state, phase=DEALING, deck_status=IN_PLAY, checks=[])
+    status = state.deck_status if state.dealt_by else IN_PLAY  # 12.2.3: no shuffler deck
+    state = replace(state, phase=DEALING, deck_status=status, checks=[])
     state, effects = jackpot.lock(config, state, now)
     return state, [fx.log(f"round {state.round}: first card out, wagers locked (5.5)"), *effects]
 
 
 def deck_usable(state: UthState) -> bool:
+    if state.dealt_by:  # a shoe or the dealer's hand (12.2.3): the dealer's own cards
+        return True
     return state.deck_status == READY and state.deck not in state.suspect
 
 
 def _extra_card(config: UthConfig, state: UthState, effects: list[Effect], card: str) -> Result:
+    """A card too many is a wrong count (11.1): the round is void (11.3) whatever was played;
+    the 11.4.2 exception covers only the dealer's own hole cards."""
     why = f"card {card} out after the deal was complete"
-    if state.phase == PREFLOP and not any_play(state):
-        return void(config, state, [*effects, fx.alarm("technician", why, "11.1")], why, "11.1")
-    return state, [*effects, fx.alarm("technician", why + "; play continues (11.4.2)")]
+    return void(config, state, [*effects, fx.alarm("technician", why, "11.1")], why, "11.1")
 
 
 def _void_surveillance(
     config: UthConfig, state: UthState, effects: list[Effect], why: str
 ) -> Result:
-    alarm = fx.alarm("surveillance", why + ": round void, notify surveillance (11.7.4)", "11.7")
+    # 11.7.3: the deck is checked (the shuffler's deck check or the dealer's confirmation)
+    # before it is used again; it stays out of play until then.
+    text = (f"{why}: round void, notify surveillance (11.7.4); deck {state.deck} to be checked"
+            " before it is used again (11.7.3)")
+    alarm = fx.alarm("surveillance", text, "11.7")
+    state = replace(state, suspect=sorted({*state.suspect, state.deck}))
     return void(config, state, [*effects, alarm], why, "11.7")
 
 
@@ -202,16 +217,27 @@ def on_street(config: UthConfig, state: UthState, kind: str) -> Result:
 
 
 # -- settlement (10) -------------------------------------------------------------------------
-def on_dealer_hand(config: UthConfig, state: UthState) -> Result:
-    """dealer.dealer_hand (10.1): undecided boxes fold (11.10); settle; jackpot; next round."""
+def on_dealer_hand(config: UthConfig, state: UthState, data: Any) -> Result:
+    """dealer.dealer_hand {conceded?: [boxes]} (10.1): undecided boxes fold (11.10); boxes that
+    conceded once the dealer made their hand lose every wager (10.5, entered from the keypad);
+    settle; jackpot; next round."""
     rnd = engine_round(state)
     rnd.reveal_dealer()
+    for box in fields.boxes(data, "conceded", config.boxes) or []:
+        played = state.decisions.get(str(box))
+        made = Decision.parse(played) if played else None
+        if made is None or made.action is not Action.PLAY:
+            raise InputError(f"box {box} has no Play wager to concede (10.5)")
+        rnd.decide(box, Decision(Action.CONCEDE, made.street, made.multiple))  # engine checks
     plays = rnd.plays()
     d = the_deal(config, state)
     result = settle_round(d, plays, config.rules)
-    folded = {p.box for p in plays if p.decision.action is Action.FOLD}
+    # A conceded hand was folded (10.5): for the jackpot it counts as folded does (15.1.4).
+    folded = {p.box for p in plays if p.decision.action in (Action.FOLD, Action.CONCEDE)}
     state, jp_fx, jp_summary = jackpot.settle(config, state, d, folded)
     summary = _summary(state, d, result, {p.box: str(p.decision) for p in plays})
+    if state.jackpot_owners:  # 15.2.1.1: whose jackpot wager each such box carried
+        jp_summary = {**jp_summary, "owners": dict(state.jackpot_owners)}
     summary["jackpot"] = jp_summary
     return next_round(config, state, "completed", summary, jp_fx)
 
@@ -244,6 +270,7 @@ def _summary(state: UthState, d: Deal, result: RoundResult, decisions: dict[int,
         },
         "boxes": boxes,
         "house_net": result.house_net,
+        **({"void_hands": list(state.void_hands)} if state.void_hands else {}),  # 11.6.2
     }
 
 
@@ -279,14 +306,16 @@ def next_round(
     """Record the round (committed with the event) and open the next one on the next deck,
     which the shuffler is told to shuffle (4.1.2, 4.2)."""
     number = state.round
-    deck = config.next_deck(state.deck)
+    if state.dealt_by:  # 12.2.3: the shuffler is out of use, its decks stay as they are
+        summary = {**summary, "dealt_by": state.dealt_by}
+    deck = state.deck if state.dealt_by else config.next_deck(state.deck)
     # Head office gets the round's own record: one document, stored once by the journal.
     summary = {**summary, "round": number, "status": status}
     effects = [
         *effects,
         Effect("round", {"number": number, "status": status, "summary": summary}),
         fx.outbox("round_result", summary),
-        fx.shuffle(deck),
+        *([] if state.dealt_by else [fx.shuffle(deck)]),
     ]
     winners = [int(b) for b, lamp in state.lamps.items() if lamp == jackpot.WIN]
     state = replace(
@@ -294,7 +323,7 @@ def next_round(
         phase=BETTING,
         round=number + 1,
         deck=deck,
-        deck_status=SHUFFLING,
+        deck_status=state.deck_status if state.dealt_by else SHUFFLING,
         wagers={},
         cards=[],
         dispense=0,
@@ -303,6 +332,8 @@ def next_round(
         decisions={},
         checks=[],
         pool_at_lock=None,
+        void_hands=[],
+        jackpot_owners={},
     )
     state, lamp_fx = jackpot.relamp(config, state, keep=winners)
     return state, [*effects, *lamp_fx]

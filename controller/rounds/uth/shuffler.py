@@ -73,11 +73,22 @@ def deck_check(config: UthConfig, state: UthState, data: Any, now: Now) -> Resul
     return state, effects
 
 
-def _deck_good(state: UthState, deck: int) -> Result:
+def deck_confirmed(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """dealer.deck_confirmed {deck?}: the dealer checked a flagged deck by hand (11.7.3), the
+    alternative to the shuffler's deck check."""
+    deck = _deck_of(config, state, data)
+    if deck not in state.suspect:
+        raise InputError(f"deck {deck} is not waiting for a check (11.7.3)")
+    if state.in_round and deck == state.deck:
+        raise InputError(f"deck {deck} is in play: confirm it between rounds")
+    return _deck_good(state, deck, " (confirmed by the dealer, 11.7.3)")
+
+
+def _deck_good(state: UthState, deck: int, by: str = "") -> Result:
     if deck not in state.suspect:
         return state, [fx.log(f"deck {deck} checked: complete")]
     state = replace(state, suspect=[d for d in state.suspect if d != deck])
-    effects = [fx.log(f"deck {deck} checked complete after 11.7; back in play")]
+    effects = [fx.log(f"deck {deck} checked complete after 11.7; back in play{by}")]
     if deck == state.deck and not state.in_round:
         # Replaced cards are shuffled before use (4.7).
         return _reshuffle(state), [*effects, fx.shuffle(deck)]

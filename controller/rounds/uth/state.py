@@ -69,6 +69,8 @@ class UthConfig:
     )
     linked: bool = False
     pool_timeout_ms: int = 5000
+    chip_unit: int | None = None  # 6.1: the unit of wagers above the minimum, if the sign says
+    exposure_preflop_only: bool = False  # 11.4.1 reading (docs: What a regulator should confirm)
 
     def __post_init__(self) -> None:
         if not 1 <= self.boxes <= MAX_BOXES:
@@ -77,6 +79,8 @@ class UthConfig:
             raise InputError(f"decks: one or two distinct decks (rule 4.2), got {self.decks!r}")
         if self.jackpot_wager <= 0 or self.pool_timeout_ms <= 0:
             raise InputError("jackpot_wager and pool_timeout_ms must be positive")
+        if self.chip_unit is not None and self.chip_unit <= 0:
+            raise InputError(f"chip_unit must be positive cents, got {self.chip_unit}")
 
     def next_deck(self, deck: int) -> int:
         """The deck after `deck`: two decks alternate (4.2); a single deck comes back."""
@@ -141,6 +145,10 @@ class UthState:
     ledger: JSON = field(default_factory=_dict)  # jackpot money since the table started
     lamps: dict[str, str] = field(default_factory=_dict)  # box -> lamp, IDLE omitted
     display: JSON = field(default_factory=_dict)  # what the meter shows now
+    void_hands: list[int] = field(default_factory=_list)  # 11.6.2: unwagered hands void
+    jackpot_owners: dict[str, str] = field(default_factory=_dict)  # 15.2.1.1: box -> player
+    dealt_by: str | None = None  # 12.2.3: "shoe" or "hand" once a supervisor switched from
+    # the shuffler (the dealer enters each card, dealer.card); None: the configured method
 
     def box_wagers(self) -> dict[int, tuple[int, int, int]]:
         return {int(b): (w[0], w[1], w[2]) for b, w in self.wagers.items()}
@@ -190,12 +198,19 @@ def pool_display(config: UthConfig, amount: int, *, online: bool) -> JSON:
     return {"mode": "pool", "pool": config.pool_id, "amount": amount}
 
 
+# Fields added after journals were written (issue 13), with the value an older snapshot means.
+_ADDED: JSON = {"void_hands": [], "jackpot_owners": {}, "dealt_by": None}
+
+
 def state_to_json(state: UthState) -> JSON:
-    return copy.deepcopy(dataclasses.asdict(state))
+    data = copy.deepcopy(dataclasses.asdict(state))
+    # An added field at its default stays out: snapshots of ordinary play keep their bytes.
+    return {k: v for k, v in data.items() if k not in _ADDED or v != _ADDED[k]}
 
 
 def state_from_json(data: JSON) -> UthState:
     names = {f.name for f in dataclasses.fields(UthState)}
+    data = {**_ADDED, **data}  # a snapshot written before a field existed has its default
     if set(data) != names:
         raise InputError(f"UTH state fields differ: {sorted(set(data) ^ names)}")
     if data["phase"] not in PHASES:

@@ -170,7 +170,6 @@ def _has_hand(s: Setting, tiles: Sequence[Tile]) -> bool:
     return form in (_form(s.high), _form(s.low))
 
 
-
 def _together(s: Setting, a: Tile, b: Tile) -> bool:
     return _has_hand(s, (a, b))
 

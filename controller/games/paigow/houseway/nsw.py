@@ -2,7 +2,8 @@
 
 NSW 4.1: "The House way is outlined in Appendix 2"; NSW 5.1: "A computer may be used by the House
 to check the correct setting of the House way". This module is that check. It is pure and
-deterministic; `explain_nsw` also names the rule that decided, for the supervisor.
+deterministic; `explain_nsw` also names the rule that decided, for the supervisor. It runs to
+~500 lines because Appendix 2's tables and the rules that read them are kept side by side.
 
 Rules are applied in this order; the first that decides wins (see `RULES` and
 docs/paigow-house-way-nsw.md, which also records every reading of an ambiguous line):
@@ -226,7 +227,6 @@ def _pts(s: Setting) -> tuple[int, int]:
 
 def _has(hand: TwoTileHand, cls: frozenset[Tile]) -> bool:
     return hand.first in cls or hand.second in cls
-
 
 
 def _best(cands: Sequence[Setting]) -> Setting:

@@ -293,7 +293,6 @@ def _maximise(cands: list[Setting], score: Callable[[Setting], int]) -> list[Set
     return [s for s in cands if score(s) == best]
 
 
-
 def _together(s: Setting, a: Tile, b: Tile) -> bool:
     return any(a in hand.tiles and b in hand.tiles for hand in (s.high, s.low))
 
