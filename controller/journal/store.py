@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from controller.journal import checkpoint
 from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import Codec, parse_body, snapshot_text
 from controller.journal.errors import JournalError, JournalLossError
@@ -52,7 +53,8 @@ from controller.journal.schema import (
     set_pragmas,
 )
 from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3
-from controller.journal.verify import VerifyReport, verify_conn
+from controller.journal.verify import verify_conn
+from controller.journal.walk import VerifyReport
 from controller.rounds.base import Effect, Event, Now
 
 
@@ -81,12 +83,16 @@ class Journal:
         self.reader = Reader(path, conn, self._mutex, table_id, game, lambda: self._last_seq)
         self.outbox = Outbox(conn, self._mutex, self._guard, self.reader, self._mac,
                              state.next_outbox_id, state.acked_upto)
+        # How the last open verified: from the checkpoint at this seq (0: the whole chain), and
+        # the checkpoints it refused (each a sign of damage or tampering, for the log).
+        self.verified_from = 0
+        self.refused_checkpoints: list[str] = []
 
     # ---- opening -------------------------------------------------------------------------
 
     @classmethod
     def open(cls, state_dir: Path | str, *, table_id: str, game: str, create: bool = True,
-             verify: bool = True, key_file: Path | None = None,
+             verify: bool = True, key_file: Path | None = None, fast: bool = False,
              _recovering: bool = False) -> Journal:
         """Open (or, with `create`, make) the journal of this table and game; verify it, its
         MACs (with the key `find_key` finds, or `key_file`) and its high-water mark.
@@ -94,7 +100,11 @@ class Journal:
         Raises JournalError if it is of another table/game, fails verification, is locked by
         another process, or is missing with create=False; JournalLossError if it is shorter
         than its high-water mark or the mark is missing or forged. Never replaces an existing
-        file. A schema-1 or -2 journal is upgraded in place (its records stay as they are)."""
+        file. A schema-1 or -2 journal is upgraded in place (its records stay as they are).
+
+        `fast` (the daemon): verify only what follows the latest checkpoint that checks out
+        (checkpoint.py), so that start-up does not grow with the journal's age; the whole chain
+        is then verified in the background (background.py) and offline."""
         if not table_id or not game:
             raise ValueError("table_id and game are required")
         state_dir = Path(state_dir)
@@ -115,14 +125,15 @@ class Journal:
                                f"tablectld or journal verify): {exc}") from exc
         try:
             return cls._open_locked(path, lock_fd, table_id, game, create, verify, key_file,
-                                    _recovering)
+                                    fast, _recovering)
         except BaseException:
             os.close(lock_fd)
             raise
 
     @classmethod
     def _open_locked(cls, path: Path, lock_fd: int, table_id: str, game: str, create: bool,
-                     verify: bool, key_file: Path | None, recovering: bool) -> Journal:
+                     verify: bool, key_file: Path | None, fast: bool, recovering: bool
+                     ) -> Journal:
         state_dir = path.parent
         if not path.exists():
             if Path(f"{path}-wal").exists():
@@ -161,8 +172,12 @@ class Journal:
             key = find_journal_key(path, key_file, create=create and schema != "3",
                                    key_id=meta.get("key_id"))
             set_pragmas(conn, path)
+            start, refused = None, {}
+            if verify and fast and schema == "3":
+                start, refused = checkpoint.latest(conn, key, table_id, game,
+                                                   int(meta["v1_last_seq"]))
             if verify:
-                state = verify_conn(conn, (table_id, game), key)
+                state = verify_conn(conn, (table_id, game), key, start=start, passed=refused)
                 if not state.ok:
                     first = "; ".join(state.errors[:3])
                     raise JournalError(
@@ -190,13 +205,16 @@ class Journal:
                         "a copy of the journal that holds those records, or record the loss: "
                         f"`tablectl journal accept-loss --state-dir {state_dir} --reason TEXT` "
                         "(docs/journal.md, \"Recovering\").", problem[1], state.last_seq)
+            conn.execute(checkpoint.TABLE_CHECKPOINTS)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise JournalError(f"journal {path} is unreadable (corrupt?): {exc}") from exc
         except BaseException:
             conn.close()
             raise
-        return cls(path, conn, lock_fd, table_id, game, state, key, problem)
+        j = cls(path, conn, lock_fd, table_id, game, state, key, problem)
+        j.verified_from, j.refused_checkpoints = state.checkpoint_seq, list(refused.values())
+        return j
 
     def close(self) -> None:
         with self._mutex:
@@ -261,7 +279,9 @@ class Journal:
             seq, last_hash = self._last_seq, self._last_hash
             last_round, next_id = self._last_event_round, self.outbox.next_id
             next_round = self.last_round_number + 1
+            done = dict(self._rounds)
             rows: list[Row] = []
+            cps: list[checkpoint.Checkpoint] = []
             for entry in entries:
                 seq += 1
                 if entry.event.kind == LOSS_KIND:  # outbox ids lost with the records: skipped
@@ -271,6 +291,13 @@ class Journal:
                 last_hash, last_round = row.hash, entry.round
                 next_id += len(row.outbox)
                 next_round += len(row.rounds)
+                for _number, status, _summary in row.rounds:
+                    done[status] += 1
+                if row.snapshot is not None:  # the state at a snapshot, for a fast start
+                    cps.append(checkpoint.Checkpoint(
+                        row.seq, row.hash, entry.round, done["completed"], done["voided"],
+                        next_id - 1, self.outbox.acked_upto,
+                        snapshot_hash(row.hash, row.snapshot)))
             if not rows:
                 return []
             body = self.reader.codec.pack("[" + ",".join(r.element for r in rows) + "]")
@@ -284,6 +311,8 @@ class Journal:
                 for row in rows:
                     if row.snapshot is not None:
                         insert_snapshot(c, row, self._mac)
+                for cp in cps:
+                    checkpoint.insert(c, self.key, self.table_id, self.game, cp)
                 c.execute("COMMIT")
             except BaseException as exc:
                 self._guard.fail(f"append of seq {rows[0].seq}..{rows[-1].seq} failed: {exc}")
@@ -296,9 +325,7 @@ class Journal:
                 self._mark.advance(seq, next_id - 1, last_hash)
             self._last_event_round = last_round
             self.outbox.next_id = next_id
-            for row in rows:
-                for _number, status, _summary in row.rounds:
-                    self._rounds[status] += 1
+            self._rounds = done
             return [row.seq for row in rows]
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
