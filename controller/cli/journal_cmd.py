@@ -72,7 +72,15 @@ def cmd_journal(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    rep = verify_dir(args.state_dir, key_file=args.key_file)
+    show = sys.stderr.isatty() and not args.json
+
+    def progress(seq: int, last: int) -> None:  # a year's journal takes a while: say how far
+        print(f"\rverifying: seq {seq} of {last} ({100 * seq // max(last, 1)} %)", end="",
+              file=sys.stderr, flush=True)
+
+    rep = verify_dir(args.state_dir, key_file=args.key_file, progress=progress if show else None)
+    if show:
+        print(file=sys.stderr)
     report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark}
 
     def human() -> str:

@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS checkpoints(
 """
 _DOMAIN = "checkpoint"
 TRIED = 4  # checkpoints tried, newest first, before verifying from the start
+# Below this many records the whole chain is walked at start anyway (~0.1 s): a young journal is
+# checked as fully as ever, and READY stops growing with age only where it would matter.
+WALK_WHOLE_BELOW = 20_000
 
 
 @dataclass(frozen=True)
@@ -88,17 +91,18 @@ def check_row(key: JournalKey, table_id: str, game: str, seq: int, body: Any, ta
 
 def latest(conn: sqlite3.Connection, key: JournalKey, table_id: str, game: str,
            after: int) -> tuple[Checkpoint | None, dict[int, str]]:
-    """The newest checkpoint (past seq `after`) that checks out on its own: its MAC, and the
-    MAC'd snapshot it names. The chain from it is verified by the caller. Also what was refused,
-    newest first: a checkpoint that does not check out is never trusted, and an older one (or
-    the start of the journal) is verified from instead (the walk from there passes it by: a
-    cache entry not used cannot mislead; `tablectl journal verify` reports it)."""
+    """The newest checkpoint (past seq `after` and WALK_WHOLE_BELOW) that checks out on its
+    own: its MAC, and the MAC'd snapshot it names. The chain from it is verified by the caller.
+    Also what was refused, newest first: a checkpoint that does not check out is never trusted,
+    and an older one (or the start of the journal) is verified from instead (the walk from
+    there passes it by: a cache entry not used cannot mislead; `tablectl journal verify`
+    reports it)."""
     if not has_table(conn):
         return None, {}
     refused: dict[int, str] = {}
     for seq, body, tag in conn.execute(
             "SELECT seq, body, mac FROM checkpoints WHERE seq > ? ORDER BY seq DESC LIMIT ?",
-            (after, TRIED)).fetchall():
+            (max(after, WALK_WHOLE_BELOW), TRIED)).fetchall():
         try:
             cp = check_row(key, table_id, game, seq, body, tag)
             snap = conn.execute("SELECT hash, mac, state FROM snapshots WHERE seq = ?",

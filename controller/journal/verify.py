@@ -173,6 +173,8 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str,
         walk.prev, walk.expected = stored_hex, key_seq + 1
         rep.last_seq, rep.last_hash = key_seq, stored_hex
         _check_commit_mac(macs, since, key_seq, stored_hex, mac, rep)
+    if progress is not None:
+        progress(rep.last_seq, last)
     if since == 0 and start is None:  # MACs from creation: checked last, after the chain
         _check_since(meta, macs, genesis, rep)
     if since > rep.last_seq:
@@ -252,7 +254,8 @@ def _checked_acked_upto(conn: sqlite3.Connection, meta: Mapping[str, str], macs:
     return top
 
 
-def verify_dir(state_dir: Path | str, key_file: Path | None = None) -> VerifyReport:
+def verify_dir(state_dir: Path | str, key_file: Path | None = None,
+               progress: Progress | None = None) -> VerifyReport:
     """Offline verification (`tablectl journal verify`): the chain, with the table's key (if
     one is found, `find_key`) its MACs, and the high-water mark. Creates nothing; never raises
     for a missing or damaged journal, mark or key: that is an error in the report."""
@@ -290,7 +293,7 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None) -> VerifyRep
             rep.error(f"cannot open {path}: {exc}")
             return rep
         try:
-            rep = verify_conn(conn, key=key)
+            rep = verify_conn(conn, key=key, progress=progress)
             if key_problem is not None:
                 rep.error(key_problem)
             elif key is None and rep.macs.startswith("not checked") and key_note is not None:

@@ -11,9 +11,15 @@ from typing import Any
 
 import pytest
 
-from controller.journal import Entry, Journal, JournalError, verify_dir
+from controller.journal import Entry, Journal, JournalError, checkpoint, verify_dir
 from controller.rounds.base import Effect, Event
 from tests.support.journal import GAME, TABLE, fill, now, raw
+
+
+@pytest.fixture(autouse=True)
+def small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checkpoints trusted from the first record (a table's: from checkpoint.WALK_WHOLE_BELOW)."""
+    monkeypatch.setattr(checkpoint, "WALK_WHOLE_BELOW", 0)
 
 
 def position(j: Journal) -> tuple[Any, ...]:
@@ -38,6 +44,16 @@ def checkpoints(d: Path) -> dict[int, dict[str, Any]]:
     with raw(d) as c:
         return {seq: json.loads(body) for seq, body in c.execute(
             "SELECT seq, body FROM checkpoints ORDER BY seq")}
+
+
+def test_a_young_journal_is_walked_whole_even_fast(jdir: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpoint, "WALK_WHOLE_BELOW", 30)
+    with Journal.open(jdir, table_id=TABLE, game=GAME, fast=True) as j:
+        assert j.verified_from == 0
+    monkeypatch.setattr(checkpoint, "WALK_WHOLE_BELOW", 29)
+    with Journal.open(jdir, table_id=TABLE, game=GAME, fast=True) as j:
+        assert j.verified_from == 30
 
 
 def test_a_checkpoint_is_written_with_each_snapshot(jdir: Path) -> None:
