@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from controller.journal import checkpoint
+from controller.journal import checkpoint, segments
 from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import Codec, parse_body, snapshot_text
 from controller.journal.errors import JournalError, JournalLossError
@@ -43,6 +43,7 @@ from controller.journal.records import (
     outbox_next,
     prepare,
 )
+from controller.journal.retention import PrunePlan, Retention
 from controller.journal.schema import (
     JOURNAL_FILE,
     LOCK_FILE,
@@ -53,7 +54,7 @@ from controller.journal.schema import (
     set_pragmas,
 )
 from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3
-from controller.journal.verify import verify_conn
+from controller.journal.verify import prune_base, verify_conn
 from controller.journal.walk import VerifyReport
 from controller.rounds.base import Effect, Event, Now
 
@@ -83,6 +84,9 @@ class Journal:
         self.reader = Reader(path, conn, self._mutex, table_id, game, lambda: self._last_seq)
         self.outbox = Outbox(conn, self._mutex, self._guard, self.reader, self._mac,
                              state.next_outbox_id, state.acked_upto)
+        self.retention = Retention(path, conn, self._mutex, self._guard, key, table_id, game,
+                                   segments.SEGMENT_ROUNDS)
+        self.reader.pruned = (state.pruned_through, state.pruned_hash)
         # How the last open verified: from the checkpoint at this seq (0: the whole chain), and
         # the checkpoints it refused (each a sign of damage or tampering, for the log).
         self.verified_from = 0
@@ -206,6 +210,7 @@ class Journal:
                         f"`tablectl journal accept-loss --state-dir {state_dir} --reason TEXT` "
                         "(docs/journal.md, \"Recovering\").", problem[1], state.last_seq)
             conn.execute(checkpoint.TABLE_CHECKPOINTS)
+            conn.execute(segments.TABLE_SEGMENTS)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise JournalError(f"journal {path} is unreadable (corrupt?): {exc}") from exc
@@ -313,6 +318,7 @@ class Journal:
                         insert_snapshot(c, row, self._mac)
                 for cp in cps:
                     checkpoint.insert(c, self.key, self.table_id, self.game, cp)
+                    self.retention.close_if_due(c, cp)
                 c.execute("COMMIT")
             except BaseException as exc:
                 self._guard.fail(f"append of seq {rows[0].seq}..{rows[-1].seq} failed: {exc}")
@@ -331,6 +337,28 @@ class Journal:
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
         """Head office acknowledged every message up to `upto_id` (`Outbox.ack`)."""
         return self.outbox.ack(upto_id, utc)
+
+    # ---- segments (segments.py, retention.py) -------------------------------------------
+
+    def archive(self, archive_dir: Path | None = None) -> list[tuple[int, str, str]]:
+        """Archive the closed segments not archived yet (`Retention.archive`)."""
+        return self.retention.archive(archive_dir or self.path.parent / segments.ARCHIVE_DIR)
+
+    def ack_segment(self, number: int, head: str, digest: str, utc: str | None = None) -> bool:
+        """Head office holds segment `number` (`Retention.ack`): the link's call."""
+        return self.retention.ack(number, head, digest, utc)
+
+    def prune(self, keep_rounds: int, archive_dir: Path | None = None, *,
+              dry_run: bool = False) -> list[PrunePlan]:
+        """Prune what retention allows (`Retention.plan`), oldest first; with `dry_run` only
+        say what would be pruned and why the rest is kept."""
+        plans = self.retention.plan(keep_rounds,
+                                    archive_dir or self.path.parent / segments.ARCHIVE_DIR,
+                                    self.last_round_number)
+        if not dry_run and self.retention.prune(plans):
+            base = self.retention.pruned_through()
+            self.reader.pruned = (base, checkpoint_hash(self._conn, base))
+        return plans
 
     def _mac(self, domain: str, *fields: Any) -> bytes:
         return self.key.mac(domain, self.table_id, self.game, *fields)
@@ -381,6 +409,7 @@ class Journal:
                 "rounds_voided": self._rounds["voided"],
                 "last_round": self.last_round_number, "current_round": self._last_event_round,
                 **self.outbox.summary(),
+                "pruned_through_seq": self.reader.pruned[0],
                 "last_snapshot_seq": snap,
                 "first_utc": first.utc if first else None, "last_utc": last.utc if last else None,
                 "file_bytes": size,
@@ -422,6 +451,10 @@ def load_state(conn: sqlite3.Connection, table_id: str, game: str) -> VerifyRepo
     st.acked_upto = read_acked_upto(conn)
     top = int(conn.execute("SELECT coalesce(max(id), 0) FROM outbox").fetchone()[0])
     meta = read_meta(conn)
+    base = prune_base(conn, meta, None, VerifyReport()) if meta.get("schema") == "3" else None
+    if base is not None:  # the counts of what was pruned
+        st.rounds_completed, st.rounds_voided = base.completed, base.voided
+        st.pruned_through, st.pruned_hash, top = base.seq, base.hash, base.out
     if meta.get("schema") != "1":
         codec = Codec(meta["deflate_dict"])
         for key, rnd, out, body, h in conn.execute(
@@ -449,3 +482,8 @@ def insert_snapshot(c: sqlite3.Connection, row: Row, mac: Any) -> None:
     c.execute("INSERT INTO snapshots(seq, state, hash, mac) VALUES (?,?,?,?)",
               (row.seq, _SNAPSHOT_CODEC.pack(row.snapshot), digest,
                mac("snapshot", row.seq, digest)))
+
+
+def checkpoint_hash(conn: sqlite3.Connection, seq: int) -> str:
+    row = conn.execute("SELECT body FROM checkpoints WHERE seq = ?", (seq,)).fetchone()
+    return "" if row is None else checkpoint.Checkpoint.parse(row[0]).hash

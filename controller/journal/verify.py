@@ -12,8 +12,9 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from controller.journal import segments
 from controller.journal.chain import chain_hash, genesis_hash, record_hash
-from controller.journal.checkpoint import Checkpoint
+from controller.journal.checkpoint import Checkpoint, check_row
 from controller.journal.codec import Codec, parse_body
 from controller.journal.lock import take_lock
 from controller.journal.mac import JournalKey, KeyFileError, find_key
@@ -92,6 +93,11 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str,
     since = _int_meta(meta, "mac_since", rep) if keyed else -1
     rep.acked_upto = (_checked_acked_upto(conn, meta, macs, rep, start) if keyed
                       else read_acked_upto(conn))
+    base = prune_base(conn, meta, key if macs is not None else None, rep)
+    if base is not None:
+        rep.pruned_through, rep.pruned_hash = base.seq, base.hash
+        if start is None or start.seq < base.seq:
+            start = base  # what remains goes on from the checkpoint at the last pruned seq
     genesis = genesis_hash(table_id, game)
     after = 0 if start is None else start.seq
     walk = Walk(conn, rep, genesis, macs, keyed, after, passed)
@@ -181,6 +187,29 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str,
         rep.error(f"journal ends at seq {rep.last_seq}, before seq {since} where its MACs begin "
                   "(records lost or cut off)")
     walk.finish()
+
+
+def prune_base(conn: sqlite3.Connection, meta: Mapping[str, str], key: JournalKey | None,
+               rep: VerifyReport) -> Checkpoint | None:
+    """The checkpoint at the last pruned seq, from which the journal goes on (None: nothing
+    pruned). Errors in `rep` if the pruned segments or that checkpoint do not check out."""
+    table_id, game = meta["table_id"], meta["game"]
+    last, errors = segments.pruned_through(segments.read_all(conn, key, table_id, game))
+    for text in errors:
+        rep.error(text)
+    if not last:
+        return None
+    row = conn.execute("SELECT body, mac FROM checkpoints WHERE seq = ?", (last,)).fetchone()
+    try:
+        if row is None:
+            raise ValueError("missing")
+        if key is None:
+            return Checkpoint.parse(row[0] if isinstance(row[0], str) else "")
+        return check_row(key, table_id, game, last, row[0], row[1])
+    except ValueError as exc:
+        rep.error(f"seq 1..{last} pruned, but the checkpoint the journal goes on from is "
+                  f"unusable ({exc})")
+        return None
 
 
 def _check_commit_mac(macs: Macs | None, since: int, seq: int, chain: str, mac: Any,

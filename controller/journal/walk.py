@@ -35,6 +35,8 @@ class VerifyReport:
     macs: str = "not a keyed journal (schema 1 or 2)"
     mark: str = "not checked"
     checkpoint_seq: int = 0  # walked from the checkpoint at this seq (0: from the start)
+    pruned_through: int = 0  # records up to this seq were pruned (retention.py)
+    pruned_hash: str = ""  # the chain hash there
 
     @property
     def ok(self) -> bool:
