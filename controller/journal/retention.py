@@ -106,6 +106,16 @@ class Retention:
                                                st.segment, digest, utc), number))
             return True
 
+    def where_pruned(self, number: int, archive_dir: Path) -> str | None:
+        """Where round `number` went, if it was pruned (None: it was not)."""
+        for st in self.states():
+            seg = st.segment
+            if st.pruned_utc is not None and seg.first_round <= number <= seg.last_round:
+                return (f"round {number} was pruned from the table's journal (seq {seg.first}.."
+                        f"{seg.last}, segment {seg.number}); its records are in the archive "
+                        f"{archive_dir / str(st.archive)} (sha256 {st.digest})")
+        return None
+
     def plan(self, keep_rounds: int, archive_dir: Path, last_round: int) -> list[PrunePlan]:
         """What retention allows: a segment is pruned only if closed, genuine, archived with
         its file still there and of that digest, acknowledged by head office, every older one
@@ -124,7 +134,7 @@ class Retention:
                    "its archive is missing or changed"
                    if segments.file_digest(archive_dir / st.archive) != st.digest else
                    f"within the {keep_rounds} rounds kept"
-                   if last_round - seg.last_round <= keep_rounds else
+                   if last_round - seg.last_round < keep_rounds else
                    "an older segment is kept" if blocked else "")
             blocked = blocked or bool(why)
             plans.append(PrunePlan(seg.number, seg.first, seg.last,

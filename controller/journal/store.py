@@ -25,7 +25,7 @@ from typing import Any
 from controller.journal import checkpoint, segments
 from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import Codec, parse_body, snapshot_text
-from controller.journal.errors import JournalError, JournalLossError
+from controller.journal.errors import JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
 from controller.journal.mac import JournalKey, KeyFileError, find_key
 from controller.journal.mark import MARK_FILE, MarkWriter, create_mark, mark_problem
@@ -389,6 +389,10 @@ class Journal:
         return self.reader.round_record(number)
 
     def round_events(self, number: int) -> list[StoredEvent]:
+        """RoundPruned (a ValueError: `round show` says it) if retention pruned it."""
+        where = self.retention.where_pruned(number, self.path.parent / segments.ARCHIVE_DIR)
+        if where is not None:
+            raise RoundPruned(where)
         return self.reader.round_events(number)
 
     def pending_outbox(self, limit: int = 100) -> list[OutboxMessage]:
