@@ -84,9 +84,14 @@ class Retention:
         for st in self.states():
             if st.archive is not None or st.pruned_utc is not None:
                 continue
+            # Its own read connection (WAL): the writer commits on meanwhile.
+            reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            try:
+                name, digest = segments.write_archive(reader, st.segment, meta, archive_dir)
+            finally:
+                reader.close()
             with self._mutex:
                 self._guard.check()
-                name, digest = segments.write_archive(self._conn, st.segment, meta, archive_dir)
                 self._write("UPDATE segments SET archive = ?, digest = ? WHERE number = ?",
                             (name, digest, st.segment.number))
             done.append((st.segment.number, name, digest))
@@ -117,30 +122,7 @@ class Retention:
         return None
 
     def plan(self, keep_rounds: int, archive_dir: Path, last_round: int) -> list[PrunePlan]:
-        """What retention allows: a segment is pruned only if closed, genuine, archived with
-        its file still there and of that digest, acknowledged by head office, every older one
-        pruned too, and its last round more than `keep_rounds` behind `last_round`."""
-        if type(keep_rounds) is not int or keep_rounds < 0:
-            raise ValueError(f"rounds to keep must be an int >= 0, got {keep_rounds!r}")
-        plans, blocked = [], False
-        for st in self.states():
-            seg = st.segment
-            if st.pruned_utc is not None:
-                continue
-            why = ("its MAC does not check out" if not st.mac_ok else
-                   "it holds schema-1 rows (never pruned)" if seg.first <= self._v1_last else
-                   "not archived" if st.archive is None else
-                   "not acknowledged by head office" if not st.ack_ok else
-                   "its archive is missing or changed"
-                   if segments.file_digest(archive_dir / st.archive) != st.digest else
-                   f"within the {keep_rounds} rounds kept"
-                   if last_round - seg.last_round < keep_rounds else
-                   "an older segment is kept" if blocked else "")
-            blocked = blocked or bool(why)
-            plans.append(PrunePlan(seg.number, seg.first, seg.last,
-                                   (seg.first_round, seg.last_round), not why,
-                                   why or "archived, acknowledged, past retention"))
-        return plans
+        return plan(self.states(), keep_rounds, archive_dir, last_round, self._v1_last)
 
     def prune(self, plans: list[PrunePlan]) -> int:
         """Delete the rows of the planned segments, each in one transaction; the checkpoint
@@ -177,6 +159,34 @@ class Retention:
             if isinstance(exc, sqlite3.Error):
                 raise JournalError(f"journal {self.path}: {self._guard.failed}") from exc
             raise
+
+
+def plan(states: list[SegmentState], keep_rounds: int, archive_dir: Path, last_round: int,
+         v1_last: int) -> list[PrunePlan]:
+    """What retention allows: a segment is pruned only if closed, genuine, archived with
+    its file still there and of that digest, acknowledged by head office, every older one
+    pruned too, and its last round more than `keep_rounds` behind `last_round`."""
+    if type(keep_rounds) is not int or keep_rounds < 0:
+        raise ValueError(f"rounds to keep must be an int >= 0, got {keep_rounds!r}")
+    plans, blocked = [], False
+    for st in states:
+        seg = st.segment
+        if st.pruned_utc is not None:
+            continue
+        why = ("its MAC does not check out" if not st.mac_ok else
+               "it holds schema-1 rows (never pruned)" if seg.first <= v1_last else
+               "not archived" if st.archive is None else
+               "not acknowledged by head office" if not st.ack_ok else
+               "its archive is missing or changed"
+               if segments.file_digest(archive_dir / st.archive) != st.digest else
+               f"within the {keep_rounds} rounds kept"
+               if last_round - seg.last_round < keep_rounds else
+               "an older segment is kept" if blocked else "")
+        blocked = blocked or bool(why)
+        plans.append(PrunePlan(seg.number, seg.first, seg.last,
+                               (seg.first_round, seg.last_round), not why,
+                               why or "archived, acknowledged, past retention"))
+    return plans
 
 
 def _loads(text: str) -> dict[str, Any]:

@@ -163,3 +163,74 @@ def test_a_pruned_round_says_where_it_went(jdir: Path) -> None:
         assert [e.round for e in j.round_events(3)] == [3] * 10
         assert j.round_record(3) is not None
         j.append(Event("x", {}), now(81), round=9)
+
+
+def test_the_technician_commands(jdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.cli.main import main as cli
+
+    d = ["--state-dir", str(jdir)]
+    assert cli(["journal", "segments", *d]) == 0
+    out = capsys.readouterr().out
+    assert "4 closed segments (MACs checked)" in out
+    assert "segment 2: seq 21..40, rounds 3..4, closed" in out
+    assert cli(["journal", "prune", "--keep-rounds", "2", "--dry-run", *d]) == 0
+    assert "would prune 0 of 4 unpruned segments" in capsys.readouterr().out
+    assert cli(["journal", "archive", *d, "--json"]) == 0
+    archived = json.loads(capsys.readouterr().out)
+    assert [a["segment"] for a in archived] == [1, 2, 3, 4]
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:  # head office holds 1 and 2
+        for a in archived[:2]:
+            st = j.retention.states()[a["segment"] - 1]
+            assert j.ack_segment(a["segment"], st.segment.head, a["sha256"])
+    assert cli(["journal", "prune", "--keep-rounds", "2", "--dry-run", *d]) == 0
+    out = capsys.readouterr().out
+    assert "would prune 2 of 4 unpruned segments" in out
+    assert "segment 3 (seq 41..60, rounds 5..6): keep: not acknowledged by head office" in out
+    assert cli(["journal", "prune", "--keep-rounds", "2", *d]) == 0
+    assert "pruned 2 of 4 unpruned segments" in capsys.readouterr().out
+    assert cli(["journal", "segments", *d]) == 0
+    assert "segment 1: seq 1..20, rounds 1..2, pruned 20" in capsys.readouterr().out
+    assert verify_dir(jdir).ok
+
+
+CHILD = r"""
+import sys
+from controller.journal import Journal, segments
+from tests.support.journal import fill
+
+segments.SEGMENT_ROUNDS = 2
+while True:
+    with Journal.open(sys.argv[1], table_id="T07", game="paigow") as j:
+        fill(j, rounds=2, per_round=5)
+        j.archive()
+        for st in j.retention.states():
+            if st.digest and not st.ack_ok:
+                j.ack_segment(st.segment.number, st.segment.head, st.digest)
+        j.prune(3)
+        print(j.last_seq, flush=True)
+"""
+
+
+def test_sigkill_during_close_archive_and_prune_leaves_a_journal_that_verifies(
+        tmp_path: Path) -> None:
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    rng = random.Random(16)
+    for _ in range(6):
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)], cwd=root,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        proc.stdout.readline()  # at least one cycle done
+        time.sleep(rng.uniform(0, 0.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        rep = verify_dir(tmp_path)
+        assert rep.ok, rep.errors
+        with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+            assert j.last_seq == rep.last_seq
+    assert rep.pruned_through > 0
