@@ -13,7 +13,6 @@ the checkpoint at the last pruned seq stays as the verified start of what remain
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -141,15 +140,13 @@ def pruned_through(states: list[SegmentState]) -> tuple[int, list[str]]:
 
 def write_archive(conn: sqlite3.Connection, seg: Segment, meta: dict[str, str],
                   archive_dir: Path) -> tuple[str, str]:
-    """Copy a closed segment's rows into `segment-NNNNNN.sqlite3.z` (an SQLite file,
+    """Copy a closed segment's rows into `segment-NNNNNN.sqlite3.z` (an SQLite database,
     zlib-compressed) in `archive_dir`, durably (temporary file, fsync, rename, directory
-    fsync); return its name and sha256. Rewriting one is harmless: same rows, same bytes."""
+    fsync); return its name and sha256. Killed before the rename, it leaves only a temporary
+    file that the next attempt replaces."""
     archive_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
     name = f"segment-{seg.number:06d}.sqlite3.z"
-    tmp_db = archive_dir / f".{name}.db"
-    with contextlib.suppress(FileNotFoundError):
-        tmp_db.unlink()
-    out = sqlite3.connect(tmp_db, isolation_level=None)
+    out = sqlite3.connect(":memory:", isolation_level=None)  # built in memory: written once
     try:
         out.executescript(_ARCHIVE_TABLES)
         out.execute("BEGIN")
@@ -166,17 +163,14 @@ def write_archive(conn: sqlite3.Connection, seg: Segment, meta: dict[str, str],
             out.executemany(f"INSERT INTO {table}({cols}) VALUES ({marks})", rows)
         out.execute("COMMIT")
         out.execute("VACUUM")
+        data = zlib.compress(out.serialize(), 9)
     finally:
         out.close()
-    data = zlib.compress(tmp_db.read_bytes(), 9)
-    tmp_db.unlink()
     tmp = archive_dir / f".{name}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640), "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, archive_dir / name)
     fsync_dir(archive_dir)
     return name, hashlib.sha256(data).hexdigest()
