@@ -23,7 +23,7 @@ from controller import notify
 from controller.config import TableConfig, config_json
 from controller.control import SOCKET_NAME, Access, ControlServer, current_peer
 from controller.journal import Entry, Journal, JournalError
-from controller.journal.background import verify_in_background
+from controller.journal.background import look_after_journal
 from controller.logs import FIELDS_ATTR
 from controller.logs import event as log_event
 from controller.rounds.base import Effect, Event, Now, RoundMachine
@@ -203,8 +203,8 @@ class TableService:
             notify.notify("READY=1", f"STATUS={self._status_line()}")
             tasks.append(self.spawn("consume", self._consume))
             tasks.append(self.spawn("watchdog", self._watchdog))
-            tasks.append(asyncio.create_task(  # the whole chain, a while after READY
-                verify_in_background(self.journal, self.go_out_of_service, self.log)))
+            tasks.append(asyncio.create_task(  # whole-chain verify, archive, retention
+                look_after_journal(self.journal, self.go_out_of_service, self.log)))
             if self.policy is not None and self.out_of_service is None:
                 tasks.append(self.spawn("autoplay", self._autoplay))
             if self.out_of_service is not None and self.autoplay is not None:
@@ -234,7 +234,7 @@ class TableService:
         try:
             self.journal = Journal.open(
                 self.cfg.service.state_dir, table_id=self.cfg.table_id, game=self.cfg.game,
-                fast=True,  # from the latest checkpoint; the whole chain: verify_in_background
+                fast=True,  # from the latest checkpoint; the whole chain: look_after_journal
             )
         except JournalError as exc:
             # A loss (JournalLossError) names the mark's seq and the journal's last seq.

@@ -4,6 +4,7 @@ progress: what start-up from a checkpoint leaves out is still checked."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import time
@@ -12,8 +13,15 @@ from pathlib import Path
 import pytest
 
 from controller.daemon import build_machine, simulation_config
-from controller.journal import Entry, Journal, checkpoint, verify_dir
-from controller.journal.background import DEFAULT_DELAY_S, DELAY_ENV, delay_s, verify_in_background
+from controller.journal import Entry, Journal, checkpoint, segments, verify_dir
+from controller.journal.background import (
+    DEFAULT_DELAY_S,
+    DELAY_ENV,
+    KEEP_ENV,
+    delay_s,
+    look_after_journal,
+    verify_in_background,
+)
 from controller.rounds.base import Event
 from tests.daemon_helpers import ask, start_daemon, wait_for_socket
 from tests.support.journal import GAME, TABLE, fill, now, raw
@@ -103,3 +111,35 @@ def test_the_daemon_goes_out_of_service_when_the_background_pass_fails(tmp_path:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
+
+
+def test_upkeep_archives_and_prunes_what_head_office_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
+    monkeypatch.setenv(DELAY_ENV, "0")
+    monkeypatch.setenv(KEEP_ENV, "2")
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=6)  # segments 1..3 closed
+        j.archive()
+        st = j.retention.states()[0]  # head office acknowledged segment 1 only
+        assert j.ack_segment(1, st.segment.head, str(st.digest))
+        failures: list[str] = []
+
+        async def run_once() -> None:
+            task = asyncio.create_task(look_after_journal(j, failures.append,
+                                                          logging.getLogger("test.upkeep")))
+            for _ in range(600):
+                await asyncio.sleep(0.05)
+                if j.reader.pruned[0]:
+                    break
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        asyncio.run(run_once())
+        assert failures == []
+        states = j.retention.states()
+        assert [s.pruned_utc is not None for s in states] == [True, False, False]
+        assert all(s.archive for s in states)
+        assert j.reader.pruned[0] == states[0].segment.last
+    assert verify_dir(tmp_path).ok
