@@ -12,7 +12,10 @@ measured here); a snapshot (the machine's state for the next round) and its chec
 rounds, as the daemon writes them. Segments close every SEGMENT_ROUNDS rounds; each closed one is
 archived, acknowledged as head office would (`Journal.ack_segment`) and pruned once more than
 --keep-days of rounds follow it. READY: `python -m controller.daemon --simulate --game uth` with
-NOTIFY_SOCKET, from spawn to READY=1, the median of --ready-runs, beside a bare interpreter start.
+NOTIFY_SOCKET, from spawn to READY=1, the median of --ready-runs, each run beside one on an empty
+state directory in the same minute (the baseline: start-up without a journal to speak of; the
+machine's load moves both). Then --long-rounds rounds played by the daemon on the year's journal:
+bytes written per round (/proc/PID/io write_bytes), plus the archive's bytes per round.
 """
 
 from __future__ import annotations
@@ -148,31 +151,75 @@ class Generator:
         self.j.close()
 
 
-def ready_s(state: Path, runs: int) -> float:
-    times = []
+def ready_once(state: Path) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        addr = str(Path(tmp) / "notify.sock")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(addr)
+        sock.settimeout(120)
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "controller.daemon", "--simulate", "--game", "uth",
+             "--quiet", "--state-dir", str(state), "--runtime-dir", str(Path(tmp) / "run")],
+            env={**os.environ, "NOTIFY_SOCKET": addr}, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+        try:
+            while "READY=1" not in sock.recv(4096).decode():
+                pass
+            ready = time.perf_counter() - start
+        finally:
+            proc.terminate()
+            _out, err = proc.communicate(timeout=60)
+            sock.close()
+        if "OUT OF SERVICE" in err:
+            raise SystemExit(f"the daemon went out of service: {err[-2000:]}")
+        return ready
+
+
+def ready_s(state: Path, runs: int) -> tuple[float, float]:
+    """READY of the daemon on `state` and on an empty state directory, alternately: medians."""
+    aged, fresh = [], []
     for _ in range(runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            addr = str(Path(tmp) / "notify.sock")
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            sock.bind(addr)
-            sock.settimeout(120)
-            start = time.perf_counter()
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "controller.daemon", "--simulate", "--game", "uth",
-                 "--quiet", "--state-dir", str(state), "--runtime-dir", str(Path(tmp) / "run")],
-                env={**os.environ, "NOTIFY_SOCKET": addr}, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+        with tempfile.TemporaryDirectory() as empty:
+            fresh.append(ready_once(Path(empty)))
+        aged.append(ready_once(state))
+    return statistics.median(aged), statistics.median(fresh)
+
+
+def long_run(state: Path, rounds: int) -> float:
+    """Bytes the daemon writes per round playing `rounds` rounds on `state`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "controller.daemon", "--simulate", "--game", "uth",
+             "--quiet", "--autoplay", "0", "--state-dir", str(state), "--runtime-dir",
+             str(run)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=Path(__file__).resolve().parent.parent)
+        from controller.control import NotRunning, request
+
+        path = run / "control.sock"
+        deadline = time.monotonic() + 120
+        while True:
             try:
-                while "READY=1" not in sock.recv(4096).decode():
-                    pass
-                times.append(time.perf_counter() - start)
-            finally:
-                proc.terminate()
-                _out, err = proc.communicate(timeout=60)
-                sock.close()
-            if "OUT OF SERVICE" in err:
-                raise SystemExit(f"the daemon went out of service: {err[-2000:]}")
-    return statistics.median(times)
+                first = request(path, "status")["round"]
+                break
+            except (NotRunning, OSError):
+                assert time.monotonic() < deadline, "the daemon did not start"
+                time.sleep(0.1)
+        written0 = _write_bytes(proc.pid)
+        while request(path, "status")["round"] < first + rounds:
+            time.sleep(0.2)
+        written = _write_bytes(proc.pid) - written0
+        proc.terminate()
+        proc.wait(timeout=60)
+        return written / rounds
+
+
+def _write_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("write_bytes:"):
+            return int(line.split()[1])
+    return 0
 
 
 def bare_start_s() -> float:
@@ -196,6 +243,7 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--ready-runs", type=int, default=3)
     ap.add_argument("--template-rounds", type=int, default=60)
+    ap.add_argument("--long-rounds", type=int, default=600)
     args = ap.parse_args()
     days = [int(d) for d in args.days.split(",")]
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
@@ -223,14 +271,21 @@ def main() -> None:
             rep = verify_dir(state)
             verify = time.perf_counter() - t
             assert rep.ok, rep.errors[:3]
-            ready = ready_s(state, args.ready_runs)
+            ready, fresh = ready_s(state, args.ready_runs)
             print(f"day {d:>3}: {gen.done:>7} rounds, {records:>8} records (generated in "
-                  f"{made:6.1f} s); READY {ready:.2f} s; verify {verify:6.2f} s "
+                  f"{made:6.1f} s); READY {ready:.2f} s (empty state dir {fresh:.2f} s, "
+                  f"x{ready / fresh:.2f}); verify {verify:6.2f} s "
                   f"({rep.records} records walked, pruned through seq {rep.pruned_through}); "
                   f"journal {j_bytes / 2**20:7.1f} MB, archive {a_bytes / 2**20:7.1f} MB",
                   flush=True)
             gen.open()
+        archive_per_round = disk(state)[1] / gen.done
         gen.close()
+        if args.long_rounds:
+            per_round = long_run(state, args.long_rounds)
+            print(f"long run: {args.long_rounds} rounds on the year's journal: "
+                  f"{per_round / 1024:.1f} KB written per round by the daemon, + "
+                  f"{archive_per_round / 1024:.1f} KB of archive per round")
 
 if __name__ == "__main__":
     main()
