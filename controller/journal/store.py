@@ -261,6 +261,10 @@ class Journal:
         return self.outbox.next_id
 
     @property
+    def _lock_fd(self) -> int | None:  # (the daemon's tests check that close released it)
+        return self._guard.lock_fd
+
+    @property
     def _acked_upto(self) -> int:
         return self.outbox.acked_upto
 
