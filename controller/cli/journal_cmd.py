@@ -2,6 +2,7 @@
 running daemon; `verify`, `accept-loss` and `keygen` work offline, without it.
 
     tablectl journal tail [-n N] | summary | verify --state-dir DIR | accept-loss ... | keygen
+    tablectl journal segments | archive | prune --keep-rounds N [--dry-run]  (--state-dir DIR)
 """
 
 from __future__ import annotations
@@ -10,14 +11,26 @@ import argparse
 import json
 import os
 import pwd
+import sqlite3
 import sys
 import syslog
 from pathlib import Path
 
 from controller.cli.common import emit
 from controller.cli.table_cmd import _ask
-from controller.journal import JournalError, accept_loss, verify_dir
-from controller.journal.mac import SYSTEM_KEY_FILE, make_key_file
+from controller.errors import InputError
+from controller.journal import (
+    JOURNAL_FILE,
+    Journal,
+    JournalError,
+    accept_loss,
+    segments,
+    verify_dir,
+)
+from controller.journal.mac import SYSTEM_KEY_FILE, KeyFileError, find_key, make_key_file
+from controller.journal.retention import plan
+from controller.journal.schema import read_meta
+from controller.journal.segments import SegmentState
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +59,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "outbox id when it is beyond the journal (the out-of-service message names it)")
     a.add_argument("--json", action="store_true")
     a.set_defaults(func=cmd_accept_loss)
+    segs = jsub.add_parser("segments", help="the journal's segments: closed, archived, "
+                           "acknowledged by head office, pruned (offline; the daemon may run)")
+    ar = jsub.add_parser("archive", help="daemon stopped: archive the closed segments not "
+                         "archived yet (the daemon does it as it runs)")
+    pr = jsub.add_parser("prune", help="daemon stopped: prune the archived segments head office "
+                         "acknowledged, keeping the last --keep-rounds rounds; --dry-run: say "
+                         "what and why (the daemon may run)")
+    pr.add_argument("--keep-rounds", type=int, required=True, metavar="N",
+                    help="the jurisdiction's retention: rounds kept on the table")
+    pr.add_argument("--dry-run", action="store_true")
+    for p, func in ((segs, cmd_segments), (ar, cmd_archive), (pr, cmd_prune)):
+        p.add_argument("--state-dir", type=Path, required=True)
+        p.add_argument("--key-file", type=Path)
+        p.add_argument("--json", action="store_true")
+        if p is not segs:
+            p.add_argument("--archive-dir", type=Path, help="default STATE_DIR/archive")
+        p.set_defaults(func=func)
     k = jsub.add_parser("keygen", help="make the table's journal key once (never replaces one; "
                         "default /etc/tablectl/journal-key, root); tablectl-journal-key.service "
                         "runs it on first start")
@@ -72,7 +102,15 @@ def cmd_journal(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    rep = verify_dir(args.state_dir, key_file=args.key_file)
+    show = sys.stderr.isatty() and not args.json
+
+    def progress(seq: int, last: int) -> None:  # a year's journal takes a while: say how far
+        print(f"\rverifying: seq {seq} of {last} ({100 * seq // max(last, 1)} %)", end="",
+              file=sys.stderr, flush=True)
+
+    rep = verify_dir(args.state_dir, key_file=args.key_file, progress=progress if show else None)
+    if show:
+        print(file=sys.stderr)
     report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark}
 
     def human() -> str:
@@ -136,4 +174,94 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     syslog.syslog(syslog.LOG_NOTICE, f"journal key made: {key.source} (key id {key.key_id})")
     emit({"path": key.source, "key_id": key.key_id}, args.json,
          lambda: f"journal key made: {key.source} (key id {key.key_id}); keep a copy off the table")
+    return 0
+
+
+def _read_only(args: argparse.Namespace) -> tuple[dict[str, str], list[SegmentState], int, str]:
+    """The journal's meta, segments, last round and how the MACs were checked, read-only."""
+    path = args.state_dir / JOURNAL_FILE
+    if not path.is_file():
+        raise InputError(f"no journal: {path} does not exist")
+    try:
+        key = find_key(args.state_dir, key_file=args.key_file)
+        macs = "checked" if key is not None else "not checked: no key"
+    except KeyFileError as exc:
+        key, macs = None, f"not checked: {exc}"
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        meta = read_meta(conn)
+        states = segments.read_all(conn, key, meta["table_id"], meta["game"])
+        last_round = int(conn.execute("SELECT coalesce(max(rec), 0) FROM commits").fetchone()[0])
+    except (sqlite3.Error, KeyError) as exc:
+        raise InputError(f"journal {path} unreadable: {exc}") from None
+    finally:
+        conn.close()
+    return meta, states, last_round, macs
+
+
+def _archive_dir(args: argparse.Namespace) -> Path:
+    return args.archive_dir or args.state_dir / segments.ARCHIVE_DIR
+
+
+def cmd_segments(args: argparse.Namespace) -> int:
+    _meta, states, _last, macs = _read_only(args)
+    rows = [st.as_json() for st in states]
+
+    def human() -> str:
+        lines = [f"{len(rows)} closed segments (MACs {macs}); the open one follows the last"]
+        for r in rows:
+            state = ("pruned " + str(r["pruned_utc"]) if r["pruned_utc"] else
+                     "acknowledged" if r["acknowledged_utc"] else
+                     "archived" if r["archive"] else "closed")
+            lines.append(f"  segment {r['number']}: seq {r['first']}..{r['last']}, rounds "
+                         f"{r['first_round']}..{r['last_round']}, {state}"
+                         f"{'' if r['mac_ok'] else ', MAC DOES NOT CHECK OUT'}"
+                         f"{', ' + r['archive'] if r['archive'] else ''}")
+        return "\n".join(lines)
+
+    emit(rows, args.json, human)
+    return 0 if all(r["mac_ok"] for r in rows) else 1
+
+
+def _writer(args: argparse.Namespace) -> Journal:
+    meta, _states, _last, _macs = _read_only(args)
+    return Journal.open(args.state_dir, table_id=meta["table_id"], game=meta["game"],
+                        create=False, fast=True, key_file=args.key_file)
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    try:
+        with _writer(args) as j:
+            done = j.archive(_archive_dir(args))
+    except JournalError as exc:
+        print(f"tablectl: journal archive: {exc}", file=sys.stderr)
+        return 1
+    out = [{"segment": n, "archive": str(_archive_dir(args) / name), "sha256": digest}
+           for n, name, digest in done]
+    emit(out, args.json, lambda: "\n".join(
+        [f"{len(out)} segments archived"]
+        + [f"  segment {o['segment']}: {o['archive']} sha256 {o['sha256']}" for o in out]))
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    if args.keep_rounds < 0:
+        raise InputError(f"--keep-rounds must be >= 0, got {args.keep_rounds}")
+    if args.dry_run:
+        meta, states, last_round, _macs = _read_only(args)
+        plans = plan(states, args.keep_rounds, _archive_dir(args), last_round,
+                     int(meta.get("v1_last_seq", "0")))
+    else:
+        try:
+            with _writer(args) as j:
+                plans = j.prune(args.keep_rounds, _archive_dir(args))
+        except JournalError as exc:
+            print(f"tablectl: journal prune: {exc}", file=sys.stderr)
+            return 1
+    out = [p.as_json() for p in plans]
+    verb = "would prune" if args.dry_run else "pruned"
+    emit({"dry_run": args.dry_run, "segments": out}, args.json, lambda: "\n".join(
+        [f"{verb} {sum(p.prune for p in plans)} of {len(plans)} unpruned segments"]
+        + [f"  segment {p.number} (seq {p.first}..{p.last}, rounds {p.rounds[0]}.."
+           f"{p.rounds[1]}): {'prune' if p.prune else 'keep'}: {p.why}" for p in plans]))
     return 0

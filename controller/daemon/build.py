@@ -100,6 +100,7 @@ def build_uth_machine(cfg: TableConfig) -> RoundMachine[Any]:
             pool=jp.new_pool(),
             linked=cfg.link.enabled,
             pool_timeout_ms=int(cfg.link.pool_timeout_s * 1000),
+            chip_unit=u.limits.chip_unit,
         )
     )
 

@@ -30,6 +30,7 @@ from controller.daemon.supervisor import Supervisor
 from controller.errors import TablectlError
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
+from controller.journal.background import look_after_journal
 from controller.logs import event as log_event
 from controller.rounds.base import Effect, Event, Now, RoundMachine
 from devices.base import Device, DeviceError, DeviceEvent
@@ -151,6 +152,10 @@ class TableService:
             notify.notify("READY=1", f"STATUS={self._status_line()}")
             tasks.append(self.supervisor.spawn("consume", self._consume))
             tasks.append(self.supervisor.spawn("watchdog", self._watchdog))
+            # Whole-chain verify, then archive/retention; it ends by itself when there is no
+            # journal or the chain fails (the table is then out of service), so not spawn()ed.
+            tasks.append(asyncio.create_task(
+                look_after_journal(self.journal, self.go_out_of_service, self.log)))
             if self.policy is not None and self.out_of_service is None:
                 tasks.append(self.supervisor.spawn("autoplay", self._autoplay))
             if self.out_of_service is not None and self.autoplay is not None:
@@ -180,7 +185,8 @@ class TableService:
     def _open_journal(self) -> None:
         try:
             self.journal = Journal.open(
-                self.cfg.service.state_dir, table_id=self.cfg.table_id, game=self.cfg.game
+                self.cfg.service.state_dir, table_id=self.cfg.table_id, game=self.cfg.game,
+                fast=True,  # from the latest checkpoint; the whole chain: look_after_journal
             )
         except JournalError as exc:
             # A loss (JournalLossError) names the mark's seq and the journal's last seq.

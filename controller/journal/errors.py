@@ -31,3 +31,7 @@ class AckBeyondJournal(TablectlError, ValueError):
         super().__init__(f"ack of message {upto}, but the last message is {last}")
         self.upto = upto
         self.last = last
+
+
+class RoundPruned(JournalError, ValueError):
+    """The round asked for was pruned (retention): the message says where its archive went."""

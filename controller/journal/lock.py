@@ -47,6 +47,10 @@ class WriteGuard:
     def closed(self) -> bool:
         return self._lock_fd is None
 
+    @property
+    def lock_fd(self) -> int | None:
+        return self._lock_fd
+
     def check(self) -> None:
         if self._lock_fd is None:
             raise JournalError(f"journal {self.path} is closed")

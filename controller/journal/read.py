@@ -33,12 +33,14 @@ class Reader:
         row = conn.execute("SELECT hash FROM events WHERE seq = ?",
                            (self.v1_last_seq,)).fetchone()
         self._v1_last_hash = genesis_hash(table_id, game) if row is None else row[0]
+        # Records up to this seq were pruned (retention.py); the chain hash there.
+        self.pruned: tuple[int, str] = (0, "")
 
     def iter_events(self, start_seq: int = 1, end_seq: int | None = None) -> Iterator[StoredEvent]:
         """Events from start_seq to end_seq (inclusive), in order (e.g. a full audit replay).
 
         Read in pages by key, so no statement stays open between yields (appends may run)."""
-        nxt = max(1, start_seq)
+        nxt = max(1, start_seq, self.pruned[0] + 1)
         prev: tuple[int, str] | None = None  # the commit before the next one read: (seq, hash)
         while True:
             with self._mutex:
@@ -73,9 +75,11 @@ class Reader:
         """(seq, hash) where the chain stands before the commit holding `seq`."""
         row = self._conn.execute("SELECT seq, hash FROM commits WHERE seq < ? ORDER BY seq "
                                  "DESC LIMIT 1", (seq,)).fetchone()
-        if row is None or row[0] < self.v1_last_seq:
-            return self.v1_last_seq, self._v1_last_hash
-        return row[0], row[1].hex()
+        if row is not None and row[0] >= max(self.v1_last_seq, self.pruned[0]):
+            return row[0], row[1].hex()
+        if self.pruned[0] > self.v1_last_seq:
+            return self.pruned
+        return self.v1_last_seq, self._v1_last_hash
 
     def _decode(self, key: int, body: bytes, prev: tuple[int, str]) -> list[StoredEvent]:
         """The records of one commit, given where the chain stood before it."""

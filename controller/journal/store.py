@@ -22,9 +22,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from controller.journal import checkpoint, segments
 from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import Codec, parse_body, snapshot_text
-from controller.journal.errors import JournalError, JournalLossError
+from controller.journal.errors import JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
 from controller.journal.mac import JournalKey, KeyFileError, find_key
 from controller.journal.mark import MARK_FILE, MarkWriter, create_mark, mark_problem
@@ -42,6 +43,7 @@ from controller.journal.records import (
     outbox_next,
     prepare,
 )
+from controller.journal.retention import PrunePlan, Retention
 from controller.journal.schema import (
     JOURNAL_FILE,
     LOCK_FILE,
@@ -52,7 +54,8 @@ from controller.journal.schema import (
     set_pragmas,
 )
 from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3
-from controller.journal.verify import VerifyReport, verify_conn
+from controller.journal.verify import prune_base, verify_conn
+from controller.journal.walk import VerifyReport
 from controller.rounds.base import Effect, Event, Now
 
 
@@ -81,12 +84,19 @@ class Journal:
         self.reader = Reader(path, conn, self._mutex, table_id, game, lambda: self._last_seq)
         self.outbox = Outbox(conn, self._mutex, self._guard, self.reader, self._mac,
                              state.next_outbox_id, state.acked_upto)
+        self.retention = Retention(path, conn, self._mutex, self._guard, key, table_id, game,
+                                   segments.SEGMENT_ROUNDS)
+        self.reader.pruned = (state.pruned_through, state.pruned_hash)
+        # How the last open verified: from the checkpoint at this seq (0: the whole chain), and
+        # the checkpoints it refused (each a sign of damage or tampering, for the log).
+        self.verified_from = 0
+        self.refused_checkpoints: list[str] = []
 
     # ---- opening -------------------------------------------------------------------------
 
     @classmethod
     def open(cls, state_dir: Path | str, *, table_id: str, game: str, create: bool = True,
-             verify: bool = True, key_file: Path | None = None,
+             verify: bool = True, key_file: Path | None = None, fast: bool = False,
              _recovering: bool = False) -> Journal:
         """Open (or, with `create`, make) the journal of this table and game; verify it, its
         MACs (with the key `find_key` finds, or `key_file`) and its high-water mark.
@@ -94,7 +104,11 @@ class Journal:
         Raises JournalError if it is of another table/game, fails verification, is locked by
         another process, or is missing with create=False; JournalLossError if it is shorter
         than its high-water mark or the mark is missing or forged. Never replaces an existing
-        file. A schema-1 or -2 journal is upgraded in place (its records stay as they are)."""
+        file. A schema-1 or -2 journal is upgraded in place (its records stay as they are).
+
+        `fast` (the daemon): verify only what follows the latest checkpoint that checks out
+        (checkpoint.py), so that start-up does not grow with the journal's age; the whole chain
+        is then verified in the background (background.py) and offline."""
         if not table_id or not game:
             raise ValueError("table_id and game are required")
         state_dir = Path(state_dir)
@@ -115,14 +129,15 @@ class Journal:
                                f"tablectld or journal verify): {exc}") from exc
         try:
             return cls._open_locked(path, lock_fd, table_id, game, create, verify, key_file,
-                                    _recovering)
+                                    fast, _recovering)
         except BaseException:
             os.close(lock_fd)
             raise
 
     @classmethod
     def _open_locked(cls, path: Path, lock_fd: int, table_id: str, game: str, create: bool,
-                     verify: bool, key_file: Path | None, recovering: bool) -> Journal:
+                     verify: bool, key_file: Path | None, fast: bool, recovering: bool
+                     ) -> Journal:
         state_dir = path.parent
         if not path.exists():
             if Path(f"{path}-wal").exists():
@@ -161,8 +176,12 @@ class Journal:
             key = find_journal_key(path, key_file, create=create and schema != "3",
                                    key_id=meta.get("key_id"))
             set_pragmas(conn, path)
+            start, refused = None, {}
+            if verify and fast and schema == "3":
+                start, refused = checkpoint.latest(conn, key, table_id, game,
+                                                   int(meta["v1_last_seq"]))
             if verify:
-                state = verify_conn(conn, (table_id, game), key)
+                state = verify_conn(conn, (table_id, game), key, start=start, passed=refused)
                 if not state.ok:
                     first = "; ".join(state.errors[:3])
                     raise JournalError(
@@ -190,13 +209,17 @@ class Journal:
                         "a copy of the journal that holds those records, or record the loss: "
                         f"`tablectl journal accept-loss --state-dir {state_dir} --reason TEXT` "
                         "(docs/journal.md, \"Recovering\").", problem[1], state.last_seq)
+            conn.execute(checkpoint.TABLE_CHECKPOINTS)
+            conn.execute(segments.TABLE_SEGMENTS)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise JournalError(f"journal {path} is unreadable (corrupt?): {exc}") from exc
         except BaseException:
             conn.close()
             raise
-        return cls(path, conn, lock_fd, table_id, game, state, key, problem)
+        j = cls(path, conn, lock_fd, table_id, game, state, key, problem)
+        j.verified_from, j.refused_checkpoints = state.checkpoint_seq, list(refused.values())
+        return j
 
     def close(self) -> None:
         with self._mutex:
@@ -238,6 +261,10 @@ class Journal:
         return self.outbox.next_id
 
     @property
+    def _lock_fd(self) -> int | None:  # (the daemon's tests check that close released it)
+        return self._guard.lock_fd
+
+    @property
     def _acked_upto(self) -> int:
         return self.outbox.acked_upto
 
@@ -261,7 +288,9 @@ class Journal:
             seq, last_hash = self._last_seq, self._last_hash
             last_round, next_id = self._last_event_round, self.outbox.next_id
             next_round = self.last_round_number + 1
+            done = dict(self._rounds)
             rows: list[Row] = []
+            cps: list[checkpoint.Checkpoint] = []
             for entry in entries:
                 seq += 1
                 if entry.event.kind == LOSS_KIND:  # outbox ids lost with the records: skipped
@@ -271,6 +300,13 @@ class Journal:
                 last_hash, last_round = row.hash, entry.round
                 next_id += len(row.outbox)
                 next_round += len(row.rounds)
+                for _number, status, _summary in row.rounds:
+                    done[status] += 1
+                if row.snapshot is not None:  # the state at a snapshot, for a fast start
+                    cps.append(checkpoint.Checkpoint(
+                        row.seq, row.hash, entry.round, done["completed"], done["voided"],
+                        next_id - 1, self.outbox.acked_upto,
+                        snapshot_hash(row.hash, row.snapshot)))
             if not rows:
                 return []
             body = self.reader.codec.pack("[" + ",".join(r.element for r in rows) + "]")
@@ -284,6 +320,9 @@ class Journal:
                 for row in rows:
                     if row.snapshot is not None:
                         insert_snapshot(c, row, self._mac)
+                for cp in cps:
+                    checkpoint.insert(c, self.key, self.table_id, self.game, cp)
+                    self.retention.close_if_due(c, cp)
                 c.execute("COMMIT")
             except BaseException as exc:
                 self._guard.fail(f"append of seq {rows[0].seq}..{rows[-1].seq} failed: {exc}")
@@ -296,14 +335,34 @@ class Journal:
                 self._mark.advance(seq, next_id - 1, last_hash)
             self._last_event_round = last_round
             self.outbox.next_id = next_id
-            for row in rows:
-                for _number, status, _summary in row.rounds:
-                    self._rounds[status] += 1
+            self._rounds = done
             return [row.seq for row in rows]
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
         """Head office acknowledged every message up to `upto_id` (`Outbox.ack`)."""
         return self.outbox.ack(upto_id, utc)
+
+    # ---- segments (segments.py, retention.py) -------------------------------------------
+
+    def archive(self, archive_dir: Path | None = None) -> list[tuple[int, str, str]]:
+        """Archive the closed segments not archived yet (`Retention.archive`)."""
+        return self.retention.archive(archive_dir or self.path.parent / segments.ARCHIVE_DIR)
+
+    def ack_segment(self, number: int, head: str, digest: str, utc: str | None = None) -> bool:
+        """Head office holds segment `number` (`Retention.ack`): the link's call."""
+        return self.retention.ack(number, head, digest, utc)
+
+    def prune(self, keep_rounds: int, archive_dir: Path | None = None, *,
+              dry_run: bool = False) -> list[PrunePlan]:
+        """Prune what retention allows (`Retention.plan`), oldest first; with `dry_run` only
+        say what would be pruned and why the rest is kept."""
+        plans = self.retention.plan(keep_rounds,
+                                    archive_dir or self.path.parent / segments.ARCHIVE_DIR,
+                                    self.last_round_number)
+        if not dry_run and self.retention.prune(plans):
+            base = self.retention.pruned_through()
+            self.reader.pruned = (base, checkpoint_hash(self._conn, base))
+        return plans
 
     def _mac(self, domain: str, *fields: Any) -> bytes:
         return self.key.mac(domain, self.table_id, self.game, *fields)
@@ -334,6 +393,10 @@ class Journal:
         return self.reader.round_record(number)
 
     def round_events(self, number: int) -> list[StoredEvent]:
+        """RoundPruned (a ValueError: `round show` says it) if retention pruned it."""
+        where = self.retention.where_pruned(number, self.path.parent / segments.ARCHIVE_DIR)
+        if where is not None:
+            raise RoundPruned(where)
         return self.reader.round_events(number)
 
     def pending_outbox(self, limit: int = 100) -> list[OutboxMessage]:
@@ -354,6 +417,7 @@ class Journal:
                 "rounds_voided": self._rounds["voided"],
                 "last_round": self.last_round_number, "current_round": self._last_event_round,
                 **self.outbox.summary(),
+                "pruned_through_seq": self.reader.pruned[0],
                 "last_snapshot_seq": snap,
                 "first_utc": first.utc if first else None, "last_utc": last.utc if last else None,
                 "file_bytes": size,
@@ -395,6 +459,10 @@ def load_state(conn: sqlite3.Connection, table_id: str, game: str) -> VerifyRepo
     st.acked_upto = read_acked_upto(conn)
     top = int(conn.execute("SELECT coalesce(max(id), 0) FROM outbox").fetchone()[0])
     meta = read_meta(conn)
+    base = prune_base(conn, meta, None, VerifyReport()) if meta.get("schema") == "3" else None
+    if base is not None:  # the counts of what was pruned
+        st.rounds_completed, st.rounds_voided = base.completed, base.voided
+        st.pruned_through, st.pruned_hash, top = base.seq, base.hash, base.out
     if meta.get("schema") != "1":
         codec = Codec(meta["deflate_dict"])
         for key, rnd, out, body, h in conn.execute(
@@ -422,3 +490,8 @@ def insert_snapshot(c: sqlite3.Connection, row: Row, mac: Any) -> None:
     c.execute("INSERT INTO snapshots(seq, state, hash, mac) VALUES (?,?,?,?)",
               (row.seq, _SNAPSHOT_CODEC.pack(row.snapshot), digest,
                mac("snapshot", row.seq, digest)))
+
+
+def checkpoint_hash(conn: sqlite3.Connection, seq: int) -> str:
+    row = conn.execute("SELECT body FROM checkpoints WHERE seq = ?", (seq,)).fetchone()
+    return "" if row is None else checkpoint.Checkpoint.parse(row[0]).hash

@@ -13,7 +13,7 @@ from controller.journal.dicts import deflate_dict
 from controller.journal.errors import JournalError
 from controller.journal.mac import JournalKey
 from controller.journal.schema import mac_meta, utc_now
-from controller.journal.verify import VerifyReport
+from controller.journal.walk import VerifyReport
 
 
 def upgrade_to_v2(conn: sqlite3.Connection, path: Path, game: str, last_seq: int) -> None:

@@ -8,17 +8,18 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.journal.chain import chain_hash, genesis_hash, record_hash, snapshot_hash
-from controller.journal.codec import Codec, parse_body, snapshot_text
+from controller.journal import segments
+from controller.journal.chain import chain_hash, genesis_hash, record_hash
+from controller.journal.checkpoint import Checkpoint, check_row
+from controller.journal.codec import Codec, parse_body
 from controller.journal.lock import take_lock
 from controller.journal.mac import JournalKey, KeyFileError, find_key
 from controller.journal.mark import MARK_FILE, MarkError, mark_problem, read_mark
-from controller.journal.records import LOSS_KIND, fx_items, outbox_next
+from controller.journal.records import LOSS_KIND, outbox_next
 from controller.journal.schema import (
     JOURNAL_FILE,
     LOCK_FILE,
@@ -28,56 +29,25 @@ from controller.journal.schema import (
     read_meta,
     v1_last_seq,
 )
+from controller.journal.walk import Macs, VerifyReport, Walk
 
-MAX_ERRORS = 50  # a wrecked file must not produce a million-line report
-
-
-@dataclass
-class VerifyReport:
-    records: int = 0
-    rounds_completed: int = 0
-    rounds_voided: int = 0
-    errors: list[str] = field(default_factory=list)
-    # Not part of the CLI's JSON; what the writer needs to continue the chain.
-    last_seq: int = 0
-    last_hash: str = ""
-    last_event_round: int = 0
-    next_outbox_id: int = 1
-    acked_upto: int = 0
-    error_count: int = 0
-    # How the MACs were checked ("checked with key ...", or why not) and the high-water mark
-    # (verify_dir); shown by `tablectl journal verify`, not part of as_json().
-    macs: str = "not a keyed journal (schema 1 or 2)"
-    mark: str = "not checked"
-
-    @property
-    def ok(self) -> bool:
-        return self.error_count == 0
-
-    @property
-    def last_round_number(self) -> int:
-        return self.rounds_completed + self.rounds_voided
-
-    def error(self, text: str) -> None:
-        self.error_count += 1
-        if self.error_count <= MAX_ERRORS:
-            self.errors.append(text)
-        elif self.error_count == MAX_ERRORS + 1:
-            self.errors.append(f"... more errors not listed (stopped listing at {MAX_ERRORS})")
-
-    def as_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "records": self.records, "rounds_completed": self.rounds_completed,
-                "rounds_voided": self.rounds_voided, "errors": list(self.errors)}
+Progress = Callable[[int, int], None]  # (seq reached, last seq): a terminal's progress line
+PROGRESS_EVERY = 2048  # commits
 
 
 def verify_conn(conn: sqlite3.Connection, expect: tuple[str, str] | None = None,
-                key: JournalKey | None = None) -> VerifyReport:
+                key: JournalKey | None = None, *, start: Checkpoint | None = None,
+                passed: Collection[int] = (), progress: Progress | None = None
+                ) -> VerifyReport:
     """Walk the whole journal in one read transaction, streaming (constant memory); with the
-    key, check its MACs too."""
+    key, check its MACs too. From `start` (a checkpoint the caller checked, checkpoint.latest):
+    only the records after it, from the position it sums up, without SQLite's quick_check of
+    the whole file (what a writer does at start; the whole walk is done in the background);
+    the checkpoints at the seqs `passed` (refused by checkpoint.latest) are not compared."""
     rep = VerifyReport()
     try:
         conn.execute("BEGIN")
-        _verify_walk(conn, rep, expect, key)
+        _verify_walk(conn, rep, expect, key, start, passed, progress)
     except sqlite3.DatabaseError as exc:
         after = f" after seq {rep.last_seq}" if rep.last_seq else ""
         rep.error(f"database unreadable{after}: {exc}")
@@ -88,161 +58,13 @@ def verify_conn(conn: sqlite3.Connection, expect: tuple[str, str] | None = None,
     return rep
 
 
-@dataclass(frozen=True)
-class _Macs:
-    """What the MACs of a schema-3 journal are checked with (docs/journal.md, "Keyed chain")."""
-
-    key: JournalKey
-    table_id: str
-    game: str
-    since: int  # every commit and snapshot after this seq carries a MAC
-
-    def check(self, mac: Any, domain: str, *fields: Any) -> bool:
-        return self.key.check(mac, domain, self.table_id, self.game, *fields)
-
-
-class _Walk:
-    """The checks along the chain, record by record, with the side tables walked in step."""
-
-    def __init__(self, conn: sqlite3.Connection, rep: VerifyReport, genesis: str,
-                 macs: _Macs | None = None, keyed: bool = False) -> None:
-        self.rep = rep
-        self.macs = macs
-        # Side tables, each ordered by its key. `outbox` and `rounds` index schema-1 records only.
-        self.pending = conn.execute("SELECT id, seq FROM outbox ORDER BY id")
-        self.rounds = conn.execute("SELECT number, status, seq FROM rounds ORDER BY number")
-        self.snaps = conn.execute(
-            f"SELECT seq, state, hash, {'mac' if keyed else 'NULL'} FROM snapshots ORDER BY seq")
-        self.p_row = self.pending.fetchone()
-        self.r_row = self.rounds.fetchone()
-        self.s_row = self.snaps.fetchone()
-        self.prev = genesis
-        self.expected = 1
-        self.next_out, self.next_round = 1, 1
-
-    def gap(self, first: int, last: int) -> None:
-        """The next records are seq first..last: report what is missing or out of place."""
-        if first > self.expected:
-            gap = f"seq {self.expected}" if first == self.expected + 1 else \
-                f"seq {self.expected}..{first - 1}"
-            self.rep.error(f"{gap} missing (records deleted or reordered; next is seq {first})")
-        elif first < self.expected:
-            self.rep.error(f"seq {first}..{last} out of order (expected seq {self.expected} next)")
-
-    def record(self, seq: int, rnd: Any, fx: Any, h: str, indexed: bool) -> None:
-        """One record; `fx` parsed (None: no effects); `h` its chain hash; `indexed`: a
-        schema-1 record, whose outbox messages and round records have rows in the side tables."""
-        rep = self.rep
-        rep.records += 1
-        if not isinstance(rnd, int) or rnd < rep.last_event_round:
-            rep.error(f"seq {seq}: round {rnd!r} goes back from round {rep.last_event_round}")
-        else:
-            rep.last_event_round = rnd
-        if fx is not None:
-            try:
-                outs, rnds = fx_items(fx)
-            except (ValueError, TypeError, AttributeError, KeyError):
-                rep.error(f"seq {seq}: journaled effects are malformed")
-                outs, rnds = [], []
-            for oid, _type, _payload in outs:
-                self._message(seq, oid, indexed)
-            for number, status, _summary in rnds:
-                self._round(seq, number, status, indexed)
-        while self.s_row is not None and self.s_row[0] < seq:
-            rep.error(f"snapshot at seq {self.s_row[0]} has no event")
-            self.s_row = self.snaps.fetchone()
-        if self.s_row is not None and self.s_row[0] == seq:
-            try:
-                ok = snapshot_hash(h, snapshot_text(self.s_row[1])) == self.s_row[2]
-            except ValueError:
-                ok = False
-            if not ok:
-                rep.error(f"seq {seq}: snapshot hash mismatch (snapshot altered)")
-            elif self.macs is not None:
-                mac = self.s_row[3]
-                if mac is not None and not self.macs.check(mac, "snapshot", seq, self.s_row[2]):
-                    rep.error(f"seq {seq}: snapshot MAC mismatch (snapshot rewritten without the "
-                              "table's key)")
-                elif mac is None and seq > self.macs.since:
-                    rep.error(f"seq {seq}: snapshot has no MAC (every snapshot after seq "
-                              f"{self.macs.since} has one)")
-            self.s_row = self.snaps.fetchone()
-
-    def _message(self, seq: int, oid: int, indexed: bool) -> None:
-        rep = self.rep
-        if oid != self.next_out:
-            rep.error(f"seq {seq}: outbox message id {oid}, expected {self.next_out}")
-        self.next_out = oid + 1
-        while self.p_row is not None and (self.p_row[0] < oid
-                                          or (not indexed and self.p_row[0] == oid)):
-            rep.error(f"outbox row id {self.p_row[0]} (seq {self.p_row[1]}) matches no message")
-            self.p_row = self.pending.fetchone()
-        if not indexed:
-            return  # pending: every id above the last ack (the chain is the queue)
-        if oid <= rep.acked_upto:
-            if self.p_row is not None and self.p_row[0] == oid:
-                rep.error(f"outbox row id {oid} is acknowledged but still pending")
-                self.p_row = self.pending.fetchone()
-        elif self.p_row is None or self.p_row[0] != oid:
-            rep.error(f"seq {seq}: outbox message {oid} not acknowledged but missing from the "
-                      "outbox")
-        else:
-            if self.p_row[1] != seq:
-                rep.error(f"outbox row id {oid} points at seq {self.p_row[1]}, its message is "
-                          f"in seq {seq}")
-            self.p_row = self.pending.fetchone()
-
-    def _round(self, seq: int, number: int, status: str, indexed: bool) -> None:
-        rep = self.rep
-        if number != self.next_round:
-            rep.error(f"seq {seq}: round {number} recorded, expected round {self.next_round}")
-        self.next_round = number + 1
-        if status == "completed":
-            rep.rounds_completed += 1
-        elif status == "voided":
-            rep.rounds_voided += 1
-        else:
-            rep.error(f"seq {seq}: round {number} has unknown status {status!r}")
-        while self.r_row is not None and (self.r_row[0] < number
-                                          or (not indexed and self.r_row[0] == number)):
-            rep.error(f"rounds row {self.r_row[0]} (seq {self.r_row[2]}) matches no round "
-                      "record")
-            self.r_row = self.rounds.fetchone()
-        if not indexed:
-            return
-        if self.r_row is None or self.r_row[0] != number:
-            rep.error(f"seq {seq}: round {number} missing from the rounds table")
-        else:
-            if (self.r_row[1], self.r_row[2]) != (status, seq):
-                rep.error(f"rounds row {number} says {self.r_row[1]} at seq {self.r_row[2]}, "
-                          f"seq {seq} records {status}")
-            self.r_row = self.rounds.fetchone()
-
-    def finish(self) -> None:
-        rep = self.rep
-        while self.p_row is not None:
-            rep.error(f"outbox row id {self.p_row[0]} (seq {self.p_row[1]}) matches no message")
-            self.p_row = self.pending.fetchone()
-        while self.r_row is not None:
-            rep.error(f"rounds row {self.r_row[0]} (seq {self.r_row[2]}) matches no round record")
-            self.r_row = self.rounds.fetchone()
-        while self.s_row is not None:
-            rep.error(f"snapshot at seq {self.s_row[0]} is after the last event "
-                      f"(seq {rep.last_seq})")
-            self.s_row = self.snaps.fetchone()
-        if rep.acked_upto >= self.next_out:
-            rep.error(f"outbox acknowledged up to {rep.acked_upto}, but the last message is "
-                      f"{self.next_out - 1}")
-        rep.next_outbox_id = self.next_out
-        if rep.last_round_number != self.next_round - 1:  # a bad status was not counted
-            rep.error(f"rounds counted {rep.last_round_number}, recorded {self.next_round - 1}")
-
-
-def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
-                 expect: tuple[str, str] | None, key: JournalKey | None) -> None:
-    for (msg,) in conn.execute("PRAGMA quick_check(20)"):
-        if msg != "ok":
-            rep.error(f"sqlite quick_check: {msg}")
+def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str, str] | None,
+                 key: JournalKey | None, start: Checkpoint | None, passed: Collection[int],
+                 progress: Progress | None) -> None:
+    if start is None:
+        for (msg,) in conn.execute("PRAGMA quick_check(20)"):
+            if msg != "ok":
+                rep.error(f"sqlite quick_check: {msg}")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     missing = {"meta", "events", "outbox", "outbox_acked", "rounds", "snapshots"} - tables
     if missing:
@@ -269,14 +91,24 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
         return
     macs = _macs_for(meta, key, rep) if keyed else None
     since = _int_meta(meta, "mac_since", rep) if keyed else -1
-    rep.acked_upto = _checked_acked_upto(conn, meta, macs, rep) if keyed else read_acked_upto(conn)
+    rep.acked_upto = (_checked_acked_upto(conn, meta, macs, rep, start) if keyed
+                      else read_acked_upto(conn))
+    base = prune_base(conn, meta, key if macs is not None else None, rep)
+    if base is not None:
+        rep.pruned_through, rep.pruned_hash = base.seq, base.hash
+        if start is None or start.seq < base.seq:
+            start = base  # what remains goes on from the checkpoint at the last pruned seq
     genesis = genesis_hash(table_id, game)
-    walk = _Walk(conn, rep, genesis, macs, keyed)
+    after = 0 if start is None else start.seq
+    walk = Walk(conn, rep, genesis, macs, keyed, after, passed)
     v1_last = v1_last_seq(meta)
+    if start is not None:
+        walk.resume(start)
 
     # Schema-1 records: one row each, its hash stored.
     for seq, utc, mono, kind, rnd, data, fx, h in conn.execute(
-            "SELECT seq, utc, mono_ms, kind, round, data, fx, hash FROM events ORDER BY seq"):
+            "SELECT seq, utc, mono_ms, kind, round, data, fx, hash FROM events WHERE seq > ? "
+            "ORDER BY seq", (after,)):
         walk.gap(seq, seq)
         if v1_last is not None and seq > v1_last:
             rep.error(f"seq {seq}: a schema-1 row after the upgrade (schema-1 rows end at seq "
@@ -299,14 +131,17 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
     if v1_last is None:
         walk.finish()
         return
-    if rep.last_seq != v1_last:
+    if rep.last_seq < v1_last or (start is None and rep.last_seq != v1_last):
         rep.error(f"schema-1 rows end at seq {rep.last_seq}, the upgrade recorded seq {v1_last}")
 
     # Schema-2 records: one row per commit, its records deflated, the hash after the last one.
     codec = Codec(meta["deflate_dict"])
-    for key_seq, c_round, c_rec, c_out, body, stored, mac in conn.execute(
+    last = conn.execute("SELECT coalesce(max(seq), 0) FROM commits").fetchone()[0]
+    for n, (key_seq, c_round, c_rec, c_out, body, stored, mac) in enumerate(conn.execute(
             f"SELECT seq, round, rec, out, body, hash, {'mac' if keyed else 'NULL'} FROM commits "
-            "ORDER BY seq"):
+            "WHERE seq > ? ORDER BY seq", (after,))):
+        if progress is not None and n % PROGRESS_EVERY == 0:
+            progress(key_seq, last)
         stored_hex = stored.hex() if isinstance(stored, bytes) else repr(stored)
         if key_seq == since:
             _check_since(meta, macs, stored_hex, rep)
@@ -324,6 +159,8 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
             _check_commit_mac(macs, since, key_seq, stored_hex, mac, rep)
             continue
         first = key_seq - len(records) + 1
+        if first <= after < key_seq:  # the checkpoint is inside this commit: walk on from it
+            records, first = records[after - first + 1:], after + 1
         walk.gap(first, key_seq)
         h = walk.prev
         for i, (text, (_utc, _mono, kind, rnd, data, fx)) in enumerate(records):
@@ -342,7 +179,9 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
         walk.prev, walk.expected = stored_hex, key_seq + 1
         rep.last_seq, rep.last_hash = key_seq, stored_hex
         _check_commit_mac(macs, since, key_seq, stored_hex, mac, rep)
-    if since == 0:  # MACs from creation: checked last, the chain's own errors come first
+    if progress is not None:
+        progress(rep.last_seq, last)
+    if since == 0 and start is None:  # MACs from creation: checked last, after the chain
         _check_since(meta, macs, genesis, rep)
     if since > rep.last_seq:
         rep.error(f"journal ends at seq {rep.last_seq}, before seq {since} where its MACs begin "
@@ -350,7 +189,30 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport,
     walk.finish()
 
 
-def _check_commit_mac(macs: _Macs | None, since: int, seq: int, chain: str, mac: Any,
+def prune_base(conn: sqlite3.Connection, meta: Mapping[str, str], key: JournalKey | None,
+               rep: VerifyReport) -> Checkpoint | None:
+    """The checkpoint at the last pruned seq, from which the journal goes on (None: nothing
+    pruned). Errors in `rep` if the pruned segments or that checkpoint do not check out."""
+    table_id, game = meta["table_id"], meta["game"]
+    last, errors = segments.pruned_through(segments.read_all(conn, key, table_id, game))
+    for text in errors:
+        rep.error(text)
+    if not last:
+        return None
+    row = conn.execute("SELECT body, mac FROM checkpoints WHERE seq = ?", (last,)).fetchone()
+    try:
+        if row is None:
+            raise ValueError("missing")
+        if key is None:
+            return Checkpoint.parse(row[0] if isinstance(row[0], str) else "")
+        return check_row(key, table_id, game, last, row[0], row[1])
+    except ValueError as exc:
+        rep.error(f"seq 1..{last} pruned, but the checkpoint the journal goes on from is "
+                  f"unusable ({exc})")
+        return None
+
+
+def _check_commit_mac(macs: Macs | None, since: int, seq: int, chain: str, mac: Any,
                       rep: VerifyReport) -> None:
     """A commit's MAC over its seq and stored chain hash: recomputing the chain after an edit
     is not enough without the key."""
@@ -368,7 +230,7 @@ def _int_meta(meta: Mapping[str, str], name: str, rep: VerifyReport) -> int:
 
 
 def _macs_for(meta: Mapping[str, str], key: JournalKey | None, rep: VerifyReport
-              ) -> _Macs | None:
+              ) -> Macs | None:
     """What the MACs are checked with, or None (no key, or another table's key)."""
     if key is None:
         rep.macs = "not checked: no key (the plain SHA-256 chain was checked)"
@@ -382,10 +244,10 @@ def _macs_for(meta: Mapping[str, str], key: JournalKey | None, rep: VerifyReport
     if key.dev:
         rep.macs += "; a development key beside the journal: no protection against whoever " \
             "can write the state directory"
-    return _Macs(key, meta["table_id"], meta["game"], _int_meta(meta, "mac_since", rep))
+    return Macs(key, meta["table_id"], meta["game"], _int_meta(meta, "mac_since", rep))
 
 
-def _check_since(meta: Mapping[str, str], macs: _Macs | None, chain: str,
+def _check_since(meta: Mapping[str, str], macs: Macs | None, chain: str,
                  rep: VerifyReport) -> None:
     """The MAC of the point where MACs begin (creation, or the schema-3 upgrade): it covers
     the chain head there, hence every record before it."""
@@ -400,13 +262,17 @@ def _check_since(meta: Mapping[str, str], macs: _Macs | None, chain: str,
                   "(records before it rewritten, or meta altered)")
 
 
-def _checked_acked_upto(conn: sqlite3.Connection, meta: Mapping[str, str], macs: _Macs | None,
-                        rep: VerifyReport) -> int:
+def _checked_acked_upto(conn: sqlite3.Connection, meta: Mapping[str, str], macs: Macs | None,
+                        rep: VerifyReport, start: Checkpoint | None = None) -> int:
     """The last acknowledged outbox id. With the key only MAC'd acks count (and any other
-    above `acked_at_mac`, the acks before MACs began, is an error); without it, every row."""
+    above `acked_at_mac`, the acks before MACs began, is an error); without it, every row.
+    From a checkpoint: the acks after the one it names."""
     top = _int_meta(meta, "acked_at_mac", rep)
+    if start is not None:
+        top = max(top, start.acked)
     for upto, utc, mac in conn.execute(
-            "SELECT upto_id, utc, mac FROM outbox_acked ORDER BY upto_id"):
+            "SELECT upto_id, utc, mac FROM outbox_acked WHERE upto_id > ? ORDER BY upto_id",
+            (0 if start is None else start.acked,)):
         if macs is None or (mac is None and upto <= top):
             top = max(top, int(upto))
         elif macs.check(mac, "ack", upto, utc):
@@ -417,7 +283,8 @@ def _checked_acked_upto(conn: sqlite3.Connection, meta: Mapping[str, str], macs:
     return top
 
 
-def verify_dir(state_dir: Path | str, key_file: Path | None = None) -> VerifyReport:
+def verify_dir(state_dir: Path | str, key_file: Path | None = None,
+               progress: Progress | None = None) -> VerifyReport:
     """Offline verification (`tablectl journal verify`): the chain, with the table's key (if
     one is found, `find_key`) its MACs, and the high-water mark. Creates nothing; never raises
     for a missing or damaged journal, mark or key: that is an error in the report."""
@@ -455,7 +322,7 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None) -> VerifyRep
             rep.error(f"cannot open {path}: {exc}")
             return rep
         try:
-            rep = verify_conn(conn, key=key)
+            rep = verify_conn(conn, key=key, progress=progress)
             if key_problem is not None:
                 rep.error(key_problem)
             elif key is None and rep.macs.startswith("not checked") and key_note is not None:

@@ -1,0 +1,156 @@
+"""The journal looked after while the table plays (docs/journal.md, "Checkpoints and fast
+start", "Segments, archive, retention"). Start-up verifies only what follows the latest
+checkpoint, so every record, snapshot, checkpoint, ack and MAC is walked again here, a while
+after READY, in a child process at the lowest CPU and I/O priority. The walk is a read
+transaction beside the writer (WAL): it never takes the journal's lock and never delays a
+commit, and in its own process it never holds the daemon's interpreter either. A failure takes
+the table out of service, as at start. Then, hourly, closed segments are archived and retention
+prunes what head office acknowledged.
+
+    python -m controller.journal.background STATE_DIR    (what the daemon runs; JSON on stdout)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from controller.journal.errors import JournalError
+from controller.journal.store import Journal
+from controller.journal.verify import verify_dir
+from controller.logs import event as log_event
+
+DELAY_ENV = "TABLECTL_JOURNAL_VERIFY_DELAY_S"  # seconds after READY; tests set it low
+DEFAULT_DELAY_S = 60.0
+MAX_DELAY_S = 86_400.0
+# Retention until the configuration has a [journal] section: rounds kept on the table (unset:
+# closed segments are archived, nothing is pruned).
+KEEP_ENV = "TABLECTL_JOURNAL_KEEP_ROUNDS"
+UPKEEP_EVERY_S = 3600.0
+MAX_OUTPUT_BYTES = 1 << 20
+# ioprio_set(2): IOPRIO_WHO_PROCESS, class IDLE (3) << 13; syscall numbers by machine.
+_IOPRIO_SET = {"x86_64": 251, "aarch64": 30, "armv7l": 314, "armv6l": 314}
+_IOPRIO_IDLE = 3 << 13
+
+
+def _env_number(name: str, default: float | None, top: float, log: logging.Logger
+                ) -> float | None:
+    """The environment's `name` if it is a number within 0..top; else `default` (logged)."""
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= top:
+        log_event(log, logging.WARNING, f"{name}={text[:40]!r} is not 0..{top:.0f}; using "
+                  f"{default}")
+        return default
+    return value
+
+
+def delay_s(log: logging.Logger) -> float:
+    """The delay after READY, seconds: DELAY_ENV's, or DEFAULT_DELAY_S."""
+    return _env_number(DELAY_ENV, DEFAULT_DELAY_S, MAX_DELAY_S, log) or 0.0
+
+
+def keep_rounds(log: logging.Logger) -> int | None:
+    """Rounds retention keeps on the table (KEEP_ENV), None: nothing is pruned."""
+    value = _env_number(KEEP_ENV, None, 10**9, log)
+    return None if value is None else int(value)
+
+
+async def look_after_journal(journal: Journal | None, on_failure: Callable[[str], None],
+                             log: logging.Logger) -> None:
+    """The daemon's background care of its journal: the whole chain verified once, a while
+    after READY (`verify_in_background`); then, every UPKEEP_EVERY_S, the closed segments
+    archived and, with a retention set, what it allows pruned (`Journal.prune`: only what head
+    office acknowledged). Each in a worker thread; the journal's lock is held only for the
+    few rows each changes."""
+    if journal is None:
+        return
+    if not await verify_in_background(journal, on_failure, log):
+        return
+    while True:
+        try:
+            archived = await asyncio.to_thread(journal.archive)
+            keep = keep_rounds(log)
+            pruned = [] if keep is None else [
+                p for p in await asyncio.to_thread(journal.prune, keep) if p.prune]
+        except (JournalError, OSError) as exc:
+            log_event(log, logging.ERROR, f"journal upkeep failed: {exc}")
+        else:
+            if archived or pruned:
+                log_event(log, logging.INFO, "journal segments archived and pruned",
+                          archived=[n for n, _name, _digest in archived],
+                          pruned=[p.number for p in pruned])
+        await asyncio.sleep(UPKEEP_EVERY_S)
+
+
+async def verify_in_background(journal: Journal | None, on_failure: Callable[[str], None],
+                               log: logging.Logger, delay: float | None = None) -> bool:
+    """After `delay` (default: delay_s), walk the whole journal in a child process; log the
+    outcome, and call `on_failure` with the reason if it does not verify. Cancelled (the
+    daemon stopping), the child is killed. True if it verified."""
+    if journal is None:
+        return False
+    await asyncio.sleep(delay_s(log) if delay is None else delay)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "controller.journal.background", str(journal.path.parent),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        out, err = await proc.communicate()
+    except asyncio.CancelledError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        raise
+    try:
+        report = json.loads(out[:MAX_OUTPUT_BYTES])
+        ok, errors = report["ok"] is True, [str(e) for e in report["errors"]]
+    except (ValueError, KeyError, TypeError):
+        ok, errors, report = False, [f"the verifier exited {proc.returncode}: "
+                                     f"{err[-400:].decode(errors='replace').strip()}"], {}
+    if ok:
+        log_event(log, logging.INFO, "journal verified in the background (the whole chain)",
+                  records=report.get("records"), seconds=report.get("seconds"))
+        return True
+    reason = f"journal background verification failed: {'; '.join(errors[:3])}"
+    log_event(log, logging.CRITICAL, reason, errors=len(errors))
+    on_failure(reason)
+    return False
+
+
+def _lowest_priority() -> None:
+    """nice 19 and the idle I/O class: the table's own work always comes first."""
+    with contextlib.suppress(OSError):
+        os.nice(19)
+    number = _IOPRIO_SET.get(os.uname().machine)
+    if number is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).syscall(number, 1, 0, _IOPRIO_IDLE)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m controller.journal.background STATE_DIR", file=sys.stderr)
+        return 2
+    _lowest_priority()
+    start = time.monotonic()
+    rep = verify_dir(Path(argv[0]))
+    print(json.dumps({**rep.as_json(), "macs": rep.macs, "mark": rep.mark,
+                      "seconds": round(time.monotonic() - start, 3)}))
+    return 0 if rep.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

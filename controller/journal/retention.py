@@ -1,0 +1,196 @@
+"""The writer's side of segments (segments.py): closing one at a checkpoint, archiving the
+closed ones, recording head office's acknowledgement, and pruning what retention allows."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controller.journal import segments
+from controller.journal.checkpoint import Checkpoint
+from controller.journal.errors import JournalError
+from controller.journal.lock import WriteGuard
+from controller.journal.mac import JournalKey
+from controller.journal.schema import read_meta, utc_now
+from controller.journal.segments import Segment, SegmentState
+
+
+@dataclass(frozen=True)
+class PrunePlan:
+    """What `prune` does (or, dry, would do) to one segment, and why."""
+
+    number: int
+    first: int
+    last: int
+    rounds: tuple[int, int]
+    prune: bool
+    why: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"segment": self.number, "seq": [self.first, self.last],
+                "rounds": list(self.rounds), "prune": self.prune, "why": self.why}
+
+
+class Retention:
+    def __init__(self, path: Path, conn: sqlite3.Connection, mutex: threading.RLock,
+                 guard: WriteGuard, key: JournalKey, table_id: str, game: str,
+                 segment_rounds: int) -> None:
+        self.path = path
+        self._conn = conn
+        self._mutex = mutex
+        self._guard = guard
+        self._key, self._table_id, self._game = key, table_id, game
+        self.segment_rounds = segment_rounds
+        self._v1_last = int(read_meta(conn)["v1_last_seq"])
+        last = conn.execute("SELECT body FROM segments ORDER BY number DESC LIMIT 1").fetchone()
+        self._last: Segment | None = None if last is None else Segment(**_loads(last[0]))
+
+    def states(self) -> list[SegmentState]:
+        with self._mutex:
+            return segments.read_all(self._conn, self._key, self._table_id, self._game)
+
+    def pruned_through(self) -> int:
+        return segments.pruned_through(self.states())[0]
+
+    def close_if_due(self, c: sqlite3.Connection, cp: Checkpoint) -> None:
+        """Inside the commit that writes checkpoint `cp`: close the open segment there once it
+        holds `segment_rounds` rounds. (A failed commit fails the journal, which is reopened
+        before another write: `_last` never runs ahead of the file for long.)"""
+        last = self._last
+        rounds = cp.completed + cp.voided
+        if rounds - (0 if last is None else last.rounds) < self.segment_rounds:
+            return
+        if last is None:
+            prev = str(c.execute("SELECT value FROM meta WHERE key = 'genesis'").fetchone()[0])
+        else:
+            prev = last.head
+        seg = Segment(1 if last is None else last.number + 1, 1 if last is None else last.last + 1,
+                      cp.seq, prev, cp.hash, 1 if last is None else last.last_round + 1,
+                      cp.round, rounds, utc_now())
+        c.execute("INSERT INTO segments(number, body, mac) VALUES (?,?,?)",
+                  (seg.number, seg.text(), segments.seg_mac(self._key, self._table_id,
+                                                            self._game, seg)))
+        self._last = seg
+
+    def archive(self, archive_dir: Path) -> list[tuple[int, str, str]]:
+        """Archive every closed segment not archived yet; (number, file name, digest) each.
+        The file is written from the writer's connection outside any write transaction; only
+        the row update takes the write lock."""
+        done = []
+        meta = read_meta(self._conn)
+        for st in self.states():
+            if st.archive is not None or st.pruned_utc is not None:
+                continue
+            # Its own read connection (WAL): the writer commits on meanwhile.
+            reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            try:
+                name, digest = segments.write_archive(reader, st.segment, meta, archive_dir)
+            finally:
+                reader.close()
+            with self._mutex:
+                self._guard.check()
+                self._write("UPDATE segments SET archive = ?, digest = ? WHERE number = ?",
+                            (name, digest, st.segment.number))
+            done.append((st.segment.number, name, digest))
+        return done
+
+    def ack(self, number: int, head: str, digest: str, utc: str | None = None) -> bool:
+        """Head office holds segment `number` with this head and digest (the link calls this
+        with head office's acknowledgement). False, and nothing recorded, unless they are the
+        segment's own: head office must hold exactly what the table archived."""
+        with self._mutex:
+            st = next((s for s in self.states() if s.segment.number == number), None)
+            if st is None or not st.mac_ok or st.segment.head != head or st.digest != digest:
+                return False
+            utc = utc or utc_now()
+            self._write("UPDATE segments SET ack_utc = ?, ack_mac = ? WHERE number = ?",
+                        (utc, segments.ack_mac(self._key, self._table_id, self._game,
+                                               st.segment, digest, utc), number))
+            return True
+
+    def where_pruned(self, number: int, archive_dir: Path) -> str | None:
+        """Where round `number` went, if it was pruned (None: it was not)."""
+        for st in self.states():
+            seg = st.segment
+            if st.pruned_utc is not None and seg.first_round <= number <= seg.last_round:
+                return (f"round {number} was pruned from the table's journal (seq {seg.first}.."
+                        f"{seg.last}, segment {seg.number}); its records are in the archive "
+                        f"{archive_dir / str(st.archive)} (sha256 {st.digest})")
+        return None
+
+    def plan(self, keep_rounds: int, archive_dir: Path, last_round: int) -> list[PrunePlan]:
+        return plan(self.states(), keep_rounds, archive_dir, last_round, self._v1_last)
+
+    def prune(self, plans: list[PrunePlan]) -> int:
+        """Delete the rows of the planned segments, each in one transaction; the checkpoint
+        and snapshot at a pruned segment's last seq stay (the start of what remains)."""
+        n = 0
+        for p in plans:
+            if not p.prune:
+                break
+            with self._mutex:
+                self._guard.check()
+                self._write_many([
+                    ("DELETE FROM commits WHERE seq BETWEEN ? AND ?", (p.first, p.last)),
+                    ("DELETE FROM snapshots WHERE seq < ?", (p.last,)),
+                    ("DELETE FROM checkpoints WHERE seq < ?", (p.last,)),
+                    ("DELETE FROM outbox_acked WHERE upto_id < (SELECT coalesce(max(upto_id), 0) "
+                     "FROM outbox_acked)", ()),
+                    ("UPDATE segments SET pruned_utc = ? WHERE number = ?", (utc_now(), p.number)),
+                ])
+            n += 1
+        return n
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        self._write_many([(sql, args)])
+
+    def _write_many(self, stmts: list[tuple[str, tuple[Any, ...]]]) -> None:
+        c = self._conn
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            for sql, args in stmts:
+                c.execute(sql, args)
+            c.execute("COMMIT")
+        except BaseException as exc:
+            self._guard.fail(f"segment update failed: {exc}")
+            if isinstance(exc, sqlite3.Error):
+                raise JournalError(f"journal {self.path}: {self._guard.failed}") from exc
+            raise
+
+
+def plan(states: list[SegmentState], keep_rounds: int, archive_dir: Path, last_round: int,
+         v1_last: int) -> list[PrunePlan]:
+    """What retention allows: a segment is pruned only if closed, genuine, archived with
+    its file still there and of that digest, acknowledged by head office, every older one
+    pruned too, and its last round more than `keep_rounds` behind `last_round`."""
+    if type(keep_rounds) is not int or keep_rounds < 0:
+        raise ValueError(f"rounds to keep must be an int >= 0, got {keep_rounds!r}")
+    plans, blocked = [], False
+    for st in states:
+        seg = st.segment
+        if st.pruned_utc is not None:
+            continue
+        why = ("its MAC does not check out" if not st.mac_ok else
+               "it holds schema-1 rows (never pruned)" if seg.first <= v1_last else
+               "not archived" if st.archive is None else
+               "not acknowledged by head office" if not st.ack_ok else
+               "its archive is missing or changed"
+               if segments.file_digest(archive_dir / st.archive) != st.digest else
+               f"within the {keep_rounds} rounds kept"
+               if last_round - seg.last_round < keep_rounds else
+               "an older segment is kept" if blocked else "")
+        blocked = blocked or bool(why)
+        plans.append(PrunePlan(seg.number, seg.first, seg.last,
+                               (seg.first_round, seg.last_round), not why,
+                               why or "archived, acknowledged, past retention"))
+    return plans
+
+
+def _loads(text: str) -> dict[str, Any]:
+    import json
+
+    value = json.loads(text)
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,183 @@
+"""Segments, archives and retention (docs/journal.md, "Segments, archive, retention").
+
+The chain is cut into segments at checkpoints, every SEGMENT_ROUNDS rounds: a closed segment
+(seq `first`..`last`, the chain hash before it and its head) is a MAC'd row, never changed; the
+next one goes on from its head. A closed segment is archived: its commits, snapshots and
+checkpoints copied into a small SQLite file, zlib-compressed, whose sha256 is the segment's
+digest. Head office acknowledges a segment by its head and digest (a MAC'd row made when the link
+hands the acknowledgement to `Journal.ack_segment`). Retention prunes, oldest first, only closed
+segments that are archived, acknowledged, whose archive is still there with that digest, and
+that are older than what the jurisdiction keeps: their rows are deleted in one transaction, and
+the checkpoint at the last pruned seq stays as the verified start of what remains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from controller.journal.chain import canonical
+from controller.journal.mac import JournalKey, fsync_dir
+
+SEGMENT_ROUNDS = 2000  # a closed segment every this many rounds (a busy UTH table: ~4 days)
+ARCHIVE_DIR = "archive"  # beside the journal, unless the operator names another place
+TABLE_SEGMENTS = """
+CREATE TABLE IF NOT EXISTS segments(
+    number INTEGER PRIMARY KEY,
+    body TEXT NOT NULL,
+    mac BLOB NOT NULL,
+    archive TEXT,
+    digest TEXT,
+    ack_utc TEXT,
+    ack_mac BLOB,
+    pruned_utc TEXT
+)
+"""
+_ARCHIVE_TABLES = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE commits(seq INTEGER PRIMARY KEY, body BLOB NOT NULL, hash BLOB NOT NULL,
+                     mac BLOB);
+CREATE TABLE snapshots(seq INTEGER PRIMARY KEY, state BLOB NOT NULL, hash TEXT NOT NULL,
+                       mac BLOB);
+CREATE TABLE checkpoints(seq INTEGER PRIMARY KEY, body TEXT NOT NULL, mac BLOB NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class Segment:
+    number: int
+    first: int  # seq of its first record
+    last: int  # seq of its last record (a checkpoint's)
+    prev: str  # the chain hash before `first`
+    head: str  # the chain hash after `last`
+    first_round: int
+    last_round: int
+    rounds: int  # rounds recorded (completed and voided) from the start of the journal to `last`
+    closed_utc: str
+
+    def text(self) -> str:
+        return canonical(asdict(self))
+
+
+@dataclass(frozen=True)
+class SegmentState:
+    """A segment row as the technician's commands show it."""
+
+    segment: Segment
+    archive: str | None
+    digest: str | None
+    ack_utc: str | None
+    pruned_utc: str | None
+    mac_ok: bool
+    ack_ok: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self.segment), "archive": self.archive, "digest": self.digest,
+                "acknowledged_utc": self.ack_utc if self.ack_ok else None,
+                "pruned_utc": self.pruned_utc, "mac_ok": self.mac_ok}
+
+
+def has_table(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND "
+                        "name='segments'").fetchone() is not None
+
+
+def seg_mac(key: JournalKey, table_id: str, game: str, seg: Segment) -> bytes:
+    return key.mac("segment", table_id, game, seg.number, seg.text())
+
+
+def ack_mac(key: JournalKey, table_id: str, game: str, seg: Segment, digest: str,
+            utc: str) -> bytes:
+    return key.mac("segment_ack", table_id, game, seg.number, seg.head, digest, utc)
+
+
+def read_all(conn: sqlite3.Connection, key: JournalKey | None, table_id: str, game: str
+             ) -> list[SegmentState]:
+    """Every segment row, oldest first, with whether its MACs check."""
+    if not has_table(conn):
+        return []
+    out = []
+    for number, body, mac, archive, digest, ack_utc, a_mac, pruned in conn.execute(
+            "SELECT number, body, mac, archive, digest, ack_utc, ack_mac, pruned_utc FROM "
+            "segments ORDER BY number"):
+        try:
+            seg = Segment(**json.loads(body))
+        except (TypeError, ValueError):
+            seg = Segment(number, 0, 0, "", "", 0, 0, 0, "")
+        # Without the key (a technician) the MACs cannot be checked: the rows are taken as
+        # they are, as the plain chain is.
+        ok = seg.number == number and seg.text() == body and (
+            key is None or key.check(mac, "segment", table_id, game, number, body))
+        acked = ok and ack_utc is not None and digest is not None and (
+            key is None or key.check(a_mac, "segment_ack", table_id, game, number, seg.head,
+                                     digest, ack_utc))
+        out.append(SegmentState(seg, archive, digest, ack_utc, pruned, ok, acked))
+    return out
+
+
+def pruned_through(states: list[SegmentState]) -> tuple[int, list[str]]:
+    """The last seq pruned (0: none) and what is wrong with the pruned segments: each must be
+    genuine and acknowledged, and they must be the oldest ones."""
+    errors, last, done = [], 0, False
+    for st in states:
+        if st.pruned_utc is None:
+            done = True
+            continue
+        if done:
+            errors.append(f"segment {st.segment.number} is pruned after one that is not")
+        if not (st.mac_ok and st.ack_ok):
+            errors.append(f"segment {st.segment.number} is marked pruned but its MAC or head "
+                          "office's acknowledgement does not check out")
+        last = max(last, st.segment.last)
+    return last, errors
+
+
+def write_archive(conn: sqlite3.Connection, seg: Segment, meta: dict[str, str],
+                  archive_dir: Path) -> tuple[str, str]:
+    """Copy a closed segment's rows into `segment-NNNNNN.sqlite3.z` (an SQLite database,
+    zlib-compressed) in `archive_dir`, durably (temporary file, fsync, rename, directory
+    fsync); return its name and sha256. Killed before the rename, it leaves only a temporary
+    file that the next attempt replaces."""
+    archive_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
+    name = f"segment-{seg.number:06d}.sqlite3.z"
+    out = sqlite3.connect(":memory:", isolation_level=None)  # built in memory: written once
+    try:
+        out.executescript(_ARCHIVE_TABLES)
+        out.execute("BEGIN")
+        out.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
+            ("table_id", meta["table_id"]), ("game", meta["game"]),
+            ("deflate_dict", meta["deflate_dict"]), ("key_id", meta.get("key_id", "")),
+            ("segment", seg.text())])
+        for table, cols in (("commits", "seq, body, hash, mac"),
+                            ("snapshots", "seq, state, hash, mac"),
+                            ("checkpoints", "seq, body, mac")):
+            rows = conn.execute(f"SELECT {cols} FROM {table} WHERE seq BETWEEN ? AND ? "
+                                "ORDER BY seq", (seg.first, seg.last))
+            marks = ",".join("?" * (cols.count(",") + 1))
+            out.executemany(f"INSERT INTO {table}({cols}) VALUES ({marks})", rows)
+        out.execute("COMMIT")
+        out.execute("VACUUM")
+        data = zlib.compress(out.serialize(), 9)
+    finally:
+        out.close()
+    tmp = archive_dir / f".{name}.tmp"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640), "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, archive_dir / name)
+    fsync_dir(archive_dir)
+    return name, hashlib.sha256(data).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

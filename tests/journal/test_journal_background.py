@@ -1,0 +1,145 @@
+"""The whole chain verified in the background (a niced child process) and offline with
+progress: what start-up from a checkpoint leaves out is still checked."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.daemon import build_machine, simulation_config
+from controller.journal import Entry, Journal, checkpoint, segments, verify_dir
+from controller.journal.background import (
+    DEFAULT_DELAY_S,
+    DELAY_ENV,
+    KEEP_ENV,
+    delay_s,
+    look_after_journal,
+    verify_in_background,
+)
+from controller.rounds.base import Event
+from tests.daemon_helpers import ask, start_daemon, wait_for_socket
+from tests.support.journal import GAME, TABLE, fill, now, raw
+
+
+@pytest.fixture
+def jdir(tmp_path: Path) -> Path:
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=4)
+    return tmp_path
+
+
+def run(j: Journal, caplog: pytest.LogCaptureFixture) -> list[str]:
+    failures: list[str] = []
+    log = logging.getLogger("test.background")
+    with caplog.at_level(logging.INFO, logger="test.background"):
+        asyncio.run(verify_in_background(j, failures.append, log, delay=0))
+    return failures
+
+
+def test_a_good_journal_verifies_beside_its_writer(jdir: Path,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME, fast=True) as j:
+        assert run(j, caplog) == []
+    assert "journal verified in the background (the whole chain)" in caplog.messages
+
+
+def test_what_a_fast_start_left_out_is_caught(jdir: Path, caplog: pytest.LogCaptureFixture,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    with raw(jdir) as c:
+        c.execute("UPDATE commits SET hash = zeroblob(32) WHERE seq = 13")
+    monkeypatch.setattr(checkpoint, "WALK_WHOLE_BELOW", 0)
+    with Journal.open(jdir, table_id=TABLE, game=GAME, fast=True) as j:
+        assert j.verified_from == 40  # started from the checkpoint: seq 13 not walked
+        failures = run(j, caplog)
+    assert len(failures) == 1
+    assert failures[0].startswith("journal background verification failed: seq 13: hash "
+                                  "mismatch")
+    assert failures[0] in caplog.messages
+
+
+def test_the_delay_comes_from_the_environment_within_bounds(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    log = logging.getLogger("test.background")
+    monkeypatch.setenv(DELAY_ENV, "2.5")
+    assert delay_s(log) == 2.5
+    for bad in ("-1", "nan", "1e9", "soon"):
+        monkeypatch.setenv(DELAY_ENV, bad)
+        with caplog.at_level(logging.WARNING, logger="test.background"):
+            assert delay_s(log) == DEFAULT_DELAY_S
+        assert caplog.messages[-1].startswith(f"{DELAY_ENV}={bad!r} is not 0..")
+
+
+def test_offline_verify_reports_progress(jdir: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    rep = verify_dir(jdir, progress=lambda seq, last: seen.append((seq, last)))
+    assert rep.ok
+    assert seen[0] == (1, 40) and seen[-1] == (40, 40)
+
+
+def aged_journal(state: Path) -> None:
+    """A journal a fast start begins late in: 20,400 records, then the machine's initial state
+    as a snapshot (with its checkpoint), as `tablectld --simulate --game paigow` opens it."""
+    cfg = simulation_config("paigow", "nsw", state, state / "run")
+    initial = build_machine(cfg).to_json(build_machine(cfg).initial())
+    with Journal.open(state, table_id=cfg.table_id, game=cfg.game) as j:
+        for b in range(51):
+            j.append_batch([Entry(Event("tick", {"n": b * 400 + n}), now(b * 400 + n), 0)
+                            for n in range(400)])
+        j.append(Event("tick", {}), now(20_401), round=0, snapshot=initial)
+        assert j.last_seq > checkpoint.WALK_WHOLE_BELOW
+
+
+def test_the_daemon_goes_out_of_service_when_the_background_pass_fails(tmp_path: Path) -> None:
+    aged_journal(tmp_path)
+    with raw(tmp_path) as c:  # an edit long before the checkpoint a fast start begins from
+        c.execute("UPDATE commits SET hash = zeroblob(32) WHERE seq = 800")
+    proc = start_daemon(tmp_path, "--game", "paigow", env={DELAY_ENV: "0"})
+    try:
+        assert wait_for_socket(tmp_path, proc).get("out_of_service") is None  # READY, fast
+        deadline = time.monotonic() + 60
+        while (status := ask(tmp_path, "status")).get("out_of_service") is None:
+            assert time.monotonic() < deadline, "the background pass never reported"
+            time.sleep(0.2)
+        assert "journal background verification failed: seq 401..800: hash mismatch" in (
+            status["out_of_service"])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+
+
+def test_upkeep_archives_and_prunes_what_head_office_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
+    monkeypatch.setenv(DELAY_ENV, "0")
+    monkeypatch.setenv(KEEP_ENV, "2")
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=6)  # segments 1..3 closed
+        j.archive()
+        st = j.retention.states()[0]  # head office acknowledged segment 1 only
+        assert j.ack_segment(1, st.segment.head, str(st.digest))
+        failures: list[str] = []
+
+        async def run_once() -> None:
+            task = asyncio.create_task(look_after_journal(j, failures.append,
+                                                          logging.getLogger("test.upkeep")))
+            for _ in range(600):
+                await asyncio.sleep(0.05)
+                if j.reader.pruned[0]:
+                    break
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        asyncio.run(run_once())
+        assert failures == []
+        states = j.retention.states()
+        assert [s.pruned_utc is not None for s in states] == [True, False, False]
+        assert all(s.archive for s in states)
+        assert j.reader.pruned[0] == states[0].segment.last
+    assert verify_dir(tmp_path).ok

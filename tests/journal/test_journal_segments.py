@@ -1,0 +1,236 @@
+"""Segments, archives and retention (issue 16): a pruned table still verifies and resumes,
+nothing head office has not acknowledged is pruned, and an archive is checked with sqlite3, zlib
+and sha256 alone (the recipe in docs/journal.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import zlib
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.journal import Journal, JournalError, checkpoint, segments, verify_dir
+from controller.rounds.base import Event
+from tests.support.journal import GAME, TABLE, fill, now, raw
+
+
+@pytest.fixture(autouse=True)
+def small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment every 2 rounds, checkpoints trusted from the first record."""
+    monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
+    monkeypatch.setattr(checkpoint, "WALK_WHOLE_BELOW", 0)
+
+
+@pytest.fixture
+def jdir(tmp_path: Path) -> Path:
+    """8 rounds of 10 events (a snapshot at each round's end): segments 1..4 closed."""
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=8)
+    return tmp_path
+
+
+def acked(j: Journal, *numbers: int) -> None:
+    j.archive()
+    for st in j.retention.states():
+        if st.segment.number in numbers:
+            assert j.ack_segment(st.segment.number, st.segment.head, str(st.digest))
+
+
+def position(j: Journal) -> tuple[Any, ...]:
+    return (j.last_seq, j.last_hash, j.last_round_number, j.last_event_round,
+            j._next_outbox_id, j._acked_upto, j.replay_point()[0])
+
+
+def test_segments_close_every_n_rounds_chained(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        segs = [st.segment for st in j.retention.states()]
+        hashes = {e.seq: e.hash for e in j.iter_events()}
+    assert [(s.number, s.first, s.last, s.first_round, s.last_round) for s in segs] == [
+        (1, 1, 20, 1, 2), (2, 21, 40, 3, 4), (3, 41, 60, 5, 6), (4, 61, 80, 7, 8)]
+    assert all(s.head == hashes[s.last] for s in segs)
+    assert all(b.prev == a.head for a, b in pairwise(segs))
+
+
+def test_an_archive_verifies_with_sqlite3_zlib_and_sha256_alone(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        j.archive()
+        st = j.retention.states()[1]
+    path = jdir / "archive" / str(st.archive)
+    # The recipe of docs/journal.md, "Checking an archived segment":
+    data = path.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == st.digest  # what head office acknowledged
+    db = path.with_suffix("")  # segment-000002.sqlite3
+    db.write_bytes(zlib.decompress(data))
+    with sqlite3.connect(db) as c:
+        meta = dict(c.execute("SELECT key, value FROM meta"))
+        seg = json.loads(meta["segment"])
+        h, seq = seg["prev"], seg["first"] - 1
+        for key, body, stored in c.execute("SELECT seq, body, hash FROM commits ORDER BY seq"):
+            d = zlib.decompressobj(-15, zdict=meta["deflate_dict"].encode())
+            for rec in json.loads(d.decompress(body) + d.flush()):
+                seq += 1
+                text = json.dumps([seq, *rec], sort_keys=True, separators=(",", ":"),
+                                  ensure_ascii=False)
+                h = hashlib.sha256((h + text).encode()).hexdigest()
+            assert (seq, h) == (key, stored.hex())
+    assert (seq, h) == (seg["last"], seg["head"]) == (40, st.segment.head)
+
+
+def test_nothing_unacknowledged_is_pruned(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        assert [p.why for p in j.prune(0, dry_run=True)] == ["not archived"] * 4
+        j.archive()
+        assert [p.why for p in j.prune(0)] == ["not acknowledged by head office"] * 4
+        st = j.retention.states()[0]
+        assert not j.ack_segment(1, st.segment.head, "0" * 64)  # not what was archived
+        assert not j.ack_segment(1, "0" * 64, str(st.digest))
+        assert not j.ack_segment(9, st.segment.head, str(st.digest))
+    with raw(jdir) as c:  # an acknowledgement written without the key
+        c.execute("UPDATE segments SET ack_utc = 'x', ack_mac = zeroblob(16)")
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        assert [p.prune for p in j.prune(0)] == [False] * 4
+        acked(j, 2, 3)  # not 1: nothing after it goes either
+        assert [p.why for p in j.prune(0)] == ["not acknowledged by head office",
+                                               "an older segment is kept",
+                                               "an older segment is kept",
+                                               "not acknowledged by head office"]
+        assert j.reader.pruned == (0, "")
+    with raw(jdir) as c:
+        assert c.execute("SELECT min(seq) FROM commits").fetchone()[0] == 1
+
+
+def test_retention_keeps_the_open_segment_and_the_rounds_it_must(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        acked(j, 1, 2, 3, 4)
+        plans = j.prune(4, dry_run=True)  # keep the last 4 rounds (the table is at round 8)
+        assert [(p.number, p.prune) for p in plans] == [(1, True), (2, True), (3, False),
+                                                          (4, False)]
+        assert plans[2].why == "within the 4 rounds kept"
+        with raw(jdir) as c:
+            assert c.execute("SELECT count(*) FROM commits").fetchone()[0] == 80  # dry
+
+
+def test_a_pruned_table_verifies_and_resumes(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        before = position(j)
+        acked(j, 1, 2, 3)
+        assert sum(p.prune for p in j.prune(3)) == 2  # segments 1, 2: seq 1..40
+        assert j.reader.pruned[0] == 40
+        assert position(j) == before
+        assert [e.seq for e in j.iter_events()][:2] == [41, 42]
+        assert [e.seq for e in j.tail(3)] == [78, 79, 80]
+    with raw(jdir) as c:
+        assert c.execute("SELECT min(seq), count(*) FROM commits").fetchone() == (41, 40)
+    rep = verify_dir(jdir)
+    assert rep.ok, rep.errors
+    assert (rep.pruned_through, rep.rounds_completed, rep.rounds_voided) == (40, 7, 1)
+    for fast in (False, True):
+        with Journal.open(jdir, table_id=TABLE, game=GAME, fast=fast) as j:
+            assert position(j) == before
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=2)  # resumes: rounds 9, 10 close segment 5
+        assert j.last_round_number == 10
+        assert j.retention.states()[-1].segment.number == 5
+    assert verify_dir(jdir).ok
+
+
+def test_pruned_records_cannot_be_faked_away(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        acked(j, 1)
+    with raw(jdir) as c:  # segment 2 claimed pruned (not acknowledged), its rows deleted
+        c.execute("UPDATE segments SET pruned_utc = 'x' WHERE number IN (1, 2)")
+        c.execute("DELETE FROM commits WHERE seq <= 40")
+    rep = verify_dir(jdir)
+    assert rep.errors[0] == ("segment 2 is marked pruned but its MAC or head office's "
+                             "acknowledgement does not check out")
+    with pytest.raises(JournalError, match="segment 2 is marked pruned"):
+        Journal.open(jdir, table_id=TABLE, game=GAME)
+
+
+def test_a_pruned_round_says_where_it_went(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        acked(j, 1)
+        j.prune(0)
+        with pytest.raises(ValueError, match=r"round 2 was pruned from the table's journal "
+                           r"\(seq 1\.\.20, segment 1\); its records are in the archive "
+                           r".*segment-000001\.sqlite3\.z \(sha256 [0-9a-f]{64}\)"):
+            j.round_events(2)
+        assert [e.round for e in j.round_events(3)] == [3] * 10
+        assert j.round_record(3) is not None
+        j.append(Event("x", {}), now(81), round=9)
+
+
+def test_the_technician_commands(jdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.cli.main import main as cli
+
+    d = ["--state-dir", str(jdir)]
+    assert cli(["journal", "segments", *d]) == 0
+    out = capsys.readouterr().out
+    assert "4 closed segments (MACs checked)" in out
+    assert "segment 2: seq 21..40, rounds 3..4, closed" in out
+    assert cli(["journal", "prune", "--keep-rounds", "2", "--dry-run", *d]) == 0
+    assert "would prune 0 of 4 unpruned segments" in capsys.readouterr().out
+    assert cli(["journal", "archive", *d, "--json"]) == 0
+    archived = json.loads(capsys.readouterr().out)
+    assert [a["segment"] for a in archived] == [1, 2, 3, 4]
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:  # head office holds 1 and 2
+        for a in archived[:2]:
+            st = j.retention.states()[a["segment"] - 1]
+            assert j.ack_segment(a["segment"], st.segment.head, a["sha256"])
+    assert cli(["journal", "prune", "--keep-rounds", "2", "--dry-run", *d]) == 0
+    out = capsys.readouterr().out
+    assert "would prune 2 of 4 unpruned segments" in out
+    assert "segment 3 (seq 41..60, rounds 5..6): keep: not acknowledged by head office" in out
+    assert cli(["journal", "prune", "--keep-rounds", "2", *d]) == 0
+    assert "pruned 2 of 4 unpruned segments" in capsys.readouterr().out
+    assert cli(["journal", "segments", *d]) == 0
+    assert "segment 1: seq 1..20, rounds 1..2, pruned 20" in capsys.readouterr().out
+    assert verify_dir(jdir).ok
+
+
+CHILD = r"""
+import sys
+from controller.journal import Journal, segments
+from tests.support.journal import fill
+
+segments.SEGMENT_ROUNDS = 2
+while True:
+    with Journal.open(sys.argv[1], table_id="T07", game="paigow") as j:
+        fill(j, rounds=2, per_round=5)
+        j.archive()
+        for st in j.retention.states():
+            if st.digest and not st.ack_ok:
+                j.ack_segment(st.segment.number, st.segment.head, st.digest)
+        j.prune(3)
+        print(j.last_seq, flush=True)
+"""
+
+
+def test_sigkill_during_close_archive_and_prune_leaves_a_journal_that_verifies(
+        tmp_path: Path) -> None:
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    rng = random.Random(16)
+    for _ in range(6):
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)], cwd=root,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        proc.stdout.readline()  # at least one cycle done
+        time.sleep(rng.uniform(0, 0.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        rep = verify_dir(tmp_path)
+        assert rep.ok, rep.errors
+        with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+            assert j.last_seq == rep.last_seq
+    assert rep.pruned_through > 0
