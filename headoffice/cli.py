@@ -9,6 +9,8 @@
     tablectl-headoffice hits [--pending] [--config FILE | --db URL] [--json]
     tablectl-headoffice hit approve ID [--operator NAME] [--note TEXT]
     tablectl-headoffice hit refuse ID --reason TEXT [--operator NAME]
+    tablectl-headoffice console [--config FILE] [--console-config FILE] [--listen HOST:PORT]
+    tablectl-headoffice console-password
 
 `--config FILE` goes after the command (as above, and as the systemd unit runs it) or before it.
 Bad input exits 2 with one line naming it; a refused operator request exits 1.
@@ -145,6 +147,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     hr.add_argument("id", type=int)
     hr.add_argument("--reason", required=True)
     hr.add_argument("--operator", help="must be who runs the console (default)")
+    from headoffice.console.server import add_parsers
+
+    add_parsers(sub, cfg)
     return ap.parse_args(argv)
 
 
@@ -190,6 +195,10 @@ def _operator(args: argparse.Namespace) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if args.cmd in ("console", "console-password"):  # the browser console: its own config
+        from headoffice.console.server import main as console_main
+
+        return console_main(args)
     try:
         if args.cmd in ("report", "params-log", "hits") and args.db:
             url, cfg = args.db, None
