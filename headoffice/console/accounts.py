@@ -39,6 +39,9 @@ MAX_PASSWORD = 1024  # characters: hashing more is work an attacker chooses, not
 # with the right password (an online guesser gets a handful of tries per quarter hour).
 FAILS_ALLOWED = 5
 FAIL_WINDOW_S = 900.0
+# Argon2id verifications at once: each takes 64 MiB, so a burst of logins queues here instead
+# of taking the server's memory (the systemd unit's MemoryMax allows for these).
+HASHING_AT_ONCE = 2
 
 _HASHER = PasswordHasher()  # argon2-cffi's defaults: Argon2id, 64 MiB, 3 passes (RFC 9106)
 # Verified against for a name that is no account, so that answer takes as long as a wrong
@@ -193,6 +196,7 @@ class Authenticator:
         self.clock = clock
         self._fails: dict[str, list[float]] = {}
         self._lock = threading.Lock()
+        self._hashing = threading.BoundedSemaphore(HASHING_AT_ONCE)
 
     def locked(self, name: str) -> bool:
         now = self.clock()
@@ -211,7 +215,8 @@ class Authenticator:
         account = self.users.get(name)
         locked = self.locked(name)
         try:
-            _HASHER.verify(account.password_hash if account else _DUMMY_HASH, password)
+            with self._hashing:
+                _HASHER.verify(account.password_hash if account else _DUMMY_HASH, password)
             ok = account is not None and not locked
         except (VerifyMismatchError, VerificationError, InvalidHashError):
             ok = False
