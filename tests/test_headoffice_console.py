@@ -191,6 +191,55 @@ def test_refusing_in_the_browser_is_hit_refuse(tmp_path: Path,
         "refused", "alice", "forged")
 
 
+def _param_log(db: Path) -> list[dict[str, Any]]:
+    led = Ledger.open(str(db))
+    try:
+        return [{k: v for k, v in r.items() if k != "utc"} for r in led.param_log()]
+    finally:
+        led.close()
+
+
+def test_a_parameter_change_in_the_browser_is_pool_set(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    by_cli, by_console = make_office(tmp_path / "cli"), make_office(tmp_path / "console")
+    monkeypatch.setattr(cli, "login_name", lambda: "alice")
+    pool_set = ["--config", str(by_cli.ho_path), "pool", "set", "p1", "--increment-bp", "3000"]
+    assert cli.main(pool_set) == 1  # T1 is live on p1: refused without --force
+    assert cli.main([*pool_set, "--force"]) == 0
+    b = Browser(by_console)
+    try:
+        b.login("alice")
+        token = csrf_of(b.client.get("/params").text)
+        r = b.client.post("/pools/p1/params", data={"csrf": token, "increment_bp": "3000"})
+        assert r.status_code == 409 and "tables live on pool p1: T1 (force needed)" in r.text
+        r = b.client.post("/pools/p1/params", data={"csrf": token, "increment_bp": "3000",
+                                                     "force": "on"})
+        assert r.status_code == 303
+        page = b.client.get("/params").text
+        assert "pool p1 parameters changed by alice (forced)" in page
+        assert 'placeholder="3000"' in page  # the form shows the new rate, in basis points
+        # Bad figures never reach the ledger; the CLI's own checks (cli._changes) apply.
+        sent = [b.client.post("/pools/p1/params", data={"csrf": token, **form}) for form in (
+            {"seed": "-5"}, {"seed": "1e9"}, {"increment_bp": "10001"}, {},
+            {"ceiling": "100", "no_ceiling": "on"})]
+        assert [r.status_code for r in sent] == [400, 400, 400, 400, 400]
+        assert "nothing to change" in sent[3].text
+        assert "--increment-bp must be 0..10000" in sent[2].text
+    finally:
+        b.close()
+    assert _param_log(by_console.db) == _param_log(by_cli.db)
+    viewer = Browser(by_console)
+    try:
+        viewer.login("victor")
+        token = csrf_of(viewer.client.get("/params").text)
+        assert "params-p1" not in viewer.client.get("/params").text
+        r = viewer.client.post("/pools/p1/params", data={"csrf": token, "seed": "1"})
+        assert r.status_code == 403
+    finally:
+        viewer.close()
+    assert _param_log(by_console.db) == _param_log(by_cli.db)
+
+
 def test_a_viewer_sees_but_cannot_decide(office: Office, browser: Browser) -> None:
     before = decisions(office.db)
     browser.login("victor")

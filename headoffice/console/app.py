@@ -1,15 +1,18 @@
 """The console's web application (Starlette): server-rendered pages, a JSON of live figures,
 and the two actions on a held hit, approve and refuse, which call the ledger exactly as
 `tablectl-headoffice hit approve|refuse` does (`Ledger.approve_hit`, `Ledger.refuse_hit`,
-with head office's `[service] operators` as the authorised list).
+with head office's `[service] operators` as the authorised list), and a pool's parameter
+change as `pool set` makes it (`Ledger.set_params`).
 
 Every request other than the login form needs a session; every POST needs the session's CSRF
-token; approve and refuse need the approver role. A refusal is counted (`Console.counters`),
-logged with who and from where, and answered with a status, never an exception.
+token; approving, refusing and changing parameters need the approver role. A refusal is
+counted (`Console.counters`), logged with who and from where, and answered with a status,
+never an exception.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import re
 import threading
@@ -28,10 +31,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from controller.link import contract
+from headoffice import cli
 from headoffice.config import HeadOfficeConfig
 from headoffice.console import views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
-from headoffice.console.money import dollars, percent
+from headoffice.console.money import basis_points, dollars, percent
 from headoffice.console.sessions import COOKIE, Session, SessionStore
 from headoffice.ledger import Ledger, LedgerError
 
@@ -41,6 +46,7 @@ MAX_FORM = 8192  # bytes of a form body: the largest form is a refusal's reason
 MAX_FIELDS = 8
 MAX_TEXT = 500  # characters of a note or reason (the ledger keeps 500)
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+CENTS_OR_BP = re.compile(r"\d{1,15}")  # a form's whole number (cents, basis points)
 HEADERS = [
     (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self';"
      b" img-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
@@ -93,6 +99,7 @@ class Console:
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["dollars"] = dollars
         self.templates.env.filters["percent"] = percent
+        self.templates.env.filters["basis_points"] = basis_points
 
     # -- plumbing -------------------------------------------------------------------------------
     async def with_ledger(self, fn: Callable[[Ledger], Any]) -> Any:
@@ -151,7 +158,8 @@ class Console:
                 post: bool = False, approver: bool = False, json: bool = False
                 ) -> Callable[[Request], Awaitable[Response]]:
         """A route that needs a logged-in session; a POST also its CSRF token (checked before
-        anything else is read from the form) and, for a decision, the approver role."""
+        anything else is read from the form) and, for a decision or a change, the approver
+        role."""
 
         async def endpoint(request: Request) -> Response:
             s = self.session(request)
@@ -239,9 +247,10 @@ class Console:
         return self.render(request, s, "alarms.html",
                            {"alarms": await self.with_ledger(views.alarms)})
 
-    async def params(self, request: Request, s: Session) -> Response:
-        return self.render(request, s, "params.html",
-                           {"entries": await self.with_ledger(lambda led: led.param_log())})
+    async def params(self, request: Request, s: Session, status: int = 200) -> Response:
+        def read(led: Ledger) -> dict[str, Any]:
+            return {"entries": led.param_log(), "pools": views.pools(led)}
+        return self.render(request, s, "params.html", await self.with_ledger(read), status)
 
     async def live(self, request: Request, s: Session) -> Response:
         return JSONResponse(await self.with_ledger(
@@ -285,6 +294,51 @@ class Console:
         s.flash.append(done)
         return RedirectResponse("/hits", 303)
 
+    async def set_params(self, request: Request, s: Session) -> Response:
+        """Change a pool's parameters: `Ledger.set_params` with the changes `pool set` makes of
+        its options (`cli._changes`), refused while tables are live unless forced by one of
+        head office's operators; every attempt, applied or refused, is in the param_log."""
+        assert s.account is not None
+        operator = s.account.name
+        pool_id = request.path_params["pool"]
+        if not contract.POOL_ID.fullmatch(pool_id):
+            raise _Refused(404, "bad_request", f"no pool {pool_id[:64]!r}")
+        form = request.state.form
+
+        def number(key: str) -> int | None:
+            text = form.get(key, "").strip()
+            if not text:
+                return None
+            if not CENTS_OR_BP.fullmatch(text):
+                raise _Refused(400, "bad_request", f"{key}: a whole number, got {text[:20]!r}")
+            return int(text)
+
+        options = argparse.Namespace(
+            seed=number("seed"), increment_bp=number("increment_bp"),
+            hidden_bp=number("hidden_bp"), ceiling=number("ceiling"),
+            no_ceiling=form.get("no_ceiling") == "on")
+        force = form.get("force") == "on"
+        try:
+            changes = cli._changes(options)
+        except ValueError as exc:  # the CLI's own check of pool set's options
+            raise _Refused(400, "bad_request", str(exc)) from None
+        try:
+            old, new = await self.with_ledger(lambda led: led.set_params(
+                pool_id, changes, operator=operator, authorised=self.ho.operators, force=force,
+                live_window_s=self.ho.live_window_s))
+        except LedgerError as exc:
+            self.counters["decisions_refused"] += 1
+            log.warning("console: parameters of pool %s by %s from %s refused: %s", pool_id,
+                        operator, _client(request), exc)
+            s.flash.append(f"refused: {exc}")
+            return await self.params(request, s, 409)
+        self.counters["decisions"] += 1
+        done = (f"pool {pool_id} parameters changed by {operator}"
+                f"{' (forced)' if force else ''}: {old.as_json()} -> {new.as_json()}")
+        log.warning("console: %s (from %s)", done, _client(request))
+        s.flash.append(done)
+        return RedirectResponse("/params", 303)
+
     def app(self) -> Starlette:
         g = self.guarded
         routes = [
@@ -299,6 +353,8 @@ class Console:
             Route("/params", g(self.params)),
             Route("/live.json", g(self.live, json=True)),
             Route("/hits/{no:int}/{verb:str}", g(self.decide, post=True, approver=True),
+                  methods=["POST"]),
+            Route("/pools/{pool:str}/params", g(self.set_params, post=True, approver=True),
                   methods=["POST"]),
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         ]

@@ -23,3 +23,13 @@ def percent(rate: Any) -> str:
         return "-"
     sign = "-" if hundredths < 0 else ""
     return f"{sign}{abs(hundredths) // 100}.{abs(hundredths) % 100:02d}%"
+
+
+def basis_points(rate: Any) -> str:
+    """An exact rate in basis points, as `pool set --increment-bp` takes it: "1/4" -> "2500";
+    a rate that is no whole number of them shows as its exact fraction."""
+    try:
+        bp = Fraction(rate) * 10_000
+    except (TypeError, ValueError, ZeroDivisionError):
+        return "-"
+    return str(bp.numerator) if bp.denominator == 1 else str(bp)
