@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
+from headoffice.console import server as console_server
 from headoffice.ledger import Ledger, LedgerError
 from headoffice.pools import BASIS_POINTS
 
@@ -147,9 +148,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     hr.add_argument("id", type=int)
     hr.add_argument("--reason", required=True)
     hr.add_argument("--operator", help="must be who runs the console (default)")
-    from headoffice.console.server import add_parsers
-
-    add_parsers(sub, cfg)
+    console_server.add_parsers(sub, cfg)
     return ap.parse_args(argv)
 
 
@@ -196,9 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     if args.cmd in ("console", "console-password"):  # the browser console: its own config
-        from headoffice.console.server import main as console_main
-
-        return console_main(args)
+        return console_server.main(args)
     try:
         if args.cmd in ("report", "params-log", "hits") and args.db:
             url, cfg = args.db, None

@@ -158,7 +158,7 @@ class Console:
                 post: bool = False, approver: bool = False, json: bool = False
                 ) -> Callable[[Request], Awaitable[Response]]:
         """A route that needs a logged-in session; a POST also its CSRF token (checked before
-        anything else is read from the form) and, for a decision or a change, the approver
+        any other field is used) and, for a decision or a change, the approver
         role."""
 
         async def endpoint(request: Request) -> Response:
