@@ -19,15 +19,21 @@ from starlette.testclient import TestClient
 from headoffice import cli
 from headoffice.console.accounts import FAILS_ALLOWED, ConsoleConfigError, validate_text
 from headoffice.console.app import Console
-from headoffice.ledger import Ledger
+from headoffice.ledger import Incoming, Ledger
 from tests.test_headoffice_console_support import (
     FLUSH_ROUNDS,
     LEDGERED,
+    PARKED_SEQ,
     PASSWORDS,
     Office,
+    P,
+    body,
     decisions,
+    inc,
     make_office,
 )
+
+BASE = "http://127.0.0.1"  # an allowed host: the console refuses any other Host header
 
 
 @pytest.fixture
@@ -41,7 +47,7 @@ class Browser:
     def __init__(self, office: Office) -> None:
         self.ledger = office.ledger()
         self.console = Console(office.ho, office.console, self.ledger)
-        self.client = TestClient(self.console.app(), follow_redirects=False)
+        self.client = TestClient(self.console.app(), base_url=BASE, follow_redirects=False)
 
     def close(self) -> None:
         self.client.close()
@@ -322,6 +328,61 @@ def test_logging_in_and_out(office: Office, browser: Browser) -> None:
     assert browser.client.get("/").status_code == 303
 
 
+def test_another_host_name_is_refused(office: Office, browser: Browser) -> None:
+    """A page of another site whose name resolves to this machine (DNS rebinding) gets
+    nothing, not even the login form; names the config allows do."""
+    for host in ("evil.example", "evil.example:8080", "127.0.0.2", "[::2]:8080", ""):
+        r = browser.client.get("/login", headers={"host": host})
+        assert r.status_code == 400 and r.text == "unknown host\n", host
+        assert "content-security-policy" in r.headers
+    assert browser.console.counters["bad_request"] == 5
+    for host in ("127.0.0.1:8080", "LOCALHOST", "[::1]:8080"):
+        assert browser.client.get("/login", headers={"host": host}).status_code == 200
+    proxied = validate_text('[console]\nallowed_hosts = ["jackpot.casino.example"]\n', [])
+    assert "jackpot.casino.example" in proxied.allowed_hosts
+    with pytest.raises(ConsoleConfigError):
+        validate_text('[console]\nallowed_hosts = ["evil.example/x"]\n', [])
+
+
+def test_a_stopped_pool_is_resumed_as_pool_resume_does(office: Office,
+                                                         browser: Browser) -> None:
+    led = office.ledger()
+    try:  # tampering, as test_headoffice_ledger does: the next message stops the pool
+        led.db.execute("UPDATE pools SET amount = amount + 1 WHERE id = ?", (P,))
+        led.apply_batch([Incoming("outbox", "T1", body("T1", PARKED_SEQ - 1,
+                                                       *inc(FLUSH_ROUNDS + 4)))])
+        assert (led.pool(P) or pytest.fail("no pool")).stopped
+    finally:
+        led.close()
+    browser.login("victor")
+    page = browser.client.get("/pools").text
+    assert "STOPPED: " in page and "/pools/p1/resume" not in page
+    assert browser.client.post("/pools/p1/resume",
+                               data={"csrf": csrf_of(page)}).status_code == 403
+    b = Browser(office)
+    try:
+        b.login("alice")
+        token = csrf_of(b.client.get("/pools").text)
+        r = b.client.post("/pools/p1/resume", data={"csrf": token})
+        assert r.status_code == 409 and "still unbalanced, not resumed" in r.text
+        led = office.ledger()
+        try:
+            led.db.execute("UPDATE pools SET amount = amount - 1 WHERE id = ?", (P,))
+        finally:
+            led.close()
+        assert b.client.post("/pools/p1/resume", data={"csrf": token}).status_code == 303
+        assert "pool p1 resumed by alice" in b.client.get("/pools").text
+    finally:
+        b.close()
+    led = office.ledger()
+    try:
+        assert (led.pool(P) or pytest.fail("no pool")).stopped is None
+        assert [(r["action"], r["operator"]) for r in led.param_log(P)][-1] == ("resume",
+                                                                                 "alice")
+    finally:
+        led.close()
+
+
 def test_repeated_wrong_passwords_lock_the_name(office: Office, browser: Browser) -> None:
     for _ in range(FAILS_ALLOWED):
         assert browser.login("alice", "guess").status_code == 401
@@ -369,7 +430,7 @@ def test_the_ledger_is_left_open_for_the_console_only(office: Office) -> None:
     try:
         console = Console(office.ho.__class__(**{**office.ho.__dict__, "operators": ()}),
                           office.console, led)
-        client = TestClient(console.app(), follow_redirects=False)
+        client = TestClient(console.app(), base_url=BASE, follow_redirects=False)
         page = client.get("/login")
         client.post("/login", data={"csrf": csrf_of(page.text), "name": "alice",
                                     "password": PASSWORDS["alice"]})

@@ -143,7 +143,8 @@ def test_tables_page_follows_a_real_link(broker, tmp_path: Path) -> None:
         proxy = await mqtt_broker.TcpProxy(broker.port).start()
         async with head_office(db, broker) as (worker,):
             led = Ledger.open(str(db))
-            client = TestClient(Console(ho, accounts, led).app(), follow_redirects=False)
+            client = TestClient(Console(ho, accounts, led).app(), base_url="http://127.0.0.1",
+                                follow_redirects=False)
             try:
                 page = await asyncio.to_thread(client.get, "/login")
                 await asyncio.to_thread(client.post, "/login", data={

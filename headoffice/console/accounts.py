@@ -6,6 +6,8 @@ their own (`headoffice-console.toml`), and the check of a login.
     idle_timeout_s = 900           # a session unused this long is gone
     session_max_s = 43200          # and any session after this long (a shift)
     cookie_secure = false          # true behind a TLS reverse proxy: the cookie only over HTTPS
+    allowed_hosts = []             # Host names the browser may use besides 127.0.0.1, localhost,
+                                   # ::1 and the listen host (a proxy's public name)
     [[users]]
     name = "alice"
     role = "approver"              # "viewer": reads every page, changes nothing
@@ -34,6 +36,8 @@ from controller.errors import InputError
 
 ROLES = ("viewer", "approver")
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+HOST = re.compile(r"[A-Za-z0-9.-]{1,253}|[0-9A-Fa-f:.]{2,45}")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 MAX_PASSWORD = 1024  # characters: hashing more is work an attacker chooses, not a password
 # Failed logins: after FAILS_ALLOWED in FAIL_WINDOW_S a name is locked for FAIL_WINDOW_S, even
 # with the right password (an online guesser gets a handful of tries per quarter hour).
@@ -73,6 +77,9 @@ class ConsoleConfig:
     session_max_s: float = 43_200.0
     cookie_secure: bool = False
     users: dict[str, Account] = field(default_factory=dict)
+    # The Host header a request may carry (lower case, no port): a page of another site whose
+    # name resolves to this machine (DNS rebinding) is refused before anything else.
+    allowed_hosts: frozenset[str] = frozenset(LOOPBACK_NAMES)
 
 
 def hash_password(password: str) -> str:
@@ -143,13 +150,22 @@ def validate_text(text: str, operators: tuple[str, ...] | list[str],
     if not isinstance(c, dict):
         errors.append("console: expected a table")
         c = {}
-    for key in sorted(set(c) - {"listen", "idle_timeout_s", "session_max_s", "cookie_secure"}):
+    for key in sorted(set(c) - {"listen", "idle_timeout_s", "session_max_s", "cookie_secure",
+                                "allowed_hosts"}):
         errors.append(f"console.{key}: unknown key")
     listen = c.get("listen", ConsoleConfig.listen)
+    hosts = set(LOOPBACK_NAMES)
     try:
-        parse_listen(listen if isinstance(listen, str) else "")
+        hosts.add(parse_listen(listen if isinstance(listen, str) else "")[0].lower())
     except InputError as exc:
         errors.append(f"console.{exc}")
+    extra = c.get("allowed_hosts", [])
+    if not isinstance(extra, list) or not all(isinstance(h, str) and HOST.fullmatch(h)
+                                              for h in extra):
+        errors.append(f"console.allowed_hosts: a list of host names or addresses, got"
+                      f" {str(extra)[:80]}")
+    else:
+        hosts.update(h.lower() for h in extra)
     secure = c.get("cookie_secure", False)
     if not isinstance(secure, bool):
         errors.append(f"console.cookie_secure: true or false, got {secure!r}")
@@ -169,6 +185,7 @@ def validate_text(text: str, operators: tuple[str, ...] | list[str],
         session_max_s=_number(errors, c, "session_max_s", 43_200.0, 60, 7 * 86_400),
         cookie_secure=secure is True,
         users=users,
+        allowed_hosts=frozenset(hosts),
     )
     if errors:
         raise ConsoleConfigError([f"{source}: {e}" for e in errors])

@@ -1,11 +1,12 @@
 """The console's web application (Starlette): server-rendered pages, a JSON of live figures,
 and the two actions on a held hit, approve and refuse, which call the ledger exactly as
 `tablectl-headoffice hit approve|refuse` does (`Ledger.approve_hit`, `Ledger.refuse_hit`,
-with head office's `[service] operators` as the authorised list), and a pool's parameter
-change as `pool set` makes it (`Ledger.set_params`).
+with head office's `[service] operators` as the authorised list); a pool's parameter
+change as `pool set` makes it (`Ledger.set_params`) and a stopped pool's restart as
+`pool resume` (`Ledger.resume_pool`).
 
 Every request other than the login form needs a session; every POST needs the session's CSRF
-token; approving, refusing and changing parameters need the approver role. A refusal is
+token; approving, refusing, changing parameters and resuming need the approver role. A refusal is
 counted (`Console.counters`), logged with who and from where, and answered with a status,
 never an exception.
 """
@@ -64,23 +65,42 @@ class _Refused(Exception):
         self.counter = counter
 
 
-class SecurityHeaders:
-    """The same headers on every response, pages, JSON and static files alike."""
+class Guard:
+    """Before anything else, a request must name an allowed host (DNS rebinding: another
+    site's name resolving to this machine is refused); every response, pages, JSON and static
+    files alike, carries the same security headers."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, console: Console) -> None:
         self.app = app
+        self.console = console
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        host = _host(dict(scope["headers"]).get(b"host", b""))
+        if host not in self.console.cfg.allowed_hosts:
+            self.console.counters["bad_request"] += 1
+            log.warning("console: refused a request for host %r from %s", host[:80],
+                        scope.get("client"))
+            response = Response("unknown host\n", 400, media_type="text/plain")
+            return await response(scope, receive, self._with_headers(send))
+        return await self.app(scope, receive, self._with_headers(send))
 
+    @staticmethod
+    def _with_headers(send: Send) -> Send:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], *HEADERS]
+                message["headers"] = [*message.get("headers", []), *HEADERS]
             await send(message)
+        return with_headers
 
-        return await self.app(scope, receive, with_headers)
+
+def _host(header: bytes) -> str:
+    """The Host header's name, lower case, without its port ("[::1]:8080" -> "::1")."""
+    text = header.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        return text[1:text.find("]")] if "]" in text else text
+    return text.split(":")[0]
 
 
 class Console:
@@ -339,6 +359,30 @@ class Console:
         s.flash.append(done)
         return RedirectResponse("/params", 303)
 
+    async def resume(self, request: Request, s: Session) -> Response:
+        """Restart a stopped pool: `Ledger.resume_pool`, as `pool resume` calls it (the books
+        re-checked first; only one of head office's operators)."""
+        assert s.account is not None
+        operator = s.account.name
+        pool_id = request.path_params["pool"]
+        if not contract.POOL_ID.fullmatch(pool_id):
+            raise _Refused(404, "bad_request", f"no pool {pool_id[:64]!r}")
+        try:
+            await self.with_ledger(lambda led: led.resume_pool(
+                pool_id, operator=operator, authorised=self.ho.operators))
+        except LedgerError as exc:
+            self.counters["decisions_refused"] += 1
+            log.warning("console: resume of pool %s by %s from %s refused: %s", pool_id,
+                        operator, _client(request), exc)
+            s.flash.append(f"refused: {exc}")
+            return self.render(request, s, "pools.html",
+                               {"pools": await self.with_ledger(views.pools)}, 409)
+        self.counters["decisions"] += 1
+        done = f"pool {pool_id} resumed by {operator}"
+        log.warning("console: %s (from %s)", done, _client(request))
+        s.flash.append(done)
+        return RedirectResponse("/pools", 303)
+
     def app(self) -> Starlette:
         g = self.guarded
         routes = [
@@ -356,10 +400,12 @@ class Console:
                   methods=["POST"]),
             Route("/pools/{pool:str}/params", g(self.set_params, post=True, approver=True),
                   methods=["POST"]),
+            Route("/pools/{pool:str}/resume", g(self.resume, post=True, approver=True),
+                  methods=["POST"]),
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         ]
         app = Starlette(routes=routes)
-        app.add_middleware(SecurityHeaders)
+        app.add_middleware(Guard, console=self)
         app.state.console = self
         return app
 
