@@ -117,10 +117,10 @@ def _account(errors: list[str], u: Any, i: int, operators: set[str]) -> Account 
         errors.append(f"{where}.{key}: unknown key")
     name, role, hashed = u.get("name"), u.get("role"), u.get("password_hash")
     if not isinstance(name, str) or not NAME.fullmatch(name):
-        errors.append(f"{where}.name: 1-64 of A-Z a-z 0-9 _ . -, got {name!r}")
+        errors.append(f"{where}.name: 1-64 of A-Z a-z 0-9 _ . -, got {repr(name)[:80]}")
         return None
     if role not in ROLES:
-        errors.append(f"{where}.role: one of {', '.join(ROLES)}, got {role!r}")
+        errors.append(f"{where}.role: one of {', '.join(ROLES)}, got {repr(role)[:80]}")
         return None
     try:
         if not isinstance(hashed, str) or not hashed.startswith("$argon2id$"):
@@ -168,7 +168,7 @@ def validate_text(text: str, operators: tuple[str, ...] | list[str],
         hosts.update(h.lower() for h in extra)
     secure = c.get("cookie_secure", False)
     if not isinstance(secure, bool):
-        errors.append(f"console.cookie_secure: true or false, got {secure!r}")
+        errors.append(f"console.cookie_secure: true or false, got {repr(secure)[:80]}")
     users: dict[str, Account] = {}
     raw = data.get("users", [])
     for i, u in enumerate(raw if isinstance(raw, list) else []):

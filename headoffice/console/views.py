@@ -24,7 +24,8 @@ def pools(ledger: Ledger) -> list[dict[str, Any]]:
     return report["pools"]
 
 
-def tables(ledger: Ledger, live_window_s: float, now: float) -> list[dict[str, Any]]:
+def tables(ledger: Ledger, live_window_s: float, now: float,
+           detail: bool = True) -> list[dict[str, Any]]:
     """Each enrolled or known table: link state, the last message ledgered from it, its
     outbox lag and its latest alarms.
 
@@ -33,6 +34,7 @@ def tables(ledger: Ledger, live_window_s: float, now: float) -> list[dict[str, A
     The outbox lag is how many messages head office knows exist and has not ledgered: up to
     the last one the table reported queued at its last connect (birth: acked_upto + pending)
     or the highest received out of order and parked until a gap fills, whichever is further.
+    Without `detail` (the live update) the last message and alarms are not read.
     """
     db = ledger.db
     rows = db.execute("SELECT id, pool_id, last_seq, state, last_seen_utc, last_seen_epoch,"
@@ -42,9 +44,10 @@ def tables(ledger: Ledger, live_window_s: float, now: float) -> list[dict[str, A
     out = []
     for r in rows:
         last = db.one("SELECT seq, type, status, utc FROM messages WHERE table_id = ?"
-                      " ORDER BY seq DESC LIMIT 1", (r["id"],))
+                      " ORDER BY seq DESC LIMIT 1", (r["id"],)) if detail else None
         alarms = db.execute("SELECT alarm_no, utc, text FROM alarms WHERE table_id = ?"
-                            " ORDER BY alarm_no DESC LIMIT ?", (r["id"], TABLE_ALARMS))
+                            " ORDER BY alarm_no DESC LIMIT ?",
+                            (r["id"], TABLE_ALARMS)) if detail else []
         seen = r["last_seen_epoch"]
         state = r["state"]
         if state == "online" and (seen is None or now - float(seen) > live_window_s):
@@ -112,7 +115,7 @@ def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
         values[f"pool:{p.id}:current"] = dollars(p.amount)
         values[f"pool:{p.id}:reserve"] = dollars(p.reserve)
         values[f"pool:{p.id}:hits"] = str(p.hits)
-    for t in tables(ledger, live_window_s, now):
+    for t in tables(ledger, live_window_s, now, detail=False):
         values[f"table:{t['id']}:state"] = t["state"]
         values[f"table:{t['id']}:last_seq"] = str(t["last_seq"])
         values[f"table:{t['id']}:outbox_lag"] = str(t["outbox_lag"])
