@@ -306,12 +306,12 @@ class Console:
             self.counters["decisions_refused"] += 1
             log.warning("console: %s of held hit #%s by %s from %s refused by the ledger: %s",
                         verb, hold_no, operator, _client(request), exc)
-            s.flash.append(f"refused: {exc}")
+            s.say(f"refused: {exc}")
             return self.render(request, s, "hits.html",
                                await self.with_ledger(views.held_hits), 409)
         self.counters["decisions"] += 1
         log.warning("console: %s (from %s)", done, _client(request))
-        s.flash.append(done)
+        s.say(done)
         return RedirectResponse("/hits", 303)
 
     async def set_params(self, request: Request, s: Session) -> Response:
@@ -350,13 +350,13 @@ class Console:
             self.counters["decisions_refused"] += 1
             log.warning("console: parameters of pool %s by %s from %s refused: %s", pool_id,
                         operator, _client(request), exc)
-            s.flash.append(f"refused: {exc}")
+            s.say(f"refused: {exc}")
             return await self.params(request, s, 409)
         self.counters["decisions"] += 1
         done = (f"pool {pool_id} parameters changed by {operator}"
                 f"{' (forced)' if force else ''}: {old.as_json()} -> {new.as_json()}")
         log.warning("console: %s (from %s)", done, _client(request))
-        s.flash.append(done)
+        s.say(done)
         return RedirectResponse("/params", 303)
 
     async def resume(self, request: Request, s: Session) -> Response:
@@ -374,13 +374,13 @@ class Console:
             self.counters["decisions_refused"] += 1
             log.warning("console: resume of pool %s by %s from %s refused: %s", pool_id,
                         operator, _client(request), exc)
-            s.flash.append(f"refused: {exc}")
+            s.say(f"refused: {exc}")
             return self.render(request, s, "pools.html",
                                {"pools": await self.with_ledger(views.pools)}, 409)
         self.counters["decisions"] += 1
         done = f"pool {pool_id} resumed by {operator}"
         log.warning("console: %s (from %s)", done, _client(request))
-        s.flash.append(done)
+        s.say(done)
         return RedirectResponse("/pools", 303)
 
     def app(self) -> Starlette:

@@ -20,6 +20,7 @@ from headoffice.console.accounts import Account
 COOKIE = "tablectl_console"
 MAX_SESSIONS = 2000  # anonymous ones first to go: a flood of GET /login cannot exhaust memory
 MAX_ANONYMOUS_S = 600.0
+MAX_FLASH = 5
 
 
 @dataclass
@@ -30,6 +31,10 @@ class Session:
     seen: float
     account: Account | None = None
     flash: list[str] = field(default_factory=list)
+
+    def say(self, text: str) -> None:
+        """A line for the next page this session sees (the last few only)."""
+        self.flash = [*self.flash[-(MAX_FLASH - 1):], text]
 
     def csrf_ok(self, sent: str | None) -> bool:
         return isinstance(sent, str) and hmac.compare_digest(sent.encode(), self.csrf.encode())
