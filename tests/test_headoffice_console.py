@@ -383,6 +383,45 @@ def test_a_stopped_pool_is_resumed_as_pool_resume_does(office: Office,
         led.close()
 
 
+def test_sessions_end_when_idle_or_too_old_and_are_bounded(office: Office) -> None:
+    from headoffice.console.sessions import MAX_SESSIONS
+
+    now = [1000.0]
+    led = office.ledger()
+    try:
+        console = Console(office.ho, office.console, led, monotonic=lambda: now[0])
+        client = TestClient(console.app(), base_url=BASE, follow_redirects=False)
+
+        def login() -> None:
+            page = client.get("/login")
+            r = client.post("/login", data={"csrf": csrf_of(page.text), "name": "alice",
+                                            "password": PASSWORDS["alice"]})
+            assert r.status_code == 303
+
+        idle, most = office.console.idle_timeout_s, office.console.session_max_s
+        login()
+        now[0] += idle - 1
+        assert client.get("/").status_code == 200  # used: idle time starts again
+        now[0] += idle + 1
+        assert client.get("/").status_code == 303  # idle too long: gone
+        login()
+        start = now[0]
+        while now[0] + idle / 2 - start <= most:  # in use all along ...
+            now[0] += idle / 2
+            assert client.get("/alarms").status_code == 200
+        now[0] += idle / 2
+        assert client.get("/alarms").status_code == 303  # ... but a shift is over
+        login()
+        mine = client.cookies.get("tablectl_console")
+        for _ in range(MAX_SESSIONS + 100):  # a flood of login forms
+            console.sessions.new()
+        assert len(console.sessions) <= MAX_SESSIONS
+        assert console.sessions.get(mine) is not None  # the anonymous ones went first
+        assert client.get("/").status_code == 200
+    finally:
+        led.close()
+
+
 def test_repeated_wrong_passwords_lock_the_name(office: Office, browser: Browser) -> None:
     for _ in range(FAILS_ALLOWED):
         assert browser.login("alice", "guess").status_code == 401
