@@ -9,6 +9,8 @@
     tablectl-headoffice hits [--pending] [--config FILE | --db URL] [--json]
     tablectl-headoffice hit approve ID [--operator NAME] [--note TEXT]
     tablectl-headoffice hit refuse ID --reason TEXT [--operator NAME]
+    tablectl-headoffice console [--config FILE] [--console-config FILE] [--listen HOST:PORT]
+    tablectl-headoffice console-password
 
 `--config FILE` goes after the command (as above, and as the systemd unit runs it) or before it.
 Bad input exits 2 with one line naming it; a refused operator request exits 1.
@@ -34,6 +36,7 @@ from typing import Any
 
 from controller.money import dollars_or_dash as _money
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
+from headoffice.console import server as console_server
 from headoffice.ledger import Ledger, LedgerError
 from headoffice.pools import BASIS_POINTS
 
@@ -139,6 +142,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     hr.add_argument("id", type=int)
     hr.add_argument("--reason", required=True)
     hr.add_argument("--operator", help="must be who runs the console (default)")
+    console_server.add_parsers(sub, cfg)
     return ap.parse_args(argv)
 
 
@@ -184,6 +188,8 @@ def _operator(args: argparse.Namespace) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if args.cmd in ("console", "console-password"):  # the browser console: its own config
+        return console_server.main(args)
     try:
         if args.cmd in ("report", "params-log", "hits") and args.db:
             url, cfg = args.db, None

@@ -1,0 +1,125 @@
+"""What each page shows, read from the ledger: plain dicts for the templates and /live.json.
+
+Money stays integer cents here; the templates format it (`money.dollars`). The pools' figures
+and last 25 hits are the ledger's own report (`Ledger.report`, as `tablectl-headoffice report`
+prints them); the tables' link figures are read from the ledger's tables, messages, parked and
+alarms rows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from headoffice.console.money import dollars
+from headoffice.ledger import Ledger
+
+TABLE_ALARMS = 5  # per table on the tables page
+
+
+def pools(ledger: Ledger) -> list[dict[str, Any]]:
+    """Every pool's meters (current value, seed, reserve ...) and its last 25 hits, newest
+    first (Ledger.report)."""
+    report = ledger.report()
+    return report["pools"]
+
+
+def tables(ledger: Ledger, live_window_s: float, now: float,
+           detail: bool = True) -> list[dict[str, Any]]:
+    """Each enrolled or known table: link state, the last message ledgered from it, its
+    outbox lag and its latest alarms.
+
+    The link state is the table's own (`online`/`offline` from its status messages and its
+    broker will), shown `stale` when online but silent for longer than `live_window_s`.
+    The outbox lag is how many messages head office knows exist and has not ledgered: up to
+    the last one the table reported queued at its last connect (birth: acked_upto + pending)
+    or the highest received out of order and parked until a gap fills, whichever is further.
+    Without `detail` (the live update) the last message and alarms are not read.
+    """
+    db = ledger.db
+    rows = db.execute("SELECT id, pool_id, last_seq, state, last_seen_utc, last_seen_epoch,"
+                      " birth, enrolled, journal_seq FROM tables ORDER BY id")
+    parked = {r["table_id"]: (int(r["n"]), int(r["top"])) for r in db.execute(
+        "SELECT table_id, COUNT(*) AS n, MAX(seq) AS top FROM parked GROUP BY table_id")}
+    out = []
+    for r in rows:
+        last = db.one("SELECT seq, type, status, utc FROM messages WHERE table_id = ?"
+                      " ORDER BY seq DESC LIMIT 1", (r["id"],)) if detail else None
+        alarms = db.execute("SELECT alarm_no, utc, text FROM alarms WHERE table_id = ?"
+                            " ORDER BY alarm_no DESC LIMIT ?",
+                            (r["id"], TABLE_ALARMS)) if detail else []
+        seen = r["last_seen_epoch"]
+        state = r["state"]
+        if state == "online" and (seen is None or now - float(seen) > live_window_s):
+            state = "stale"
+        n_parked, top_parked = parked.get(r["id"], (0, 0))
+        known = max(_birth_outbox_top(r["birth"]) or 0, top_parked)
+        out.append({
+            "id": r["id"], "pool_id": r["pool_id"], "enrolled": bool(r["enrolled"]),
+            "state": state, "last_seen_utc": r["last_seen_utc"],
+            "silent_s": None if seen is None else max(0, int(now - float(seen))),
+            "last_seq": int(r["last_seq"]), "journal_seq": r["journal_seq"],
+            "last_message": last, "parked": n_parked,
+            "outbox_lag": max(0, known - int(r["last_seq"])), "alarms": alarms,
+        })
+    return out
+
+
+def _birth_outbox_top(birth: str | None) -> int | None:
+    """The last outbox sequence a table reported at its last connect, or None."""
+    if not birth:
+        return None
+    try:
+        outbox = json.loads(birth).get("outbox") or {}
+        acked, pending = outbox.get("acked_upto"), outbox.get("pending")
+    except (ValueError, AttributeError):
+        return None
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+               for x in (acked, pending)):
+        return None
+    return int(acked) + int(pending)
+
+
+def held_hits(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
+    """Held hits waiting for a decision (oldest first) and the decided ones (newest first),
+    each with its hands as the table sent them."""
+    pending: list[dict[str, Any]] = []
+    decided: list[dict[str, Any]] = []
+    bodies = {int(r["hold_no"]): r["body"] for r in ledger.db.execute(
+        "SELECT hold_no, body FROM held_hits")}
+    for h in ledger.held_hits():
+        try:
+            payload = json.loads(bodies[int(h["hold_no"])])["payload"]
+            hands = [{"box": e["box"], "cards": " ".join(e["cards"]),
+                      "category": e.get("category")} for e in payload["entries"]]
+        except (KeyError, TypeError, ValueError):
+            hands = []
+        h = {**h, "hands": hands,
+             "paid": None if h["award"] is None
+             else sum(p["amount"] for p in h["award"]["payouts"])}
+        (pending if h["status"] == "pending" else decided).append(h)
+    decided.reverse()
+    return {"pending": pending, "decided": decided}
+
+
+def alarms(ledger: Ledger) -> list[dict[str, Any]]:
+    """The latest alarms, newest first (Ledger.report: the last 25)."""
+    return ledger.report()["alarms"]
+
+
+def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
+    """The figures the pages refresh in place, as shown, the number of held hits
+    waiting and the newest alarm's number: a change in those two shows a notice."""
+    values: dict[str, Any] = {}
+    for p in ledger.pools():
+        values[f"pool:{p.id}:current"] = dollars(p.amount)
+        values[f"pool:{p.id}:reserve"] = dollars(p.reserve)
+        values[f"pool:{p.id}:hits"] = str(p.hits)
+    for t in tables(ledger, live_window_s, now, detail=False):
+        values[f"table:{t['id']}:state"] = t["state"]
+        values[f"table:{t['id']}:last_seq"] = str(t["last_seq"])
+        values[f"table:{t['id']}:outbox_lag"] = str(t["outbox_lag"])
+    pending = ledger.db.one("SELECT COUNT(*) AS n FROM held_hits WHERE status = 'pending'")
+    newest = ledger.db.one("SELECT MAX(alarm_no) AS n FROM alarms")
+    return {"values": values, "pending": int(pending["n"]) if pending else 0,
+            "alarm": int(newest["n"] or 0) if newest else 0}

@@ -1,0 +1,134 @@
+"""The console in a real headless browser (Debian's chromium, driven by Selenium through
+Debian's chromedriver): `tablectl-headoffice console` serving a ledger with a linked pool, paid
+and held hits and an alarm; an operator logs in by typing, reads every page, sees a figure
+change in place (the live update, no reload), refuses one held hit and approves another.
+
+A screenshot of each page is taken; with TABLECTL_CONSOLE_SCREENSHOTS=DIR they are kept there
+(docs/images/console-*.png were made so, docs/headoffice-console.md says how)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from headoffice.ledger import Incoming
+from tests import mqtt_broker
+from tests.test_headoffice_console_live import REPO, _wait_port
+from tests.test_headoffice_console_support import (
+    FLUSH_ROUNDS,
+    PARKED_SEQ,
+    PASSWORDS,
+    Office,
+    body,
+    decisions,
+    inc,
+    make_office,
+)
+
+CHROMIUM = shutil.which("chromium")
+DRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
+                                reason="Debian's chromium and chromium-driver are not installed")
+PAGES = ("overview", "pools", "tables", "hits", "alarms", "params")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Office, str]]:
+    port = mqtt_broker.free_port()
+    office = make_office(tmp_path / "office", port=port)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "headoffice.cli", "console", "--config", str(office.ho_path),
+         "--console-config", str(office.console_path)],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_port(port, proc)
+        yield office, f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+@pytest.fixture
+def chrome(tmp_path: Path) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,900", f"--user-data-dir={tmp_path / 'chrome'}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    driver.implicitly_wait(0)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_an_operator_works_the_console_in_a_browser(served: tuple[Office, str], chrome: Any,
+                                                     tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    office, base = served
+    d = chrome
+    wait = WebDriverWait(d, 30)
+    shots = Path(os.environ.get("TABLECTL_CONSOLE_SCREENSHOTS") or tmp_path / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+
+    def shot(name: str) -> None:
+        path = shots / f"console-{name}.png"
+        assert d.save_screenshot(str(path)) and path.stat().st_size > 10_000
+
+    d.get(f"{base}/")
+    wait.until(ec.title_contains("Log in"))
+    shot("login")
+    d.find_element(By.NAME, "name").send_keys("alice")
+    d.find_element(By.NAME, "password").send_keys(PASSWORDS["alice"])
+    d.find_element(By.CSS_SELECTOR, "form.login button").click()
+    wait.until(ec.title_contains("Overview"))
+    current = '#pool-p1 [data-live="pool:p1:current"]'
+    assert d.find_element(By.CSS_SELECTOR, current).text == "$5,007.25"
+    assert d.find_element(By.ID, "pending-count").text == "3"
+
+    # A table's jackpot wager reaches the ledger: the page shows the new meter within the
+    # live update's period, without a reload.
+    led = office.ledger()
+    try:
+        led.apply_batch([Incoming("outbox", "T1", body("T1", PARKED_SEQ - 1,
+                                                       *inc(FLUSH_ROUNDS + 4)))])
+    finally:
+        led.close()
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, current), "$5,007.50"))
+    for page in PAGES:
+        d.get(f"{base}/{'' if page == 'overview' else page}")
+        wait.until(ec.presence_of_element_located((By.ID, "operator")))
+        shot(page)
+
+    # Refuse #3 (the hit on a round without a wager), approve #1 (a Royal Flush).
+    d.get(f"{base}/hits")
+    d.find_element(By.CSS_SELECTOR, '#held-3 input[name="reason"]').send_keys(
+        "no wager on the round")
+    d.find_element(By.CSS_SELECTOR, "#held-3 button.refuse").click()
+    wait.until(ec.text_to_be_present_in_element((By.CLASS_NAME, "flash"),
+                                                "held hit #3 refused by alice"))
+    d.find_element(By.CSS_SELECTOR, '#held-1 input[name="note"]').send_keys("camera 4")
+    d.find_element(By.CSS_SELECTOR, "#held-1 button.approve").click()
+    wait.until(ec.text_to_be_present_in_element((By.CLASS_NAME, "flash"),
+                                                "held hit #1 approved by alice"))
+    shot("hits-decided")
+    held = {h["hold_no"]: h for h in decisions(office.db)["held"]}
+    assert (held[1]["status"], held[1]["operator"], held[1]["note"]) == (
+        "approved", "alice", "camera 4")
+    assert (held[3]["status"], held[3]["operator"], held[3]["note"]) == (
+        "refused", "alice", "no wager on the round")
+    assert held[2]["status"] == "pending"
