@@ -59,6 +59,7 @@ READ_ONLY = frozenset(
         "device_watch",
         "verify_hmac",
         "link_status",
+        "meters",
     }
 )
 
@@ -75,6 +76,8 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "device_list": {},
     "verify_run": {},
     "link_status": {},
+    "meters": {},
+    "meters_close_shift": {},
     "journal_tail": {"n": ((_INT,), False)},
     "round_show": {"number": ((_INT,), True)},
     "dealer": {"action": ((_STR,), True), "data": ((_OBJ,), False)},

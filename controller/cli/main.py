@@ -10,7 +10,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from controller.cli import demo_cmd, devices_cmd, paigow_cmd, table_cmd, uth_cmd, verify_cmd
+from controller.cli import (
+    demo_cmd,
+    devices_cmd,
+    meters_cmd,
+    paigow_cmd,
+    table_cmd,
+    uth_cmd,
+    verify_cmd,
+)
 from controller.cli.common import EX_UNAVAILABLE, Unavailable
 from controller.errors import TablectlError
 
@@ -48,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     table_cmd.register(sub)
     devices_cmd.register(sub)
     verify_cmd.register(sub)
+    meters_cmd.register(sub)
     return parser
 
 

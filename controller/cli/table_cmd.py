@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli.common import emit
+from controller.cli.show import fields_text, link_text, pool_text, value_text, watch_lines
 from controller.config import DEFAULT_PATH, ConfigError, config_json, load_config
 from controller.control import SOCKET_NAME, NotRunning, RequestRefused, request, stream
+from controller.describe import describe_round
 from controller.errors import InputError
 from controller.journal import JournalError, accept_loss, verify_dir
 from controller.journal_mac import SYSTEM_KEY_FILE, make_key_file
+from controller.money import dollars_or_dash
 
 EXIT_NOT_RUNNING = 3
 
@@ -132,7 +135,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         failures = (st.get("tasks") or {}).get("failures") or {}
         if failures:
             lines.append("tasks    " + ", ".join(f"{n} died {c}x" for n, c in failures.items()))
-        lines.append(f"link     {st.get('link')}   pool {st.get('pool') or '-'}")
+        lines.append(f"link     {link_text(st.get('link'))}")
+        if st.get("pool"):
+            lines.append(f"pool     {pool_text(st['pool'])}")
+        meters = (st.get("meters") or {}).get("shift")
+        if meters:
+            lines.append(
+                f"shift    {meters.get('number')}: {meters.get('rounds_played')} rounds played,"
+                f" {meters.get('rounds_voided')} voided, house win"
+                f" {dollars_or_dash(meters.get('house_win'))} (tablectl meters)"
+            )
         if isinstance(st.get("verification"), dict):
             lines.append(f"software {st['verification'].get('state')}")
         for name, h in st["devices"].items():
@@ -156,15 +168,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     f"watching {s['table_id']} ({s['game']}) state {s['state']} round {s['round']}"
                 )
             else:
-                effects = ", ".join(
-                    f"{e['kind']}:{e['data'].get('command') or e['data'].get('mode') or ''}"
-                    for e in item["effects"]
-                )
-                print(
-                    f"{item['utc']} #{item['seq']} {item['event']['kind']} "
-                    f"{json.dumps(item['event']['data'])} -> {effects}",
-                    flush=True,
-                )
+                print("\n".join(watch_lines(item)), flush=True)
     except NotRunning as exc:
         print(f"tablectl: {exc}", file=sys.stderr)
         return EXIT_NOT_RUNNING
@@ -268,7 +272,7 @@ def cmd_round(args: argparse.Namespace) -> int:
             f"  #{e['seq']} {e['utc']} {e['kind']} {json.dumps(e['data'])}" for e in rnd["events"]
         ]
         if rec.get("summary"):
-            lines.append("  summary: " + json.dumps(rec["summary"]))
+            lines.append("  " + describe_round({"number": rnd["round"], **rec}))
         return "\n".join(lines)
 
     emit(rnd, args.json, human)
@@ -312,7 +316,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         lambda: "\n".join(
             [f"selftest {'OK' if report['ok'] else 'FAILED'}"]
             + [
-                f"  {n:<9} {'ok' if r.get('ok') else 'FAIL'} {r}"
+                f"  {n:<9} {'ok' if r.get('ok') else 'FAIL'} {fields_text(r, skip=('ok',))}"
                 for n, r in report["devices"].items()
             ]
         ),
@@ -326,7 +330,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
         devices,
         args.json,
         lambda: "\n".join(
-            f"{n:<9} {d['state']:<8} counters {d['counters']} last error {d['last_error']}"
+            f"{n:<9} {d['state']:<8} counters {value_text('counters', d['counters'])}"
+            f" last error {d['last_error'] or '-'}"
             for n, d in devices.items()
         ),
     )

@@ -11,6 +11,7 @@ extensions is supervisor.py's, the control-socket commands commands.py's.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import signal
 import time
@@ -22,6 +23,12 @@ from controller.clock import utc_now
 from controller.config import TableConfig
 from controller.control import SOCKET_NAME
 from controller.daemon import notify
+from controller.daemon.accounting import (
+    DAEMON_EVENTS,
+    close_effects,
+    meters_of,
+    rounds_of_effects,
+)
 from controller.daemon.commands import TableCommands
 from controller.daemon.control import Access, ControlServer
 from controller.daemon.effects import Effects
@@ -31,6 +38,7 @@ from controller.errors import TablectlError
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
 from controller.logs import event as log_event
+from controller.meters import CLOSE_SHIFT, Meters
 from controller.rounds.base import Effect, Event, Now, RoundMachine
 from devices.base import Device, DeviceError
 
@@ -88,6 +96,7 @@ class TableService:
         self.state: Any = None
         self.out_of_service: str | None = None
         self.stats = Stats()
+        self.meters = Meters()  # replayed from the journal at start (accounting.py)
         self.queue: asyncio.Queue[tuple[float, Event]] = asyncio.Queue()
         self.watchers: set[Watcher] = set()
         self.recent: deque[dict[str, Any]] = deque(maxlen=50)
@@ -208,6 +217,7 @@ class TableService:
             self.go_out_of_service(f"journal replay failed ({type(exc).__name__}: {exc})")
             return
         self.state = state
+        self.meters = meters_of(self.journal)
         log_event(
             self.log,
             logging.INFO,
@@ -314,6 +324,7 @@ class TableService:
         state = self.state
         entries: list[Entry] = []
         stepped: list[tuple[int, Entry]] = []
+        meters: Meters | None = None  # a copy, once a round or a shift closes in the batch
         for index, event in enumerate(events):
             now = self.clock()
             round_no = self._round_of(state)
@@ -328,6 +339,15 @@ class TableService:
                     kind=event.kind,
                 )
                 continue
+            if event.kind in DAEMON_EVENTS:  # not the machine's to refuse: no "refused" line
+                effects = [e for e in effects if not (e.kind == "log" and e.data.get("refused"))]
+            rounds = rounds_of_effects(effects)
+            if rounds or event.kind == CLOSE_SHIFT:
+                if meters is None:
+                    meters = copy.deepcopy(self.meters)
+                closing = meters.record(now.utc, event.kind, rounds)
+                if closing is not None:
+                    effects = [*effects, *close_effects(self.cfg.table_id, closing)]
             snapshot = None
             if any(e.kind == "round" for e in effects):
                 # A snapshot every few rounds bounds replay to those rounds' events and keeps
@@ -348,6 +368,8 @@ class TableService:
             self.go_out_of_service(f"journal write failed: {exc}")
             return [None] * len(events)
         self.state = state
+        if meters is not None:
+            self.meters = meters
         result: list[int | None] = [None] * len(events)
         for (index, entry), seq in zip(stepped, seqs, strict=True):
             result[index] = seq
