@@ -4,6 +4,7 @@ came, amounts in integer cents, for machines.)"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -131,4 +132,27 @@ def watch_lines(item: Mapping[str, Any]) -> list[str]:
     for e in item.get("effects") or []:
         if e.get("kind") == "round":
             lines.append("    " + describe_round(e.get("data") or {}))
+    return lines
+
+
+# Config keys whose values are amounts in cents (controller/config.py reads them as cents).
+CONFIG_MONEY = frozenset({
+    "wager", "seed", "ceiling", "royal_minimum", "straight_flush_minimum", "bonus_for_royal",
+    "bonus_for_straight_flush", "cobank_box_maximum",
+})  # fmt: skip
+
+
+def config_lines(cfg: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The configuration as `section.key = value` lines, amounts in dollars beside the cents."""
+    lines = []
+    for key, value in cfg.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            lines += config_lines(value, f"{path}.")
+            continue
+        text = json.dumps(value)
+        money = key in CONFIG_MONEY or ".limits." in f".{path}" or ".fixed." in f".{path}"
+        if money and isinstance(value, int) and not isinstance(value, bool):
+            text += f"  # {dollars(value)}"
+        lines.append(f"{path} = {text}")
     return lines

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli.common import emit
-from controller.cli.show import fields_text, link_text, pool_text, value_text, watch_lines
+from controller.cli.show import (
+    config_lines,
+    fields_text,
+    link_text,
+    pool_text,
+    value_text,
+    watch_lines,
+)
 from controller.config import DEFAULT_PATH, ConfigError, config_json, load_config
 from controller.control import SOCKET_NAME, NotRunning, RequestRefused, request, stream
 from controller.describe import describe_round
@@ -94,6 +101,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     val.add_argument("file", type=Path, nargs="?", default=Path(DEFAULT_PATH))
     val.add_argument("--json", action="store_true")
     val.set_defaults(func=cmd_config_validate)
+    show = csub.add_parser("show", help="the configuration in effect: the running daemon's, or a"
+                           " file's (amounts in dollars; --json: as the daemon holds it, cents)")
+    show.add_argument("file", type=Path, nargs="?", help="a table.toml instead of the daemon's")
+    show.add_argument("--runtime-dir", type=Path)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_config_show)
 
 
 def socket_path(args: argparse.Namespace) -> Path:
@@ -353,4 +366,30 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
         args.json,
         lambda: f"{args.file}: OK ({cfg.game}, table {cfg.table_id})",
     )
+    return 0
+
+
+def cmd_config_show(args: argparse.Namespace) -> int:
+    """The daemon's configuration (what it runs with), else the file's: FILE, or the default
+    path when the daemon is not running. Exit 0; 1 when the file is not valid (its problems
+    listed, as `config validate` does); 3 when neither the daemon nor the file is there."""
+    source: str
+    if args.file is None:
+        try:
+            shown = request(socket_path(args), "status")["config"]
+            source = "the running tablectld"
+        except NotRunning:
+            args.file = Path(DEFAULT_PATH)
+    if args.file is not None:
+        if not args.file.exists():
+            print(f"tablectl: tablectld is not running and there is no {args.file}",
+                  file=sys.stderr)
+            return EXIT_NOT_RUNNING
+        try:
+            shown = config_json(load_config(args.file))
+        except ConfigError:
+            args.json = getattr(args, "json", False)
+            return cmd_config_validate(args)
+        source = str(args.file)
+    emit(shown, args.json, lambda: "\n".join([f"# {source}", *config_lines(shown)]))
     return 0
