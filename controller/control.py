@@ -60,6 +60,8 @@ READ_ONLY = frozenset(
         "verify_hmac",
         "link_status",
         "meters",
+        "logs",
+        "errors",
     }
 )
 
@@ -78,6 +80,9 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "link_status": {},
     "meters": {},
     "meters_close_shift": {},
+    "logs": {"level": ((_STR,), False), "device": ((_STR,), False), "round": ((_INT,), False),
+             "n": ((_INT,), False)},
+    "errors": {"days": ((_INT,), False)},
     "journal_tail": {"n": ((_INT,), False)},
     "round_show": {"number": ((_INT,), True)},
     "dealer": {"action": ((_STR,), True), "data": ((_OBJ,), False)},

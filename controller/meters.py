@@ -82,7 +82,7 @@ class Figures:
             self.jackpot_awards += part.jackpot_award
             box.jackpot_awards += part.jackpot_award
             box.player_net += part.net
-        self.commission += _int(summary.get("settlement", {}), "banker_commission")
+        self.commission += _int(_obj(summary, "settlement"), "banker_commission")
         self.house_win += house_net(summary)
 
     def as_json(self) -> dict[str, Any]:
@@ -116,7 +116,8 @@ class BoxPart:
 
 def round_parts(summary: Mapping[str, Any]) -> list[BoxPart]:
     """Each box's wagers, payouts, commission and jackpot figures in a completed round's
-    summary, for either game (Pai Gow names `settlement.results`, UTH `boxes` and `jackpot`)."""
+    summary, for either game (Pai Gow names `settlement.results`, UTH `boxes` and `jackpot`).
+    Total: a summary missing a part (a round with no wagers) gives no parts, never an error."""
     if summary.get("game") == "paigow":
         return [
             BoxPart(
@@ -126,20 +127,20 @@ def round_parts(summary: Mapping[str, Any]) -> list[BoxPart]:
                 commission=_int(r, "commission"),
                 net=_int(r, "net"),
             )
-            for r in summary.get("settlement", {}).get("results", [])
+            for r in _list(_obj(summary, "settlement"), "results")
         ]
-    jackpot = summary.get("jackpot") or {}
+    jackpot = _obj(summary, "jackpot")
     wager = _int(jackpot, "wager")
-    locked = set(jackpot.get("boxes") or [])
+    locked = {b for b in _list(jackpot, "boxes") if isinstance(b, int)}
     awards: Counter[int] = Counter()
-    for payout in jackpot.get("payouts") or []:
+    for payout in _list(jackpot, "payouts"):
         awards[_int(payout, "box")] += _int(payout, "amount")
     parts = []
     seen: set[int] = set()
-    for b in summary.get("boxes") or []:
+    for b in _list(summary, "boxes"):
         number = _int(b, "box")
         seen.add(number)
-        spots = b.get("spots") or []
+        spots = [s for s in _list(b, "spots") if isinstance(s, Mapping)]
         parts.append(
             BoxPart(
                 box=number,
@@ -161,13 +162,23 @@ def round_parts(summary: Mapping[str, Any]) -> list[BoxPart]:
 
 def house_net(summary: Mapping[str, Any]) -> int:
     if summary.get("game") == "paigow":
-        return _int(summary.get("settlement", {}), "house_net")
+        return _int(_obj(summary, "settlement"), "house_net")
     return _int(summary, "house_net")
 
 
 def _int(data: Any, key: str) -> int:
     value = data.get(key, 0) if isinstance(data, Mapping) else 0
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _obj(data: Any, key: str) -> Mapping[str, Any]:
+    value = data.get(key) if isinstance(data, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(data: Any, key: str) -> list[Any]:
+    value = data.get(key) if isinstance(data, Mapping) else None
+    return value if isinstance(value, list) else []
 
 
 @dataclass
@@ -191,6 +202,7 @@ class Meters:
         if self.shift_opened_utc is None:
             self.shift_opened_utc = utc
         for number, status, summary in rounds:
+            summary = summary if isinstance(summary, Mapping) else {}
             self.lifetime.add(number, status, summary)
             self.shift.add(number, status, summary)
         if kind != CLOSE_SHIFT:

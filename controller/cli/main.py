@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from controller.cli import (
     demo_cmd,
     devices_cmd,
+    logs_cmd,
     meters_cmd,
     paigow_cmd,
     table_cmd,
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     devices_cmd.register(sub)
     verify_cmd.register(sub)
     meters_cmd.register(sub)
+    logs_cmd.register(sub)
     return parser
 
 

@@ -7,6 +7,8 @@
     dealer {action, data?}  a keypad action, as if the dealer pressed it (journaled with who)
     meters {}               the accounting meters: this shift's and the lifetime's, per box
     meters_close_shift {}   close the shift: its figures journaled and sent to head office
+    logs {level?, device?, round?, n?}  the daemon's recent log lines (its in-memory ring)
+    errors {days?}          the error history: every warning or worse, with its code
     selftest {}             every device's self-test and the journal's health
     devices {}              every device's status
     watch {}                a stream: the status, then every processed event with its effects
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from controller.config import config_json
 from controller.control import Refused, current_peer
+from controller.daemon.logbook import RING_LINES
+from controller.errorlog import ERROR_DAYS, LEVELS, read_history
 from controller.meters import CLOSE_SHIFT
 from controller.rounds.base import Event
 from devices.base import DeviceError
@@ -45,6 +49,8 @@ class TableCommands:
             "devices": self.devices,
             "meters": self.meters,
             "meters_close_shift": self.close_shift,
+            "logs": self.logs,
+            "errors": self.errors,
         }
 
     def streams(self) -> dict[str, Any]:
@@ -148,6 +154,25 @@ class TableCommands:
         closing = t.meters.last_close
         assert closing is not None  # the record just journaled closed the shift
         return {"seq": seq, **closing}
+
+    async def logs(self, args: dict[str, Any]) -> dict[str, Any]:
+        level = args.get("level")
+        if level is not None and level not in LEVELS:
+            raise Refused(f"level {level!r}: one of {', '.join(LEVELS)}")
+        n = int(args.get("n", 100))
+        if not 1 <= n <= RING_LINES:
+            raise Refused(f"n must be within 1..{RING_LINES}, got {n}")
+        lines = self.table.ring.select(level, args.get("device"), args.get("round"), n)
+        return {"source": "daemon", "lines": lines}
+
+    async def errors(self, args: dict[str, Any]) -> dict[str, Any]:
+        days = int(args.get("days", ERROR_DAYS))
+        if not 1 <= days <= ERROR_DAYS:
+            raise Refused(f"days must be within 1..{ERROR_DAYS}, got {days}")
+        history = self.table.errors
+        if history is None:
+            return {"errors": [], "write_errors": 0}
+        return {"errors": read_history(history.path, days), "write_errors": history.write_errors}
 
     async def selftest(self, args: dict[str, Any]) -> dict[str, Any]:
         t = self.table

@@ -32,6 +32,7 @@ from controller.daemon.accounting import (
 from controller.daemon.commands import TableCommands
 from controller.daemon.control import Access, ControlServer
 from controller.daemon.effects import Effects
+from controller.daemon.logbook import ErrorHistory, LogRing
 from controller.daemon.stats import Stats
 from controller.daemon.supervisor import Supervisor
 from controller.errors import TablectlError
@@ -97,6 +98,8 @@ class TableService:
         self.out_of_service: str | None = None
         self.stats = Stats()
         self.meters = Meters()  # replayed from the journal at start (accounting.py)
+        self.ring = LogRing()  # `tablectl logs` without journald
+        self.errors: ErrorHistory | None = None  # `tablectl errors` (needs the state dir)
         self.queue: asyncio.Queue[tuple[float, Event]] = asyncio.Queue()
         self.watchers: set[Watcher] = set()
         self.recent: deque[dict[str, Any]] = deque(maxlen=50)
@@ -124,9 +127,9 @@ class TableService:
             handlers={**handlers, **self.commands.handlers()},
             streams=self.commands.streams(),
             group=cfg.service.socket_group,
-            on_error=lambda msg: log_event(log, logging.WARNING, msg),
+            on_error=lambda msg: log_event(log, logging.WARNING, msg, code="E702"),
             access=Access(cfg.service.tech_group, cfg.service.super_group),
-            on_refused=lambda msg: log_event(log, logging.WARNING, msg),
+            on_refused=lambda msg: log_event(log, logging.WARNING, msg, code="E701"),
             on_action=lambda msg: log_event(log, logging.INFO, msg),
         )
 
@@ -137,12 +140,15 @@ class TableService:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
         notify.notify("STATUS=starting")
+        self.log.addHandler(self.ring)
+        self._keep_errors()
         await self.control.start()
         tasks: list[asyncio.Task[None]] = []
         try:
             if self.mode != "production":
                 log_event(self.log, logging.WARNING, f"running in {self.mode} mode", mode=self.mode)
             self._open_journal()
+            self._keep_errors()
             await self._start_devices()
             if self.out_of_service is not None:  # the journal: say so on the meter
                 await self.effects.show_closed()
@@ -180,7 +186,17 @@ class TableService:
             await self.control.close()
             if self.journal is not None:
                 self.journal.close()
+            self.log.removeHandler(self.ring)
+            if self.errors is not None:
+                self.log.removeHandler(self.errors)
         return self._exit_code
+
+    def _keep_errors(self) -> None:
+        """The error history beside the journal, once its directory exists (the journal makes
+        it: before, if it is there already, so that a journal problem is in the history)."""
+        if self.errors is None and self.cfg.service.state_dir.is_dir():
+            self.errors = ErrorHistory(self.cfg.service.state_dir)
+            self.log.addHandler(self.errors)
 
     def stop(self) -> None:
         """SIGTERM: the event in hand finishes (its journal write is synchronous), then we close."""
@@ -193,10 +209,11 @@ class TableService:
             )
         except JournalError as exc:
             # A loss (JournalLossError) names the mark's seq and the journal's last seq.
-            self.go_out_of_service(f"journal unusable: {exc}")
+            self.go_out_of_service(f"journal unusable: {exc}", code="E101")
             return
         except OSError as exc:  # e.g. the state directory cannot be made on a read-only disk
-            self.go_out_of_service(f"journal unusable: {exc.filename}: {exc.strerror}")
+            self.go_out_of_service(f"journal unusable: {exc.filename}: {exc.strerror}",
+                                   code="E101")
             return
         key = self.journal.key
         if key.dev:
@@ -214,7 +231,8 @@ class TableService:
             for stored in events:
                 state, _ = self.machine.step(state, stored.event, stored.now)
         except Exception as exc:  # a snapshot this build cannot read: never guess, never reset
-            self.go_out_of_service(f"journal replay failed ({type(exc).__name__}: {exc})")
+            self.go_out_of_service(f"journal replay failed ({type(exc).__name__}: {exc})",
+                                   code="E103")
             return
         self.state = state
         self.meters = meters_of(self.journal)
@@ -237,13 +255,14 @@ class TableService:
     def unsubscribe(self, q: Watcher) -> None:
         self.watchers.discard(q)
 
-    def go_out_of_service(self, reason: str) -> None:
-        """Stop playing: no event is processed, the meter shows CLOSED, status says why."""
+    def go_out_of_service(self, reason: str, code: str = "E501") -> None:
+        """Stop playing: no event is processed, the meter shows CLOSED, status says why; the
+        log line carries `code` (controller/codes.py)."""
         if self.out_of_service is None:
             self.out_of_service = reason
         elif reason not in self.out_of_service:  # keep the first reason, add the others
             self.out_of_service = f"{self.out_of_service}; {reason}"
-        log_event(self.log, logging.CRITICAL, f"OUT OF SERVICE: {reason}")
+        log_event(self.log, logging.CRITICAL, f"OUT OF SERVICE: {reason}", code=code)
         notify.notify(f"STATUS=OUT OF SERVICE: {reason}")
 
     def _give_up(self, reason: str) -> None:
@@ -265,7 +284,7 @@ class TableService:
                 await device.start(self._emit_from_device)
             except DeviceError as exc:
                 log_event(self.log, logging.ERROR, f"device {device.name} did not start: {exc}",
-                          device=device.name)
+                          device=device.name, code="E201")
 
     async def _resume(self) -> None:
         """After the extensions (software verification) had their say: re-issue what the open
@@ -279,7 +298,8 @@ class TableService:
     async def _selftest_or_fail(self) -> None:
         report = await self.commands.selftest({})
         if not report["ok"]:
-            log_event(self.log, logging.WARNING, "self-test found problems", report=report)
+            log_event(self.log, logging.WARNING, "self-test found problems", report=report,
+                      code="E203")
 
     async def _stop_devices(self) -> None:
         for device in self.devices.values():
@@ -337,6 +357,7 @@ class TableService:
                     logging.CRITICAL,
                     f"machine refused event {event.kind}: {exc!r}",
                     kind=event.kind,
+                    code="E505",
                 )
                 continue
             if event.kind in DAEMON_EVENTS:  # not the machine's to refuse: no "refused" line
@@ -365,7 +386,7 @@ class TableService:
         except (JournalError, TablectlError, ValueError) as exc:
             # ValueError: the journal refuses an entry it cannot encode (until journal/ raises
             # its own family for that).
-            self.go_out_of_service(f"journal write failed: {exc}")
+            self.go_out_of_service(f"journal write failed: {exc}", code="E102")
             return [None] * len(events)
         self.state = state
         if meters is not None:
@@ -424,7 +445,8 @@ class TableService:
             await asyncio.sleep(interval)
             if not self.control.serving():  # the control socket server stopped: serve again
                 self.stats.task_failures["control"] += 1
-                log_event(self.log, logging.CRITICAL, "control socket not serving: restarted")
+                log_event(self.log, logging.CRITICAL, "control socket not serving: restarted",
+                          code="E504")
                 await self.control.start()
             self.ignored.log_summary()
             if self._healthy():
@@ -473,6 +495,7 @@ class IgnoredEvents:
                 "event ignored: out of service (further ones are counted, summarised every"
                 f" {IGNORED_SUMMARY_S:.0f} s)",
                 kind=batch[0].kind,
+                code="E506",
             )
             self._line_mono = time.monotonic()
             self._since_line = len(batch) - 1
@@ -492,6 +515,7 @@ class IgnoredEvents:
             f"{self._since_line} events ignored in {elapsed:.0f} s: out of service",
             ignored=self._since_line,
             ignored_total=self.stats.ignored,
+            code="E506",
         )
         self._line_mono = time.monotonic()
         self._since_line = 0
