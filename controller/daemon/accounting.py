@@ -45,10 +45,12 @@ def meters_of(journal: Journal) -> Meters:
 def close_effects(table_id: str, closing: dict[str, Any]) -> list[Effect]:
     """What a shift close journals beside its event: the closing figures for head office
     (checked with the contract head office parses them with) and a line for the log."""
-    payload = contract.check_outbox_payload(SHIFT_METERS, {"table": table_id, **closing})
     figures = closing["figures"]
-    return [
-        Effect("outbox", {"type": SHIFT_METERS, "payload": payload}),
-        Effect("log", {"text": f"shift {closing['shift']} closed: {figures['rounds_played']}"
-                               f" rounds played, {figures['rounds_voided']} voided"}),
-    ]
+    said = Effect("log", {"text": f"shift {closing['shift']} closed: {figures['rounds_played']}"
+                                  f" rounds played, {figures['rounds_voided']} voided"})
+    try:
+        payload = contract.check_outbox_payload(SHIFT_METERS, {"table": table_id, **closing})
+    except contract.SchemaError as exc:  # figures beyond the contract's bounds: never sent
+        return [said, Effect("alarm", {"severity": "technician", "text": "shift meters not"
+                                       f" sent to head office: {exc}"})]
+    return [Effect("outbox", {"type": SHIFT_METERS, "payload": payload}), said]

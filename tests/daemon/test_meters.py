@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.daemon.accounting import meters_of
 from controller.journal import Journal
@@ -180,3 +182,27 @@ def test_close_shift_needs_a_supervisor_and_a_running_table(tmp_path: Path) -> N
     assert "meters" in READ_ONLY and "meters_close_shift" not in READ_ONLY
     code, err = tablectl(tmp_path, "meters", "close-shift")
     assert code == 3 and "not running" in err
+
+
+JSONS = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["game", "settlement", "results", "boxes", "spots", "jackpot", "box",
+                         "amount", "won", "net", "placed", "spot", "payouts", "wager",
+                         "house_net", "commission", "banker_commission"]), inner, max_size=6),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["completed", "voided"]), JSONS), max_size=4))
+def test_meters_take_any_summary_without_raising(rounds: list[tuple[str, Any]]) -> None:
+    # A journal's summaries are the machines' own, but the meters must never take the daemon
+    # down (they run in its event path and at its start), whatever a summary holds.
+    meters = Meters()
+    meters.record("t", "x", [(n, status, s) for n, (status, s) in enumerate(rounds, 1)])
+    closing = meters.record("t2", "meters.close_shift", [])
+    assert closing is not None
+    figures = closing["figures"]
+    assert figures["rounds_played"] + figures["rounds_voided"] == len(rounds)
+    assert all(isinstance(v, int) for v in figures["wagers"].values())
