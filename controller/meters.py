@@ -42,6 +42,11 @@ class Box:
             "player_net": self.player_net,
         }
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Box:
+        return cls(Counter(d["wagers"]), Counter(d["payouts"]), d["commission"],
+                   d["jackpot_contributions"], d["jackpot_awards"], d["player_net"])
+
 
 @dataclass
 class Figures:
@@ -99,6 +104,13 @@ class Figures:
             "house_win": self.house_win,
             "boxes": {str(b): self.boxes[b].as_json() for b in sorted(self.boxes)},
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Figures:
+        return cls(d["rounds_played"], d["rounds_voided"], Counter(d["wagers"]),
+                   Counter(d["payouts"]), d["commission"], d["jackpot_contributions"],
+                   d["jackpot_awards"], d["house_win"], d["first_round"], d["last_round"],
+                   {int(b): Box.from_json(v) for b, v in d["boxes"].items()})
 
 
 @dataclass(frozen=True)
@@ -219,6 +231,17 @@ class Meters:
         self.shift_number += 1
         self.shift_opened_utc = None
         return closing
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything, to be read back by `from_state` (the daemon's checkpoint)."""
+        return {"lifetime": self.lifetime.as_json(), "shift": self.shift.as_json(),
+                "shift_number": self.shift_number, "shift_opened_utc": self.shift_opened_utc,
+                "last_close": self.last_close}
+
+    @classmethod
+    def from_state(cls, d: Mapping[str, Any]) -> Meters:
+        return cls(Figures.from_json(d["lifetime"]), Figures.from_json(d["shift"]),
+                   d["shift_number"], d["shift_opened_utc"], d["last_close"])
 
     def headline(self) -> dict[str, Any]:
         """The shift's and the lifetime's totals without the per-box detail (for status)."""

@@ -26,12 +26,14 @@ from controller.daemon import notify
 from controller.daemon.accounting import (
     DAEMON_EVENTS,
     close_effects,
-    meters_of,
+    load_meters,
     rounds_of_effects,
+    save_checkpoint,
 )
 from controller.daemon.commands import TableCommands
 from controller.daemon.control import Access, ControlServer
 from controller.daemon.effects import Effects
+from controller.daemon.ignored import IgnoredEvents
 from controller.daemon.logbook import ErrorHistory, LogRing
 from controller.daemon.stats import Stats
 from controller.daemon.supervisor import Supervisor
@@ -48,7 +50,6 @@ STALL_S = 5.0  # an event older than this in the queue means the loop is not hea
 DEFAULT_WATCHDOG_S = 2.0
 MAX_BATCH = 64  # events journaled in one transaction at most
 SNAPSHOT_EVERY_ROUNDS = 16
-IGNORED_SUMMARY_S = 10.0  # out of service: one line per this many seconds for ignored events
 MODES = ("production", "simulation", "development")
 
 
@@ -235,7 +236,7 @@ class TableService:
                                    code="E103")
             return
         self.state = state
-        self.meters = meters_of(self.journal)
+        self.meters, how = load_meters(self.journal, self.cfg.service.state_dir)
         log_event(
             self.log,
             logging.INFO,
@@ -243,6 +244,7 @@ class TableService:
             records=self.journal.last_seq,
             replayed=len(events),
             round=self._round(),
+            meters=how,
         )
 
     def subscribe(self) -> Watcher:
@@ -391,6 +393,8 @@ class TableService:
         self.state = state
         if meters is not None:
             self.meters = meters
+            if any(e.snapshot is not None or e.event.kind == CLOSE_SHIFT for e in entries):
+                self._checkpoint_meters()
         result: list[int | None] = [None] * len(events)
         for (index, entry), seq in zip(stepped, seqs, strict=True):
             result[index] = seq
@@ -406,6 +410,13 @@ class TableService:
                 }
             )
         return result
+
+    def _checkpoint_meters(self) -> None:
+        assert self.journal is not None
+        try:
+            save_checkpoint(self.journal, self.meters, self.cfg.service.state_dir)
+        except OSError as exc:  # only a longer replay at the next start
+            log_event(self.log, logging.WARNING, f"meters checkpoint not written: {exc}")
 
     def _round_closed(self, data: dict[str, Any]) -> None:
         if self.on_round is not None:
@@ -474,48 +485,3 @@ class TableService:
             return f"OUT OF SERVICE: {self.out_of_service}{mode}"
         st = self.machine.status(self.state)
         return f"{self.cfg.game} {st.get('state')} round {st.get('round')}{mode}"
-
-
-class IgnoredEvents:
-    """Out of service every event is dropped: counted, the first one logged, then one summary
-    line per IGNORED_SUMMARY_S (a full disk must not flood the log as well)."""
-
-    def __init__(self, log: logging.Logger, stats: Stats) -> None:
-        self.log = log
-        self.stats = stats
-        self._since_line = 0  # ignored events not yet in a log line
-        self._line_mono: float | None = None  # when the last such line was written
-
-    def add(self, batch: list[Event]) -> None:
-        self.stats.ignored += len(batch)
-        if self._line_mono is None:
-            log_event(
-                self.log,
-                logging.WARNING,
-                "event ignored: out of service (further ones are counted, summarised every"
-                f" {IGNORED_SUMMARY_S:.0f} s)",
-                kind=batch[0].kind,
-                code="E506",
-            )
-            self._line_mono = time.monotonic()
-            self._since_line = len(batch) - 1
-            return
-        self._since_line += len(batch)
-        self.log_summary()
-
-    def log_summary(self, final: bool = False) -> None:
-        if self._line_mono is None or not self._since_line:
-            return
-        elapsed = time.monotonic() - self._line_mono
-        if elapsed < IGNORED_SUMMARY_S and not final:
-            return
-        log_event(
-            self.log,
-            logging.WARNING,
-            f"{self._since_line} events ignored in {elapsed:.0f} s: out of service",
-            ignored=self._since_line,
-            ignored_total=self.stats.ignored,
-            code="E506",
-        )
-        self._line_mono = time.monotonic()
-        self._since_line = 0

@@ -206,3 +206,26 @@ def test_meters_take_any_summary_without_raising(rounds: list[tuple[str, Any]]) 
     figures = closing["figures"]
     assert figures["rounds_played"] + figures["rounds_voided"] == len(rounds)
     assert all(isinstance(v, int) for v in figures["wagers"].values())
+
+
+def test_a_checkpoint_saves_the_replay_and_a_forged_one_is_not_taken(tmp_path: Path) -> None:
+    from controller.daemon.accounting import CHECKPOINT, load_meters
+
+    played = start_daemon(tmp_path, "--game", "uth", "--autoplay", "20", "--seed", "4", "--quiet")
+    _out, err = played.communicate(timeout=120)
+    assert played.returncode == 0, err
+    checkpoint = tmp_path / CHECKPOINT
+    assert checkpoint.is_file()  # written with the journal's snapshots
+    with Journal.open(tmp_path, table_id="SIM-UTH-NSW", game="uth") as journal:
+        full = meters_of(journal).as_json()
+        meters, how = load_meters(journal, tmp_path)
+        assert how.startswith("checkpoint at seq ") and meters.as_json() == full
+        # Someone edits the figures: the MAC no longer matches, the journal is replayed.
+        body = json.loads(checkpoint.read_text())
+        body["state"] = body["state"].replace('"house_win":', '"house_win":1', 1)
+        checkpoint.write_text(json.dumps(body))
+        meters, how = load_meters(journal, tmp_path)
+        assert how == "full replay: the checkpoint's MAC does not match"
+        assert meters.as_json() == full
+        checkpoint.write_text("{not json")
+        assert load_meters(journal, tmp_path)[1].startswith("full replay: checkpoint unusable")
