@@ -3,6 +3,7 @@ ones (`journal verify`, `config validate`) that never need it.
 
     tablectl status [--json] | watch | journal tail|summary|verify|accept-loss|keygen | round show N
     tablectl dealer ACTION [key=value ...] | selftest | devices list | config validate FILE
+    tablectl config show [FILE]
 """
 
 from __future__ import annotations
@@ -388,8 +389,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
         try:
             shown = config_json(load_config(args.file))
         except ConfigError:
-            args.json = getattr(args, "json", False)
-            return cmd_config_validate(args)
+            return cmd_config_validate(args)  # every problem listed, exit 1
         source = str(args.file)
     emit(shown, args.json, lambda: "\n".join([f"# {source}", *config_lines(shown)]))
     return 0
