@@ -143,8 +143,9 @@ class LinkExtension:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
+        running = [t for t in tasks if not t.done()]  # one that died was logged when it did
         await cancel_and_wait(tasks)
-        for task in tasks:  # a failure while stopping is logged, never swallowed
+        for task in running:  # a failure while stopping is logged, never swallowed
             if not task.cancelled() and (exc := task.exception()) is not None:
                 self._log.error(f"link: task {task.get_name()} failed while stopping: {exc!r}",
                                 exc_info=exc)
