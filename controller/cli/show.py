@@ -16,6 +16,7 @@ MONEY_KEYS = frozenset({
     "amount", "seed", "reserve", "ceiling", "wagered", "paid", "from_house", "house_win",
     "commission", "jackpot_contributions", "jackpot_awards", "player_net", "house_net", "net",
     "meter_at_hit", "pool_before", "pool_after", "wager", "ante", "blind", "trips", "play",
+    "funds",
 })  # fmt: skip
 
 
@@ -117,12 +118,17 @@ def effect_text(effect: Mapping[str, Any]) -> str:
     return str(kind)
 
 
+def event_args(data: Mapping[str, Any]) -> str:
+    """An event's data as `key=value ...`, amounts in dollars (who acted is left out: it is in
+    --json and the journal)."""
+    return " ".join(f"{k}={value_text(k, v)}" for k, v in data.items() if k != "operator")
+
+
 def watch_lines(item: Mapping[str, Any]) -> list[str]:
     """One processed event as `tablectl watch` shows it: the event, then its effects, then a
     closed round's summary on its own line."""
     event = item.get("event") or {}
-    data = event.get("data") or {}
-    args = " ".join(f"{k}={value_text(k, v)}" for k, v in data.items() if k != "operator")
+    args = event_args(event.get("data") or {})
     head = f"{item.get('utc')} #{item.get('seq')} {event.get('kind')}"
     if args:
         head += f" {args}"

@@ -20,6 +20,7 @@ from typing import Any
 from controller.cli.common import emit
 from controller.cli.show import (
     config_lines,
+    event_args,
     fields_text,
     link_text,
     pool_text,
@@ -283,7 +284,8 @@ def cmd_round(args: argparse.Namespace) -> int:
         rec = rnd.get("record") or {}
         lines = [f"round {rnd['round']}: {rec.get('status', 'open')}"]
         lines += [
-            f"  #{e['seq']} {e['utc']} {e['kind']} {json.dumps(e['data'])}" for e in rnd["events"]
+            f"  #{e['seq']} {e['utc']} {e['kind']} {event_args(e['data'])}".rstrip()
+            for e in rnd["events"]
         ]
         if rec.get("summary"):
             lines.append("  " + describe_round({"number": rnd["round"], **rec}))
