@@ -20,7 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller.journal import verify_dir
-from tests import test_daemon_crash as crash
+from tests.support.daemon import crash_loop
+from tests.support.journal_check import check_journal
 
 
 def main() -> None:
@@ -38,8 +39,8 @@ def main() -> None:
     bare = time.perf_counter() - bare
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
-        crash.crash_loop(state, ["--game", args.game, "--rules", rules], args.kills, args.seed)
-        crash.check_journal(state, table, args.game)
+        crash_loop(state, ["--game", args.game, "--rules", rules], args.kills, args.seed)
+        check_journal(state, table, args.game)
         report = verify_dir(state)
     elapsed = time.perf_counter() - start
     print(f"{args.kills} SIGKILLs, {args.game} ({rules}): journal ok={report.ok},"

@@ -37,11 +37,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from controller.service import SNAPSHOT_EVERY_ROUNDS, TableService
+
 from controller import logs
 from controller.daemon import build_devices, build_machine, build_policy, simulation_config
 from controller.journal import Entry, Journal, segments, verify_dir
 from controller.rounds.base import Effect, Event, Now
-from controller.service import SNAPSHOT_EVERY_ROUNDS, TableService
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -59,6 +59,9 @@ READ_ONLY = frozenset(
         "device_watch",
         "verify_hmac",
         "link_status",
+        "meters",
+        "logs",
+        "errors",
     }
 )
 
@@ -75,6 +78,11 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "device_list": {},
     "verify_run": {},
     "link_status": {},
+    "meters": {},
+    "meters_close_shift": {},
+    "logs": {"level": ((_STR,), False), "device": ((_STR,), False), "round": ((_INT,), False),
+             "n": ((_INT,), False)},
+    "errors": {"days": ((_INT,), False)},
     "journal_tail": {"n": ((_INT,), False)},
     "round_show": {"number": ((_INT,), True)},
     "dealer": {"action": ((_STR,), True), "data": ((_OBJ,), False)},

@@ -23,6 +23,7 @@ from typing import Any
 from controller.clock import utc_now
 from controller.errors import InputError
 from controller.link import contract
+from controller.meters import SHIFT_METERS
 from headoffice import hits as hitcheck
 from headoffice.db import Database, open_database
 from headoffice.hits import HitPolicy
@@ -770,6 +771,8 @@ class _Batch:
         if type_ == "round_result":
             self.rounds.append((t.id, p["round"], seq, str(p["status"]),
                                 json.dumps(p, sort_keys=True)))
+            return 0
+        if type_ == SHIFT_METERS:  # moves no money: stored with the message (headoffice/meters.py)
             return 0
         pool_id = p["pool_id"]
         pool = self._live_pool(t, pool_id)

@@ -25,7 +25,7 @@ from headoffice.console.accounts import validate_text
 from headoffice.console.app import Console
 from headoffice.ledger import Ledger
 from tests import mqtt_broker
-from tests.link_harness import (
+from tests.support.link import (
     POOL,
     drain,
     head_office,
@@ -35,7 +35,7 @@ from tests.link_harness import (
     run,
     wait_for,
 )
-from tests.link_harness import start as start_table
+from tests.support.link import start as start_table
 from tests.test_headoffice_console import cells, csrf_of
 from tests.test_headoffice_console_support import (
     PASSWORDS,

@@ -14,6 +14,8 @@ from controller.cli import (
     demo_cmd,
     devices_cmd,
     journal_cmd,
+    logs_cmd,
+    meters_cmd,
     paigow_cmd,
     table_cmd,
     uth_cmd,
@@ -57,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     journal_cmd.register(sub)
     devices_cmd.register(sub)
     verify_cmd.register(sub)
+    meters_cmd.register(sub)
+    logs_cmd.register(sub)
     return parser
 
 

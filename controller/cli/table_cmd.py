@@ -3,6 +3,7 @@
 
     tablectl status [--json] | watch | round show N   (journal: controller/cli/journal_cmd.py)
     tablectl dealer ACTION [key=value ...] | selftest | devices list | config validate FILE
+    tablectl config show [FILE]
 """
 
 from __future__ import annotations
@@ -15,9 +16,20 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli.common import emit
+from controller.cli.show import (
+    config_lines,
+    event_args,
+    fields_text,
+    link_text,
+    pool_text,
+    value_text,
+    watch_lines,
+)
 from controller.config import DEFAULT_PATH, ConfigError, config_json, load_config
 from controller.control import SOCKET_NAME, NotRunning, RequestRefused, request, stream
+from controller.describe import describe_round
 from controller.errors import InputError
+from controller.money import dollars_or_dash
 
 EXIT_NOT_RUNNING = 3
 
@@ -55,6 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     val.add_argument("file", type=Path, nargs="?", default=Path(DEFAULT_PATH))
     val.add_argument("--json", action="store_true")
     val.set_defaults(func=cmd_config_validate)
+    show = csub.add_parser("show", help="the configuration in effect: the running daemon's, or a"
+                           " file's (amounts in dollars; --json: as the daemon holds it, cents)")
+    show.add_argument("file", type=Path, nargs="?", help="a table.toml instead of the daemon's")
+    show.add_argument("--runtime-dir", type=Path)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_config_show)
 
 
 def socket_path(args: argparse.Namespace) -> Path:
@@ -96,7 +114,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         failures = (st.get("tasks") or {}).get("failures") or {}
         if failures:
             lines.append("tasks    " + ", ".join(f"{n} died {c}x" for n, c in failures.items()))
-        lines.append(f"link     {st.get('link')}   pool {st.get('pool') or '-'}")
+        lines.append(f"link     {link_text(st.get('link'))}")
+        if st.get("pool"):
+            lines.append(f"pool     {pool_text(st['pool'])}")
+        meters = (st.get("meters") or {}).get("shift")
+        if meters:
+            lines.append(
+                f"shift    {meters.get('number')}: {meters.get('rounds_played')} rounds played,"
+                f" {meters.get('rounds_voided')} voided, house win"
+                f" {dollars_or_dash(meters.get('house_win'))} (tablectl meters)"
+            )
         if isinstance(st.get("verification"), dict):
             lines.append(f"software {st['verification'].get('state')}")
         for name, h in st["devices"].items():
@@ -120,15 +147,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     f"watching {s['table_id']} ({s['game']}) state {s['state']} round {s['round']}"
                 )
             else:
-                effects = ", ".join(
-                    f"{e['kind']}:{e['data'].get('command') or e['data'].get('mode') or ''}"
-                    for e in item["effects"]
-                )
-                print(
-                    f"{item['utc']} #{item['seq']} {item['event']['kind']} "
-                    f"{json.dumps(item['event']['data'])} -> {effects}",
-                    flush=True,
-                )
+                print("\n".join(watch_lines(item)), flush=True)
     except NotRunning as exc:
         print(f"tablectl: {exc}", file=sys.stderr)
         return EXIT_NOT_RUNNING
@@ -144,10 +163,11 @@ def cmd_round(args: argparse.Namespace) -> int:
         rec = rnd.get("record") or {}
         lines = [f"round {rnd['round']}: {rec.get('status', 'open')}"]
         lines += [
-            f"  #{e['seq']} {e['utc']} {e['kind']} {json.dumps(e['data'])}" for e in rnd["events"]
+            f"  #{e['seq']} {e['utc']} {e['kind']} {event_args(e['data'])}".rstrip()
+            for e in rnd["events"]
         ]
         if rec.get("summary"):
-            lines.append("  summary: " + json.dumps(rec["summary"]))
+            lines.append("  " + describe_round({"number": rnd["round"], **rec}))
         return "\n".join(lines)
 
     emit(rnd, args.json, human)
@@ -191,7 +211,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         lambda: "\n".join(
             [f"selftest {'OK' if report['ok'] else 'FAILED'}"]
             + [
-                f"  {n:<9} {'ok' if r.get('ok') else 'FAIL'} {r}"
+                f"  {n:<9} {'ok' if r.get('ok') else 'FAIL'} {fields_text(r, skip=('ok',))}"
                 for n, r in report["devices"].items()
             ]
         ),
@@ -205,7 +225,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
         devices,
         args.json,
         lambda: "\n".join(
-            f"{n:<9} {d['state']:<8} counters {d['counters']} last error {d['last_error']}"
+            f"{n:<9} {d['state']:<8} counters {value_text('counters', d['counters'])}"
+            f" last error {d['last_error'] or '-'}"
             for n, d in devices.items()
         ),
     )
@@ -227,4 +248,29 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
         args.json,
         lambda: f"{args.file}: OK ({cfg.game}, table {cfg.table_id})",
     )
+    return 0
+
+
+def cmd_config_show(args: argparse.Namespace) -> int:
+    """The daemon's configuration (what it runs with), else the file's: FILE, or the default
+    path when the daemon is not running. Exit 0; 1 when the file is not valid (its problems
+    listed, as `config validate` does); 3 when neither the daemon nor the file is there."""
+    source: str
+    if args.file is None:
+        try:
+            shown = request(socket_path(args), "status")["config"]
+            source = "the running tablectld"
+        except NotRunning:
+            args.file = Path(DEFAULT_PATH)
+    if args.file is not None:
+        if not args.file.exists():
+            print(f"tablectl: tablectld is not running and there is no {args.file}",
+                  file=sys.stderr)
+            return EXIT_NOT_RUNNING
+        try:
+            shown = config_json(load_config(args.file))
+        except ConfigError:
+            return cmd_config_validate(args)  # every problem listed, exit 1
+        source = str(args.file)
+    emit(shown, args.json, lambda: "\n".join([f"# {source}", *config_lines(shown)]))
     return 0

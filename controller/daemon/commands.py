@@ -5,6 +5,10 @@
     journal_summary {}      counts and sizes
     round_show {number}     one round's record and events
     dealer {action, data?}  a keypad action, as if the dealer pressed it (journaled with who)
+    meters {}               the accounting meters: this shift's and the lifetime's, per box
+    meters_close_shift {}   close the shift: its figures journaled and sent to head office
+    logs {level?, device?, round?, n?}  the daemon's recent log lines (its in-memory ring)
+    errors {days?}          the error history: every warning or worse, with its code
     selftest {}             every device's self-test and the journal's health
     devices {}              every device's status
     watch {}                a stream: the status, then every processed event with its effects
@@ -18,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from controller.config import config_json
 from controller.control import Refused, current_peer
+from controller.daemon.logbook import RING_LINES
+from controller.errorlog import ERROR_DAYS, LEVELS, read_history
+from controller.meters import CLOSE_SHIFT
 from controller.rounds.base import Event
 from devices.base import DeviceError
 
@@ -40,6 +47,10 @@ class TableCommands:
             "dealer": self.dealer,
             "selftest": self.selftest,
             "devices": self.devices,
+            "meters": self.meters,
+            "meters_close_shift": self.close_shift,
+            "logs": self.logs,
+            "errors": self.errors,
         }
 
     def streams(self) -> dict[str, Any]:
@@ -60,6 +71,7 @@ class TableCommands:
             "devices": {n: d.status() for n, d in t.devices.items()},  # = device_list
             "link": machine.get("link", "disabled" if not t.cfg.link.enabled else "unknown"),
             "pool": machine.get("pool"),
+            "meters": t.meters.headline(),
             "events": t.stats.events,
             "rounds_this_run": dict(t.stats.rounds),
             "ignored_events": t.stats.ignored,
@@ -122,6 +134,45 @@ class TableCommands:
         seq = await t.process(Event(f"dealer.{action}", data))
         said = [item["effects"] for item in t.recent if item["seq"] == seq]
         return {"seq": seq, "effects": said[0] if said else [], "status": t.game_status()}
+
+    async def meters(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"table_id": self.table.cfg.table_id, "game": self.table.cfg.game,
+                **self.table.meters.as_json()}
+
+    async def close_shift(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Journal `meters.close_shift` (who asked, with it); the answer is the closing figures
+        the journal recorded for head office."""
+        t = self.table
+        if t.out_of_service is not None:
+            raise Refused(f"out of service: {t.out_of_service}")
+        peer = current_peer()
+        data = {} if peer is None else {"operator": peer.as_json()}
+        await t.idle()
+        seq = await t.process(Event(CLOSE_SHIFT, data))
+        if seq is None:
+            raise Refused("the shift close was not journaled (see the log)")
+        closing = t.meters.last_close
+        assert closing is not None  # the record just journaled closed the shift
+        return {"seq": seq, **closing}
+
+    async def logs(self, args: dict[str, Any]) -> dict[str, Any]:
+        level = args.get("level")
+        if level is not None and level not in LEVELS:
+            raise Refused(f"level {level!r}: one of {', '.join(LEVELS)}")
+        n = int(args.get("n", 100))
+        if not 1 <= n <= RING_LINES:
+            raise Refused(f"n must be within 1..{RING_LINES}, got {n}")
+        lines = self.table.ring.select(level, args.get("device"), args.get("round"), n)
+        return {"source": "daemon", "lines": lines}
+
+    async def errors(self, args: dict[str, Any]) -> dict[str, Any]:
+        days = int(args.get("days", ERROR_DAYS))
+        if not 1 <= days <= ERROR_DAYS:
+            raise Refused(f"days must be within 1..{ERROR_DAYS}, got {days}")
+        history = self.table.errors
+        if history is None:
+            return {"errors": [], "write_errors": 0}
+        return {"errors": read_history(history.path, days), "write_errors": history.write_errors}
 
     async def selftest(self, args: dict[str, Any]) -> dict[str, Any]:
         t = self.table

@@ -50,7 +50,9 @@ class Effects:
                 level = (
                     logging.CRITICAL if data.get("severity") == "surveillance" else logging.WARNING
                 )
-                log_event(self.log, level, f"ALARM {data.get('text')}", **_scalars(data))
+                code = "E602" if level == logging.CRITICAL else "E601"
+                log_event(self.log, level, f"ALARM {data.get('text')}", **_scalars(data),
+                          code=code)
             elif effect.kind == "log":
                 log_event(self.log, logging.INFO, str(data.get("text", data)))
         except DeviceError as exc:
@@ -58,7 +60,7 @@ class Effects:
             device = {"device": str(data.get("device", "meter"))} if effect.kind in (
                 "device", "display") else {}  # the display effect is the meter's
             log_event(self.log, logging.ERROR, f"effect failed: {exc}", kind=effect.kind,
-                      **device)
+                      **device, code="E202")
 
     async def show_closed(self) -> None:
         """The meter says CLOSED (the table went out of service)."""
@@ -71,4 +73,5 @@ class Effects:
 
 
 def _scalars(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if isinstance(v, str | int | bool) and k != "text"}
+    return {k: v for k, v in data.items()
+            if isinstance(v, str | int | bool) and k not in ("text", "code")}

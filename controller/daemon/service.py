@@ -11,6 +11,7 @@ extensions is supervisor.py's, the control-socket commands commands.py's.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import signal
 import time
@@ -22,9 +23,18 @@ from controller.clock import utc_now
 from controller.config import TableConfig
 from controller.control import SOCKET_NAME
 from controller.daemon import notify
+from controller.daemon.accounting import (
+    DAEMON_EVENTS,
+    close_effects,
+    load_meters,
+    rounds_of_effects,
+    save_checkpoint,
+)
 from controller.daemon.commands import TableCommands
 from controller.daemon.control import Access, ControlServer
 from controller.daemon.effects import Effects
+from controller.daemon.ignored import IgnoredEvents
+from controller.daemon.logbook import ErrorHistory, LogRing
 from controller.daemon.stats import Stats
 from controller.daemon.supervisor import Supervisor
 from controller.errors import TablectlError
@@ -32,6 +42,7 @@ from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
 from controller.journal.background import look_after_journal
 from controller.logs import event as log_event
+from controller.meters import CLOSE_SHIFT, Meters
 from controller.rounds.base import Effect, Event, Now, RoundMachine
 from devices.base import Device, DeviceError, DeviceEvent
 
@@ -40,7 +51,6 @@ STALL_S = 5.0  # an event older than this in the queue means the loop is not hea
 DEFAULT_WATCHDOG_S = 2.0
 MAX_BATCH = 64  # events journaled in one transaction at most
 SNAPSHOT_EVERY_ROUNDS = 16
-IGNORED_SUMMARY_S = 10.0  # out of service: one line per this many seconds for ignored events
 MODES = ("production", "simulation", "development")
 
 
@@ -89,6 +99,9 @@ class TableService:
         self.state: Any = None
         self.out_of_service: str | None = None
         self.stats = Stats()
+        self.meters = Meters()  # replayed from the journal at start (accounting.py)
+        self.ring = LogRing()  # `tablectl logs` without journald
+        self.errors: ErrorHistory | None = None  # `tablectl errors` (needs the state dir)
         self.queue: asyncio.Queue[tuple[float, Event]] = asyncio.Queue()
         self.watchers: set[Watcher] = set()
         self.recent: deque[dict[str, Any]] = deque(maxlen=50)
@@ -116,9 +129,9 @@ class TableService:
             handlers={**handlers, **self.commands.handlers()},
             streams=self.commands.streams(),
             group=cfg.service.socket_group,
-            on_error=lambda msg: log_event(log, logging.WARNING, msg),
+            on_error=lambda msg: log_event(log, logging.WARNING, msg, code="E702"),
             access=Access(cfg.service.tech_group, cfg.service.super_group),
-            on_refused=lambda msg: log_event(log, logging.WARNING, msg),
+            on_refused=lambda msg: log_event(log, logging.WARNING, msg, code="E701"),
             on_action=lambda msg: log_event(log, logging.INFO, msg),
         )
 
@@ -129,12 +142,15 @@ class TableService:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
         notify.notify("STATUS=starting")
+        self.log.addHandler(self.ring)
+        self._keep_errors()
         await self.control.start()
         tasks: list[asyncio.Task[None]] = []
         try:
             if self.mode != "production":
                 log_event(self.log, logging.WARNING, f"running in {self.mode} mode", mode=self.mode)
             self._open_journal()
+            self._keep_errors()
             await self._start_devices()
             if self.out_of_service is not None:  # the journal: say so on the meter
                 await self.effects.show_closed()
@@ -176,7 +192,17 @@ class TableService:
             await self.control.close()
             if self.journal is not None:
                 self.journal.close()
+            self.log.removeHandler(self.ring)
+            if self.errors is not None:
+                self.log.removeHandler(self.errors)
         return self._exit_code
+
+    def _keep_errors(self) -> None:
+        """The error history beside the journal, once its directory exists (the journal makes
+        it: before, if it is there already, so that a journal problem is in the history)."""
+        if self.errors is None and self.cfg.service.state_dir.is_dir():
+            self.errors = ErrorHistory(self.cfg.service.state_dir)
+            self.log.addHandler(self.errors)
 
     def stop(self) -> None:
         """SIGTERM: the event in hand finishes (its journal write is synchronous), then we close."""
@@ -190,10 +216,11 @@ class TableService:
             )
         except JournalError as exc:
             # A loss (JournalLossError) names the mark's seq and the journal's last seq.
-            self.go_out_of_service(f"journal unusable: {exc}")
+            self.go_out_of_service(f"journal unusable: {exc}", code="E101")
             return
         except OSError as exc:  # e.g. the state directory cannot be made on a read-only disk
-            self.go_out_of_service(f"journal unusable: {exc.filename}: {exc.strerror}")
+            self.go_out_of_service(f"journal unusable: {exc.filename}: {exc.strerror}",
+                                   code="E101")
             return
         key = self.journal.key
         if key.dev:
@@ -211,9 +238,11 @@ class TableService:
             for stored in events:
                 state, _ = self.machine.step(state, stored.event, stored.now)
         except Exception as exc:  # a snapshot this build cannot read: never guess, never reset
-            self.go_out_of_service(f"journal replay failed ({type(exc).__name__}: {exc})")
+            self.go_out_of_service(f"journal replay failed ({type(exc).__name__}: {exc})",
+                                   code="E103")
             return
         self.state = state
+        self.meters, how = load_meters(self.journal, self.cfg.service.state_dir)
         log_event(
             self.log,
             logging.INFO,
@@ -221,6 +250,7 @@ class TableService:
             records=self.journal.last_seq,
             replayed=len(events),
             round=self._round(),
+            meters=how,
         )
 
     def subscribe(self) -> Watcher:
@@ -233,13 +263,14 @@ class TableService:
     def unsubscribe(self, q: Watcher) -> None:
         self.watchers.discard(q)
 
-    def go_out_of_service(self, reason: str) -> None:
-        """Stop playing: no event is processed, the meter shows CLOSED, status says why."""
+    def go_out_of_service(self, reason: str, code: str = "E501") -> None:
+        """Stop playing: no event is processed, the meter shows CLOSED, status says why; the
+        log line carries `code` (controller/codes.py)."""
         if self.out_of_service is None:
             self.out_of_service = reason
         elif reason not in self.out_of_service:  # keep the first reason, add the others
             self.out_of_service = f"{self.out_of_service}; {reason}"
-        log_event(self.log, logging.CRITICAL, f"OUT OF SERVICE: {reason}")
+        log_event(self.log, logging.CRITICAL, f"OUT OF SERVICE: {reason}", code=code)
         notify.notify(f"STATUS=OUT OF SERVICE: {reason}")
 
     def _give_up(self, reason: str) -> None:
@@ -261,7 +292,7 @@ class TableService:
                 await device.start(self._emit_from_device)
             except DeviceError as exc:
                 log_event(self.log, logging.ERROR, f"device {device.name} did not start: {exc}",
-                          device=device.name)
+                          device=device.name, code="E201")
 
     async def _resume(self) -> None:
         """After the extensions (software verification) had their say: re-issue what the open
@@ -275,7 +306,8 @@ class TableService:
     async def _selftest_or_fail(self) -> None:
         report = await self.commands.selftest({})
         if not report["ok"]:
-            log_event(self.log, logging.WARNING, "self-test found problems", report=report)
+            log_event(self.log, logging.WARNING, "self-test found problems", report=report,
+                      code="E203")
 
     async def _stop_devices(self) -> None:
         for device in self.devices.values():
@@ -320,6 +352,7 @@ class TableService:
         state = self.state
         entries: list[Entry] = []
         stepped: list[tuple[int, Entry]] = []
+        meters: Meters | None = None  # a copy, once a round or a shift closes in the batch
         for index, event in enumerate(events):
             now = self.clock()
             round_no = self._round_of(state)
@@ -332,8 +365,18 @@ class TableService:
                     logging.CRITICAL,
                     f"machine refused event {event.kind}: {exc!r}",
                     kind=event.kind,
+                    code="E505",
                 )
                 continue
+            if event.kind in DAEMON_EVENTS:  # not the machine's to refuse: no "refused" line
+                effects = [e for e in effects if not (e.kind == "log" and e.data.get("refused"))]
+            rounds = rounds_of_effects(effects)
+            if rounds or event.kind == CLOSE_SHIFT:
+                if meters is None:
+                    meters = copy.deepcopy(self.meters)
+                closing = meters.record(now.utc, event.kind, rounds)
+                if closing is not None:
+                    effects = [*effects, *close_effects(self.cfg.table_id, closing)]
             snapshot = None
             if any(e.kind == "round" for e in effects):
                 # A snapshot every few rounds bounds replay to those rounds' events and keeps
@@ -351,9 +394,13 @@ class TableService:
         except (JournalError, TablectlError, ValueError) as exc:
             # ValueError: the journal refuses an entry it cannot encode (until journal/ raises
             # its own family for that).
-            self.go_out_of_service(f"journal write failed: {exc}")
+            self.go_out_of_service(f"journal write failed: {exc}", code="E102")
             return [None] * len(events)
         self.state = state
+        if meters is not None:
+            self.meters = meters
+            if any(e.snapshot is not None or e.event.kind == CLOSE_SHIFT for e in entries):
+                self._checkpoint_meters()
         result: list[int | None] = [None] * len(events)
         for (index, entry), seq in zip(stepped, seqs, strict=True):
             result[index] = seq
@@ -369,6 +416,13 @@ class TableService:
                 }
             )
         return result
+
+    def _checkpoint_meters(self) -> None:
+        assert self.journal is not None
+        try:
+            save_checkpoint(self.journal, self.meters, self.cfg.service.state_dir)
+        except OSError as exc:  # only a longer replay at the next start
+            log_event(self.log, logging.WARNING, f"meters checkpoint not written: {exc}")
 
     def _round_closed(self, data: dict[str, Any]) -> None:
         if self.on_round is not None:
@@ -408,7 +462,8 @@ class TableService:
             await asyncio.sleep(interval)
             if not self.control.serving():  # the control socket server stopped: serve again
                 self.stats.task_failures["control"] += 1
-                log_event(self.log, logging.CRITICAL, "control socket not serving: restarted")
+                log_event(self.log, logging.CRITICAL, "control socket not serving: restarted",
+                          code="E504")
                 await self.control.start()
             self.ignored.log_summary()
             if self._healthy():
@@ -436,46 +491,3 @@ class TableService:
             return f"OUT OF SERVICE: {self.out_of_service}{mode}"
         st = self.machine.status(self.state)
         return f"{self.cfg.game} {st.get('state')} round {st.get('round')}{mode}"
-
-
-class IgnoredEvents:
-    """Out of service every event is dropped: counted, the first one logged, then one summary
-    line per IGNORED_SUMMARY_S (a full disk must not flood the log as well)."""
-
-    def __init__(self, log: logging.Logger, stats: Stats) -> None:
-        self.log = log
-        self.stats = stats
-        self._since_line = 0  # ignored events not yet in a log line
-        self._line_mono: float | None = None  # when the last such line was written
-
-    def add(self, batch: list[Event]) -> None:
-        self.stats.ignored += len(batch)
-        if self._line_mono is None:
-            log_event(
-                self.log,
-                logging.WARNING,
-                "event ignored: out of service (further ones are counted, summarised every"
-                f" {IGNORED_SUMMARY_S:.0f} s)",
-                kind=batch[0].kind,
-            )
-            self._line_mono = time.monotonic()
-            self._since_line = len(batch) - 1
-            return
-        self._since_line += len(batch)
-        self.log_summary()
-
-    def log_summary(self, final: bool = False) -> None:
-        if self._line_mono is None or not self._since_line:
-            return
-        elapsed = time.monotonic() - self._line_mono
-        if elapsed < IGNORED_SUMMARY_S and not final:
-            return
-        log_event(
-            self.log,
-            logging.WARNING,
-            f"{self._since_line} events ignored in {elapsed:.0f} s: out of service",
-            ignored=self._since_line,
-            ignored_total=self.stats.ignored,
-        )
-        self._line_mono = time.monotonic()
-        self._since_line = 0

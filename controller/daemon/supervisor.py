@@ -92,7 +92,7 @@ class Supervisor:
         self.log.critical(
             f"task {name} died: {type(exc).__name__}: {exc}",
             exc_info=exc,  # the traceback (journald: EXCEPTION_TEXT)
-            extra={FIELDS_ATTR: {"task": name}},
+            extra={FIELDS_ATTR: {"task": name, "code": "E502"}},
         )
         now = time.monotonic()
         recent = self._failures.setdefault(name, deque(maxlen=RESTART_LIMIT + 1))
@@ -123,7 +123,8 @@ class Supervisor:
             await stop()
         except Exception as exc:
             self.stats.stop_errors += 1
-            self.log.error(f"{what} failed to stop: {type(exc).__name__}: {exc}", exc_info=exc)
+            self.log.error(f"{what} failed to stop: {type(exc).__name__}: {exc}", exc_info=exc,
+                           extra={FIELDS_ATTR: {"code": "E503"}})
 
     # -- extensions ---------------------------------------------------------------------------
 

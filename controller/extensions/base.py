@@ -55,7 +55,9 @@ class Table(Protocol):
 
     def unsubscribe(self, q: Watcher) -> None: ...
 
-    def go_out_of_service(self, reason: str) -> None: ...
+    def go_out_of_service(self, reason: str, code: str = "E501") -> None:
+        """Stop the table playing; `code` names why (controller/codes.py)."""
+        ...
 
 
 class Extension(Protocol):

@@ -101,14 +101,15 @@ class DevicesExtension:
         self._task = asyncio.create_task(self._collect(), name="device-watch")
 
     async def stop(self) -> None:
-        """Cancel the collector; a failure it ended with is raised (the daemon logs it)."""
+        """Cancel the collector; a failure while it stops is raised (the daemon logs it). One
+        it died of before was the supervisor's to log, already."""
         task, self._task = self._task, None
-        if task is None:
+        if task is None or task.done():
             return
         task.cancel()
         await asyncio.wait([task])
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            raise exc
 
     def handlers(self) -> dict[str, Any]:
         return {

@@ -34,6 +34,7 @@ from controller.link.transport import (
     connect,
     run_together,
 )
+from controller.logs import FIELDS_ATTR
 from controller.logs import event as log_event
 from controller.rounds.base import Event
 
@@ -118,7 +119,7 @@ class LinkExtension:
                 self.settings = broker_settings(self.cfg)
             except OSError as exc:
                 self.last_error = f"cannot read the link password file: {exc}"
-                log_event(self._log, logging.ERROR, self.last_error)
+                log_event(self._log, logging.ERROR, self.last_error, code="E301")
                 return
         self.relay = OutboxRelay(
             table.journal,
@@ -142,8 +143,9 @@ class LinkExtension:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
+        running = [t for t in tasks if not t.done()]  # one that died was logged when it did
         await cancel_and_wait(tasks)
-        for task in tasks:  # a failure while stopping is logged, never swallowed
+        for task in running:  # a failure while stopping is logged, never swallowed
             if not task.cancelled() and (exc := task.exception()) is not None:
                 self._log.error(f"link: task {task.get_name()} failed while stopping: {exc!r}",
                                 exc_info=exc)
@@ -191,13 +193,15 @@ class LinkExtension:
                 # dropped and made again, loudly; the table plays on (UTH 11.11 meanwhile).
                 self.last_error = f"link session failed: {exc!r}"
                 self.counters["session_failures"] += 1
-                self._log.error("link session failed; reconnecting", exc_info=True)
+                self._log.error("link session failed; reconnecting", exc_info=True,
+                                extra={FIELDS_ATTR: {"code": "E304"}})
             finally:
                 if self.connected:
                     self.connected = False
                     self.counters["disconnects"] += 1
                     self._emit(Event("link.down", {"reason": self.last_error or ""}))
-                    log_event(self._log, logging.WARNING, f"link down: {self.last_error}")
+                    log_event(self._log, logging.WARNING, f"link down: {self.last_error}",
+                              code="E302")
                     self._outage_logged = True  # the retries that follow are not logged again
             if time.monotonic() - started > 10:
                 backoff.reset()  # it was a working connection, not a refusal loop
@@ -217,6 +221,7 @@ class LinkExtension:
                 f"link: cannot connect to {self.settings.host}:{self.settings.port}:"
                 f" {self.last_error} (retrying; logged again when it connects)",
                 broker=f"{self.settings.host}:{self.settings.port}",
+                code="E301",
             )
 
     async def _session(self, conn: Connection) -> None:
@@ -295,12 +300,12 @@ class LinkExtension:
             except contract.SchemaError as exc:
                 self.counters["refused"] += 1
                 log_event(self._log, logging.WARNING, f"link: message refused: {exc}",
-                          topic=message.topic)
+                          topic=message.topic, code="E303")
             except Exception as exc:  # no one message may end the session
                 self.counters["refused"] += 1
                 self.counters["message_errors"] += 1
                 log_event(self._log, logging.ERROR, f"link: message failed: {exc!r}",
-                          topic=message.topic)
+                          topic=message.topic, code="E304")
 
     def _on_message(self, topic: str, payload: bytes) -> None:
         assert self.relay is not None
@@ -316,15 +321,17 @@ class LinkExtension:
                        f"the journal's last is message {exc.last} (docs/journal.md, "
                        "\"Recovering\")")
                 if self.table.out_of_service is None:
-                    self.table.go_out_of_service(why)
+                    self.table.go_out_of_service(why, code="E102")
                 else:
-                    log_event(self._log, logging.WARNING, f"link: ack refused: {why}")
+                    log_event(self._log, logging.WARNING, f"link: ack refused: {why}",
+                              code="E303")
             except ValueError as exc:
                 self.relay.stats.bad_acks += 1
                 raise contract.SchemaError(f"ack refused: {exc}") from None
             except JournalError as exc:
                 assert self.table is not None
-                self.table.go_out_of_service(f"journal write failed on an ack: {exc}")
+                self.table.go_out_of_service(f"journal write failed on an ack: {exc}",
+                                             code="E102")
         elif topic == contract.award_topic(self.table_id):
             data = contract.parse_award(payload, self.table_id)
             if not self._award_pending(data["round"]):

@@ -168,7 +168,8 @@ class SoftwareVerification:
             )
         else:
             for line in report.problems[:MAX_PROBLEMS_SHOWN]:
-                log_event(self.log, logging.CRITICAL, f"software verification: {line}")
+                log_event(self.log, logging.CRITICAL, f"software verification: {line}",
+                          code="E401")
             await self._fail(report.summary())
         return report
 
@@ -176,13 +177,14 @@ class SoftwareVerification:
         table = self.table
         if table is None:
             return
-        table.go_out_of_service(reason)
+        table.go_out_of_service(reason, code="E401")
         meter = table.devices.get("meter")
         if meter is not None:
             try:
                 await meter.command("closed", {"text": METER_TEXT})
             except DeviceError as exc:
-                log_event(self.log, logging.ERROR, f"meter did not show out of service: {exc}")
+                log_event(self.log, logging.ERROR, f"meter did not show out of service: {exc}",
+                          device="meter", code="E202")
 
     # -- control socket -------------------------------------------------------------------------
 

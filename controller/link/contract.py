@@ -21,7 +21,9 @@ SHARE_GROUP = "headoffice"  # MQTT v5 shared-subscription group of head-office w
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 OUTBOX_TYPES = ("jackpot_increment", "jackpot_cancel", "jackpot_hit", "jackpot_verified",
-                "round_result")
+                "round_result", "shift_meters")
+MAX_METER_BOXES = 16  # boxes in a shift's meters (Pai Gow has 7, UTH 7; room for more)
+MAX_WAGER_TYPES = 8  # wager types in one meter (UTH: ante, blind, play, trips)
 MAX_USER = 64  # a login name (useradd allows 32); who verified a jackpot at the table
 MAX_PAYLOAD = 256 * 1024  # a round_result with every card is ~3 KB; anything this big is junk
 MAX_SMALL = 4 * 1024  # acks, pool values, status: a few dozen bytes each
@@ -244,6 +246,8 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         _int(payload, "round", what, lo=1)
         _str(payload, "status", what)
         return payload
+    if type_ == "shift_meters":
+        return _shift_meters(payload, what)
     _int(payload, "round", what, lo=1)
     _str(payload, "pool_id", what, POOL_ID)
     if type_ in ("jackpot_increment", "jackpot_cancel"):
@@ -287,6 +291,52 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         if not isinstance(e.get("folded", False), bool):
             raise SchemaError(f"{what}: box {e['box']}: folded must be a boolean")
     return payload
+
+
+def _shift_meters(payload: JSON, what: str) -> JSON:
+    """A shift's closing meters (docs/operations.md "Meters"): every figure an integer in
+    bounds, every name short, at most MAX_METER_BOXES boxes."""
+    _str(payload, "table", what, TABLE_ID)
+    _int(payload, "shift", what, lo=1, hi=2**62)
+    _str(payload, "closed_utc", what)
+    if payload.get("opened_utc") is not None:
+        _str(payload, "opened_utc", what)
+    _meter_figures(_dict(payload, "figures", what), f"{what} figures", boxes=True)
+    _meter_figures(_dict(payload, "lifetime", what), f"{what} lifetime", boxes=False)
+    return payload
+
+
+def _meter_figures(f: JSON, what: str, *, boxes: bool) -> None:
+    _int(f, "rounds_played", what, hi=2**62)
+    _int(f, "rounds_voided", what, hi=2**62)
+    for key in ("first_round", "last_round"):
+        if f.get(key) is not None:
+            _int(f, key, what, lo=1, hi=2**62)
+    _meter_money(f, what)
+    _int(f, "house_win", what, lo=-MAX_CENTS)
+    if not boxes:
+        return
+    per_box = _dict(f, "boxes", what)
+    if len(per_box) > MAX_METER_BOXES:
+        raise SchemaError(f"{what}: more than {MAX_METER_BOXES} boxes")
+    for name, box in per_box.items():
+        if not (name.isdigit() and 1 <= int(name) <= MAX_METER_BOXES) or not isinstance(box, dict):
+            raise SchemaError(f"{what}: box {_show(name)} is not a box's figures")
+        _meter_money(box, f"{what} box {name}")
+        _int(box, "player_net", f"{what} box {name}", lo=-MAX_CENTS)
+
+
+def _meter_money(f: JSON, what: str) -> None:
+    for key in ("wagers", "payouts"):
+        amounts = _dict(f, key, what)
+        if len(amounts) > MAX_WAGER_TYPES:
+            raise SchemaError(f"{what}: more than {MAX_WAGER_TYPES} wager types in {key}")
+        for name in amounts:
+            if not name.isidentifier() or len(name) > 16:
+                raise SchemaError(f"{what}: wager type {_show(name)} in {key}")
+            _cents(amounts, name, f"{what} {key}")
+    for key in ("commission", "jackpot_contributions", "jackpot_awards"):
+        _cents(f, key, what)
 
 
 def birth_message(table: str, utc: str, snapshot: JSON) -> JSON:

@@ -239,20 +239,17 @@ class Backoff:
 
 
 async def run_together(*coros: Coroutine[Any, Any, None]) -> None:
-    """Run the loops of one connection side by side in a TaskGroup; the first to fail (a
-    dropped connection) cancels the others and its exception is raised (not a group), so the
-    caller reconnects. Before the group waits for the others they are cancelled through
-    `cancel_and_wait`, which repeats the cancel that Python 3.11 can swallow."""
-    tasks: list[asyncio.Task[None]] = []
+    """Run the loops of one connection side by side; the first to fail (a dropped connection)
+    cancels the others and its exception is raised, so the caller reconnects."""
+    tasks = [asyncio.create_task(c) for c in coros]
     try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(c) for c in coros]
-            try:
-                await asyncio.wait(tasks)
-            finally:  # a failure (the group cancels us) or our own cancellation
-                await cancel_and_wait(tasks)
-    except BaseExceptionGroup as failed:
-        raise failed.exceptions[0] from None
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            exc = task.exception()
+            if exc is not None:
+                raise exc
+    finally:
+        await cancel_and_wait(tasks)
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]], every_s: float = 0.5) -> None:

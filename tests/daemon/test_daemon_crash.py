@@ -6,31 +6,16 @@ bench/bench_crash.py runs the same loop with many more kills.
 
 from __future__ import annotations
 
-import random
-import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from controller.daemon.build import simulation_config
 from controller.journal import Journal
-from tests.support.daemon import start_daemon
+from tests.support.daemon import crash_loop
 from tests.support.journal_check import check_journal, status_from_journal
 
 KILLS = 30
-
-
-def crash_loop(state_dir: Path, args: list[str], kills: int, seed: int) -> None:
-    rng = random.Random(seed)
-    for _ in range(kills):
-        proc = start_daemon(state_dir, *args, "--autoplay", "0", "--quiet", capture=False)
-        time.sleep(rng.uniform(0.25, 1.2))  # import takes ~0.3 s: some kills land during start-up
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-    final = start_daemon(state_dir, *args, "--autoplay", "2")
-    _out, err = final.communicate(timeout=60)
-    assert final.returncode == 0, err
 
 
 @pytest.mark.slow

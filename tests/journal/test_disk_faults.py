@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
-from controller.daemon.service import IGNORED_SUMMARY_S, TableService
+from controller.daemon.ignored import IGNORED_SUMMARY_S
+from controller.daemon.service import TableService
 from controller.journal import Journal, JournalError
 from controller.logs import setup as log_setup
 from controller.rounds.base import Event

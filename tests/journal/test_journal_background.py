@@ -23,7 +23,7 @@ from controller.journal.background import (
     verify_in_background,
 )
 from controller.rounds.base import Event
-from tests.daemon_helpers import ask, start_daemon, wait_for_socket
+from tests.support.daemon import ask, start_daemon, wait_for_socket
 from tests.support.journal import GAME, TABLE, fill, now, raw
 
 

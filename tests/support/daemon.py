@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import random
+import signal
 import subprocess
 import sys
 import time
@@ -54,3 +56,17 @@ def wait_for_socket(state_dir: Path, proc: subprocess.Popen[str], timeout: float
 
 def ask(state_dir: Path, cmd: str, args: dict[str, Any] | None = None) -> Any:
     return request(state_dir / "run" / SOCKET_NAME, cmd, args)
+
+
+def crash_loop(state_dir: Path, args: list[str], kills: int, seed: int) -> None:
+    """SIGKILL the simulated daemon `kills` times at random moments, then let it play two
+    rounds to the end (the crash tests and bench/bench_crash.py)."""
+    rng = random.Random(seed)
+    for _ in range(kills):
+        proc = start_daemon(state_dir, *args, "--autoplay", "0", "--quiet", capture=False)
+        time.sleep(rng.uniform(0.25, 1.2))  # import takes ~0.3 s: some kills land during start-up
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    final = start_daemon(state_dir, *args, "--autoplay", "2")
+    _out, err = final.communicate(timeout=60)
+    assert final.returncode == 0, err

@@ -1,0 +1,164 @@
+"""How the technician commands show the daemon's answers to a person: money in dollars and
+cents, nested figures as readable lines, never a raw dict. (`--json` prints the answer as it
+came, amounts in integer cents, for machines.)"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from controller.describe import describe_round
+from controller.money import dollars, dollars_or_dash
+
+# Keys whose integer values are amounts in cents, wherever they appear in an answer.
+MONEY_KEYS = frozenset({
+    "amount", "seed", "reserve", "ceiling", "wagered", "paid", "from_house", "house_win",
+    "commission", "jackpot_contributions", "jackpot_awards", "player_net", "house_net", "net",
+    "meter_at_hit", "pool_before", "pool_after", "wager", "ante", "blind", "trips", "play",
+    "funds",
+})  # fmt: skip
+
+
+def value_text(key: str, value: Any) -> str:
+    if key in MONEY_KEYS and isinstance(value, int) and not isinstance(value, bool):
+        return dollars(value)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k} {value_text(str(k), v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(value_text(key, v) for v in value) + "]" if value else "none"
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def fields_text(data: Mapping[str, Any], skip: tuple[str, ...] = ()) -> str:
+    """`key value, key value` of a flat-ish answer, amounts in dollars."""
+    return ", ".join(f"{k} {value_text(k, v)}" for k, v in data.items() if k not in skip)
+
+
+def pool_text(pool: Any) -> str:
+    """The UTH jackpot pool as `tablectl status` shows it."""
+    if not isinstance(pool, Mapping):
+        return "-"
+    ledger = pool.get("ledger") or {}
+    pending = pool.get("pending") or []
+    held = ", ".join(f"round {h.get('round')}" for h in pending) or "none"
+    return (
+        f"{pool.get('id')} ({pool.get('mode')}) {dollars_or_dash(pool.get('amount'))};"
+        f" seed {dollars_or_dash(pool.get('seed'))},"
+        f" reserve {dollars_or_dash(pool.get('reserve'))};"
+        f" wagered {dollars_or_dash(ledger.get('wagered'))}, paid"
+        f" {dollars_or_dash(ledger.get('paid'))}, from house"
+        f" {dollars_or_dash(ledger.get('from_house'))}; pending hits {held}"
+    )
+
+
+def link_text(link: Any) -> str:
+    """The head-office link: the machine's word for it, or the link extension's status."""
+    if not isinstance(link, Mapping):
+        return str(link)
+    state = "connected" if link.get("connected") else "NOT connected"
+    line = (
+        f"{state} to {link.get('broker') or '-'}; outbox pending {link.get('outbox_pending')},"
+        f" sent {link.get('sent')}, resent {link.get('resent')}, acked up to"
+        f" {link.get('ack_upto')}"
+    )
+    if link.get("last_error"):
+        line += f"; last error: {link['last_error']}"
+    return line
+
+
+def figures_lines(f: Mapping[str, Any], indent: str = "  ") -> list[str]:
+    """A span's meters (a shift, the lifetime) as lines; per box when the figures have them."""
+    lines = [
+        f"{indent}rounds     {f.get('rounds_played')} played, {f.get('rounds_voided')} voided"
+        + (f" (rounds {f.get('first_round')}..{f.get('last_round')})"
+           if f.get("first_round") is not None else ""),
+        f"{indent}wagers     {_by_type(f.get('wagers'))}",
+        f"{indent}payouts    {_by_type(f.get('payouts'))}",
+        f"{indent}commission {dollars_or_dash(f.get('commission'))}",
+        f"{indent}jackpot    contributions {dollars_or_dash(f.get('jackpot_contributions'))},"
+        f" awards {dollars_or_dash(f.get('jackpot_awards'))}",
+        f"{indent}house win  {dollars_or_dash(f.get('house_win'))}",
+    ]
+    for box, b in (f.get("boxes") or {}).items():
+        lines.append(
+            f"{indent}box {box:<3}    wagers {_by_type(b.get('wagers'))}; payouts"
+            f" {_by_type(b.get('payouts'))}; commission {dollars_or_dash(b.get('commission'))};"
+            f" jackpot {dollars_or_dash(b.get('jackpot_contributions'))} in,"
+            f" {dollars_or_dash(b.get('jackpot_awards'))} won; players"
+            f" {dollars_or_dash(b.get('player_net'))}"
+        )
+    return lines
+
+
+def _by_type(amounts: Any) -> str:
+    if not isinstance(amounts, Mapping) or not amounts:
+        return "none"
+    total = sum(v for v in amounts.values() if isinstance(v, int))
+    parts = ", ".join(f"{k} {dollars_or_dash(v)}" for k, v in amounts.items())
+    return f"{dollars(total)} ({parts})" if len(amounts) > 1 else parts
+
+
+def effect_text(effect: Mapping[str, Any]) -> str:
+    """One effect of a watched event, short: what it did, not its JSON."""
+    kind, data = effect.get("kind"), effect.get("data") or {}
+    if kind in ("log", "alarm"):
+        head = "ALARM " if kind == "alarm" else ""
+        return f"{head}{data.get('text', '')}".strip() or str(kind)
+    if kind == "device":
+        return f"{data.get('device')} {data.get('command')}"
+    if kind == "display":
+        return f"meter {data.get('mode')}"
+    if kind == "outbox":
+        return f"to head office: {data.get('type')}"
+    if kind == "round":
+        return f"round {data.get('number')} {data.get('status')}"
+    return str(kind)
+
+
+def event_args(data: Mapping[str, Any]) -> str:
+    """An event's data as `key=value ...`, amounts in dollars (who acted is left out: it is in
+    --json and the journal)."""
+    return " ".join(f"{k}={value_text(k, v)}" for k, v in data.items() if k != "operator")
+
+
+def watch_lines(item: Mapping[str, Any]) -> list[str]:
+    """One processed event as `tablectl watch` shows it: the event, then its effects, then a
+    closed round's summary on its own line."""
+    event = item.get("event") or {}
+    args = event_args(event.get("data") or {})
+    head = f"{item.get('utc')} #{item.get('seq')} {event.get('kind')}"
+    if args:
+        head += f" {args}"
+    effects = [e for e in item.get("effects") or [] if e.get("kind") != "round"]
+    said = "; ".join(effect_text(e) for e in effects)
+    lines = [f"{head} -> {said}" if said else head]
+    for e in item.get("effects") or []:
+        if e.get("kind") == "round":
+            lines.append("    " + describe_round(e.get("data") or {}))
+    return lines
+
+
+# Config keys whose values are amounts in cents (controller/config.py reads them as cents).
+CONFIG_MONEY = frozenset({
+    "wager", "seed", "ceiling", "royal_minimum", "straight_flush_minimum", "bonus_for_royal",
+    "bonus_for_straight_flush", "cobank_box_maximum",
+})  # fmt: skip
+
+
+def config_lines(cfg: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The configuration as `section.key = value` lines, amounts in dollars beside the cents."""
+    lines = []
+    for key, value in cfg.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            lines += config_lines(value, f"{path}.")
+            continue
+        text = json.dumps(value)
+        money = key in CONFIG_MONEY or ".limits." in f".{path}" or ".fixed." in f".{path}"
+        if money and isinstance(value, int) and not isinstance(value, bool):
+            text += f"  # {dollars(value)}"
+        lines.append(f"{path} = {text}")
+    return lines

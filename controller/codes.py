@@ -1,0 +1,34 @@
+"""Error codes: what went wrong on a table, one code a technician can look up in
+docs/operations.md ("Error codes"). The daemon puts the code on each warning or worse it logs
+(the journald field CODE=, the `code` of `tablectl errors` and `tablectl logs`); a warning
+logged without one (a driver's own line) is E900.
+"""
+
+from __future__ import annotations
+
+CODES: dict[str, str] = {
+    "E101": "journal unusable at start: the table is out of service",
+    "E102": "journal write failed: the table is out of service",
+    "E103": "journal replay failed: the table is out of service",
+    "E201": "a device did not start",
+    "E202": "a device command failed",
+    "E203": "the self-test found problems",
+    "E204": "a device driver reported a fault (the message names the device)",
+    "E301": "head-office link: cannot connect to the broker",
+    "E302": "head-office link: down",
+    "E303": "head-office link: a message refused",
+    "E304": "head-office link: a task or session failed and was restarted",
+    "E401": "software verification failed: the table is out of service",
+    "E501": "the table went out of service",
+    "E502": "a task of the daemon died and was restarted",
+    "E503": "a part (extension or device) failed to stop",
+    "E504": "the control socket stopped serving and was restarted",
+    "E505": "the round machine refused an event (a fault in the machine)",
+    "E506": "events ignored while out of service",
+    "E601": "alarm for the technician (the text says what)",
+    "E602": "alarm for surveillance (the text says what)",
+    "E701": "a control-socket request refused",
+    "E702": "a control-socket command failed (a fault in the daemon)",
+    "E900": "another warning (the message says what)",
+}
+OTHER = "E900"

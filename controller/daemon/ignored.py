@@ -1,0 +1,56 @@
+"""Out of service, every event that still arrives is dropped: counted, the first one logged,
+then one summary line per IGNORED_SUMMARY_S (a full disk must not flood the log as well)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from controller.daemon.stats import Stats
+from controller.logs import event as log_event
+from controller.rounds.base import Event
+
+IGNORED_SUMMARY_S = 10.0  # out of service: one line per this many seconds for ignored events
+
+
+class IgnoredEvents:
+
+    def __init__(self, log: logging.Logger, stats: Stats) -> None:
+        self.log = log
+        self.stats = stats
+        self._since_line = 0  # ignored events not yet in a log line
+        self._line_mono: float | None = None  # when the last such line was written
+
+    def add(self, batch: list[Event]) -> None:
+        self.stats.ignored += len(batch)
+        if self._line_mono is None:
+            log_event(
+                self.log,
+                logging.WARNING,
+                "event ignored: out of service (further ones are counted, summarised every"
+                f" {IGNORED_SUMMARY_S:.0f} s)",
+                kind=batch[0].kind,
+                code="E506",
+            )
+            self._line_mono = time.monotonic()
+            self._since_line = len(batch) - 1
+            return
+        self._since_line += len(batch)
+        self.log_summary()
+
+    def log_summary(self, final: bool = False) -> None:
+        if self._line_mono is None or not self._since_line:
+            return
+        elapsed = time.monotonic() - self._line_mono
+        if elapsed < IGNORED_SUMMARY_S and not final:
+            return
+        log_event(
+            self.log,
+            logging.WARNING,
+            f"{self._since_line} events ignored in {elapsed:.0f} s: out of service",
+            ignored=self._since_line,
+            ignored_total=self.stats.ignored,
+            code="E506",
+        )
+        self._line_mono = time.monotonic()
+        self._since_line = 0

@@ -1,0 +1,41 @@
+"""Each table's shift meters at head office: the `shift_meters` outbox messages a table sends
+when a shift closes (`tablectl meters close-shift`, docs/operations.md "Meters").
+
+The ledger stores every outbox message it applies, checked against the contract
+(`contract.check_outbox_payload`), in its `messages` table; a shift close moves no money, so
+applying one is storing it. This module reads them back: the closing figures per table and
+shift, newest first (what the console and `tablectl-headoffice meters` show).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from controller.link.contract import SchemaError, check_outbox_payload
+from controller.meters import SHIFT_METERS
+from headoffice.db import Database
+
+MAX_SHIFTS = 500  # shifts one query returns at most
+
+
+def shift_meters(db: Database, table: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    """The shifts closed at the tables (one table's with `table`), newest first: each with the
+    table, the message's seq, when it was received and the closing figures."""
+    limit = max(1, min(limit, MAX_SHIFTS))
+    where = "type = ? AND status = 'applied'" + (" AND table_id = ?" if table else "")
+    params: list[Any] = [SHIFT_METERS, *([table] if table else []), limit]
+    rows = db.execute(
+        f"SELECT table_id, seq, body, utc FROM messages WHERE {where}"
+        " ORDER BY utc DESC, seq DESC LIMIT ?",
+        params,
+    )
+    out = []
+    for row in rows:
+        try:
+            payload = check_outbox_payload(SHIFT_METERS, json.loads(row["body"])["payload"])
+        except (SchemaError, ValueError, KeyError, TypeError):
+            continue  # stored before this build's checks: not shown as figures
+        out.append({"table": row["table_id"], "seq": row["seq"], "received_utc": row["utc"],
+                    **payload})
+    return out
