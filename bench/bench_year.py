@@ -37,10 +37,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controller.service import SNAPSHOT_EVERY_ROUNDS, TableService
-
 from controller import logs
-from controller.daemon import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.service import SNAPSHOT_EVERY_ROUNDS, TableService
 from controller.journal import Entry, Journal, segments, verify_dir
 from controller.rounds.base import Effect, Event, Now
 

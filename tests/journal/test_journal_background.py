@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.daemon import build_machine, simulation_config
+from controller.daemon.build import build_machine, simulation_config
 from controller.journal import Entry, Journal, checkpoint, segments, verify_dir
 from controller.journal.background import (
     DEFAULT_DELAY_S,
