@@ -501,8 +501,10 @@ def test_headoffice_unit_starts_and_serves_the_table(table: Table) -> None:
              300, 3)
     state = g.ssh("systemctl is-active tablectl-headoffice", check=False).stdout.strip()
     assert state == "active", g.ssh("journalctl -u tablectl-headoffice --no-pager -n 50").stdout
-    report = g.ssh("tablectl-headoffice --config /etc/tablectl/headoffice.toml report --db "
-                   "sqlite:////var/lib/private/tablectl-headoffice/ledger.db --json").stdout
+    # Not on the table image's PATH (only tablectl and tablectld are linked into /usr/local/bin).
+    report = g.ssh("/opt/tablectl/bin/tablectl-headoffice --config /etc/tablectl/headoffice.toml"
+                   " report --db sqlite:////var/lib/private/tablectl-headoffice/ledger.db --json"
+                   ).stdout
     assert "VM-UTH-01" in report, report[-2000:]
 
 
