@@ -216,16 +216,18 @@ class JournalOwner(Protocol):
 
 
 def journal_totals(table: JournalOwner) -> dict[str, int]:
-    """What a table's journal says it sent and received (journal_totals_at)."""
-    return journal_totals_at(table.cfg.service.state_dir, table.id, table.cfg.game)
+    """What a table's journal says it sent and received (journal_totals_at), and `paid`: the
+    awards its round machine accepted (paid_by_replay)."""
+    totals = journal_totals_at(table.cfg.service.state_dir, table.id, table.cfg.game)
+    return {**totals, "paid": paid_by_replay(table.cfg)}
 
 
 def journal_totals_at(state_dir: Path, table_id: str, game: str,
                       key_file: Path | None = None) -> dict[str, int]:
-    """What the journal in `state_dir` says its table sent and received: jackpot wagers
-    (increments net of cancellations), awards received, outbox messages written and still
-    unacknowledged. Also used on a journal copied out of the VM (image/vm/test_vm.py)."""
-    wagered = paid = messages = 0
+    """What the journal in `state_dir` says its table sent: jackpot wagers (increments net of
+    cancellations), outbox messages written and still unacknowledged. Also used on a journal
+    copied out of the VM (image/vm/test_vm.py)."""
+    wagered = messages = 0
     with Journal.open(state_dir, table_id=table_id, game=game, create=False,
                       key_file=key_file) as j:
         for e in j.iter_events():
@@ -235,10 +237,28 @@ def journal_totals_at(state_dir: Path, table_id: str, game: str,
                     wagered += m.payload["amount"]
                 elif m.type == "jackpot_cancel":
                     wagered -= m.payload["amount"]
-            if e.kind == "ho.award":
-                paid += sum(p["amount"] for p in e.data["payouts"])
         pending = len(j.pending_outbox(limit=1_000_000))
-    return {"wagered": wagered, "paid": paid, "messages": messages, "pending": pending}
+    return {"wagered": wagered, "messages": messages, "pending": pending}
+
+
+def paid_by_replay(cfg: TableConfig) -> int:
+    """Jackpot awards the table paid: every journaled event stepped through a fresh round
+    machine from the start, summing what each `ho.award` added to the jackpot ledger. Counting
+    the `ho.award` records instead overcounts: head office may send an award twice (the table
+    resent its hit) and the journal keeps the second, refused by the machine (no pending hit)."""
+    if cfg.game != "uth":
+        return 0
+    machine = build_machine(cfg)
+    state = machine.initial()
+    paid = 0
+    with Journal.open(cfg.service.state_dir, table_id=cfg.table_id, game=cfg.game,
+                      create=False) as j:
+        for e in j.iter_events():
+            before = state.ledger["paid"]
+            state, _ = machine.step(state, e.event, e.now)
+            if e.kind == "ho.award":
+                paid += state.ledger["paid"] - before
+    return paid
 
 
 def assert_ledger_matches(ledger: Ledger, tables: Sequence[JournalOwner]) -> dict[str, Any]:
