@@ -1183,14 +1183,12 @@ class _Batch:
     # -- write ------------------------------------------------------------------------------------
     def flush(self) -> None:
         db = self.db
-        db.executemany(
-            "INSERT INTO messages (table_id, seq, type, pool_id, round, status, reason, amount,"
-            " body, utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            self.messages,
-        )
-        db.executemany(
-            "INSERT INTO increments (table_id, round, seq, pool_id, amount, meter_part,"
-            " reserve_part, cancelled_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        # COPY on PostgreSQL: one stream per table of the ledger, not a statement per row.
+        db.insert_many("messages", ("table_id", "seq", "type", "pool_id", "round", "status",
+                                    "reason", "amount", "body", "utc"), self.messages)
+        db.insert_many(
+            "increments", ("table_id", "round", "seq", "pool_id", "amount", "meter_part",
+                           "reserve_part", "cancelled_seq"),
             [
                 (k[0], k[1], v["seq"], v["pool"], v["amount"], str(v["meter"]),
                  str(v["reserve"]), None)
@@ -1237,13 +1235,11 @@ class _Batch:
                         self.ledger.shard))
             self.shared_changed.add(pool_id)
         now = self.ledger.clock()
-        for t in self.tables.values():
-            if t.dirty:
-                db.execute(
-                    "UPDATE tables SET last_seq = ?, pool_id = ?, last_seen_utc = ?,"
-                    " last_seen_epoch = ?, state = CASE WHEN state = 'unknown' THEN 'online'"
-                    " ELSE state END, journal_seq = ?, chain_seq = ?, chain_hash = ?"
-                    " WHERE id = ?",
-                    (t.last_seq, t.pool_id, self.utc, now, t.journal_seq, t.last_seq,
-                     t.chain_hash, t.id),
-                )
+        db.executemany(  # one statement, many rows: psycopg pipelines them
+            "UPDATE tables SET last_seq = ?, pool_id = ?, last_seen_utc = ?,"
+            " last_seen_epoch = ?, state = CASE WHEN state = 'unknown' THEN 'online'"
+            " ELSE state END, journal_seq = ?, chain_seq = ?, chain_hash = ?"
+            " WHERE id = ?",
+            [(t.last_seq, t.pool_id, self.utc, now, t.journal_seq, t.last_seq, t.chain_hash,
+              t.id) for t in self.tables.values() if t.dirty],
+        )
