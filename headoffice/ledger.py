@@ -15,6 +15,7 @@ is applied to it until an operator resumes it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -591,6 +592,12 @@ class Ledger:
                         (utc_now(), pool_id, table, text))
 
 
+@functools.lru_cache(maxsize=4096)
+def _text(value: Fraction) -> str:
+    """str(Fraction), remembered: a fleet's wagers are a few amounts at a few rates."""
+    return str(value)
+
+
 def _with_shares(pool: Pool, shares: Iterable[dict[str, Any]]) -> Pool:
     """The pool's row plus its writers' shares (rows with share_* columns; NULL: none)."""
     meter, reserve, wagers, changes = Fraction(0), Fraction(0), 0, 0
@@ -697,6 +704,7 @@ class _Batch:
         self.own: dict[str, _Pending] = {}
         self.unbalanced: set[str] = set()
         self.shared_changed: set[str] = set()
+        self.parts: dict[tuple[str, int], tuple[Fraction, Fraction]] = {}
         self.messages: list[tuple[Any, ...]] = []
         self.increments: dict[tuple[str, int], dict[str, Any]] = {}
         self.cancelled: list[tuple[int, str, int]] = []
@@ -818,6 +826,16 @@ class _Batch:
         except ConservationError:
             self.unbalanced.add(pool_id)
         return pool
+
+    def _parts(self, pool: Pool, staked: int) -> tuple[Fraction, Fraction]:
+        """A contribution's exact meter and reserve parts; the same wager at the same rates
+        is worked out once per batch (Fraction arithmetic is most of a contribution)."""
+        key = (pool.id, staked)
+        parts = self.parts.get(key)
+        if parts is None:
+            parts = self.parts[key] = (staked * pool.params.increment,
+                                       staked * pool.params.hidden)
+        return parts
 
     def _needs_exclusive(self, pool_id: str) -> None:
         if pool_id not in self.exclusive:
@@ -981,9 +999,10 @@ class _Batch:
             parts: dict[str, Any] = {}
             pending = self.pending.get(pool_id)
             if pending is not None:  # shared: summed, added to this Ledger's share at flush
-                parts.update(meter=p["amount"] * pool.params.increment,
-                             reserve=p["amount"] * pool.params.hidden)
-                pending.add(parts["meter"], parts["reserve"], p["amount"], 1)
+                parts.update(zip(("meter", "reserve"), self._parts(pool, p["amount"]),
+                                 strict=True))
+                pending.wagers += p["amount"]
+                pending.changes += 1
             else:
                 def inc() -> Pool:
                     new, meter, reserve = pool.contribute(p["amount"])
@@ -1190,8 +1209,8 @@ class _Batch:
             "increments", ("table_id", "round", "seq", "pool_id", "amount", "meter_part",
                            "reserve_part", "cancelled_seq"),
             [
-                (k[0], k[1], v["seq"], v["pool"], v["amount"], str(v["meter"]),
-                 str(v["reserve"]), None)
+                (k[0], k[1], v["seq"], v["pool"], v["amount"], _text(v["meter"]),
+                 _text(v["reserve"]), None)
                 for k, v in self.increments.items() if v.get("new")
             ],
         )
@@ -1223,6 +1242,10 @@ class _Batch:
                 continue
             pool = self.pools[pool_id]
             assert pool is not None
+            # The batch's wagers at the pool's rates (locked FOR KEY SHARE: unchanged), exact:
+            # the sum of each contribution's parts.
+            pending.meter = pending.wagers * pool.params.increment
+            pending.reserve = pending.wagers * pool.params.hidden
             try:  # the books after this batch, every share included
                 pool.contributed(*pending.parts()).check()
             except ConservationError:
