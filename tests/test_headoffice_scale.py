@@ -87,3 +87,22 @@ def test_three_workers_apply_every_message_once_and_keep_the_books(
             led.close()
 
     run(main())
+
+
+def test_tcp_nodelay_on_the_broker_and_on_the_links_sockets(broker: mqtt_broker.Broker) -> None:
+    """Nagle's algorithm held each small packet (a PUBACK, an ack, a pool value) until the
+    peer's delayed ACK: ~89 ms from a table's lock to every meter (issue 17). The broker's
+    config (rendered from headoffice/mosquitto/mosquitto.conf) turns it off, and so does the
+    link for every socket it opens, before CONNECT."""
+    import socket
+
+    assert "\nset_tcp_nodelay true\n" in broker.conf.read_text()
+    assert "set_tcp_nodelay true" in mqtt_broker.TEMPLATE.read_text()
+
+    async def main() -> None:
+        async with connect(broker.settings("T1", "nodelay-check", session_expiry_s=0)) as conn:
+            sock = conn._client._client.socket()  # aiomqtt's paho client's socket
+            assert sock is not None
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+    run(main())

@@ -211,6 +211,17 @@ def cpu_s(pid: int) -> float:
     return total / 1e9
 
 
+def postgres_pids() -> list[int]:
+    """Every process of the machine's PostgreSQL server (the postmaster and its backends)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and (proc / "comm").read_text().strip() in (
+                    "postgres", "postmaster"):
+                found.append(int(proc.name))
+    return found
+
+
 class CpuMeter:
     """CPU used per process (bench, head office, Mosquitto) and per group of processes (the
     tables' publishers) during one phase: where the time goes on a shared machine."""
@@ -390,7 +401,10 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         while armed < nproc:
             armed += (await get(60))[0] == "armed"
         # Publishers are not waited for until the end, so their /proc entries stay readable.
-        cpu = CpuMeter(pids, {f"publishers({k})": [p.pid for p in publishers]})
+        groups = {f"publishers({k})": [p.pid for p in publishers]}
+        if args.pg:  # the server's processes (anyone else's queries on it count too)
+            groups["postgres"] = postgres_pids()
+        cpu = CpuMeter(pids, groups)
         t0 = time.perf_counter()
         for p, lines in zip(publishers, bursts, strict=True):
             assert p.stdin is not None
