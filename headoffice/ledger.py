@@ -307,7 +307,8 @@ class Ledger:
         them would make the workers take turns."""
         result = BatchResult()
         todo, skip = list(items), self.db.dialect == "postgresql"
-        exclusive = _exclusive_pools(items)  # pools this batch must lock FOR UPDATE
+        # The pools this batch must lock FOR UPDATE: its hits' and cancellations'.
+        exclusive = _pool_ids(items, ("jackpot_hit", "jackpot_cancel"))
         attempt = 0
         while todo:
             try:
@@ -616,26 +617,18 @@ def _payouts(result: Any) -> list[dict[str, Any]]:
             for x in result.payouts]
 
 
-def _pool_ids(items: Sequence[Incoming]) -> set[str]:
-    """The pools a batch names (births and payloads); ill-formed ones are refused later."""
+def _pool_ids(items: Sequence[Incoming], types: Iterable[str] | None = None) -> set[str]:
+    """The pools a batch names (births and payloads; with `types`, only outbox messages of
+    those types); ill-formed ones are refused later."""
+    wanted = None if types is None else set(types)
     ids: set[str] = set()
     for item in items:
+        if wanted is not None and (item.kind != "outbox" or item.body.get("type") not in wanted):
+            continue
         payload = item.body.get("payload") if item.kind == "outbox" else item.body
         pool_id = payload.get("pool_id") if isinstance(payload, dict) else None
         if isinstance(pool_id, str):
             ids.add(pool_id)
-    return ids
-
-
-def _exclusive_pools(items: Sequence[Incoming]) -> set[str]:
-    """The pools a batch's hits and cancellations name: locked FOR UPDATE from the start."""
-    ids: set[str] = set()
-    for item in items:
-        if item.kind == "outbox" and item.body.get("type") in ("jackpot_hit", "jackpot_cancel"):
-            payload = item.body.get("payload")
-            pool_id = payload.get("pool_id") if isinstance(payload, dict) else None
-            if isinstance(pool_id, str):
-                ids.add(pool_id)
     return ids
 
 
