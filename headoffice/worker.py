@@ -24,6 +24,7 @@ from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
 from headoffice.pools import Pool
 
 log = logging.getLogger("tablectl.headoffice")
+_POOL_PUBACK_S = 60.0  # how long a pool value's PUBACK may take (a dead link: keepalive)
 
 
 class Worker:
@@ -173,8 +174,12 @@ class Worker:
             # Never an older value after a newer one: the retained value is the newest.
             if version >= self._pool_sent.get(pool_id, 0):
                 body = contract.pool_message(pool_id, amount, version, utc_now())
+                # A PUBACK may come late from a broker deep in a burst: waiting up to a minute
+                # holds up no one (the ledger loop does not wait for this task), where the
+                # default 10 s dropped the session, and with it the burst in flight to us.
                 await conn.publish(contract.pool_topic(pool_id), contract.dumps(body),
-                                   retain=True, expiry_s=self.cfg.pool_expiry_s)
+                                   retain=True, expiry_s=self.cfg.pool_expiry_s,
+                                   timeout_s=_POOL_PUBACK_S)
                 self._pool_sent[pool_id] = version
                 self.counters["pool_values"] += 1
 

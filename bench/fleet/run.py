@@ -412,7 +412,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
             p.stdin.close()
         ends, deliveries = [], 0
         while len(ends) < nproc:
-            msg = await get(600)
+            msg = await get(300)
             if msg[0] == "burst":
                 ends.append(msg[2])
                 deliveries += msg[3]
