@@ -200,12 +200,16 @@ def ledger_alone(url: str, n: int, batch: int) -> tuple[float, float]:
     return n / elapsed, cpu / n * 1e6
 
 
-def cpu_s(pid: int) -> float:
+def cpu_s(pid: int) -> float | None:
     """CPU seconds a process (all its threads) has run so far, to the nanosecond: the
     scheduler's own count (/proc/PID/schedstat), where /proc/PID/stat counts 10 ms ticks and
-    500 publishers of a few ms each would read as zero."""
+    500 publishers of a few ms each would read as zero. None: the process is gone."""
     total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
             total += int((task / "schedstat").read_text().split()[0])
     return total / 1e9
@@ -224,21 +228,25 @@ def postgres_pids() -> list[int]:
 
 class CpuMeter:
     """CPU used per process (bench, head office, Mosquitto) and per group of processes (the
-    tables' publishers) during one phase: where the time goes on a shared machine."""
+    tables' publishers) during one phase: where the time goes on a shared machine. A process
+    that ends meanwhile (a PostgreSQL backend of someone else's) counts for nothing."""
 
     def __init__(self, pids: dict[str, int], groups: dict[str, list[int]] | None = None) -> None:
         self.pids = {**{name: [pid] for name, pid in pids.items()}, **(groups or {})}
-        self.start = {name: self._cpu(pids) for name, pids in self.pids.items()}
+        self.start = {pid: cpu_s(pid) for pids in self.pids.values() for pid in pids}
         self.t0 = time.perf_counter()
-
-    @staticmethod
-    def _cpu(pids: list[int]) -> float:
-        return sum(cpu_s(pid) for pid in pids)
 
     def shares(self) -> dict[str, float]:
         wall = time.perf_counter() - self.t0
-        return {name: round((self._cpu(pids) - self.start[name]) / wall, 2)
-                for name, pids in self.pids.items()}
+        used = {}
+        for name, pids in self.pids.items():
+            total = 0.0
+            for pid in pids:
+                start, end = self.start[pid], cpu_s(pid)
+                if start is not None and end is not None:
+                    total += end - start
+            used[name] = round(total / wall, 2)
+        return used
 
 
 async def meters_process(idx: int, tables: list[int], broker: Broker,
@@ -402,7 +410,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
             armed += (await get(60))[0] == "armed"
         # Publishers are not waited for until the end, so their /proc entries stay readable.
         groups = {f"publishers({k})": [p.pid for p in publishers]}
-        if args.pg:  # the server's processes (anyone else's queries on it count too)
+        if args.pg_run:  # the server's processes (anyone else's queries on it count too)
             groups["postgres"] = postgres_pids()
         cpu = CpuMeter(pids, groups)
         t0 = time.perf_counter()
@@ -451,7 +459,8 @@ def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, worke
     """One measurement: a broker of its own, the ledger (`pg` or SQLite), `workers` head-office
     processes, `tables` tables. `nagle`: TCP_NODELAY off everywhere (broker, C clients, the
     link's sockets in head office and in the meter processes): the "before" of issue 17."""
-    run = argparse.Namespace(**{**vars(args), "tables": tables, "workers": workers})
+    run = argparse.Namespace(**{**vars(args), "tables": tables, "workers": workers,
+                                "pg_run": pg is not None})
     for i in range(tables):
         pki.client(f"T{i}")
         pki.client(f"M{i}")
