@@ -704,6 +704,8 @@ class _Batch:
         self.hits: list[tuple[Any, ...]] = []
         self.held_hits: list[tuple[Any, ...]] = []
         self.rounds: list[tuple[Any, ...]] = []
+        self.parking: dict[str, dict[int, str]] = {}  # table -> seq -> body, parked this batch
+        self.drained: set[str] = set()  # tables whose parked messages were applied
         # increments stored by earlier transactions, by (table, round), and the keys looked up
         self.stored: dict[tuple[str, int], dict[str, Any]] = {}
         self.looked_up: set[tuple[str, int]] = set()
@@ -848,11 +850,9 @@ class _Batch:
                 self._reanswer(table_id, body)
             return
         if t.blocked or seq > t.last_seq + 1:
-            self.db.execute(
-                "INSERT INTO parked (table_id, seq, body, utc) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (table_id, seq) DO NOTHING",
-                (table_id, seq, json.dumps(body), self.utc),
-            )
+            # Kept here and written at flush, unless drained meanwhile: with a shared
+            # subscription half a table's messages can reach a worker ahead of their turn.
+            self.parking.setdefault(table_id, {}).setdefault(seq, json.dumps(body))
             t.has_parked = True
             self.result.parked += 1
             return
@@ -880,9 +880,18 @@ class _Batch:
             self.ledger.alarm(text, None, t.id)
 
     def _drain(self, t: _Table) -> None:
-        """Apply parked messages that now follow on: read in order, a few hundred per query,
-        and the ones applied deleted in one statement (a held one stays parked)."""
+        """Apply parked messages that now follow on: the ones parked by this batch, and the
+        ones in the database, read in order a few hundred per query (their rows are deleted
+        at flush). A held one stays parked."""
+        mine = self.parking.get(t.id, {})
         while t.has_parked and not t.blocked:
+            text = mine.pop(t.last_seq + 1, None)
+            if text is not None:
+                if not self._apply(t, json.loads(text)):
+                    mine[t.last_seq + 1] = text
+                    return
+                self.drained.add(t.id)
+                continue
             rows = self.db.execute(
                 "SELECT seq, body FROM parked WHERE table_id = ? AND seq > ? ORDER BY seq"
                 " LIMIT ?", (t.id, t.last_seq, _IN_CHUNK))
@@ -890,11 +899,9 @@ class _Batch:
             for row in rows:
                 if int(row["seq"]) != t.last_seq + 1 or not self._apply(t, json.loads(row["body"])):
                     break
-            if t.last_seq >= first:
-                self.db.execute("DELETE FROM parked WHERE table_id = ? AND seq BETWEEN ? AND ?",
-                                (t.id, first, t.last_seq))
-            if len(rows) < _IN_CHUNK or t.last_seq < first + len(rows) - 1:
-                return  # no more parked, or a gap, or a message held
+            if t.last_seq < first:
+                return  # a gap, or the next one held
+            self.drained.add(t.id)
 
     def _apply(self, t: _Table, body: dict[str, Any]) -> bool:
         """Apply the table's next message. False if it is held (not applied, not acked)."""
@@ -1226,6 +1233,15 @@ class _Batch:
             " ON CONFLICT (table_id, round) DO NOTHING",
             self.held_hits,
         )
+        # Parked rows up to where each table now stands are applied (or were stale copies);
+        # what this batch parked beyond it is written.
+        db.executemany("DELETE FROM parked WHERE table_id = ? AND seq <= ?",
+                       [(t, self.tables[t].last_seq) for t in sorted(self.drained)])
+        db.executemany(
+            "INSERT INTO parked (table_id, seq, body, utc) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (table_id, seq) DO NOTHING",
+            [(table_id, seq, text, self.utc) for table_id, parked in self.parking.items()
+             for seq, text in sorted(parked.items()) if seq > self.tables[table_id].last_seq])
         for pool_id in sorted(self.dirty_pools):
             pool = self.pools[pool_id]
             assert pool is not None
