@@ -6,14 +6,21 @@ messages are applied in sequence order: a duplicate (seq already applied) is dro
 ahead of a gap is parked in the database until the gap fills (by this worker or another one:
 the table's row is the lock), so redeliveries, reorderings and several workers sharing the
 subscription never apply anything twice. Hits on a pool are serialised by the pool's row in
-arrival order. After every message the pool's books are checked (`Pool.check`); a violation
-stops that pool, loudly, and nothing more is applied to it until an operator resumes it.
+arrival order. Contributions do not take the pool's row: each writer adds them to its own
+share of the pool (`pool_shares`, db.py), so workers contribute to one pool side by side, and
+whatever else changes a pool folds the shares into its row first. In every transaction the
+pool's books are checked (`Pool.check`); a violation stops that pool, loudly, and nothing more
+is applied to it until an operator resumes it.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import logging
+import os
+import socket
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +72,20 @@ class BatchResult:
     verify_refused: list[str] = field(default_factory=list)
     verifications_paid: int = 0
 
+    def merge(self, other: BatchResult) -> None:
+        """Add the result of a later transaction of the same batch (other tables)."""
+        self.acks.update(other.acks)
+        for pool_id, value in other.pools.items():
+            if pool_id not in self.pools or value[1] >= self.pools[pool_id][1]:
+                self.pools[pool_id] = value
+        self.applied += other.applied
+        self.duplicates += other.duplicates
+        self.parked += other.parked
+        self.verifications_paid += other.verifications_paid
+        for name in ("awards", "refused", "held", "stopped", "unknown", "held_hits", "forks",
+                     "verified", "verify_refused"):
+            getattr(self, name).extend(getattr(other, name))
+
 
 @dataclass
 class _Table:
@@ -84,6 +105,23 @@ class _Hold(Exception):
     """Not applied now, not acknowledged: the table sends it again."""
 
 
+class _Exclusive(Exception):
+    """This batch needs the pool's row to itself (a hit, a cancellation, an unbalanced
+    pool): the transaction is rolled back and run again with the pool locked FOR UPDATE."""
+
+    def __init__(self, pool_id: str) -> None:
+        super().__init__(pool_id)
+        self.pool_id = pool_id
+
+
+_SHARDS = itertools.count(1)
+
+
+def _shard_name() -> str:
+    """This Ledger's share of each pool: one writer's, unique on the machine."""
+    return f"{socket.gethostname()[:64]}/{os.getpid()}/{next(_SHARDS)}"
+
+
 class _HeldHit(Exception):
     """A jackpot hit held for an operator: acknowledged (the table keeps it PENDING), never
     paid until approved."""
@@ -95,10 +133,11 @@ def _count(value: Any) -> bool:
 
 class Ledger:
     def __init__(self, db: Database, *, clock: Any = time.time,
-                 policy: HitPolicy | None = None) -> None:
+                 policy: HitPolicy | None = None, shard: str | None = None) -> None:
         self.db = db
         self.clock = clock
         self.policy = policy or HitPolicy()
+        self.shard = shard or _shard_name()
 
     @classmethod
     def open(cls, url: str, policy: HitPolicy | None = None) -> Ledger:
@@ -138,11 +177,34 @@ class Ledger:
 
     # -- pools ----------------------------------------------------------------------------------
     def pool(self, pool_id: str) -> Pool | None:
-        row = self.db.one("SELECT * FROM pools WHERE id = ?", (pool_id,))
-        return None if row is None else Pool.from_row(row)
+        found = self._read_pools(" WHERE p.id = ?", (pool_id,))
+        return found[0] if found else None
 
     def pools(self) -> list[Pool]:
-        return [Pool.from_row(r) for r in self.db.execute("SELECT * FROM pools ORDER BY id")]
+        return self._read_pools()
+
+    def _read_pools(self, where: str = "", params: Sequence[Any] = ()) -> list[Pool]:
+        """Pools as they stand: each row plus its writers' shares, in one statement (one
+        snapshot: never a row already folded with its shares not yet emptied)."""
+        rows = self.db.execute(
+            "SELECT p.*, s.meter AS share_meter, s.reserve AS share_reserve,"
+            " s.wagers_in AS share_wagers, s.changes AS share_changes"
+            f" FROM pools p LEFT JOIN pool_shares s ON s.pool_id = p.id{where}"
+            " ORDER BY p.id", params)
+        return [_with_shares(Pool.from_row(first), [first, *more])
+                for _, (first, *more) in itertools.groupby(rows, key=lambda r: r["id"])]
+
+    def _locked_pool(self, pool_id: str) -> Pool | None:
+        """The pool locked FOR UPDATE, its shares added (inside a transaction). The lock
+        waits for contributions in flight (FOR KEY SHARE) and keeps new ones out, so the
+        shares read next are final until `_write_pool` folds them into the row."""
+        row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
+        if row is None:
+            return None
+        shares = self.db.execute(
+            "SELECT meter AS share_meter, reserve AS share_reserve, wagers_in AS share_wagers,"
+            " changes AS share_changes FROM pool_shares WHERE pool_id = ?", (pool_id,))
+        return _with_shares(Pool.from_row(row), shares)
 
     def ensure_pool(self, pool_id: str, params: Params, operator: str = "config") -> Pool:
         """Create the pool at its seed if it does not exist; an existing pool keeps its
@@ -150,17 +212,16 @@ class Ledger:
         once: on PostgreSQL a missing row cannot be locked, so the insert itself decides (ON
         CONFLICT DO NOTHING waits for a concurrent creator and then finds its row)."""
         with self.db.transaction():
-            row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
-            if row is None:
+            found = self._locked_pool(pool_id)
+            if found is None:
                 pool = Pool.new(pool_id, params).check()
                 if self._write_pool(pool, insert=True):
                     self._param_log(pool_id, operator, "create", False, "applied", [], None,
                                     params)
                     return pool
-                row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}",
-                                  (pool_id,))
-                assert row is not None, f"pool {pool_id} neither inserted nor found"
-            return Pool.from_row(row)
+                found = self._locked_pool(pool_id)
+                assert found is not None, f"pool {pool_id} neither inserted nor found"
+            return found
 
     def live_tables(self, pool_id: str, window_s: float) -> list[str]:
         rows = self.db.execute(
@@ -185,10 +246,9 @@ class Ledger:
         from dataclasses import replace
 
         with self.db.transaction():
-            row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
-            if row is None:
+            pool = self._locked_pool(pool_id)
+            if pool is None:
                 raise LedgerError(f"no pool {pool_id!r}")
-            pool = Pool.from_row(row)
             old = pool.params
             try:
                 new = replace(old, **changes)
@@ -223,10 +283,9 @@ class Ledger:
         if operator not in set(authorised):
             raise LedgerError(f"operator {operator!r} is not authorised to resume a pool")
         with self.db.transaction():
-            row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
-            if row is None:
+            pool = self._locked_pool(pool_id)
+            if pool is None:
                 raise LedgerError(f"no pool {pool_id!r}")
-            pool = Pool.from_row(row)
             try:
                 pool = replace(pool, stopped=None, version=pool.version + 1).check()
             except ConservationError as exc:
@@ -237,25 +296,49 @@ class Ledger:
 
     # -- messages -------------------------------------------------------------------------------
     def apply_batch(self, items: Sequence[Incoming]) -> BatchResult:
-        # PostgreSQL may abort a transaction (deadlock, serialisation): nothing of it was
-        # written or acknowledged, so the whole batch is simply applied again.
-        for attempt in range(1, 4):
+        """Apply the messages, each table's in order; acknowledge nothing before this returns.
+
+        On PostgreSQL the first transaction takes only the tables no other worker holds
+        (SKIP LOCKED) and the rest follow in a second one that waits for them: with a shared
+        subscription every worker gets messages of every table, and waiting for all of
+        them would make the workers take turns."""
+        result = BatchResult()
+        todo, skip = list(items), self.db.dialect == "postgresql"
+        # The pools this batch must lock FOR UPDATE: its hits' and cancellations'.
+        exclusive = _pool_ids(items, ("jackpot_hit", "jackpot_cancel"))
+        attempt = 0
+        while todo:
             try:
-                return self._apply_batch(items)
+                part, later = self._apply_batch(todo, skip, exclusive)
+            except _Exclusive as exc:  # rolled back: again, holding the pool's row
+                assert exc.pool_id not in exclusive, f"pool {exc.pool_id} already exclusive"
+                exclusive.add(exc.pool_id)
+                continue
             except Exception as exc:
+                # PostgreSQL may abort a transaction (deadlock, serialisation): nothing of it
+                # was written or acknowledged, so it is simply applied again.
+                attempt += 1
                 if attempt == 3 or not self.db.is_retryable(exc):
                     raise
                 log.warning("ledger transaction aborted (%s), retrying the batch", exc)
-        raise AssertionError("unreachable")
+                continue
+            result.merge(part)
+            todo, skip = later, False
+        for hold_no, table, user in result.verified:
+            self._verify_hit(hold_no, table, user, result)
+        return result
 
-    def _apply_batch(self, items: Sequence[Incoming]) -> BatchResult:
+    def _apply_batch(self, items: Sequence[Incoming], skip: bool,
+                     exclusive: set[str]) -> tuple[BatchResult, list[Incoming]]:
+        """One transaction: the messages of the tables it could lock (all, unless `skip`),
+        and the messages left for the next one."""
         result = BatchResult()
         with self.db.transaction():
-            batch = _Batch(self, result)
+            batch = _Batch(self, result, exclusive)
             # Every table row, then every pool row, loaded (and locked on PostgreSQL) in one
             # global order, so two workers whose batches name the same rows in other orders
             # cannot deadlock; a few queries per batch, not a few per table.
-            batch.preload(items)
+            items, later = batch.preload(items, skip)
             for pool_id in sorted(_pool_ids(items)):
                 batch.pool(pool_id)
             for item in items:
@@ -266,9 +349,14 @@ class Ledger:
                 elif item.kind == "status":
                     batch.status(item.table, item.body)
             batch.flush()
-        for hold_no, table, user in result.verified:
-            self._verify_hit(hold_no, table, user, result)
-        return result
+        if batch.shared_changed:
+            # Other workers' shares committed meanwhile: the value published is the pool as
+            # committed (one snapshot), so one version never shows two amounts.
+            for pool in self._read_pools(
+                    f" WHERE p.id IN ({', '.join('?' * len(batch.shared_changed))})",
+                    sorted(batch.shared_changed)):
+                result.pools[pool.id] = (pool.amount, pool.version)
+        return result, later
 
     def _verify_hit(self, hold_no: int, table: str, user: str, result: BatchResult) -> None:
         """An attendant's verification at the table pays a hit held for its size alone: the
@@ -335,11 +423,10 @@ class Ledger:
             row = self._held(hold_no)
             if table is not None and row["table_id"] != table:
                 raise LedgerError(f"held hit #{hold_no} is {row['table_id']}'s, not {table}'s")
-            prow = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}",
-                               (row["pool_id"],))
-            if prow is None:
+            found = self._locked_pool(row["pool_id"])
+            if found is None:
                 raise LedgerError(f"no pool {row['pool_id']!r}")
-            pool = Pool.from_row(prow)
+            pool = found
             if pool.stopped:
                 raise LedgerError(f"pool {pool.id} is stopped: {pool.stopped}")
             body = json.loads(row["body"])
@@ -450,7 +537,9 @@ class Ledger:
 
     # -- storage helpers ------------------------------------------------------------------------
     def _write_pool(self, pool: Pool, insert: bool = False) -> int:
-        """Update the pool's row, or insert it (nothing if it exists): the rows written."""
+        """Update the pool's row, or insert it (nothing if it exists): the rows written.
+        `pool` is `_locked_pool`'s (its shares added): the shares are now in the row, and
+        emptied in the same transaction."""
         row = {**pool.row(), "updated_utc": utc_now()}
         cols = list(row)
         if insert:
@@ -460,10 +549,12 @@ class Ledger:
                 [row[c] for c in cols],
             )
         sets = ", ".join(f"{c} = ?" for c in cols if c != "id")
-        return self.db.write(
+        written = self.db.write(
             f"UPDATE pools SET {sets} WHERE id = ?",
             [row[c] for c in cols if c != "id"] + [pool.id],
         )
+        self.db.execute("DELETE FROM pool_shares WHERE pool_id = ?", (pool.id,))
+        return written
 
     def _param_log(self, pool_id: str, operator: str, action: str, forced: bool, outcome: str,
                    live: list[str], old: Params | None, new: Params | None) -> None:
@@ -499,16 +590,38 @@ class Ledger:
                         (utc_now(), pool_id, table, text))
 
 
+@functools.lru_cache(maxsize=4096)
+def _text(value: Fraction) -> str:
+    """str(Fraction), remembered: a fleet's wagers are a few amounts at a few rates."""
+    return str(value)
+
+
+def _with_shares(pool: Pool, shares: Iterable[dict[str, Any]]) -> Pool:
+    """The pool's row plus its writers' shares (rows with share_* columns; NULL: none)."""
+    meter, reserve, wagers, changes = Fraction(0), Fraction(0), 0, 0
+    for s in shares:
+        if s["share_changes"]:
+            meter += Fraction(s["share_meter"])
+            reserve += Fraction(s["share_reserve"])
+            wagers += int(s["share_wagers"])
+            changes += int(s["share_changes"])
+    return pool.contributed(meter, reserve, wagers, changes)
+
+
 def _payouts(result: Any) -> list[dict[str, Any]]:
     return [{"box": x.box, "award": x.award.value, "amount": x.amount,
              "from_meter": x.from_meter, "from_house": x.from_house, "rule": x.rule}
             for x in result.payouts]
 
 
-def _pool_ids(items: Sequence[Incoming]) -> set[str]:
-    """The pools a batch names (births and payloads); ill-formed ones are refused later."""
+def _pool_ids(items: Sequence[Incoming], types: Iterable[str] | None = None) -> set[str]:
+    """The pools a batch names (births and payloads; with `types`, only outbox messages of
+    those types); ill-formed ones are refused later."""
+    wanted = None if types is None else set(types)
     ids: set[str] = set()
     for item in items:
+        if wanted is not None and (item.kind != "outbox" or item.body.get("type") not in wanted):
+            continue
         payload = item.body.get("payload") if item.kind == "outbox" else item.body
         pool_id = payload.get("pool_id") if isinstance(payload, dict) else None
         if isinstance(pool_id, str):
@@ -543,22 +656,53 @@ def force_bool(value: bool) -> Any:
     return bool(value)
 
 
+@dataclass
+class _Pending:
+    """Contributions summed: exact meter and reserve parts, wagers (cents), how many."""
+
+    meter: Fraction = Fraction(0)
+    reserve: Fraction = Fraction(0)
+    wagers: int = 0
+    changes: int = 0
+
+    def add(self, meter: Fraction, reserve: Fraction, wagers: int, changes: int) -> None:
+        self.meter += meter
+        self.reserve += reserve
+        self.wagers += wagers
+        self.changes += changes
+
+    def parts(self) -> tuple[Fraction, Fraction, int, int]:
+        return self.meter, self.reserve, self.wagers, self.changes
+
+
 class _Batch:
     """One transaction's worth of messages, applied in memory and written at `flush`."""
 
-    def __init__(self, ledger: Ledger, result: BatchResult) -> None:
+    def __init__(self, ledger: Ledger, result: BatchResult, exclusive: set[str]) -> None:
         self.ledger = ledger
         self.db = ledger.db
         self.result = result
         self.tables: dict[str, _Table] = {}
+        # Pools as they stood when loaded (row plus shares). Those in `exclusive` are locked
+        # FOR UPDATE and changed message by message (dirty_pools: written, shares folded);
+        # the others FOR KEY SHARE, this batch's contributions summed in `pending` and added
+        # to this Ledger's share (`own`, locked) at flush.
         self.pools: dict[str, Pool | None] = {}
+        self.exclusive = exclusive
         self.dirty_pools: set[str] = set()
+        self.pending: dict[str, _Pending] = {}
+        self.own: dict[str, _Pending] = {}
+        self.unbalanced: set[str] = set()
+        self.shared_changed: set[str] = set()
+        self.parts: dict[tuple[str, int], tuple[Fraction, Fraction]] = {}
         self.messages: list[tuple[Any, ...]] = []
         self.increments: dict[tuple[str, int], dict[str, Any]] = {}
         self.cancelled: list[tuple[int, str, int]] = []
         self.hits: list[tuple[Any, ...]] = []
         self.held_hits: list[tuple[Any, ...]] = []
         self.rounds: list[tuple[Any, ...]] = []
+        self.parking: dict[str, dict[int, str]] = {}  # table -> seq -> body, parked this batch
+        self.drained: set[str] = set()  # tables whose parked messages were applied
         # increments stored by earlier transactions, by (table, round), and the keys looked up
         self.stored: dict[tuple[str, int], dict[str, Any]] = {}
         self.looked_up: set[tuple[str, int]] = set()
@@ -572,12 +716,19 @@ class _Batch:
             t = self.tables[table_id]
         return t
 
-    def preload(self, items: Sequence[Incoming]) -> None:
+    def preload(self, items: Sequence[Incoming],
+                skip: bool) -> tuple[list[Incoming], list[Incoming]]:
         """The batch's tables, and the stored increments of the rounds its outbox messages
-        name, in a few queries."""
+        name, in a few queries. With `skip`, only the tables no other transaction holds:
+        -> (the messages of those, the messages left for the next transaction)."""
         ids = sorted({i.table for i in items})
+        got: set[str] = set()
         for lo in range(0, len(ids), _IN_CHUNK):
-            self._load_tables(ids[lo:lo + _IN_CHUNK])
+            got |= self._load_tables(ids[lo:lo + _IN_CHUNK], skip)
+        later: list[Incoming] = []
+        if skip:
+            later = [i for i in items if i.table not in got]
+            items = [i for i in items if i.table in got]
         keys = sorted(_round_keys(items))
         for lo in range(0, len(keys), _IN_CHUNK):
             chunk = keys[lo:lo + _IN_CHUNK]
@@ -590,15 +741,24 @@ class _Batch:
             self.looked_up.update(chunk)
             for row in rows:
                 self.stored[(row["table_id"], int(row["round"]))] = _increment_of(row)
+        return items, later
 
-    def _load_tables(self, ids: list[str]) -> None:
+    def _load_tables(self, ids: list[str], skip: bool = False) -> set[str]:
         """Sorted table ids -> self.tables. A table with no row, or not enrolled, is loaded
-        as not enrolled: its messages are refused (never a row created on the fly)."""
+        as not enrolled: its messages are refused (never a row created on the fly). With
+        `skip`, rows another transaction holds are left out, and so are tables with no row
+        (the next transaction, which waits, refuses them): -> the ids loaded."""
         marks = ", ".join("?" * len(ids))
+        lock = self.db.skip_locked if skip else self.db.for_update
         select = (f"SELECT id, last_seq, pool_id, enrolled, enrolled_pool, journal_seq,"
                   f" chain_hash FROM tables WHERE id IN ({marks})"
-                  f" ORDER BY id{self.db.for_update}")
+                  f" ORDER BY id{lock}")
         rows = {r["id"]: r for r in self.db.execute(select, ids)}
+        if skip:
+            ids = sorted(rows)
+            if not ids:
+                return set()
+            marks = ", ".join("?" * len(ids))
         parked = {
             r["table_id"]
             for r in self.db.execute(
@@ -613,6 +773,7 @@ class _Batch:
                 table_id, int(row["last_seq"]), row["pool_id"], table_id in parked,
                 enrolled_pool=row["enrolled_pool"], journal_seq=int(row["journal_seq"] or 0),
                 chain_hash=row["chain_hash"])
+        return set(ids)
 
     def enrolled(self, table_id: str) -> _Table | None:
         """The table, or None (counted and refused) if head office does not know it."""
@@ -624,9 +785,53 @@ class _Batch:
 
     def pool(self, pool_id: str) -> Pool | None:
         if pool_id not in self.pools:
-            row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_update}", (pool_id,))
-            self.pools[pool_id] = None if row is None else Pool.from_row(row)
+            if pool_id in self.exclusive:
+                self.pools[pool_id] = self.ledger._locked_pool(pool_id)
+            else:
+                self.pools[pool_id] = self._shared_pool(pool_id)
         return self.pools[pool_id]
+
+    def _shared_pool(self, pool_id: str) -> Pool | None:
+        """The pool for contributions: its row FOR KEY SHARE, this Ledger's share locked
+        (made if new), every share added. Books that do not balance are noted: the first
+        message that touches the pool then needs it exclusively (and stops it)."""
+        row = self.db.one(f"SELECT * FROM pools WHERE id = ?{self.db.for_key_share}",
+                          (pool_id,))
+        if row is None:
+            return None
+        # The upsert locks this Ledger's row (and returns it), made or found.
+        own = self.db.one(
+            "INSERT INTO pool_shares (pool_id, shard, meter, reserve, wagers_in, changes)"
+            " VALUES (?, ?, '0', '0', 0, 0) ON CONFLICT (pool_id, shard) DO UPDATE"
+            " SET changes = pool_shares.changes RETURNING meter, reserve, wagers_in, changes",
+            (pool_id, self.ledger.shard))
+        assert own is not None
+        self.own[pool_id] = _Pending(Fraction(own["meter"]), Fraction(own["reserve"]),
+                                     int(own["wagers_in"]), int(own["changes"]))
+        self.pending[pool_id] = _Pending()
+        shares = self.db.execute(
+            "SELECT meter AS share_meter, reserve AS share_reserve, wagers_in AS share_wagers,"
+            " changes AS share_changes FROM pool_shares WHERE pool_id = ?", (pool_id,))
+        pool = _with_shares(Pool.from_row(row), shares)
+        try:
+            pool.check()
+        except ConservationError:
+            self.unbalanced.add(pool_id)
+        return pool
+
+    def _parts(self, pool: Pool, staked: int) -> tuple[Fraction, Fraction]:
+        """A contribution's exact meter and reserve parts; the same wager at the same rates
+        is worked out once per batch (Fraction arithmetic is most of a contribution)."""
+        key = (pool.id, staked)
+        parts = self.parts.get(key)
+        if parts is None:
+            parts = self.parts[key] = (staked * pool.params.increment,
+                                       staked * pool.params.hidden)
+        return parts
+
+    def _needs_exclusive(self, pool_id: str) -> None:
+        if pool_id not in self.exclusive:
+            raise _Exclusive(pool_id)
 
     # -- outbox -----------------------------------------------------------------------------------
     def outbox(self, table_id: str, body: dict[str, Any]) -> None:
@@ -642,11 +847,9 @@ class _Batch:
                 self._reanswer(table_id, body)
             return
         if t.blocked or seq > t.last_seq + 1:
-            self.db.execute(
-                "INSERT INTO parked (table_id, seq, body, utc) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (table_id, seq) DO NOTHING",
-                (table_id, seq, json.dumps(body), self.utc),
-            )
+            # Kept here and written at flush, unless drained meanwhile: with a shared
+            # subscription half a table's messages can reach a worker ahead of their turn.
+            self.parking.setdefault(table_id, {}).setdefault(seq, json.dumps(body))
             t.has_parked = True
             self.result.parked += 1
             return
@@ -674,21 +877,28 @@ class _Batch:
             self.ledger.alarm(text, None, t.id)
 
     def _drain(self, t: _Table) -> None:
-        """Apply parked messages that now follow on."""
+        """Apply parked messages that now follow on: the ones parked by this batch, and the
+        ones in the database, read in order a few hundred per query (their rows are deleted
+        at flush). A held one stays parked."""
+        mine = self.parking.get(t.id, {})
         while t.has_parked and not t.blocked:
-            row = self.db.one("SELECT body FROM parked WHERE table_id = ? AND seq = ?",
-                              (t.id, t.last_seq + 1))
-            if row is None:
-                return
-            self.db.execute("DELETE FROM parked WHERE table_id = ? AND seq = ?",
-                            (t.id, t.last_seq + 1))
-            if not self._apply(t, json.loads(row["body"])):
-                self.db.execute(
-                    "INSERT INTO parked (table_id, seq, body, utc) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT (table_id, seq) DO NOTHING",
-                    (t.id, t.last_seq + 1, row["body"], self.utc),
-                )
-                return
+            text = mine.pop(t.last_seq + 1, None)
+            if text is not None:
+                if not self._apply(t, json.loads(text)):
+                    mine[t.last_seq + 1] = text
+                    return
+                self.drained.add(t.id)
+                continue
+            rows = self.db.execute(
+                "SELECT seq, body FROM parked WHERE table_id = ? AND seq > ? ORDER BY seq"
+                " LIMIT ?", (t.id, t.last_seq, _IN_CHUNK))
+            first = t.last_seq + 1
+            for row in rows:
+                if int(row["seq"]) != t.last_seq + 1 or not self._apply(t, json.loads(row["body"])):
+                    break
+            if t.last_seq < first:
+                return  # a gap, or the next one held
+            self.drained.add(t.id)
 
     def _apply(self, t: _Table, body: dict[str, Any]) -> bool:
         """Apply the table's next message. False if it is held (not applied, not acked)."""
@@ -743,6 +953,8 @@ class _Batch:
             raise _Hold(f"no pool {pool_id!r} at head office")
         if pool.stopped:
             raise _Hold(f"pool {pool_id} is stopped: {pool.stopped}")
+        if pool_id in self.unbalanced:
+            self._needs_exclusive(pool_id)  # to stop it (_guarded)
         if t.pool_id != pool_id:
             t.pool_id = pool_id
             t.dirty = True
@@ -784,19 +996,26 @@ class _Batch:
                 raise InputError(f"round {p['round']}: jackpot wager {p['wager']} above the"
                                  f" configured {self.ledger.policy.max_wager} (15.2.3)")
             parts: dict[str, Any] = {}
+            pending = self.pending.get(pool_id)
+            if pending is not None:  # shared: summed, added to this Ledger's share at flush
+                parts.update(zip(("meter", "reserve"), self._parts(pool, p["amount"]),
+                                 strict=True))
+                pending.wagers += p["amount"]
+                pending.changes += 1
+            else:
+                def inc() -> Pool:
+                    new, meter, reserve = pool.contribute(p["amount"])
+                    parts.update(meter=meter, reserve=reserve)
+                    return new
 
-            def inc() -> Pool:
-                new, meter, reserve = pool.contribute(p["amount"])
-                parts.update(meter=meter, reserve=reserve)
-                return new
-
-            self._guarded(pool_id, inc)
+                self._guarded(pool_id, inc)
             self.increments[key] = {"seq": seq, "pool": pool_id, "amount": p["amount"],
                                     "meter": parts["meter"], "reserve": parts["reserve"],
                                     "new": True, "boxes": p["boxes"], "wager": p["wager"]}
             return int(p["amount"])
         if type_ == "jackpot_verified":
             return self._verified(t, p, key)
+        self._needs_exclusive(pool_id)  # a cancellation or a hit: the pool's row, in order
         if type_ == "jackpot_cancel":
             inc = self.increments.get(key) or self._stored_increment(key)
             if inc is None or inc.get("cancelled"):
@@ -982,17 +1201,15 @@ class _Batch:
     # -- write ------------------------------------------------------------------------------------
     def flush(self) -> None:
         db = self.db
-        db.executemany(
-            "INSERT INTO messages (table_id, seq, type, pool_id, round, status, reason, amount,"
-            " body, utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            self.messages,
-        )
-        db.executemany(
-            "INSERT INTO increments (table_id, round, seq, pool_id, amount, meter_part,"
-            " reserve_part, cancelled_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        # COPY on PostgreSQL: one stream per table of the ledger, not a statement per row.
+        db.insert_many("messages", ("table_id", "seq", "type", "pool_id", "round", "status",
+                                    "reason", "amount", "body", "utc"), self.messages)
+        db.insert_many(
+            "increments", ("table_id", "round", "seq", "pool_id", "amount", "meter_part",
+                           "reserve_part", "cancelled_seq"),
             [
-                (k[0], k[1], v["seq"], v["pool"], v["amount"], str(v["meter"]),
-                 str(v["reserve"]), None)
+                (k[0], k[1], v["seq"], v["pool"], v["amount"], _text(v["meter"]),
+                 _text(v["reserve"]), None)
                 for k, v in self.increments.items() if v.get("new")
             ],
         )
@@ -1015,18 +1232,45 @@ class _Batch:
             " ON CONFLICT (table_id, round) DO NOTHING",
             self.held_hits,
         )
+        # Parked rows up to where each table now stands are applied (or were stale copies);
+        # what this batch parked beyond it is written.
+        db.executemany("DELETE FROM parked WHERE table_id = ? AND seq <= ?",
+                       [(t, self.tables[t].last_seq) for t in sorted(self.drained)])
+        db.executemany(
+            "INSERT INTO parked (table_id, seq, body, utc) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (table_id, seq) DO NOTHING",
+            [(table_id, seq, text, self.utc) for table_id, parked in self.parking.items()
+             for seq, text in sorted(parked.items()) if seq > self.tables[table_id].last_seq])
         for pool_id in sorted(self.dirty_pools):
             pool = self.pools[pool_id]
             assert pool is not None
             self.ledger._write_pool(pool)
+        for pool_id, pending in sorted(self.pending.items()):
+            if not pending.changes:
+                continue
+            pool = self.pools[pool_id]
+            assert pool is not None
+            # The batch's wagers at the pool's rates (locked FOR KEY SHARE: unchanged), exact:
+            # the sum of each contribution's parts.
+            pending.meter = pending.wagers * pool.params.increment
+            pending.reserve = pending.wagers * pool.params.hidden
+            try:  # the books after this batch, every share included
+                pool.contributed(*pending.parts()).check()
+            except ConservationError:
+                raise _Exclusive(pool_id) from None  # again, message by message: it stops
+            own = self.own[pool_id]
+            own.add(*pending.parts())
+            db.execute("UPDATE pool_shares SET meter = ?, reserve = ?, wagers_in = ?,"
+                       " changes = ? WHERE pool_id = ? AND shard = ?",
+                       (str(own.meter), str(own.reserve), own.wagers, own.changes, pool_id,
+                        self.ledger.shard))
+            self.shared_changed.add(pool_id)
         now = self.ledger.clock()
-        for t in self.tables.values():
-            if t.dirty:
-                db.execute(
-                    "UPDATE tables SET last_seq = ?, pool_id = ?, last_seen_utc = ?,"
-                    " last_seen_epoch = ?, state = CASE WHEN state = 'unknown' THEN 'online'"
-                    " ELSE state END, journal_seq = ?, chain_seq = ?, chain_hash = ?"
-                    " WHERE id = ?",
-                    (t.last_seq, t.pool_id, self.utc, now, t.journal_seq, t.last_seq,
-                     t.chain_hash, t.id),
-                )
+        db.executemany(  # one statement, many rows: psycopg pipelines them
+            "UPDATE tables SET last_seq = ?, pool_id = ?, last_seen_utc = ?,"
+            " last_seen_epoch = ?, state = CASE WHEN state = 'unknown' THEN 'online'"
+            " ELSE state END, journal_seq = ?, chain_seq = ?, chain_hash = ?"
+            " WHERE id = ?",
+            [(t.last_seq, t.pool_id, self.utc, now, t.journal_seq, t.last_seq, t.chain_hash,
+              t.id) for t in self.tables.values() if t.dirty],
+        )

@@ -151,7 +151,18 @@ class Pool:
         meter and reserve parts (kept to reverse them on a cancellation)."""
         meter_part = staked * self.params.increment
         reserve_part = staked * self.params.hidden
-        # The whole step in one new value (this runs for every jackpot wager in the fleet).
+        pool = self.contributed(meter_part, reserve_part, staked, 1)
+        return pool.check(), meter_part, reserve_part
+
+    def contributed(self, meter_part: Fraction, reserve_part: Fraction, staked: int,
+                    changes: int) -> Pool:
+        """`changes` contributions at once, their exact parts summed: the same pool as
+        applying them one by one (the carries are exact, the ceiling only ever cuts what
+        comes in). Contributions commute, so a batch's, or another worker's share (the
+        ledger's `pool_shares`), is added in one step. Not checked here: the caller checks
+        (a report shows an unbalanced pool as it is)."""
+        if changes == 0:
+            return self
         m = self.carry + meter_part
         r = self.reserve_carry + reserve_part
         whole_m, whole_r = floor(m), floor(r)
@@ -168,9 +179,9 @@ class Pool:
             overflow=overflow,
             contributions=self.contributions + meter_part + reserve_part,
             wagers_in=self.wagers_in + staked,
-            version=self.version + 1,
+            version=self.version + changes,
         )
-        return pool.check(), meter_part, reserve_part
+        return pool
 
     def cancel(self, staked: int, meter_part: Fraction, reserve_part: Fraction) -> Pool:
         """15.3.1: a void round's jackpot wagers are returned; their contributions come out."""

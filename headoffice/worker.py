@@ -24,6 +24,8 @@ from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
 from headoffice.pools import Pool
 
 log = logging.getLogger("tablectl.headoffice")
+_POOL_PUBACK_S = 60.0  # how long a pool value's PUBACK may take (a dead link: keepalive)
+_POOL_GAP_S = 0.05  # pool values from one worker: at most 20 a second per pool
 
 
 class Worker:
@@ -167,22 +169,36 @@ class Worker:
         if due is None or version >= due[1]:
             self._pool_due[pool_id] = (amount, version)
 
-    async def _publish_due(self, conn: Connection) -> None:
+    async def _publish_due(self, conn: Connection) -> bool:
+        """Publish the values due; True if one of them was a new version."""
         due, self._pool_due = self._pool_due, {}
+        new = False
         for pool_id, (amount, version) in due.items():
             # Never an older value after a newer one: the retained value is the newest.
             if version >= self._pool_sent.get(pool_id, 0):
+                new = new or version > self._pool_sent.get(pool_id, 0)
                 body = contract.pool_message(pool_id, amount, version, utc_now())
+                # A PUBACK may come late from a broker deep in a burst: waiting up to a minute
+                # holds up no one (the ledger loop does not wait for this task), where the
+                # default 10 s dropped the session, and with it the burst in flight to us.
                 await conn.publish(contract.pool_topic(pool_id), contract.dumps(body),
-                                   retain=True, expiry_s=self.cfg.pool_expiry_s)
+                                   retain=True, expiry_s=self.cfg.pool_expiry_s,
+                                   timeout_s=_POOL_PUBACK_S)
                 self._pool_sent[pool_id] = version
                 self.counters["pool_values"] += 1
+        return new
 
     async def _pool_publisher(self, conn: Connection) -> None:
         while True:
             await self._pool_wake.wait()
             self._pool_wake.clear()
-            await self._publish_due(conn)
+            # At most one new version per _POOL_GAP_S from this worker: the broker delivers
+            # each value to every table of the pool, so during a burst of small batches the
+            # values (newest only) would cost it more than the tables' messages. A value after
+            # a quiet spell goes at once, and a heartbeat's (the same versions again) does not
+            # hold back the next new one.
+            if await self._publish_due(conn):
+                await asyncio.sleep(_POOL_GAP_S)
 
     def _alarm_unknown(self, table: str) -> None:
         with self.ledger.db.transaction():

@@ -78,11 +78,12 @@ class Pki:
 
 class Broker:
     def __init__(self, root: Path, pki: Pki, port: int | None = None,
-                 acl: Path = ACL) -> None:
+                 acl: Path = ACL, nodelay: bool = True) -> None:
         self.root = root
         self.pki = pki
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.nodelay = nodelay
         root.mkdir(parents=True, exist_ok=True)
         self.conf = root / "mosquitto.conf"
         text = TEMPLATE.read_text()
@@ -92,6 +93,8 @@ class Broker:
             "@KEY@": str(pki.server_key),
         }.items():
             text = text.replace(key, value)
+        if not nodelay:  # Nagle's algorithm on: the benchmark's "before" (bench/fleet/nagle.py)
+            text = text.replace("set_tcp_nodelay true", "set_tcp_nodelay false")
         # Running as root, mosquitto would drop to the "mosquitto" user and lose our files.
         if os.geteuid() == 0:
             text = "user root\n" + text

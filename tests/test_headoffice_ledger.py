@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from controller.link import contract
 from headoffice import cli
 from headoffice.hits import HitPolicy
-from headoffice.ledger import Incoming, Ledger, LedgerError
+from headoffice.ledger import BatchResult, Incoming, Ledger, LedgerError, _Batch
 from headoffice.pools import Params, Pool
 
 P = "p1"
@@ -328,6 +328,154 @@ def test_two_workers_sharing_tables_apply_everything_once(new_url: NewUrl) -> No
     assert count["n"] == 3 * len(msgs["A"])
     first.close()
 
+
+
+def test_three_workers_at_once_apply_each_message_once_and_keep_the_books(
+        new_url: NewUrl) -> None:
+    """Three workers (three connections, three threads) share twelve tables' messages as a
+    shared subscription hands them out: each table's messages spread over all three, some
+    twice, in batches of any size, at the same time. Contributions go to each worker's share
+    of the pool, hits and cancellations fold the shares in: every message is applied once,
+    the books balance to the exact fraction, and every hit is numbered in order."""
+    import random
+
+    rng = random.Random(17)
+    tables = [f"W{i}" for i in range(12)]
+    first = Ledger.open(new_url())
+    first.ensure_pool(P, PARAMS)
+    first.enrol(dict.fromkeys([*tables, "A", "B", "C"], P))
+    workers = [first, Ledger.open(first.db.url), Ledger.open(first.db.url)]
+    for led in workers:
+        led.policy = HitPolicy(verify_from=None)  # hits paid at once: this is about order
+    rounds = {t: [(rng.randint(1, 4), rng.choice(["ok"] * 6 + ["void", "flush", "royal"]))
+                  for _ in range(12)] for t in tables}
+    msgs = {t: script(t, rounds[t]) for t in tables}
+    # The broker's arrival order: the tables interleaved, each in its own order; then round
+    # robin over the workers, and a tenth of the messages delivered again to anyone.
+    queues = {t: list(m) for t, m in msgs.items()}
+    arrival: list[tuple[str, dict[str, Any]]] = []
+    while any(queues.values()):
+        t = rng.choice([t for t in tables if queues[t]])
+        arrival.append((t, queues[t].pop(0)))
+    share: list[list[Incoming]] = [[], [], []]
+    for n, (t, m) in enumerate(arrival):
+        share[n % 3].append(Incoming("outbox", t, m))
+        if rng.random() < 0.1:
+            share[rng.randrange(3)].append(Incoming("outbox", t, m))
+    errors: list[BaseException] = []
+
+    def work(led: Ledger, items: list[Incoming], seed: int) -> None:
+        cut = random.Random(seed)
+        try:
+            lo = 0
+            while lo < len(items):
+                hi = lo + cut.randint(1, 40)
+                led.apply_batch(items[lo:hi])
+                lo = hi
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    at_once(work, *((led, share[i], i) for i, led in enumerate(workers)))
+    assert errors == []
+    for t in tables:
+        assert first.table_totals(t)["last_seq"] == len(msgs[t]), t
+    rows = first.db.execute("SELECT table_id, seq FROM messages ORDER BY table_id, seq")
+    assert [(r["table_id"], r["seq"]) for r in rows] == sorted(
+        (t, s) for t in tables for s in range(1, len(msgs[t]) + 1))
+    pool = first.pool(P)
+    assert pool is not None and pool.stopped is None
+    assert pool.imbalance() == 0
+    # A void round's cancellation after another table's Royal emptied the reserve is refused
+    # (the reserve would go below 0): its wagers stay in. Nothing else is refused.
+    refused = first.db.execute("SELECT type, reason, body FROM messages"
+                               " WHERE status <> 'applied'")
+    assert all(r["type"] == "jackpot_cancel" and "below 0" in r["reason"] for r in refused)
+    wagered = (sum(100 * w for t in tables for w, o in rounds[t] if o != "void")
+               + sum(json.loads(r["body"])["payload"]["amount"] for r in refused))
+    assert wagered == sum(first.table_totals(t)["wagered"] for t in tables)
+    assert pool.wagers_in == wagered
+    assert pool.contributions == wagered * (PARAMS.increment + PARAMS.hidden)  # exact
+    hits = first.db.execute("SELECT hit_no, pool_before, pool_after, paid FROM hits"
+                            " WHERE pool_id = ? ORDER BY hit_no", (P,))
+    assert [h["hit_no"] for h in hits] == list(range(1, pool.hits + 1))
+    assert pool.hits == sum(o in ("flush", "royal") for t in tables for _, o in rounds[t])
+    assert all(h["pool_after"] <= h["pool_before"] or h["paid"] == 0 for h in hits)
+    # Then each worker contributes once more: three shares, and the pool read is the row
+    # plus every share.
+    for led, t in zip(workers, ("A", "B", "C"), strict=True):
+        led.apply_batch([Incoming("outbox", t, body(t, 1, *inc(1, 2)))])
+    shares = first.db.execute("SELECT shard, changes FROM pool_shares WHERE pool_id = ?"
+                              " AND changes > 0", (P,))
+    assert sorted(s["shard"] for s in shares) == sorted(led.shard for led in workers)
+    row = first.db.one("SELECT version, amount FROM pools WHERE id = ?", (P,))
+    now = first.pool(P)
+    assert row is not None and now is not None and now.imbalance() == 0
+    assert now.version == row["version"] + sum(s["changes"] for s in shares) == pool.version + 3
+    assert now.wagers_in == pool.wagers_in + 3 * 200
+    for led in workers:
+        led.close()
+
+
+def test_contributions_of_two_workers_to_one_pool_do_not_wait_for_each_other(
+        new_url: NewUrl) -> None:
+    """PostgreSQL: while one worker's contribution to the pool is uncommitted, another
+    worker's contribution to the same pool commits (each locks only its own share, and the
+    pool's row FOR KEY SHARE); the pool then holds both."""
+    first = ledger(new_url)
+    if first.db.dialect != "postgresql":
+        first.close()
+        pytest.skip("SQLite has one writer at a time: nothing to show")
+    second = Ledger.open(first.db.url)
+    with first.db.transaction():
+        # The steps of apply_batch's transaction, stopped before the commit.
+        batch = _Batch(first, BatchResult(), set())
+        batch.preload([Incoming("outbox", "A", body("A", 1, *inc(1)))], skip=False)
+        batch.outbox("A", body("A", 1, *inc(1)))
+        batch.flush()  # written, not committed: the pool's row and A's row are held
+        done = threading.Event()
+        th = threading.Thread(target=lambda: (second.apply_batch(
+            [Incoming("outbox", "B", body("B", 1, *inc(1, 3)))]), done.set()))
+        th.start()
+        assert done.wait(20), "the second worker's contribution waited for the first"
+    th.join()
+    pool = first.pool(P)
+    assert pool is not None and pool.wagers_in == 400 and pool.imbalance() == 0
+    second.close()
+    first.close()
+
+
+def test_a_contribution_waits_for_a_hit_on_its_pool_and_never_the_reverse_order(
+        new_url: NewUrl) -> None:
+    """A hit holds the pool's row: a contribution from another worker arriving meanwhile is
+    applied after it (the award took the meter as it stood), and both are counted."""
+    first = ledger(new_url)
+    second = Ledger.open(first.db.url)
+    first.policy = HitPolicy(verify_from=None)
+    a = script("A", [(3, "ok")])
+    first.apply_batch([Incoming("outbox", "A", m) for m in a])
+    first.apply_batch([Incoming("outbox", "A", body("A", 3, *inc(2)))])
+    before = first.pool(P)
+    assert before is not None
+    with first.db.transaction():
+        locked = first._locked_pool(P)  # what a hit's transaction does first
+        assert locked == before
+        done = threading.Event()
+
+        def contribute() -> None:
+            second.apply_batch([Incoming("outbox", "B", m) for m in script("B", [(1, "ok")])])
+            done.set()
+
+        th = threading.Thread(target=contribute)
+        th.start()
+        if first.db.dialect == "postgresql":  # SQLite: the other waits for the whole file
+            assert not done.wait(0.5)  # waiting for the row
+    th.join()
+    assert done.is_set()
+    after = first.pool(P)
+    assert after is not None and after.wagers_in == before.wagers_in + 100
+    assert after.version == before.version + 1 and after.imbalance() == 0
+    second.close()
+    first.close()
 
 # -- the parameter audit trail ----------------------------------------------------------------
 def test_param_log_keeps_the_order_changes_were_made_in_one_millisecond(

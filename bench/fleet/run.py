@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import logging
 import multiprocessing as mp
 import os
@@ -43,6 +44,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from bench.fleet.nagle import allow_nagle  # noqa: E402
 from controller.link import contract  # noqa: E402
 from controller.link.transport import Connection, connect  # noqa: E402
 from tests.mqtt_broker import ACL, Broker, Pki  # noqa: E402
@@ -93,7 +95,8 @@ async def raw_rate(broker: Broker, n: int) -> float:
 def _mosquitto_tls(broker: Broker, cn: str) -> list[str]:
     tls = broker.pki.client(cn)
     return ["-h", "127.0.0.1", "-p", str(broker.port), "-V", "5", "--cafile", str(tls.ca),
-            "--cert", str(tls.cert), "--key", str(tls.key)]
+            "--cert", str(tls.cert), "--key", str(tls.key),
+            *(["--nodelay"] if broker.nodelay else [])]
 
 
 def wait_in_log(broker: Broker, text: str, count: int = 1, timeout: float = 60) -> None:
@@ -174,8 +177,9 @@ def ledger_urls(root: Path, pg: str | None) -> Iterator[Callable[[str], str]]:
         admin.close()
 
 
-def ledger_alone(url: str, n: int, batch: int) -> float:
-    """The durable ledger without MQTT: increments applied per second in fsync'd batches."""
+def ledger_alone(url: str, n: int, batch: int) -> tuple[float, float]:
+    """The durable ledger without MQTT: increments applied per second in fsync'd batches, and
+    the CPU microseconds this process spent per increment (less noisy on a shared machine)."""
     import json
 
     from headoffice.ledger import Incoming, Ledger
@@ -188,42 +192,61 @@ def ledger_alone(url: str, n: int, batch: int) -> float:
     items = [Incoming("outbox", f"T{i % 100}", json.loads(_increment(f"T{i % 100}",
                                                                      i // 100 + 1)))
              for i in range(n)]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for lo in range(0, n, batch):
         ledger.apply_batch(items[lo:lo + batch])
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     ledger.close()
-    return n / elapsed
+    return n / elapsed, cpu / n * 1e6
 
 
-def cpu_s(pid: int) -> float:
+def cpu_s(pid: int) -> float | None:
     """CPU seconds a process (all its threads) has run so far, to the nanosecond: the
     scheduler's own count (/proc/PID/schedstat), where /proc/PID/stat counts 10 ms ticks and
-    500 publishers of a few ms each would read as zero."""
+    500 publishers of a few ms each would read as zero. None: the process is gone."""
     total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
             total += int((task / "schedstat").read_text().split()[0])
     return total / 1e9
 
 
+def postgres_pids() -> list[int]:
+    """Every process of the machine's PostgreSQL server (the postmaster and its backends)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and (proc / "comm").read_text().strip() in (
+                    "postgres", "postmaster"):
+                found.append(int(proc.name))
+    return found
+
+
 class CpuMeter:
     """CPU used per process (bench, head office, Mosquitto) and per group of processes (the
-    tables' publishers) during one phase: where the time goes on a shared machine."""
+    tables' publishers) during one phase: where the time goes on a shared machine. A process
+    that ends meanwhile (a PostgreSQL backend of someone else's) counts for nothing."""
 
     def __init__(self, pids: dict[str, int], groups: dict[str, list[int]] | None = None) -> None:
         self.pids = {**{name: [pid] for name, pid in pids.items()}, **(groups or {})}
-        self.start = {name: self._cpu(pids) for name, pids in self.pids.items()}
+        self.start = {pid: cpu_s(pid) for pids in self.pids.values() for pid in pids}
         self.t0 = time.perf_counter()
-
-    @staticmethod
-    def _cpu(pids: list[int]) -> float:
-        return sum(cpu_s(pid) for pid in pids)
 
     def shares(self) -> dict[str, float]:
         wall = time.perf_counter() - self.t0
-        return {name: round((self._cpu(pids) - self.start[name]) / wall, 2)
-                for name, pids in self.pids.items()}
+        used = {}
+        for name, pids in self.pids.items():
+            total = 0.0
+            for pid in pids:
+                start, end = self.start[pid], cpu_s(pid)
+                if start is not None and end is not None:
+                    total += end - start
+            used[name] = round(total / wall, 2)
+        return used
 
 
 async def meters_process(idx: int, tables: list[int], broker: Broker,
@@ -334,6 +357,9 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         while ready < nproc:
             ready += (await get(120))[0] == "ready"
         await asyncio.to_thread(wait_in_log, broker, "u'T", k - 1)
+        for w in range(len(hos)):  # a lock published before head office subscribed is lost
+            await asyncio.to_thread(wait_in_log, broker, f"headoffice-{w + 1} 1 $share/"
+                                    f"headoffice/{contract.outbox_topic('+')}")
         t_connect = time.perf_counter() - t_connect
         current = [0]
         async with connect(broker.settings("T0", "bench-T0-lock", session_expiry_s=0)) as pub:
@@ -383,7 +409,10 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         while armed < nproc:
             armed += (await get(60))[0] == "armed"
         # Publishers are not waited for until the end, so their /proc entries stay readable.
-        cpu = CpuMeter(pids, {f"publishers({k})": [p.pid for p in publishers]})
+        groups = {f"publishers({k})": [p.pid for p in publishers]}
+        if args.pg_run:  # the server's processes (anyone else's queries on it count too)
+            groups["postgres"] = postgres_pids()
+        cpu = CpuMeter(pids, groups)
         t0 = time.perf_counter()
         for p, lines in zip(publishers, bursts, strict=True):
             assert p.stdin is not None
@@ -391,7 +420,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
             p.stdin.close()
         ends, deliveries = [], 0
         while len(ends) < nproc:
-            msg = await get(600)
+            msg = await get(300)
             if msg[0] == "burst":
                 ends.append(msg[2])
                 deliveries += msg[3]
@@ -425,6 +454,95 @@ async def fleet(args: argparse.Namespace, broker: Broker,
     }
 
 
+def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, workers: int,
+              pg: str | None, nagle: bool = False) -> dict[str, Any]:
+    """One measurement: a broker of its own, the ledger (`pg` or SQLite), `workers` head-office
+    processes, `tables` tables. `nagle`: TCP_NODELAY off everywhere (broker, C clients, the
+    link's sockets in head office and in the meter processes): the "before" of issue 17."""
+    run = argparse.Namespace(**{**vars(args), "tables": tables, "workers": workers,
+                                "pg_run": pg is not None})
+    for i in range(tables):
+        pki.client(f"T{i}")
+        pki.client(f"M{i}")
+    name = f"{'pg' if pg else 'sqlite'}-{tables}t-{workers}w{'-nagle' if nagle else ''}"
+    here = root / name
+    here.mkdir()
+    # The repo's ACL, and for the meter clients (certificates M<i>) T<i>'s acks to read.
+    acl = here / "acl"
+    acl.write_text(ACL.read_text() + "".join(
+        f"\nuser M{i}\ntopic read {contract.ack_topic(f'T{i}')}\n" for i in range(tables)))
+    broker = Broker(here / "broker", pki, acl=acl, nodelay=not nagle)
+    broker.start()
+    with contextlib.ExitStack() as stack:
+        stack.callback(broker.stop)
+        # Before head office takes its share of the machine.
+        raw = mosquitto_rate(broker, args.raw)
+        python_raw = asyncio.run(raw_rate(broker, args.raw))
+        urls = stack.enter_context(ledger_urls(here, pg))
+        alone, alone_cpu = ledger_alone(urls("alone"), args.increments, 500)
+        ledger_url = urls("ledger")
+        hos: list[subprocess.Popen[bytes]] = []
+        for w in range(workers):
+            # Several workers share the tables' topics ($share/headoffice/...) and one ledger.
+            (here / f"ho{w}.toml").write_text(broker.headoffice_toml(ledger_url, f"bench-ho{w}",
+                                                                     f"headoffice-{w + 1}")
+                                              + f"""[service]
+heartbeat_s = 1.0
+batch_max = {args.batch_max}
+[[pools]]
+id = "{POOL}"
+seed = 5000000
+increment_bp = 2500
+hidden_bp = 500
+""" + "".join(f'[[tables]]\nid = "T{i}"\npool = "{POOL}"\n' for i in range(tables)))
+            hos.append(subprocess.Popen(
+                [sys.executable, "-m", "bench.fleet.nagle" if nagle else "headoffice.cli",
+                 "--config", str(here / f"ho{w}.toml"), "run"],
+                cwd=REPO, stdout=subprocess.DEVNULL,
+                stderr=open(here / f"ho{w}.log", "wb"),  # noqa: SIM115
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            ))
+        try:
+            result = asyncio.run(fleet(run, broker, hos))
+        except BaseException:
+            for w in range(workers):  # what head office said, before the directory goes
+                print(f"--- ho{w}.log (tail)\n{(here / f'ho{w}.log').read_text()[-3000:]}",
+                      file=sys.stderr)
+            raise
+        finally:
+            for ho in hos:
+                ho.terminate()
+            for ho in hos:
+                ho.wait(10)
+    result["ledger"] = "postgresql" if pg else "sqlite"
+    result["tcp_nodelay"] = not nagle
+    result["mosquitto_raw_publish_per_s"] = round(raw)
+    result["increments_vs_mosquitto_raw"] = round(result["increments_per_s"] / raw, 3)
+    result["python_client_raw_per_s"] = round(python_raw)
+    result["increments_vs_python_raw"] = round(result["increments_per_s"] / python_raw, 3)
+    result["ledger_alone_increments_per_s"] = round(alone)
+    result["ledger_alone_cpu_us_per_increment"] = round(alone_cpu, 1)
+    result["ledger_alone_vs_mosquitto_raw"] = round(alone / raw, 2)
+    return result
+
+
+def crossing(points: list[tuple[int, float]], limit: float) -> str:
+    """Where p99 crosses `limit` ms, from (tables, p99) measured: interpolated between the
+    last count under it and the first over it."""
+    points = sorted(points)
+    for (k0, p0), (k1, p1) in itertools.pairwise(points):
+        if p0 <= limit < p1:
+            return f"~{round(k0 + (k1 - k0) * (limit - p0) / (p1 - p0))} tables"
+    if points and points[0][1] > limit:
+        return f"below {points[0][0]} tables"
+    return f"above {points[-1][0]} tables" if points else "not measured"
+
+
+def print_result(result: dict[str, Any]) -> None:
+    for key, value in result.items():
+        print(f"{key:>34}: {value}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tables", type=int, default=100)
@@ -439,69 +557,70 @@ def main() -> int:
                     help="the ledger on this PostgreSQL server (a schema of its own, dropped"
                          " afterwards), e.g. postgresql://root@127.0.0.1:5432/test;"
                          " default SQLite")
+    ap.add_argument("--nagle", action="store_true",
+                    help="TCP_NODELAY off everywhere: the fleet before issue 17")
+    ap.add_argument("--compare-nagle", action="store_true",
+                    help="measure with Nagle (before) then with TCP_NODELAY, in this run")
+    ap.add_argument("--matrix", metavar="WORKERS", type=_ints,
+                    help="e.g. 1,2,4: that many workers each on SQLite and (with --pg) on"
+                         " PostgreSQL, at --tables; increments/s against 1 worker's")
+    ap.add_argument("--sweep", metavar="TABLES", type=_ints,
+                    help="e.g. 250,500,1000: lock -> every meter at each table count, and"
+                         " where p99 crosses --limit-ms")
+    ap.add_argument("--limit-ms", type=float, default=250.0)
     args = ap.parse_args()
     logging.getLogger("mqtt").disabled = True  # aiomqtt warns about every queued publish
+    most = max([args.tables, *(args.sweep or [])])
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = min(hard, max(soft, 6 * args.tables + 256))
+    want = min(hard, max(soft, 6 * most + 256))
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # the broker inherits it
-    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+    with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         pki = Pki(root / "pki")
-        for i in range(args.tables):
-            pki.client(f"T{i}")
-            pki.client(f"M{i}")
-        # The repo's ACL, and for the meter clients (certificates M<i>) T<i>'s acks to read.
-        acl = root / "acl"
-        acl.write_text(ACL.read_text() + "".join(
-            f"\nuser M{i}\ntopic read {contract.ack_topic(f'T{i}')}\n"
-            for i in range(args.tables)))
-        broker = Broker(root / "broker", pki, acl=acl)
-        broker.start()
-        # Before head office takes its share of the machine.
-        raw = mosquitto_rate(broker, args.raw)
-        python_raw = asyncio.run(raw_rate(broker, args.raw))
-        urls = stack.enter_context(ledger_urls(root, args.pg))
-        alone = ledger_alone(urls("alone"), args.increments, 500)
-        ledger_url = urls("ledger")
-        hos: list[subprocess.Popen[bytes]] = []
-        for w in range(args.workers):
-            # Several workers share the tables' topics ($share/headoffice/...) and one ledger.
-            (root / f"ho{w}.toml").write_text(broker.headoffice_toml(ledger_url, f"bench-ho{w}",
-                                                                     f"headoffice-{w + 1}")
-                                              + f"""[service]
-heartbeat_s = 1.0
-batch_max = {args.batch_max}
-[[pools]]
-id = "{POOL}"
-seed = 5000000
-increment_bp = 2500
-hidden_bp = 500
-""" + "".join(f'[[tables]]\nid = "T{i}"\npool = "{POOL}"\n' for i in range(args.tables)))
-            hos.append(subprocess.Popen(
-                [sys.executable, "-m", "headoffice.cli", "--config", str(root / f"ho{w}.toml"),
-                 "run"],
-                cwd=REPO, stdout=subprocess.DEVNULL,
-                stderr=open(root / f"ho{w}.log", "wb"),  # noqa: SIM115
-                env={**os.environ, "PYTHONPATH": str(REPO)},
-            ))
-        try:
-            result = asyncio.run(fleet(args, broker, hos))
-        finally:
-            for ho in hos:
-                ho.terminate()
-            for ho in hos:
-                ho.wait(10)
-            broker.stop()
-    result["ledger"] = "postgresql" if args.pg else "sqlite"
-    result["mosquitto_raw_publish_per_s"] = round(raw)
-    result["increments_vs_mosquitto_raw"] = round(result["increments_per_s"] / raw, 3)
-    result["python_client_raw_per_s"] = round(python_raw)
-    result["increments_vs_python_raw"] = round(result["increments_per_s"] / python_raw, 3)
-    result["ledger_alone_increments_per_s"] = round(alone)
-    result["ledger_alone_vs_mosquitto_raw"] = round(alone / raw, 2)
-    for key, value in result.items():
-        print(f"{key:>28}: {value}")
+        if args.compare_nagle:
+            # TCP_NODELAY first: Nagle, once allowed, stays allowed in this process (and in
+            # the meter processes it forks).
+            after = run_fleet(args, root, pki, args.tables, args.workers, args.pg)
+            allow_nagle()
+            before = run_fleet(args, root, pki, args.tables, args.workers, args.pg, True)
+            print(f"# {args.tables} tables, {args.workers} worker(s), {after['ledger']}:"
+                  " Nagle (before) -> TCP_NODELAY (after), this run")
+            for key in ("latency_p50_ms", "latency_p99_ms", "increments_per_s"):
+                print(f"{key:>34}: {before[key]} -> {after[key]}"
+                      f" (x{after[key] / before[key]:.2f})")
+            return 0
+        if args.nagle:
+            allow_nagle()  # this process's and the meter processes' link sockets
+        if args.matrix:
+            ledgers = [None, *([args.pg] if args.pg else [])]
+            print(f"# {args.tables} tables: increments/s, lock -> every meter p50/p99 ms"
+                  " (x: against 1 worker on the same ledger, this run)")
+            for pg in ledgers:
+                base = None
+                for w in args.matrix:
+                    r = run_fleet(args, root, pki, args.tables, w, pg, args.nagle)
+                    base = base or r["increments_per_s"]
+                    print(f"{r['ledger']:>10} {w} worker(s): {r['increments_per_s']:>6}/s"
+                          f" (x{r['increments_per_s'] / base:.2f}) p50 {r['latency_p50_ms']}"
+                          f" p99 {r['latency_p99_ms']}; ledger alone"
+                          f" {r['ledger_alone_increments_per_s']}/s; cpu"
+                          f" {r['cpu_cores_burst_phase']}", flush=True)
+            return 0
+        if args.sweep:
+            points = []
+            for k in args.sweep:
+                r = run_fleet(args, root, pki, k, args.workers, args.pg, args.nagle)
+                points.append((k, r["latency_p99_ms"]))
+                print(f"{k:>6} tables: p50 {r['latency_p50_ms']} ms p99 {r['latency_p99_ms']}"
+                      f" ms; {r['increments_per_s']} increments/s", flush=True)
+            print(f"p99 crosses {args.limit_ms:g} ms: {crossing(points, args.limit_ms)}")
+            return 0
+        print_result(run_fleet(args, root, pki, args.tables, args.workers, args.pg, args.nagle))
     return 0
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,108 @@
+"""Head office scaled out, against a real Mosquitto: three workers on one ledger share ten
+tables' messages through the shared subscription, each table's messages spread over all of
+them, with duplicates and reorderings. Every (table, seq) is applied once, every table's ack
+reaches the end, the pool's books balance to the exact fraction and its hits are numbered
+in order; on SQLite and on PostgreSQL (docs/headoffice.md "Scale")."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import pytest
+
+from controller.link import contract
+from controller.link.transport import connect
+from headoffice.ledger import Ledger
+from tests import mqtt_broker
+from tests.link_harness import ENROLLED, POOL, head_office, run, wait_for
+from tests.test_headoffice_ledger import script
+
+pytestmark = [
+    pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed"),
+    pytest.mark.slow,
+]
+
+
+def test_three_workers_apply_every_message_once_and_keep_the_books(
+        broker: mqtt_broker.Broker, ledger_url: str, tmp_path: Path) -> None:
+    rng = random.Random(5)
+    tables = list(ENROLLED)
+    rounds = {t: [(rng.randint(1, 4), rng.choice(["ok"] * 6 + ["void", "flush", "royal"]))
+                  for _ in range(15)] for t in tables}
+    msgs = {t: script(t, rounds[t]) for t in tables}
+    for t in tables:
+        assert all(m["payload"].get("pool_id", POOL) == POOL for m in msgs[t])
+
+    async def table(t: str) -> int:
+        """Publish the table's outbox (each message once, some twice, neighbours swapped
+        now and then, as a relay resending after a reconnect does); -> its last ack."""
+        order = list(msgs[t])
+        for i in range(0, len(order) - 1, 7):
+            order[i], order[i + 1] = order[i + 1], order[i]
+        order += rng.sample(msgs[t], len(msgs[t]) // 5)
+        last = [0]
+        async with connect(broker.settings(t, f"pub-{t}", session_expiry_s=0)) as conn:
+            await conn.subscribe([contract.ack_topic(t)])
+
+            async def acks() -> None:
+                async for m in conn.messages():
+                    last[0] = max(last[0], contract.parse_ack(m.payload, t))
+
+            reader = asyncio.create_task(acks())
+            for m in order:
+                await conn.publish(contract.outbox_topic(t), contract.dumps(m))
+            await wait_for(lambda: last[0] == len(msgs[t]), 60, f"{t} acknowledged to the end")
+            reader.cancel()
+        return last[0]
+
+    async def main() -> None:
+        async with head_office(ledger_url, broker, workers=3, verify_from=None) as workers:
+            assert await asyncio.gather(*(table(t) for t in tables)) == [
+                len(msgs[t]) for t in tables]
+            applied = [w.counters["applied"] for w in workers]
+            assert sum(applied) == sum(len(m) for m in msgs.values())  # each once
+            assert all(n > 0 for n in applied), applied  # all three took a share
+        led = Ledger.open(ledger_url)
+        try:
+            rows = led.db.execute("SELECT table_id, seq FROM messages ORDER BY table_id, seq")
+            assert [(r["table_id"], r["seq"]) for r in rows] == sorted(
+                (t, s) for t in tables for s in range(1, len(msgs[t]) + 1))
+            pool = led.pool(POOL)
+            assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+            wagered = sum(led.table_totals(t)["wagered"] for t in tables)
+            assert pool.wagers_in == wagered
+            assert pool.contributions == wagered * (pool.params.increment + pool.params.hidden)
+            hits = led.db.execute("SELECT hit_no FROM hits WHERE pool_id = ? ORDER BY hit_no",
+                                  (POOL,))
+            assert [h["hit_no"] for h in hits] == list(range(1, pool.hits + 1))
+            assert pool.hits == sum(o in ("flush", "royal") for t in tables
+                                    for _, o in rounds[t])
+            refused = led.db.execute("SELECT type, reason FROM messages"
+                                     " WHERE status <> 'applied'")
+            assert all(r["type"] == "jackpot_cancel" and "below 0" in r["reason"]
+                       for r in refused)  # a void round's cancel after a Royal took the reserve
+        finally:
+            led.close()
+
+    run(main())
+
+
+def test_tcp_nodelay_on_the_broker_and_on_the_links_sockets(broker: mqtt_broker.Broker) -> None:
+    """Nagle's algorithm held each small packet (a PUBACK, an ack, a pool value) until the
+    peer's delayed ACK: ~89 ms from a table's lock to every meter (issue 17). The broker's
+    config (rendered from headoffice/mosquitto/mosquitto.conf) turns it off, and so does the
+    link for every socket it opens, before CONNECT."""
+    import socket
+
+    assert "\nset_tcp_nodelay true\n" in broker.conf.read_text()
+    assert "set_tcp_nodelay true" in mqtt_broker.TEMPLATE.read_text()
+
+    async def main() -> None:
+        async with connect(broker.settings("T1", "nodelay-check", session_expiry_s=0)) as conn:
+            sock = conn._client._client.socket()  # aiomqtt's paho client's socket
+            assert sock is not None
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+    run(main())
