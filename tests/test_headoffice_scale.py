@@ -16,7 +16,7 @@ from controller.link import contract
 from controller.link.transport import connect
 from headoffice.ledger import Ledger
 from tests import mqtt_broker
-from tests.link_harness import ENROLLED, POOL, head_office, run, wait_for
+from tests.support.link import ENROLLED, POOL, head_office, run, wait_for
 from tests.test_headoffice_ledger import script
 
 pytestmark = [
