@@ -35,6 +35,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from controller.link.contract import TABLE_ID
 from controller.money import dollars_or_dash as _money
 from headoffice import meters
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
@@ -248,6 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not 1 <= args.limit <= meters.MAX_SHIFTS:
                 print(f"tablectl-headoffice: --limit must be 1..{meters.MAX_SHIFTS},"
                       f" got {args.limit}", file=sys.stderr)
+                return 2
+            if args.table is not None and not TABLE_ID.fullmatch(args.table):
+                print(f"tablectl-headoffice: --table {args.table[:40]!r} is no table id",
+                      file=sys.stderr)
                 return 2
             shifts = meters.shift_meters(ledger.db, args.table, args.limit)
             print(json.dumps(shifts, indent=2) if args.json

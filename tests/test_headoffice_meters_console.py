@@ -175,3 +175,5 @@ def test_the_command_shows_the_same_figures(office: Office,
     assert capsys.readouterr().out.strip() == "no shift closed"
     assert cli.main(["meters", "--db", str(office.db), "--limit", "0"]) == 2
     assert "--limit must be 1..500" in capsys.readouterr().err
+    assert cli.main(["meters", "--db", str(office.db), "--table", "T1\n; x"]) == 2
+    assert "is no table id" in capsys.readouterr().err
