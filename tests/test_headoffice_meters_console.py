@@ -115,6 +115,7 @@ def test_the_page_shows_each_tables_closed_shifts(office: Office, who: str) -> N
         assert page.status_code == 200
         html = page.text
         assert '<a href="/meters" class="here">Shift meters</a>' in html
+        # A row per shift message (its seq: a shift number can recur on a replaced journal).
         assert re.findall(rf'id="shift-{TABLE}-(\d+)"', html) == ["2", "1"]  # newest first
         row2, row1 = cells(html, f"shift-{TABLE}-2"), cells(html, f"shift-{TABLE}-1")
         assert row2[:3] == ["2", "2026-03-01T17:00:00Z", "2026-03-02T00:00:00Z"]
