@@ -9,6 +9,7 @@
     tablectl-headoffice hits [--pending] [--config FILE | --db URL] [--json]
     tablectl-headoffice hit approve ID [--operator NAME] [--note TEXT]
     tablectl-headoffice hit refuse ID --reason TEXT [--operator NAME]
+    tablectl-headoffice meters [--table T] [--limit N] [--config FILE | --db URL] [--json]
     tablectl-headoffice console [--config FILE] [--console-config FILE] [--listen HOST:PORT]
     tablectl-headoffice console-password
 
@@ -34,7 +35,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from controller.link.contract import TABLE_ID
 from controller.money import dollars_or_dash as _money
+from headoffice import meters
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
 from headoffice.console import server as console_server
 from headoffice.ledger import Ledger, LedgerError
@@ -96,6 +99,22 @@ def format_held(h: dict[str, Any]) -> str:
             f"{decided}{paid}; why held: {h['reason']}")
 
 
+def format_shift(s: dict[str, Any]) -> str:
+    """One closed shift's headline (headoffice/meters.py `headline`) for a person."""
+    h = meters.headline(s)
+    by_type = "; ".join(f"{kind} {_money(w)} / {_money(p)}" for kind, w, p in h["by_type"])
+    rows = [
+        ("rounds played", str(h["rounds_played"])), ("rounds voided", str(h["rounds_voided"])),
+        ("wagers", _money(h["wagers"])), ("payouts", _money(h["payouts"])),
+        ("by type", by_type or "-"), ("commission", _money(h["commission"])),
+        ("jackpot in", _money(h["jackpot_contributions"])),
+        ("jackpot paid", _money(h["jackpot_awards"])), ("house win", _money(h["house_win"])),
+    ]
+    return "\n".join([f"table {h['table']} shift {h['shift']} (message {h['seq']}):"
+                      f" {h['opened_utc'] or '-'} .. {h['closed_utc']}"]
+                     + [f"  {k:<16} {v}" for k, v in rows])
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="tablectl-headoffice", description=__doc__.split("\n")[0])
     ap.add_argument("--config", type=Path, default=None, help=f"default {DEFAULT_PATH}")
@@ -142,6 +161,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     hr.add_argument("id", type=int)
     hr.add_argument("--reason", required=True)
     hr.add_argument("--operator", help="must be who runs the console (default)")
+    me = sub.add_parser("meters", parents=[cfg],
+                        help="each table's closed shifts and their meters, newest first")
+    me.add_argument("--table", help="only this table's")
+    me.add_argument("--limit", type=int, default=50,
+                    help=f"shifts at most (1..{meters.MAX_SHIFTS}, default 50)")
+    me.add_argument("--db", help="ledger URL (instead of the config's)")
+    me.add_argument("--json", action="store_true")
     console_server.add_parsers(sub, cfg)
     return ap.parse_args(argv)
 
@@ -191,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd in ("console", "console-password"):  # the browser console: its own config
         return console_server.main(args)
     try:
-        if args.cmd in ("report", "params-log", "hits") and args.db:
+        if args.cmd in ("report", "params-log", "hits", "meters") and args.db:
             url, cfg = args.db, None
         else:
             cfg = load_config(args.config or DEFAULT_PATH)
@@ -218,6 +244,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             held = ledger.held_hits(pending_only=args.pending)
             print(json.dumps(held, indent=2) if args.json
                   else "\n".join(format_held(h) for h in held))
+            return 0
+        if args.cmd == "meters":
+            if not 1 <= args.limit <= meters.MAX_SHIFTS:
+                print(f"tablectl-headoffice: --limit must be 1..{meters.MAX_SHIFTS},"
+                      f" got {args.limit}", file=sys.stderr)
+                return 2
+            if args.table is not None and not TABLE_ID.fullmatch(args.table):
+                print(f"tablectl-headoffice: --table {args.table[:40]!r} is no table id",
+                      file=sys.stderr)
+                return 2
+            shifts = meters.shift_meters(ledger.db, args.table, args.limit)
+            print(json.dumps(shifts, indent=2) if args.json
+                  else "\n".join(format_shift(s) for s in shifts) or "no shift closed")
             return 0
         assert cfg is not None
         if args.cmd == "hit":

@@ -4,7 +4,8 @@ when a shift closes (`tablectl meters close-shift`, docs/operations.md "Meters")
 The ledger stores every outbox message it applies, checked against the contract
 (`contract.check_outbox_payload`), in its `messages` table; a shift close moves no money, so
 applying one is storing it. This module reads them back: the closing figures per table and
-shift, newest first (what the console and `tablectl-headoffice meters` show).
+shift, newest first, and each shift's headline (what the console and `tablectl-headoffice meters`
+show).
 """
 
 from __future__ import annotations
@@ -39,3 +40,19 @@ def shift_meters(db: Database, table: str | None = None, limit: int = 50) -> lis
         out.append({"table": row["table_id"], "seq": row["seq"], "received_utc": row["utc"],
                     **payload})
     return out
+
+
+def headline(s: dict[str, Any]) -> dict[str, Any]:
+    """One closed shift (as `shift_meters` gives it) in the figures a person reads: the
+    headline totals in integer cents, and its wagers and payouts by wager type."""
+    f = s["figures"]
+    return {
+        "table": s["table"], "shift": s["shift"], "seq": s["seq"],
+        "opened_utc": s.get("opened_utc"), "closed_utc": s["closed_utc"],
+        "rounds_played": f["rounds_played"], "rounds_voided": f["rounds_voided"],
+        "wagers": sum(f["wagers"].values()), "payouts": sum(f["payouts"].values()),
+        "commission": f["commission"], "jackpot_contributions": f["jackpot_contributions"],
+        "jackpot_awards": f["jackpot_awards"], "house_win": f["house_win"],
+        "by_type": [(kind, f["wagers"].get(kind, 0), f["payouts"].get(kind, 0))
+                    for kind in sorted(set(f["wagers"]) | set(f["payouts"]))],
+    }

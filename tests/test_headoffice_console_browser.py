@@ -1,7 +1,8 @@
 """The console in a real headless browser (Debian's chromium, driven by Selenium through
 Debian's chromedriver): `tablectl-headoffice console` serving a ledger with a linked pool, paid
-and held hits and an alarm; an operator logs in by typing, reads every page, sees a figure
-change in place (the live update, no reload), refuses one held hit and approves another.
+and held hits, an alarm and two closed shifts; an operator logs in by typing, reads every page,
+sees a figure change in place (the live update, no reload), refuses one held hit and approves
+another.
 
 A screenshot of each page is taken; with TABLECTL_CONSOLE_SCREENSHOTS=DIR they are kept there
 (docs/images/console-*.png were made so, docs/headoffice-console.md says how)."""
@@ -31,12 +32,13 @@ from tests.test_headoffice_console_support import (
     inc,
     make_office,
 )
+from tests.test_headoffice_meters_console import ledger_shift_closes
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                                 reason="Debian's chromium and chromium-driver are not installed")
-PAGES = ("overview", "pools", "tables", "hits", "alarms", "params")
+PAGES = ("overview", "pools", "tables", "hits", "alarms", "params", "meters")
 
 
 @pytest.fixture
@@ -106,6 +108,7 @@ def test_an_operator_works_the_console_in_a_browser(served: tuple[Office, str], 
     try:
         led.apply_batch([Incoming("outbox", "T1", body("T1", PARKED_SEQ - 1,
                                                        *inc(FLUSH_ROUNDS + 4)))])
+        ledger_shift_closes(led)  # two shifts closed at T2, for the meters page
     finally:
         led.close()
     wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, current), "$5,007.50"))

@@ -272,6 +272,11 @@ class Console:
             return {"entries": led.param_log(), "pools": views.pools(led)}
         return self.render(request, s, "params.html", await self.with_ledger(read), status)
 
+    async def meters(self, request: Request, s: Session) -> Response:
+        return self.render(request, s, "meters.html",
+                           {"tables": await self.with_ledger(views.shift_meters),
+                            "per_table": views.SHIFTS_PER_TABLE})
+
     async def live(self, request: Request, s: Session) -> Response:
         return JSONResponse(await self.with_ledger(
             lambda led: views.live(led, self.ho.live_window_s, self.clock())))
@@ -395,6 +400,7 @@ class Console:
             Route("/hits", g(self.hits)),
             Route("/alarms", g(self.alarms)),
             Route("/params", g(self.params)),
+            Route("/meters", g(self.meters)),
             Route("/live.json", g(self.live, json=True)),
             Route("/hits/{no:int}/{verb:str}", g(self.decide, post=True, approver=True),
                   methods=["POST"]),

@@ -3,7 +3,7 @@
 Money stays integer cents here; the templates format it (`money.dollars`). The pools' figures
 and last 25 hits are the ledger's own report (`Ledger.report`, as `tablectl-headoffice report`
 prints them); the tables' link figures are read from the ledger's tables, messages, parked and
-alarms rows.
+alarms rows; each shift's meters from the stored `shift_meters` messages (headoffice/meters.py).
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from headoffice import meters as ho_meters
 from headoffice.console.money import dollars
 from headoffice.ledger import Ledger
 
 TABLE_ALARMS = 5  # per table on the tables page
+SHIFTS_PER_TABLE = 20  # closed shifts per table on the meters page, newest first
 
 
 def pools(ledger: Ledger) -> list[dict[str, Any]]:
@@ -123,3 +125,14 @@ def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
     newest = ledger.db.one("SELECT MAX(alarm_no) AS n FROM alarms")
     return {"values": values, "pending": int(pending["n"]) if pending else 0,
             "alarm": int(newest["n"] or 0) if newest else 0}
+
+
+def shift_meters(ledger: Ledger) -> list[dict[str, Any]]:
+    """Each known table with its closed shifts, newest first (at most SHIFTS_PER_TABLE each),
+    as the table closed them (`tablectl meters close-shift`, stored by headoffice/meters.py)."""
+    out = []
+    for r in ledger.db.execute("SELECT id FROM tables ORDER BY id"):
+        shifts = ho_meters.shift_meters(ledger.db, r["id"], SHIFTS_PER_TABLE)
+        out.append({"id": r["id"], "shifts": [ho_meters.headline(s) for s in shifts]})
+    return out
+
