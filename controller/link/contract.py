@@ -31,6 +31,7 @@ MAX_DEPTH = 16  # nesting of objects and lists; the deepest real message (a roun
 MAX_STRING = 4096  # characters in one string (keys too); card tokens and ids are short
 MAX_DIGITS = 18  # an integer's digits: below 2**63, so every one fits a BIGINT column
 MAX_CENTS = 10**12  # $10 billion: no amount on the wire is larger
+MAX_AWARDS = 10**12  # hits answered from one pool (a pool value's `awards`): never reached
 MAX_BOXES = 7  # player boxes at a UTH table (UTH_MAX_BOXES); a hit names at most this many
 JOURNAL_HASH = re.compile(r"[0-9a-f]{64}")  # a journal record's chain hash (docs/journal.md)
 
@@ -416,7 +417,7 @@ def parse_pool(raw: bytes | str) -> JSON:
         "version": _int(data, "version", what, lo=1, hi=2**62),
     }
     if data.get("awards") is not None:
-        out["awards"] = _int(data, "awards", what, lo=0, hi=2**62)
+        out["awards"] = _int(data, "awards", what, lo=0, hi=MAX_AWARDS)
     if data.get("wager") is not None:
         out["wager"] = _int(data, "wager", what, lo=1, hi=MAX_CENTS)  # 15.2.5.2
     return out
