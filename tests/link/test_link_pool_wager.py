@@ -170,3 +170,40 @@ def test_a_table_with_another_wager_is_off_and_its_increment_refused(
             await t3.stop()
 
     run(main())
+
+
+@needs_broker
+def test_an_existing_pool_keeps_the_ledgers_wager_and_the_worker_says_so(
+        broker, ledger_url, caplog) -> None:
+    # The configuration never silently overrides the ledger (docs/headoffice.md "Parameters"):
+    # a pool made without a wager keeps none until `pool set --wager`, and the worker warns.
+    from fractions import Fraction
+
+    from headoffice.ledger import Ledger
+    from headoffice.pools import Params
+    from tests.support.link import SEED
+
+    led = Ledger.open(ledger_url)
+    led.ensure_pool(POOL, Params(seed=SEED, increment=Fraction(1, 4), hidden=Fraction(1, 20)))
+    led.close()
+
+    async def main() -> None:
+        async with head_office(ledger_url, broker, pool_wager=200) as (worker,):
+            seen: list[dict[str, object]] = []
+            async with connect(broker.settings("T2")) as meter:
+                await meter.subscribe([contract.pool_topic(POOL)])
+
+                async def watch() -> None:
+                    with contextlib.suppress(LinkError):
+                        async for m in meter.messages():
+                            seen.append(contract.parse_pool(m.payload))
+
+                reader = asyncio.create_task(watch())
+                await wait_for(lambda: bool(seen), 10, "a pool value")
+                reader.cancel()
+            assert "wager" not in seen[-1] and seen[-1]["awards"] == 0
+            assert worker.ledger.pool(POOL).params.wager is None  # type: ignore[union-attr]
+
+    with caplog.at_level("WARNING", logger="tablectl.headoffice"):
+        run(main())
+    assert any("keeps its ledger's parameters" in r.getMessage() for r in caplog.records)
