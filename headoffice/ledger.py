@@ -364,8 +364,8 @@ class Ledger:
         same approval as `hit approve`, the attendant and the table recorded as who approved
         (rule 15: a large award waits for verification before the pool resets)."""
         try:
-            self._pay_held(hold_no, operator=f"attendant {user} at table {table}",
-                           note="verified at the table", table=table)
+            message = self._pay_held(hold_no, operator=f"attendant {user} at table {table}",
+                                     note="verified at the table", table=table)
         except LedgerError as exc:  # decided at head office meanwhile, or cannot be paid
             text = f"jackpot_verified from {table} for held hit #{hold_no} refused: {exc}"
             result.verify_refused.append(text)
@@ -373,6 +373,11 @@ class Ledger:
                 self.alarm(text, None, table)
         else:
             result.verifications_paid += 1
+            # The pool this award lowered goes out with the batch's values, at once: every
+            # linked meter comes down to it (2.4.3, 15.1.3), not at the next heartbeat.
+            paid = self.pool(message["pool"])
+            if paid is not None:
+                result.pools[paid.id] = paid.value()
 
     def award_for(self, table: str, round_: int) -> dict[str, Any] | None:
         row = self.db.one(

@@ -127,6 +127,24 @@ def test_the_values_to_publish_carry_awards_and_wager_and_a_hit_lowers_them(
     led.close()
 
 
+def test_a_hit_verified_at_the_table_is_published_with_its_batch(new_url: NewUrl) -> None:
+    # A Royal Flush held for verification, then verified by the attendant (rule 15): the lower
+    # value is among the batch's values to publish, with one more award (2.4.3, 15.1.3).
+    led = ledger(new_url)
+    apply(led, "T1", body("T1", 1, *at(100, 1)))
+    res = apply(led, "T1", body("T1", 2, *hit(1, [ROYAL])))
+    assert res.held_hits and res.awards == []
+    before = led.pool(P)
+    assert before is not None and before.hits == 0
+    verified = {"round": 1, "pool_id": P, "boxes": [1], "verified_by": {"uid": 1001,
+                                                                        "user": "carol"}}
+    res = apply(led, "T1", body("T1", 3, "jackpot_verified", verified))
+    after = led.pool(P)
+    assert res.verifications_paid == 1 and after is not None and after.amount < before.amount
+    assert res.pools[P] == PoolValue(after.amount, after.version, 1, 100)
+    led.close()
+
+
 def test_the_wager_is_changed_like_any_parameter_and_logged(new_url: NewUrl) -> None:
     led = ledger(new_url, PARAMS)
     old, new = led.set_params(P, {"wager": 200}, operator="alice", authorised=["alice"])
