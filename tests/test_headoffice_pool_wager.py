@@ -219,3 +219,23 @@ def test_pool_set_wager_from_the_console(tmp_path: Path, capsys: pytest.CaptureF
     led = Ledger.open(str(db))
     assert led.pool(P).params.wager == 500  # type: ignore[union-attr]
     led.close()
+
+
+def test_the_web_console_sets_the_wager_as_pool_set_does(tmp_path: Path) -> None:
+    from tests.test_headoffice_console import Browser, csrf_of
+    from tests.test_headoffice_console_support import make_office
+
+    office = make_office(tmp_path / "office")
+    b = Browser(office)
+    try:
+        b.login("alice")
+        token = csrf_of(b.client.get("/params").text)
+        r = b.client.post("/pools/p1/params", data={"csrf": token, "wager": "500",
+                                                     "force": "on"})
+        assert r.status_code == 303
+        r = b.client.post("/pools/p1/params", data={"csrf": token, "wager": "0",
+                                                     "force": "on"})
+        assert r.status_code != 303 and "wager" in r.text
+        assert b.ledger.pool(P).params.wager == 500  # type: ignore[union-attr]
+    finally:
+        b.close()
