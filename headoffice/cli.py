@@ -3,7 +3,7 @@
     tablectl-headoffice run     [--config FILE]
     tablectl-headoffice report  [--config FILE | --db URL] [--json]
     tablectl-headoffice pool set POOL [--operator NAME] [--force] [--seed C] [--increment-bp N]
-                                 [--hidden-bp N] [--ceiling C | --no-ceiling]
+                                 [--hidden-bp N] [--ceiling C | --no-ceiling] [--wager C]
     tablectl-headoffice pool resume POOL [--operator NAME]
     tablectl-headoffice params-log [POOL] [--config FILE | --db URL] [--json]
     tablectl-headoffice hits [--pending] [--config FILE | --db URL] [--json]
@@ -138,6 +138,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ps.add_argument("--hidden-bp", type=int)
     ps.add_argument("--ceiling", type=int)
     ps.add_argument("--no-ceiling", action="store_true")
+    ps.add_argument("--wager", type=int, help="the qualifying jackpot wager, cents (15.2.5.2)")
     pr = psub.add_parser("resume", parents=[cfg])
     pr.add_argument("pool")
     pr.add_argument("--operator", help="must be who runs the console (default)")
@@ -188,9 +189,11 @@ def _changes(args: argparse.Namespace) -> dict[str, Any]:
         changes["ceiling"] = args.ceiling
     if args.no_ceiling:
         changes["ceiling"] = None
+    if args.wager is not None:
+        changes["wager"] = args.wager  # Params checks it (whole cents > 0)
     if not changes:
-        raise ValueError("nothing to change: give --seed, --increment-bp, --hidden-bp or"
-                         " --ceiling")
+        raise ValueError("nothing to change: give --seed, --increment-bp, --hidden-bp,"
+                         " --ceiling or --wager")
     return changes
 
 

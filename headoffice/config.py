@@ -4,7 +4,8 @@
     [broker]    host, port, client_id, username, password_file, [broker.tls] ca/cert/key
     [service]   heartbeat_s, pool_expiry_s, live_window_s, batch_max, operators = [...],
                 verify_from, verify_above, max_jackpot_wager
-    [[pools]]   id, seed, increment_bp, hidden_bp, ceiling, [pools.awards] (as [uth.jackpot.awards])
+    [[pools]]   id, seed, increment_bp, hidden_bp, ceiling, wager,
+                [pools.awards] (as [uth.jackpot.awards])
     [[tables]]  id, pool: the enrolled tables (no other table's messages are accepted)
 
 docs/headoffice.md documents every key.
@@ -124,7 +125,8 @@ def _awards(errors: list[str], d: dict[str, Any], path: str) -> JackpotPayTable:
 
 
 def _pool(errors: list[str], d: dict[str, Any], path: str) -> tuple[str, Params] | None:
-    _unknown(errors, d, path, {"id", "seed", "increment_bp", "hidden_bp", "ceiling", "awards"})
+    _unknown(errors, d, path, {"id", "seed", "increment_bp", "hidden_bp", "ceiling", "awards",
+                               "wager"})
     pool_id = _get(errors, d, path, "id", str)
     if pool_id is not None and not contract.POOL_ID.fullmatch(pool_id):
         errors.append(f"{path}.id: 1-64 of A-Z a-z 0-9 _ . -, got {pool_id!r}")
@@ -132,13 +134,15 @@ def _pool(errors: list[str], d: dict[str, Any], path: str) -> tuple[str, Params]
     inc = _get(errors, d, path, "increment_bp", int, lo=0)
     hidden = _get(errors, d, path, "hidden_bp", int, 0, lo=0)
     ceiling = _get(errors, d, path, "ceiling", int, None, lo=0)
+    # 15.2.5.2: the qualifying jackpot wager of every table on the pool (absent: not checked)
+    wager = _get(errors, d, path, "wager", int, None, lo=1, hi=contract.MAX_CENTS)
     awards = _get(errors, d, path, "awards", dict, {})
     paytable = _awards(errors, awards or {}, f"{path}.awards")
     if None in (pool_id, seed, inc, hidden):
         return None
     try:
         params = Params(seed, Fraction(inc, BASIS_POINTS), Fraction(hidden, BASIS_POINTS),
-                        ceiling, paytable)
+                        ceiling, paytable, wager)
     except InputError as exc:
         errors.append(f"{path}: {exc}")
         return None
@@ -244,6 +248,10 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
             if got[0] in pools:
                 errors.append(f"pools[{i}].id: pool {got[0]!r} listed twice")
             pools[got[0]] = got[1]
+            wager = got[1].wager
+            if wager is not None and max_wager is not None and wager > max_wager:
+                errors.append(f"pools[{i}].wager: {wager} is above service.max_jackpot_wager"
+                              f" {max_wager}: no table's increment could be accepted (15.2.3)")
     cfg = HeadOfficeConfig(
         database=url or "",
         broker=broker,

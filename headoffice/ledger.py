@@ -34,7 +34,7 @@ from controller.meters import SHIFT_METERS
 from headoffice import hits as hitcheck
 from headoffice.db import Database, open_database
 from headoffice.hits import HitPolicy
-from headoffice.pools import ConservationError, Params, Pool
+from headoffice.pools import ConservationError, Params, Pool, PoolValue
 
 LAST_HITS = 25
 LAST_ALARMS = 25
@@ -56,7 +56,7 @@ class Incoming:
 class BatchResult:
     acks: dict[str, int] = field(default_factory=dict)  # table -> cumulative ack
     awards: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (table, award msg)
-    pools: dict[str, tuple[int, int]] = field(default_factory=dict)  # pool -> (amount, version)
+    pools: dict[str, PoolValue] = field(default_factory=dict)  # the values to publish
     applied: int = 0
     duplicates: int = 0
     parked: int = 0
@@ -71,19 +71,20 @@ class BatchResult:
     verified: list[tuple[int, str, str]] = field(default_factory=list)
     verify_refused: list[str] = field(default_factory=list)
     verifications_paid: int = 0
+    wager_refused: list[str] = field(default_factory=list)  # table/seq: not the pool's (15.2.5.2)
 
     def merge(self, other: BatchResult) -> None:
         """Add the result of a later transaction of the same batch (other tables)."""
         self.acks.update(other.acks)
         for pool_id, value in other.pools.items():
-            if pool_id not in self.pools or value[1] >= self.pools[pool_id][1]:
+            if pool_id not in self.pools or value.version >= self.pools[pool_id].version:
                 self.pools[pool_id] = value
         self.applied += other.applied
         self.duplicates += other.duplicates
         self.parked += other.parked
         self.verifications_paid += other.verifications_paid
         for name in ("awards", "refused", "held", "stopped", "unknown", "held_hits", "forks",
-                     "verified", "verify_refused"):
+                     "verified", "verify_refused", "wager_refused"):
             getattr(self, name).extend(getattr(other, name))
 
 
@@ -355,7 +356,7 @@ class Ledger:
             for pool in self._read_pools(
                     f" WHERE p.id IN ({', '.join('?' * len(batch.shared_changed))})",
                     sorted(batch.shared_changed)):
-                result.pools[pool.id] = (pool.amount, pool.version)
+                result.pools[pool.id] = pool.value()
         return result, later
 
     def _verify_hit(self, hold_no: int, table: str, user: str, result: BatchResult) -> None:
@@ -363,8 +364,8 @@ class Ledger:
         same approval as `hit approve`, the attendant and the table recorded as who approved
         (rule 15: a large award waits for verification before the pool resets)."""
         try:
-            self._pay_held(hold_no, operator=f"attendant {user} at table {table}",
-                           note="verified at the table", table=table)
+            message = self._pay_held(hold_no, operator=f"attendant {user} at table {table}",
+                                     note="verified at the table", table=table)
         except LedgerError as exc:  # decided at head office meanwhile, or cannot be paid
             text = f"jackpot_verified from {table} for held hit #{hold_no} refused: {exc}"
             result.verify_refused.append(text)
@@ -372,6 +373,11 @@ class Ledger:
                 self.alarm(text, None, table)
         else:
             result.verifications_paid += 1
+            # The pool this award lowered goes out with the batch's values, at once: every
+            # linked meter comes down to it (2.4.3, 15.1.3), not at the next heartbeat.
+            paid = self.pool(message["pool"])
+            if paid is not None:
+                result.pools[paid.id] = paid.value()
 
     def award_for(self, table: str, round_: int) -> dict[str, Any] | None:
         row = self.db.one(
@@ -975,7 +981,7 @@ class _Batch:
             raise _Hold(f"pool {pool_id} stopped") from None
         self.pools[pool_id] = pool
         self.dirty_pools.add(pool_id)
-        self.result.pools[pool_id] = (pool.amount, pool.version)
+        self.result.pools[pool_id] = pool.value()
         return pool
 
     def _dispatch(self, t: _Table, body: dict[str, Any], type_: str, p: dict[str, Any]) -> int:
@@ -995,6 +1001,12 @@ class _Batch:
             if p["wager"] > self.ledger.policy.max_wager:
                 raise InputError(f"round {p['round']}: jackpot wager {p['wager']} above the"
                                  f" configured {self.ledger.policy.max_wager} (15.2.3)")
+            if pool.params.wager is not None and p["wager"] != pool.params.wager:
+                # 15.2.5.2: every linked table uses the pool's qualifying wager; a table that
+                # differs contributes nothing (its meter takes the jackpot off, ho.pool `wager`).
+                self.result.wager_refused.append(f"{t.id}/{seq}")
+                raise InputError(f"round {p['round']}: jackpot wager {p['wager']} is not pool"
+                                 f" {pool_id}'s qualifying wager {pool.params.wager} (15.2.5.2)")
             parts: dict[str, Any] = {}
             pending = self.pending.get(pool_id)
             if pending is not None:  # shared: summed, added to this Ledger's share at flush

@@ -21,14 +21,24 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from math import floor
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.errors import InputError
 from controller.games.uth.evaluator import Category
 from controller.games.uth.jackpot import JackpotEntry, JackpotResult, PoolState, award
 from controller.games.uth.paytables import JackpotPayTable
+from controller.link import contract
 
 BASIS_POINTS = 10_000
+
+
+class PoolValue(NamedTuple):
+    """What a pool value on the wire carries (controller/link/contract.py `pool_message`)."""
+
+    amount: int  # the meter, cents
+    version: int
+    awards: int  # hits answered from the pool so far: a lower amount with more is an award
+    wager: int | None  # the qualifying jackpot wager, cents (15.2.5.2); None: not configured
 
 
 class ConservationError(Exception):
@@ -69,23 +79,33 @@ class Params:
     hidden: Fraction = Fraction(0)  # share to the hidden reserve
     ceiling: int | None = None  # the limit: above it, meter money goes to overflow
     paytable: JackpotPayTable = field(default_factory=JackpotPayTable)
+    # 15.2.5.2: the jackpot wager every linked table uses, cents; None: not checked.
+    wager: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, int) or self.seed < 0:
             raise InputError(f"seed must be whole cents >= 0, got {self.seed!r}")
+        if self.wager is not None and (not isinstance(self.wager, int)
+                                       or isinstance(self.wager, bool)
+                                       or not 0 < self.wager <= contract.MAX_CENTS):
+            raise InputError(f"wager must be whole cents in 1..{contract.MAX_CENTS},"
+                             f" got {self.wager!r}")
         if not (self.increment >= 0 and self.hidden >= 0 and self.increment + self.hidden <= 1):
             raise InputError("increment and hidden rates must be >= 0 and sum to at most 1")
         if self.ceiling is not None and self.ceiling < self.seed:
             raise InputError(f"ceiling {self.ceiling} is below the seed {self.seed}")
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "seed": self.seed,
             "increment": str(self.increment),
             "hidden": str(self.hidden),
             "ceiling": self.ceiling,
             "paytable": paytable_json(self.paytable),
         }
+        if self.wager is not None:  # absent otherwise: stored parameters keep their bytes
+            out["wager"] = self.wager
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Params:
@@ -95,6 +115,7 @@ class Params:
             hidden=Fraction(d["hidden"]),
             ceiling=None if d.get("ceiling") is None else int(d["ceiling"]),
             paytable=paytable_from_json(d["paytable"]),
+            wager=None if d.get("wager") is None else int(d["wager"]),
         )
 
 
@@ -120,6 +141,9 @@ class Pool:
     @classmethod
     def new(cls, pool_id: str, params: Params) -> Pool:
         return cls(pool_id, params, amount=params.seed, seed_in=Fraction(params.seed))
+
+    def value(self) -> PoolValue:
+        return PoolValue(self.amount, self.version, self.hits, self.params.wager)
 
     # -- the books ------------------------------------------------------------------------------
     def imbalance(self) -> Fraction:

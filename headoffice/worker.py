@@ -21,7 +21,7 @@ from controller.link.transport import Backoff, Connection, LinkError, connect, r
 from headoffice.config import HeadOfficeConfig
 from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
-from headoffice.pools import Pool
+from headoffice.pools import Pool, PoolValue
 
 log = logging.getLogger("tablectl.headoffice")
 _POOL_PUBACK_S = 60.0  # how long a pool value's PUBACK may take (a dead link: keepalive)
@@ -41,8 +41,8 @@ class Worker:
         # meanwhile waits in the MQTT client's own queue).
         self._queue: asyncio.Queue[Incoming] = asyncio.Queue(max(10_000, 4 * cfg.batch_max))
         self._unknown_alarmed: set[str] = set()  # tables not enrolled, alarmed once each
-        # Pool values waiting for the publisher (pool -> (amount, version)), newest only.
-        self._pool_due: dict[str, tuple[int, int]] = {}
+        # Pool values waiting for the publisher, newest only.
+        self._pool_due: dict[str, PoolValue] = {}
         self._pool_sent: dict[str, int] = {}  # the newest version published, per pool
         self._pool_wake = asyncio.Event()
 
@@ -60,7 +60,11 @@ class Worker:
 
     async def run(self) -> None:
         for pool_id, params in self.cfg.pools.items():
-            await self._db(self.ledger.ensure_pool, pool_id, params)
+            pool = await self._db(self.ledger.ensure_pool, pool_id, params)
+            if pool.params != params:  # the ledger's stand until `pool set` changes them
+                log.warning("head office: pool %s keeps its ledger's parameters %s, not the"
+                            " config's %s (tablectl-headoffice pool set)", pool_id,
+                            pool.params.as_json(), params.as_json())
         await self._db(self.ledger.enrol, self.cfg.tables)
         if not self.cfg.tables:
             log.error("head office: no [[tables]] enrolled: every table's messages are refused")
@@ -128,6 +132,8 @@ class Worker:
             self.counters["forks"] += len(result.forks)
             self.counters["verifications"] += result.verifications_paid
             self.counters["verifications_refused"] += len(result.verify_refused)
+            self.counters["refused"] += len(result.refused)
+            self.counters["wager_refused"] += len(result.wager_refused)  # 15.2.5.2
             self.counters["unknown_table"] += len(result.unknown)
             for table, n in Counter(result.unknown).items():
                 log.warning("head office: %d message(s) from %s refused: not an enrolled table",
@@ -148,8 +154,9 @@ class Worker:
                 conn.publish(contract.ack_topic(table),
                              contract.dumps(contract.ack_message(table, upto)), qos=0)
                 for table, upto in result.acks.items()))
-            for pool_id, (amount, version) in result.pools.items():
-                self._due(pool_id, amount, version)
+            # A hit's lower value is among them: published at once (2.4.3, 15.1.3).
+            for pool_id, value in result.pools.items():
+                self._due(pool_id, value)
             for pool_id in result.stopped:
                 self._pool_due.pop(pool_id, None)
             self._pool_wake.set()
@@ -161,23 +168,25 @@ class Worker:
     def _offer_pools(self, pools: list[Pool]) -> None:
         for pool in pools:
             if pool.stopped is None:  # a stopped pool goes quiet: its meters show OFFLINE
-                self._due(pool.id, pool.amount, pool.version)
+                self._due(pool.id, pool.value())
         self._pool_wake.set()
 
-    def _due(self, pool_id: str, amount: int, version: int) -> None:
+    def _due(self, pool_id: str, value: PoolValue) -> None:
         due = self._pool_due.get(pool_id)
-        if due is None or version >= due[1]:
-            self._pool_due[pool_id] = (amount, version)
+        if due is None or value.version >= due.version:
+            self._pool_due[pool_id] = value
 
     async def _publish_due(self, conn: Connection) -> bool:
         """Publish the values due; True if one of them was a new version."""
         due, self._pool_due = self._pool_due, {}
         new = False
-        for pool_id, (amount, version) in due.items():
+        for pool_id, value in due.items():
+            version = value.version
             # Never an older value after a newer one: the retained value is the newest.
             if version >= self._pool_sent.get(pool_id, 0):
                 new = new or version > self._pool_sent.get(pool_id, 0)
-                body = contract.pool_message(pool_id, amount, version, utc_now())
+                body = contract.pool_message(pool_id, value.amount, version, utc_now(),
+                                             awards=value.awards, wager=value.wager)
                 # A PUBACK may come late from a broker deep in a burst: waiting up to a minute
                 # holds up no one (the ledger loop does not wait for this task), where the
                 # default 10 s dropped the session, and with it the burst in flight to us.

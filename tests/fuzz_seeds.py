@@ -27,6 +27,7 @@ def contract_seeds() -> list[bytes]:
         c.status_message(TABLE, "online", "2026-01-01T00:00:00Z"),
         c.ack_message(TABLE, 7),
         c.pool_message("p1", 500_000, 3, "2026-01-01T00:00:00Z"),
+        c.pool_message("p1", 500_000, 4, "2026-01-01T00:00:00Z", awards=2, wager=500),
         c.award_message(TABLE, "p1", 4, 9, [{"box": 2, "award": "royal", "amount": 500_000}]),
     ]
     return [c.dumps(m) for m in out + rest]

@@ -31,6 +31,7 @@ MAX_DEPTH = 16  # nesting of objects and lists; the deepest real message (a roun
 MAX_STRING = 4096  # characters in one string (keys too); card tokens and ids are short
 MAX_DIGITS = 18  # an integer's digits: below 2**63, so every one fits a BIGINT column
 MAX_CENTS = 10**12  # $10 billion: no amount on the wire is larger
+MAX_AWARDS = 10**12  # hits answered from one pool (a pool value's `awards`): never reached
 MAX_BOXES = 7  # player boxes at a UTH table (UTH_MAX_BOXES); a hit names at most this many
 JOURNAL_HASH = re.compile(r"[0-9a-f]{64}")  # a journal record's chain hash (docs/journal.md)
 
@@ -391,19 +392,35 @@ def parse_ack(raw: bytes | str, table: str) -> int:
     return _int(data, "upto", what, lo=0, hi=2**62)
 
 
-def pool_message(pool: str, amount: int, version: int, utc: str) -> JSON:
-    return {"v": VERSION, "pool": pool, "amount": amount, "version": version, "utc": utc}
+def pool_message(pool: str, amount: int, version: int, utc: str, *, awards: int | None = None,
+                 wager: int | None = None) -> JSON:
+    """A pool's value. `awards`: hits answered from the pool so far, so a table tells a lower
+    value after an award from one that should not happen (2.4.3, 15.1.3); `wager`: the pool's
+    qualifying jackpot wager in cents (15.2.5.2). Both optional in v1."""
+    out: JSON = {"v": VERSION, "pool": pool, "amount": amount, "version": version, "utc": utc}
+    if awards is not None:
+        out["awards"] = awards
+    if wager is not None:
+        out["wager"] = wager
+    return out
 
 
 def parse_pool(raw: bytes | str) -> JSON:
-    """-> the `ho.pool` event data {pool, amount, version}."""
+    """-> the `ho.pool` event data {pool, amount, version, awards?, wager?}. The optional
+    fields are passed on only when present: an older head office's value gives the same event
+    (and journal bytes) as before."""
     what = "pool value"
     data = _obj(raw, what, MAX_SMALL)
-    return {
+    out = {
         "pool": _str(data, "pool", what, POOL_ID),
         "amount": _cents(data, "amount", what),
         "version": _int(data, "version", what, lo=1, hi=2**62),
     }
+    if data.get("awards") is not None:
+        out["awards"] = _int(data, "awards", what, lo=0, hi=MAX_AWARDS)
+    if data.get("wager") is not None:
+        out["wager"] = _int(data, "wager", what, lo=1, hi=MAX_CENTS)  # 15.2.5.2
+    return out
 
 
 def award_message(table: str, pool: str, round_: int, seq: int, payouts: list[JSON]) -> JSON:

@@ -341,7 +341,7 @@ class Console:
         options = argparse.Namespace(
             seed=number("seed"), increment_bp=number("increment_bp"),
             hidden_bp=number("hidden_bp"), ceiling=number("ceiling"),
-            no_ceiling=form.get("no_ceiling") == "on")
+            no_ceiling=form.get("no_ceiling") == "on", wager=number("wager"))
         force = form.get("force") == "on"
         try:
             changes = cli._changes(options)
