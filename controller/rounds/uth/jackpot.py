@@ -359,7 +359,7 @@ def on_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """ho.pool {pool, amount, version, awards?, wager?}: a valid, not older value refreshes the
     link (11.11) and the meter at once, lower values included (another table's hit). `awards`:
     head office's count of hits paid from the pool; a lower amount with no new award is shown
-    (the meter never shows more than the pool) and alarmed. `wager`: the pool's qualifying
+    (the meter never shows more than the pool) and logged. `wager`: the pool's qualifying
     wager; linked tables use the same one (15.2.5.2): a table whose wager differs takes no
     jackpot wagers."""
     if not config.linked:
@@ -377,8 +377,12 @@ def on_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     jp = {**state.jackpot, "amount": amount, "version": version, "last_pool_ms": now.mono_ms}
     if awards is not None:
         if amount < state.jackpot["amount"] and awards <= state.jackpot.get("awards", -1):
-            effects.append(fx.alarm("technician", f"pool {config.pool_id} went down to {amount}"
-                                    " with no award: the meter shows it (2.4.3)", "15.1.3"))
+            # Not an alarm: a linked table's void cancels its jackpot wagers (15.3.1) and an
+            # operator may lower the ceiling, both lowering the pool with no award; an alarm on
+            # every linked void would teach technicians to ignore alarms. Shown and logged.
+            effects.append(fx.log(f"pool {config.pool_id} went down to {amount} with no award"
+                                  " (a cancellation or an operator's change): the meter shows"
+                                  " it (2.4.3, 15.1.3)"))
         jp["awards"] = awards
     if wager is not None and wager != config.jackpot_wager:
         if jp.get("wager_mismatch") != wager:
