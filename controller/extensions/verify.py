@@ -1,6 +1,6 @@
 """The daemon's software verification (an Extension, extensions/base.py).
 
-At start: the installed program is checked against its signed manifest (controller/verify.py).
+At start: the installed program is checked against its signed manifest (controller/verify/).
 A mismatch, a bad signature, or a manifest the settings promise but that is missing takes the
 table out of service before play: logged (each file named), shown on the meter, in
 `tablectl status`. It fails closed: with no settings at all the table is out of service too,

@@ -1,4 +1,4 @@
-"""Software verification (controller/verify.py, controller/extensions/verify.py, `tablectl verify`):
+"""Software verification (controller/verify/, controller/extensions/verify.py, `tablectl verify`):
 manifest build, sign, verify; tamper detection naming the file; wrong key; HMAC known answers
 computed independently here (by the documented framing, and by openssl)."""
 
