@@ -47,15 +47,19 @@ class Worker:
         self._pool_wake = asyncio.Event()
 
     async def _db(self, fn: Any, *args: Any) -> Any:
-        """Run a ledger call in a thread. Cancelled meanwhile, we still wait for the thread:
-        the connection must not be closed under a transaction in progress."""
+        """Run a ledger call in a thread. Cancelled meanwhile, we still wait for the thread,
+        through every further cancel (`cancel_and_wait` repeats them): the lock must not pass
+        to the next call, nor the connection close, under a transaction in progress."""
         async with self._db_lock:
             work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
             try:
                 return await asyncio.shield(work)
             except asyncio.CancelledError:
-                with contextlib.suppress(Exception):
-                    await work
+                while not work.done():
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.wait([work])  # never cancels `work` itself
+                if not work.cancelled():
+                    work.exception()  # retrieved; the cancellation is what we raise
                 raise
 
     async def run(self) -> None:

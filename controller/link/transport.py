@@ -245,17 +245,26 @@ class Backoff:
 
 
 async def run_together(*coros: Coroutine[Any, Any, None]) -> None:
-    """Run the loops of one connection side by side; the first to fail (a dropped connection)
-    cancels the others and its exception is raised, so the caller reconnects."""
-    tasks = [asyncio.create_task(c) for c in coros]
+    """Run the loops of one connection side by side in a TaskGroup; the first to fail (a
+    dropped connection) cancels the others and its exception is raised, not a group, so the
+    callers' `except LinkError` (reconnect quietly) still tells the network from a bug.
+
+    The group alone is not enough on Python 3.11: it cancels each task once and then waits,
+    and a task that swallows that one cancel (`asyncio.wait_for` can, gh-86296; aiomqtt waits
+    for every PUBACK with it) leaves the group waiting forever. So before the group waits the
+    tasks are ended by `cancel_and_wait`, which cancels again until each has ended, and keeps
+    doing so even when the caller itself is cancelled meanwhile (the daemon's stop during a
+    reconnect), then passes that cancellation on."""
+    tasks: list[asyncio.Task[None]] = []
     try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        for task in done:
-            exc = task.exception()
-            if exc is not None:
-                raise exc
-    finally:
-        await cancel_and_wait(tasks)
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(c) for c in coros]
+            try:
+                await asyncio.wait(tasks)
+            finally:  # a task failed (the group cancels us), or we were cancelled
+                await cancel_and_wait(tasks)
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]], every_s: float = 0.5) -> None:
@@ -263,13 +272,21 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]], every_s: float = 0
     Python 3.11 `asyncio.wait_for` (aiomqtt waits for every PUBACK with it) can swallow a
     cancellation that arrives in the same loop pass as its result (CPython gh-86296, fixed in
     3.12), and a single cancel then left the daemon's stop waiting forever (found by the soak:
-    docs/security.md, finding 1)."""
+    docs/security.md, finding 1). Our own cancellation meanwhile does not cut this short (a
+    task left running would outlive its connection); it is raised once the tasks have ended."""
     tasks = list(tasks)
     pending = {t for t in tasks if not t.done()}
+    cancelled: asyncio.CancelledError | None = None
     while pending:
         for task in pending:
             task.cancel()
-        _done, pending = await asyncio.wait(pending, timeout=every_s)
+        try:
+            _done, pending = await asyncio.wait(pending, timeout=every_s)
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+            pending = {t for t in pending if not t.done()}
     for task in tasks:
         if not task.cancelled():
             task.exception()  # retrieved: an error while stopping is no "never retrieved" noise
+    if cancelled is not None:
+        raise cancelled
