@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from controller.control import Refused
 
 if TYPE_CHECKING:
     from controller.config import TableConfig
@@ -16,6 +18,17 @@ if TYPE_CHECKING:
     from devices.base import Device
 
 Watcher = asyncio.Queue[dict[str, Any] | None]
+T = TypeVar("T")
+
+STARTING = "tablectld is still starting: try again in a moment"
+
+
+def started(table: T | None) -> T:
+    """The table an extension was started with; Refused (an error reply, not a crash) while it
+    is None: the control socket answers before the extensions have started."""
+    if table is None:
+        raise Refused(STARTING)
+    return table
 
 
 class Table(Protocol):

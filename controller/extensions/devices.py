@@ -24,7 +24,7 @@ from collections import deque
 from typing import Any
 
 from controller.control import Refused
-from controller.extensions.base import Table
+from controller.extensions.base import Table, started
 from devices.base import DeviceError
 from devices.build import simulators
 from devices.sensors import Sensors
@@ -148,9 +148,7 @@ class DevicesExtension:
     # --- handlers -------------------------------------------------------------------------------
 
     def _devices(self) -> dict[str, Any]:
-        if self.table is None:  # the socket answers before the extensions have started
-            raise Refused("tablectld is still starting: try again in a moment")
-        return self.table.devices
+        return started(self.table).devices
 
     def _device(self, args: dict[str, Any]) -> Any:
         name = args.get("device")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller import control
 from controller.control import Refused
+from controller.extensions.base import started
 from devices.base import Device
 from devices.errors import DeviceError
 from devices.proto.serial_config import BAUD_RATES
@@ -96,9 +97,7 @@ class ServiceMenu:
     # --- the guard every test goes through ------------------------------------------------------
 
     def _devices(self) -> dict[str, Device]:
-        if self.table is None:  # the socket answers before the extensions have started
-            raise Refused("tablectld is still starting: try again in a moment")
-        return self.table.devices
+        return started(self.table).devices
 
     def _sensors(self) -> GpioSensors:
         sensors = next((d for d in self._devices().values() if isinstance(d, GpioSensors)), None)
@@ -108,9 +107,7 @@ class ServiceMenu:
         return sensors
 
     async def _run(self, test: str, fn: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        table = self.table
-        if table is None:
-            raise Refused("tablectld is still starting: try again in a moment")
+        table = started(self.table)
         why = round_in_progress(table.game_status())
         if why is not None:
             raise Refused(f"{test} refused: {why}; run it between rounds")
