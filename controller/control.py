@@ -8,10 +8,10 @@ Request: one line {"cmd": "status", "args": {...}}. Reply: one line {"ok": true,
 Who may talk (docs/operations.md, "Who may do what"): the socket is mode 0660 and owned by the
 configured group, so only members of that group (and root) can connect at all. Each connection's
 peer is then named by the kernel (SO_PEERCRED: uid, gid), never by the request: read-only
-commands (READ_ONLY) need the technician or the supervisor group, every other command acts on the
-table and needs the supervisor group. Root and the daemon's own account may do everything. The
-peer of a command is available to its handler (`current_peer()`) so that what it journals names
-who asked.
+commands (READ_ONLY) and the service menu's hardware tests (TECHNICIAN) need the technician or
+the supervisor group, every other command acts on the table and needs the supervisor group. Root
+and the daemon's own account may do everything. The peer of a command is available to its
+handler (`current_peer()`) so that what it journals names who asked.
 
 Nothing in a request is trusted: at most MAX_REQUEST bytes, nesting at most MAX_DEPTH, strings,
 arrays and objects bounded, integers within +-MAX_INT (amounts are integer cents), no floats but
@@ -44,9 +44,17 @@ CLIENT_TIMEOUT_S = 10.0  # a connected client has this long to send its one requ
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 Streamer = Callable[[dict[str, Any]], AsyncIterator[Any]]
 
-# Commands that only read: the technician group may use them. Everything else (dealer actions,
-# wagers, voids, device tests and fault injection, an on-demand verification that can take the
-# table out of service, and any command this list does not name) needs the supervisor group.
+# What the technician group may use (TECHNICIAN): commands that only read (READ_ONLY), and the
+# service menu's hardware
+# tests (a lamp walk, the guided button test, a serial loopback), so that a technician can test a
+# lamp at 3 a.m. without a supervisor. Those tests move no money and change no configuration: they
+# run only between rounds (service_menu refuses them during one), one at a time, a pressed button
+# is the test's and never played (devices/tools/buttons.py), and each is logged with who ran it.
+# Everything else (dealer actions, wagers, voids, `devices test` self-tests, fault injection and
+# injected inputs, an on-demand verification that can take the table out of service, closing a
+# shift, and any command this list does not name) needs the supervisor group.
+SERVICE_TESTS = frozenset({"device_lamp_walk", "device_buttons", "device_button_wait",
+                           "device_loopback"})
 READ_ONLY = frozenset(
     {
         "status",
@@ -64,6 +72,7 @@ READ_ONLY = frozenset(
         "errors",
     }
 )
+TECHNICIAN = READ_ONLY | SERVICE_TESTS  # READ_ONLY alone goes unlogged; a test is an action
 
 _STR, _INT, _BOOL, _OBJ = str, int, bool, dict
 _SCALAR = (str, int, float, bool, type(None))

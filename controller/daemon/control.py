@@ -26,6 +26,7 @@ from controller.control import (
     CLIENT_TIMEOUT_S,
     MAX_REQUEST,
     READ_ONLY,
+    TECHNICIAN,
     Handler,
     Peer,
     Refused,
@@ -60,7 +61,7 @@ def peer_of(sock: socket.socket) -> Peer:
 @dataclass(frozen=True)
 class Access:
     """Who may run which command (docs/operations.md): root and the daemon's own account
-    everything; the supervisor group everything; the technician group READ_ONLY."""
+    everything; the supervisor group everything; the technician group TECHNICIAN."""
 
     tech_group: str = "tablectl-tech"
     super_group: str = "tablectl-super"
@@ -75,9 +76,9 @@ class Access:
 
     def check(self, peer: Peer, cmd: str) -> None:
         role = self.role(peer)
-        if role == "supervisor" or (role == "technician" and cmd in READ_ONLY):
+        if role == "supervisor" or (role == "technician" and cmd in TECHNICIAN):
             return
-        need = f"{self.tech_group} or {self.super_group}" if cmd in READ_ONLY else self.super_group
+        need = f"{self.tech_group} or {self.super_group}" if cmd in TECHNICIAN else self.super_group
         raise Refused(
             f"permission denied: {cmd!r} needs group {need}; user {peer.user} (uid {peer.uid})"
             f" is {'a technician (read-only)' if role else 'in neither group'}"

@@ -13,8 +13,9 @@ the table's hardware between rounds (docs/operations.md "Device service tests").
 The tests themselves live with the devices (devices/tools/). Each is refused while a round is in
 progress (from "no more bets" to the settlement; closed or betting is free) and while another
 test runs,
-and each is logged with who ran it. They act on the hardware, so they need the supervisor group
-(controller/control.py: every command READ_ONLY does not name).
+and each is logged with who ran it. They move no money and change no configuration, so the
+technician group may run them as well as the supervisor group (controller/control.py TECHNICIAN;
+docs/operations.md "Who may do what").
 """
 
 from __future__ import annotations

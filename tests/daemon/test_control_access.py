@@ -11,6 +11,7 @@ from __future__ import annotations
 import grp
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -51,6 +52,17 @@ def config_text(state: Path, run: Path, extra: str = "") -> str:
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
+    yield from _daemon(tmp_path)
+
+
+@pytest.fixture
+def pty_daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
+    """The same table on the wire-level simulators, GPIO on mock pins: the service tests'
+    hardware is there (the in-process simulation has no GPIO sensors)."""
+    yield from _daemon(tmp_path, "--simulate=pty", "--autoplay", "0", "--pace", "5", "--quiet")
+
+
+def _daemon(tmp_path: Path, *extra: str) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     # pytest's tmp_path is root-only (0700): the runtime directory must be reachable by nobody.
     run = Path(tempfile.mkdtemp(prefix="tablectl-acl-"))
     run.chmod(0o755)
@@ -58,7 +70,7 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     toml.write_text(config_text(tmp_path / "state", run))
     env = {**os.environ, "TABLECTL_VERIFICATION": str(tmp_path / "none.toml")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "controller.daemon", "--config", str(toml)],
+        [sys.executable, "-m", "controller.daemon", "--config", str(toml), *extra],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -79,9 +91,7 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-        for leftover in run.iterdir():
-            leftover.unlink()
-        run.rmdir()
+        shutil.rmtree(run)
 
 
 def as_user(path: Path, gid: int, cmd: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -100,6 +110,8 @@ def as_user(path: Path, gid: int, cmd: str, args: dict[str, Any] | None = None) 
                 out = {"ok": True, "result": request(path, cmd, args, timeout=10)}
             except RuntimeError as exc:
                 out = {"ok": False, "error": str(exc)}
+            except Exception as exc:  # e.g. a timeout: said, not an empty pipe
+                out = {"ok": False, "error": f"client: {exc!r}"}
             os.write(w, json.dumps(out).encode())
         finally:
             os._exit(0)
@@ -124,6 +136,40 @@ def test_a_technician_reads_but_may_not_act(daemon: tuple[Path, Any]) -> None:
     st = request(path, "status")
     assert st["events"] == 0
     assert st["control"]["refused_by_reason"]["permission"] == 2
+
+
+def test_a_technician_runs_the_service_tests_but_nothing_that_acts(
+    pty_daemon: tuple[Path, Any],
+) -> None:
+    # docs/operations.md "Who may do what": the hardware tests (TECHNICIAN) move no money and
+    # change no configuration, so a technician alone can test a lamp or a button at 3 a.m.
+    path, _ = pty_daemon
+    tech = _gid(TECH)
+    deadline = time.monotonic() + 30
+    while "still starting" in (prompts := as_user(path, tech, "device_buttons")).get("error", ""):
+        assert time.monotonic() < deadline, "the extensions did not start"
+        time.sleep(0.1)
+    assert prompts["ok"], prompts
+    assert "press the chung button on box 1" in [p["prompt"] for p in
+                                                 prompts["result"]["inputs"]]
+    # Tests that reach the hardware: answered by the test itself, never by the permission
+    # check (a Pai Gow table wires no lamps; the loopback reports the port that is not there).
+    walk = as_user(path, tech, "device_lamp_walk", {"step_ms": 100})
+    assert not walk["ok"] and walk["error"].startswith("lamp walk: sensors: no lamps wired")
+    loop = as_user(path, tech, "device_loopback", {"port": "/dev/tablectl-none", "timeout_ms": 200})
+    assert loop["ok"] and loop["result"]["port"] == "/dev/tablectl-none", loop
+    assert not loop["result"]["ok"]
+    # What acts on the table or its money stays the supervisor's.
+    acting = [("device_test", {"device": "shaker"}),
+              ("device_input", {"input": "chung1", "active": True}),
+              ("device_fault", {"device": "shaker", "fault": "no_answer", "value": "on"}),
+              ("verify_run", {}), ("meters_close_shift", {}),
+              ("dealer", {"action": "void", "data": {"reason": "x"}})]
+    for cmd, args in acting:
+        got = as_user(path, tech, cmd, args)
+        assert not got["ok"] and "permission denied" in got["error"], (cmd, got)
+    counted = request(path, "status")["control"]["refused_by_reason"]["permission"]
+    assert counted == len(acting)
 
 
 def test_a_peer_in_neither_group_may_not_even_read(daemon: tuple[Path, Any]) -> None:
