@@ -144,6 +144,7 @@ def setup(
     to_journald = connected_to_journald(stream) if journald is None else journald
     handler: logging.Handler
     if to_journald and JournalHandler is not None:
+        # Explicit: JournalHandler's default is sys.argv[0] (`vm_table.py`, `-c`, a path).
         handler = _Journal(SYSLOG_IDENTIFIER=identifier)
     elif to_journald:
         handler = logging.StreamHandler(stream)

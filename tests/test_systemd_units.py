@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from controller import logs
 from controller.config import _SERIAL_DEFAULTS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -140,6 +141,8 @@ def test_daemon_unit_has_what_the_table_needs() -> None:
     # The serial names the config defaults to (and the udev rules make) are allowed.
     assert {port for port, _baud in _SERIAL_DEFAULTS.values()} <= allowed
     assert set(svc["RestrictAddressFamilies"][0].split()) == {"AF_UNIX", "AF_INET", "AF_INET6"}
+    # stderr's lines carry the identifier the JournalHandler sends and `tablectl logs` reads.
+    assert svc["SyslogIdentifier"] == [logs.IDENTIFIER]
 
 
 def test_udev_rules_make_the_names_the_unit_allows() -> None:

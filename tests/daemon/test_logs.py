@@ -18,6 +18,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,6 +151,34 @@ def test_journal_handler_sends_priority_and_fields(tmp_path: Path) -> None:
     assert entries[2]["MESSAGE"] == "a line\nwith a newline"  # one entry, binary-safe
     for entry in entries:  # only valid journal field names were sent
         assert all(k.isupper() and not k.startswith("_") for k in entry), sorted(entry)
+
+
+@needs_sink
+@needs_systemd
+def test_a_script_entry_point_still_logs_as_tablectld(tmp_path: Path) -> None:
+    # The VM runs `python vm_table.py`: without an explicit identifier JournalHandler takes
+    # sys.argv[0] and `journalctl -t tablectld` (and `tablectl logs`) would miss every line.
+    script = tmp_path / "vm_table.py"
+    script.write_text(CHILD)
+    rc, entries, stderr = journald_sink.run_with_journald([sys.executable, str(script)], tmp_path)
+    assert rc == 0, stderr
+    assert entries and {e["SYSLOG_IDENTIFIER"] for e in entries} == {logs.IDENTIFIER}
+    assert logs.IDENTIFIER == "tablectld"
+
+
+def test_the_handler_carries_the_identifier_whatever_argv0(
+    monkeypatch: pytest.MonkeyPatch, restore_logger: None
+) -> None:
+    # Without a journald stand-in: what the handler would send, as fields.
+    if not HAVE_SYSTEMD:
+        pytest.skip("systemd-python not installed")
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(sys, "argv", ["/usr/local/lib/tablectl-vm/vm_table.py"])
+    log = logs.setup(journald=True)
+    (handler,) = log.handlers
+    monkeypatch.setattr(handler, "send", lambda message, **fields: sent.append(fields))
+    logs.event(log, logging.WARNING, "link down", kind="link")
+    assert sent[0]["SYSLOG_IDENTIFIER"] == "tablectld" and sent[0]["KIND"] == "link"
 
 
 def _table_config(tmp_path: Path) -> Path:
