@@ -22,10 +22,10 @@ Both the meter driver and the pty simulator use them.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from devices.errors import AlphaError
+from devices.proto.stream import StreamDecoder
 
 NUL, SOH, STX, ETX, EOT, ESC = 0x00, 0x01, 0x02, 0x03, 0x04, 0x1B
 PREAMBLE = bytes(5)
@@ -104,27 +104,18 @@ class AlphaPacket:
         return label, mode, rest.decode("ascii", "replace")
 
 
-class AlphaDecoder:
+class AlphaDecoder(StreamDecoder):
     """Bytes in, packets out; never raises. Counters: `packets`, `packets_bad` (bad structure or
-    checksum), `bytes_skipped` (preamble NULs and noise between packets)."""
+    checksum), `bytes_skipped` (preamble NULs and noise between packets), `truncated`."""
 
-    def __init__(self, counters: Counter[str] | None = None) -> None:
-        self.buffer = bytearray()
-        self.counters: Counter[str] = counters if counters is not None else Counter()
+    START = SOH
+    BAD = "packets_bad"
 
     def feed(self, data: bytes) -> list[AlphaPacket]:
         self.buffer += data
         buf = self.buffer
         packets: list[AlphaPacket] = []
-        while buf:
-            start = buf.find(SOH)
-            if start < 0:
-                self.counters["bytes_skipped"] += len(buf)
-                buf.clear()
-                break
-            if start:
-                self.counters["bytes_skipped"] += start
-                del buf[:start]
+        while buf and self._to_start():
             end = buf.find(EOT, 1, MAX_PACKET)
             if end < 0:
                 if len(buf) >= MAX_PACKET:
@@ -139,15 +130,6 @@ class AlphaDecoder:
             self.counters["packets"] += 1
             del buf[: end + 1]
         return packets
-
-    def _reject(self) -> None:
-        self.counters["packets_bad"] += 1
-        del self.buffer[:1]
-
-    def flush(self) -> None:
-        if self.buffer:
-            self.counters["truncated"] += 1
-            self.buffer.clear()
 
 
 def _parse(raw: bytes) -> AlphaPacket | None:

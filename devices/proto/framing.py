@@ -19,10 +19,10 @@ frame: garbage is skipped a byte at a time until a SYNC starts a frame whose CRC
 from __future__ import annotations
 
 import binascii
-from collections import Counter
 from dataclasses import dataclass
 
 from devices.errors import FrameError, MessageError
+from devices.proto.stream import StreamDecoder
 
 SYNC = 0x7E
 HEADER = 4  # SYNC LEN SEQ TYPE
@@ -63,28 +63,19 @@ def encode(seq: int, type_: int, payload: bytes = b"") -> bytes:
     return bytes((SYNC,)) + body + crc16(body).to_bytes(2, "big")
 
 
-class FrameDecoder:
+class FrameDecoder(StreamDecoder):
     """Bytes in, frames out; never raises. Counters: `frames` (good), `frames_bad` (a SYNC whose
     frame failed its length, type or CRC check), `bytes_skipped` (garbage between frames),
     `truncated` (a partial frame dropped by `flush`)."""
 
-    def __init__(self, counters: Counter[str] | None = None) -> None:
-        self.buffer = bytearray()
-        self.counters: Counter[str] = counters if counters is not None else Counter()
+    START = SYNC
+    BAD = "frames_bad"
 
     def feed(self, data: bytes) -> list[Frame]:
         self.buffer += data
         frames: list[Frame] = []
         buf = self.buffer
-        while buf:
-            start = buf.find(SYNC)
-            if start < 0:
-                self.counters["bytes_skipped"] += len(buf)
-                buf.clear()
-                break
-            if start:
-                self.counters["bytes_skipped"] += start
-                del buf[:start]
+        while buf and self._to_start():
             if len(buf) < HEADER:
                 break
             length, seq, type_ = buf[1], buf[2], buf[3]
@@ -102,21 +93,6 @@ class FrameDecoder:
             self.counters["frames"] += 1
             del buf[:end]
         return frames
-
-    def _reject(self) -> None:
-        # Drop only the SYNC: a real frame may start inside what looked like this one.
-        self.counters["frames_bad"] += 1
-        del self.buffer[:1]
-
-    def flush(self) -> None:
-        """Forget a partial frame (the line went quiet mid-frame: it was truncated)."""
-        if self.buffer:
-            self.counters["truncated"] += 1
-            self.buffer.clear()
-
-    @property
-    def pending(self) -> int:
-        return len(self.buffer)
 
 
 # --- messages -----------------------------------------------------------------------------------
