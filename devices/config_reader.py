@@ -4,18 +4,44 @@
 records an error line naming the key path and returns None on a bad value, and `done()` reports
 the keys nobody asked for (with a "did you mean" hint), so a typo never falls back to a default
 silently. `Errors` collects the lines of the whole file; whoever reads the file raises them
-together (controller/config/). Each device's section reader (`devices/config.py`) uses it;
-`controller/config/` extends it with money, seconds and paths.
+together (controller/config/). `read_text` and `parse_toml` read a file and report why it is
+not TOML in one line, for table.toml and headoffice.toml alike. Each device's section reader
+(`devices/config.py`) uses `Table`; `controller/config/` extends it with money, seconds, paths.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Self
 
 MISSING: Any = object()
+
+
+class TomlError(ValueError):
+    """A file that cannot be read as TOML: the one line that says why, naming the file."""
+
+
+def read_text(path: Path) -> str:
+    """A configuration file's text (UTF-8); TomlError `<path>: cannot read: <why>`."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TomlError(f"{path}: cannot read: {reason}") from None
+
+
+def parse_toml(text: str, source: str) -> dict[str, Any]:
+    """The document; TomlError `<source>: not valid TOML: <why>`, never a traceback."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TomlError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses on nested arrays and tables
+        raise TomlError(f"{source}: not valid TOML: nested too deeply") from None
 
 
 class Errors:

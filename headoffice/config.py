@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import os
 import socket
-import tomllib
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -28,6 +27,7 @@ from controller.games.uth.evaluator import Category
 from controller.games.uth.paytables import JackpotPayTable
 from controller.link import contract
 from controller.link.transport import BrokerSettings, Tls, Will
+from devices.config_reader import TomlError, parse_toml, read_text
 from headoffice.pools import BASIS_POINTS, Params
 
 DEFAULT_PATH = Path("/etc/tablectl/headoffice.toml")
@@ -189,11 +189,9 @@ def _broker(errors: list[str], d: dict[str, Any]) -> BrokerSettings | None:
 
 def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfig:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise HeadOfficeConfigError([f"{source}: not valid TOML: {exc}"]) from None
-    except RecursionError:  # tomllib recurses on nested arrays and tables
-        raise HeadOfficeConfigError([f"{source}: not valid TOML: nested too deeply"]) from None
+        data = parse_toml(text, source)
+    except TomlError as exc:
+        raise HeadOfficeConfigError([str(exc)]) from None
     errors: list[str] = []
     _unknown(errors, data, "", {"database", "broker", "service", "pools", "tables"})
     db = _get(errors, data, "", "database", dict, {}) or {}
@@ -278,7 +276,7 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
 def load_config(path: str | Path = DEFAULT_PATH) -> HeadOfficeConfig:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HeadOfficeConfigError([f"{path}: cannot read: {exc}"]) from None
+        text = read_text(path)
+    except TomlError as exc:
+        raise HeadOfficeConfigError([str(exc)]) from None
     return validate_text(text, str(path))

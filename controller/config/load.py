@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from enum import Enum
@@ -21,6 +20,7 @@ from controller.config.model import TableConfig, game_needs
 from controller.config.reader import ConfigError, Errors, Table
 from controller.config.sections import read_link, read_service
 from devices.config import read_devices
+from devices.config_reader import TomlError, parse_toml, read_text
 
 DEFAULT_PATH = Path("/etc/tablectl/table.toml")
 _TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
@@ -31,11 +31,9 @@ def validate_text(text: str, source: str = "table.toml") -> TableConfig:
     """Parse and check a configuration; ConfigError lists every problem found."""
     errors = Errors(source)
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError([f"{source}: not valid TOML: {exc}"]) from None
-    except RecursionError:  # tomllib recurses on nested arrays and tables
-        raise ConfigError([f"{source}: not valid TOML: nested too deeply"]) from None
+        data = parse_toml(text, source)
+    except TomlError as exc:
+        raise ConfigError([str(exc)]) from None
     root = Table(errors, "", data)
     table_id = root.string("table_id", pattern=_TABLE_ID, what="1-32 characters of A-Z a-z 0-9 _ -")
     game = root.string("game", choices=GAMES)
@@ -71,10 +69,9 @@ def validate_text(text: str, source: str = "table.toml") -> TableConfig:
 def load_config(path: str | Path = DEFAULT_PATH) -> TableConfig:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError([f"{path}: cannot read: {reason}"]) from None
+        text = read_text(path)
+    except TomlError as exc:
+        raise ConfigError([str(exc)]) from None
     return validate_text(text, str(path))
 
 
