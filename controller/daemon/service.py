@@ -171,7 +171,8 @@ class TableService:
             # Whole-chain verify, then archive/retention; it ends by itself when there is no
             # journal or the chain fails (the table is then out of service), so not spawn()ed.
             tasks.append(asyncio.create_task(
-                look_after_journal(self.journal, self.go_out_of_service, self.log)))
+                look_after_journal(self.journal, self.go_out_of_service, self.log,
+                                   self.cfg.journal)))
             if self.policy is not None and self.out_of_service is None:
                 tasks.append(self.supervisor.spawn("autoplay", self._autoplay))
             if self.out_of_service is not None and self.autoplay is not None:
@@ -213,6 +214,8 @@ class TableService:
             self.journal = Journal.open(
                 self.cfg.service.state_dir, table_id=self.cfg.table_id, game=self.cfg.game,
                 fast=True,  # from the latest checkpoint; the whole chain: look_after_journal
+                segment_rounds=self.cfg.journal.segment_rounds,
+                archive_dir=self.cfg.journal.archive_dir,
             )
         except JournalError as exc:
             # A loss (JournalLossError) names the mark's seq and the journal's last seq.
@@ -222,6 +225,9 @@ class TableService:
             self.go_out_of_service(f"journal unusable: {exc.filename}: {exc.strerror}",
                                    code="E101")
             return
+        for why in self.journal.refused_checkpoints:  # damage or tampering: never trusted
+            log_event(self.log, logging.WARNING, f"journal {why}; verified from an older one",
+                      code="E104", verified_from=self.journal.verified_from)
         key = self.journal.key
         if key.dev:
             log_event(
@@ -251,6 +257,8 @@ class TableService:
             replayed=len(events),
             round=self._round(),
             meters=how,
+            verified_from=self.journal.verified_from,
+            refused_checkpoints=len(self.journal.refused_checkpoints),
         )
 
     def subscribe(self) -> Watcher:
