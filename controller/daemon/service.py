@@ -41,6 +41,7 @@ from controller.errors import TablectlError
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
 from controller.journal.background import look_after_journal
+from controller.journal.store import MONEY_EFFECTS
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT, Meters
 from controller.rounds.base import Effect, Event, Now, RoundMachine
@@ -51,6 +52,15 @@ STALL_S = 5.0  # an event older than this in the queue means the loop is not hea
 DEFAULT_WATCHDOG_S = 2.0
 MAX_BATCH = 64  # events journaled in one transaction at most
 SNAPSHOT_EVERY_ROUNDS = 16
+# Events committed without an fsync of their own (docs/daemon.md "Where the bytes of a round
+# go"): they move no money, and the next fsync'd commit (before anything that does) makes them
+# durable; a power cut in between costs a re-key, never money. UTH: wagers are placed, not
+# locked, until the first card out of the shuffler (5.5), whose commit is fsync'd; the deal only
+# asks the shuffler for that card. Any other event, or one of these whose effects include an
+# outbox message or a round record (or a snapshot, or a shift's close), is fsync'd.
+UNSYNCED_EVENTS: dict[str, frozenset[str]] = {
+    "uth": frozenset({"dealer.wager", "bet.on", "bet.off", "shuffler.ready", "dealer.deal"}),
+}
 MODES = ("production", "simulation", "development")
 
 
@@ -397,8 +407,12 @@ class TableService:
             entry = Entry(event, now, round_no, tuple(effects), snapshot)
             entries.append(entry)
             stepped.append((index, entry))
+        unsynced = UNSYNCED_EVENTS.get(self.cfg.game, frozenset())
+        durable = meters is not None or not entries or any(
+            e.event.kind not in unsynced or e.snapshot is not None
+            or any(fx.kind in MONEY_EFFECTS for fx in e.effects) for e in entries)
         try:
-            seqs = self.journal.append_batch(entries)
+            seqs = self.journal.append_batch(entries, durable=durable)
         except (JournalError, TablectlError, ValueError) as exc:
             # ValueError: the journal refuses an entry it cannot encode (until journal/ raises
             # its own family for that).

@@ -58,6 +58,10 @@ from controller.journal.verify import prune_base, verify_conn
 from controller.journal.walk import VerifyReport
 from controller.rounds.base import Effect, Event, Now
 
+# Effects a commit must be fsync'd for before they are acted on: head office hears of them, or
+# they close a round (settlement).
+MONEY_EFFECTS = frozenset({"outbox", "round"})
+
 
 class Journal:
     """The daemon's journal. One writer per state dir (a lock file enforces it); calls are
@@ -285,12 +289,22 @@ class Journal:
         journal then refuses further writes; reopen it (which re-verifies) to continue."""
         return self.append_batch([Entry(event, now, round, tuple(effects), snapshot)])[0]
 
-    def append_batch(self, entries: Sequence[Entry]) -> list[int]:
+    def append_batch(self, entries: Sequence[Entry], *, durable: bool = True) -> list[int]:
         """Commit several events, in order, in ONE fsync'd transaction; return their seqs.
 
         For events that were already waiting together: none of them has been acted on, and one
         fsync instead of one each saves most of the bytes written (each fsync'd commit costs at
-        least one 4 KiB page). All or nothing, like `append`. The commit is one `commits` row."""
+        least one 4 KiB page). All or nothing, like `append`. The commit is one `commits` row.
+
+        `durable=False` (the daemon, for events that move no money: docs/daemon.md "Where the
+        bytes of a round go"): the same transaction without its own fsync (WAL,
+        synchronous=NORMAL). A crash of the process loses nothing; a power cut may lose it and
+        the commits after it up to the next fsync'd one, never a part of one, never one before
+        (the WAL is a sequence). Refused for a batch with outbox messages, round records or a
+        snapshot. The high-water mark is not moved past it."""
+        if not durable and any(e.snapshot is not None or any(
+                fx.kind in MONEY_EFFECTS for fx in e.effects) for e in entries):
+            raise ValueError("outbox messages, round records and snapshots are always fsync'd")
         with self._mutex:
             self._guard.check()
             seq, last_hash = self._last_seq, self._last_hash
@@ -318,7 +332,8 @@ class Journal:
             if not rows:
                 return []
             body = self.reader.codec.pack("[" + ",".join(r.element for r in rows) + "]")
-            with self._guard.transaction(f"append of seq {rows[0].seq}..{rows[-1].seq}") as c:
+            with self._guard.transaction(f"append of seq {rows[0].seq}..{rows[-1].seq}",
+                                         fsync=durable) as c:
                 c.execute("INSERT INTO commits(seq, round, rec, out, body, hash, mac) "
                           "VALUES (?,?,?,?,?,?,?)",
                           (seq, last_round, next_round - 1, next_id - 1, body,
@@ -330,8 +345,8 @@ class Journal:
                     checkpoint.insert(c, self.key, self.table_id, self.game, cp)
                     self.retention.close_if_due(c, cp)
             self._last_seq, self._last_hash = seq, last_hash
-            if self._mark is not None:
-                # After the commit: never ahead of it.
+            if self._mark is not None and durable:
+                # After the commit: never ahead of it (nor of what a power cut may take).
                 self._mark.advance(seq, next_id - 1, last_hash)
             self._last_event_round = last_round
             self.outbox.next_id = next_id

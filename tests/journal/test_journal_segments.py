@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.journal import Journal, JournalError, checkpoint, segments, verify_dir
+from controller.journal import Entry, Journal, JournalError, checkpoint, segments, verify_dir
 from controller.rounds.base import Event
 from tests.support.journal import GAME, TABLE, fill, now, raw
 
@@ -271,3 +271,25 @@ def test_an_archive_is_deleted_only_after_pruned_and_acknowledged(jdir: Path) ->
             c.execute("UPDATE segments SET pruned_utc = '2020-01-01T00:00:00Z' WHERE number = 3")
         assert j.expire_archives(0) == []
         assert archives[3].exists()
+
+
+def test_an_unsynced_commit_holds_no_money_and_leaves_the_mark_behind(tmp_path: Path) -> None:
+    from controller.journal.mark import MARK_FILE, read_mark
+    from controller.rounds.base import Effect
+
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=1)
+        synced = j.last_seq
+        money = Effect("outbox", {"type": "round_result", "payload": {"round": 2}})
+        with pytest.raises(ValueError, match="always fsync'd"):
+            j.append_batch([Entry(Event("dealer.wager", {}), now(90), 2, (money,))],
+                           durable=False)
+        assert j.last_seq == synced  # nothing written
+        seq = j.append_batch([Entry(Event("dealer.wager", {"box": 1}), now(91), 2)],
+                             durable=False)[0]
+        assert read_mark(tmp_path / MARK_FILE, j.key, TABLE, GAME).seq == synced
+        j.append_batch([Entry(Event("dealer.deal", {}), now(92), 2)])  # fsync'd: covers both
+        assert read_mark(tmp_path / MARK_FILE, j.key, TABLE, GAME).seq == seq + 1
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        assert j.last_seq == seq + 1
+    assert verify_dir(tmp_path).ok
