@@ -10,6 +10,7 @@ CODES: dict[str, str] = {
     "E101": "journal unusable at start: the table is out of service",
     "E102": "journal write failed: the table is out of service",
     "E103": "journal replay failed: the table is out of service",
+    "E104": "a journal checkpoint refused at start: verified from an older one",
     "E201": "a device did not start",
     "E202": "a device command failed",
     "E203": "the self-test found problems",

@@ -21,6 +21,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from headoffice.segments import SEGMENTS_COLUMNS  # tables' journal segments (segments.py)
+
 # The audit trail of every pool's parameters (create, set: applied or refused, resume).
 # `entry_no` numbers a pool's entries 1, 2, 3 ... in the order they were made: it is taken as
 # MAX + 1 inside the write transaction that holds the pool's row (locked FOR UPDATE on
@@ -104,10 +106,12 @@ CREATE TABLE IF NOT EXISTS alarms ({ALARMS_COLUMNS});
 CREATE TABLE IF NOT EXISTS held_hits ({HELD_HITS_COLUMNS});
 CREATE UNIQUE INDEX IF NOT EXISTS held_hits_by_round ON held_hits (table_id, round);
 CREATE TABLE IF NOT EXISTS pool_shares ({POOL_SHARES_COLUMNS});
+CREATE TABLE IF NOT EXISTS segments ({SEGMENTS_COLUMNS});
 """.replace("{PARAM_LOG_COLUMNS}", PARAM_LOG_COLUMNS).replace(
     "{ALARMS_COLUMNS}", ALARMS_COLUMNS).replace("{HELD_HITS_COLUMNS}", HELD_HITS_COLUMNS).replace(
     "{TABLES_ADDED}", "".join(f", {name} {kind}" for name, kind in TABLES_ADDED)).replace(
-    "{POOL_SHARES_COLUMNS}", POOL_SHARES_COLUMNS)
+    "{POOL_SHARES_COLUMNS}", POOL_SHARES_COLUMNS).replace(
+    "{SEGMENTS_COLUMNS}", SEGMENTS_COLUMNS)
 
 # Serialises schema creation and migration between workers opening one PostgreSQL database at
 # once (concurrent CREATE TABLE IF NOT EXISTS can fail there); any constant, this one is ours.

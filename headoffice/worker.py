@@ -22,6 +22,7 @@ from headoffice.config import HeadOfficeConfig
 from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
 from headoffice.pools import Pool, PoolValue
+from headoffice.segments import apply_segments
 
 log = logging.getLogger("tablectl.headoffice")
 _POOL_PUBACK_S = 60.0  # how long a pool value's PUBACK may take (a dead link: keepalive)
@@ -124,6 +125,13 @@ class Worker:
             batch = [await self._queue.get()]
             while not self._queue.empty() and len(batch) < self.cfg.batch_max:
                 batch.append(self._queue.get_nowait())
+            # Journal segments are checked and held apart from the ledger (segments.py).
+            segs = [(i.table, i.body) for i in batch if i.kind == "segment"]
+            if segs:
+                await self._segments(conn, segs)
+                batch = [i for i in batch if i.kind != "segment"]
+                if not batch:
+                    continue
             result: BatchResult = await self._db(self.ledger.apply_batch, batch)
             self.counters["applied"] += result.applied
             self.counters["duplicates"] += result.duplicates
@@ -164,6 +172,15 @@ class Worker:
             for pool_id in result.stopped:
                 self._pool_due.pop(pool_id, None)
             self._pool_wake.set()
+
+    async def _segments(self, conn: Connection, items: list[tuple[str, dict[str, Any]]]) -> None:
+        res = await self._db(apply_segments, self.ledger, items)
+        for key, n in (("segments_held", res.held), ("segments_refused", res.refused),
+                       ("segments_repeated", res.repeated),
+                       ("unknown_table", len(res.unknown))):
+            self.counters[key] += n
+        for table, answer in res.answers:  # committed: now the tables may hear it
+            await conn.publish(contract.segment_ack_topic(table), contract.dumps(answer))
 
     # -- pool values ------------------------------------------------------------------------------
     # One task publishes them, newest version only, so the apply loop never waits for their
@@ -241,4 +258,6 @@ def parse(topic: str, payload: bytes) -> Incoming:
         return Incoming("birth", table, contract.parse_birth(payload, table))
     if leaf == "status":
         return Incoming("status", table, contract.parse_status(payload, table))
+    if leaf == "segment":
+        return Incoming("segment", table, contract.parse_segment(payload, table))
     raise contract.SchemaError(f"topic {topic}: unknown leaf {leaf!r}")

@@ -77,5 +77,6 @@ def test_channel_addresses_are_the_contract_topics() -> None:
     addresses = {c["address"].replace("{table}", "T1").replace("{pool}", "p1")
                  for c in doc["channels"].values()}
     for topic in (contract.outbox_topic("T1"), contract.ack_topic("T1"),
-                  contract.award_topic("T1"), contract.pool_topic("p1")):
+                  contract.award_topic("T1"), contract.pool_topic("p1"),
+                  contract.segment_topic("T1"), contract.segment_ack_topic("T1")):
         assert topic in addresses

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config.games import GAMES, READERS
+from controller.config.journal import read_journal
 from controller.config.model import TableConfig, game_needs
 from controller.config.reader import ConfigError, Errors, Table
 from controller.config.sections import read_link, read_service
@@ -52,6 +53,7 @@ def validate_text(text: str, source: str = "table.toml") -> TableConfig:
         sections[name] = reader(t)
     devices = read_devices(root, game_needs(game, sections.get(game or "")))
     link = read_link(root, table_id)
+    journal = read_journal(root)
     root.done()
     if errors.lines:
         raise ConfigError(errors.lines)
@@ -63,6 +65,7 @@ def validate_text(text: str, source: str = "table.toml") -> TableConfig:
         link=link,
         paigow=sections.get("paigow"),
         uth=sections.get("uth"),
+        journal=journal,
     )
 
 

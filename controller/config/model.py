@@ -12,6 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from controller.config.journal import JournalConfig
 from controller.games.paigow.bank import MAX_BOXES as PAIGOW_MAX_BOXES
 from controller.games.paigow.money import STANDARD_COMMISSION_BP, TableMoney
 from controller.games.paigow.profiles import Profile
@@ -164,6 +165,7 @@ class TableConfig:
     link: LinkConfig
     paigow: PaiGowConfig | None = None
     uth: UthConfig | None = None
+    journal: JournalConfig = field(default_factory=JournalConfig)
 
     @property
     def boxes(self) -> int:

@@ -41,6 +41,7 @@ from controller.errors import TablectlError
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
 from controller.journal.background import look_after_journal
+from controller.journal.store import MONEY_EFFECTS
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT, Meters
 from controller.rounds.base import Effect, Event, Now, RoundMachine
@@ -51,6 +52,15 @@ STALL_S = 5.0  # an event older than this in the queue means the loop is not hea
 DEFAULT_WATCHDOG_S = 2.0
 MAX_BATCH = 64  # events journaled in one transaction at most
 SNAPSHOT_EVERY_ROUNDS = 16
+# Events committed without an fsync of their own (docs/daemon.md "Where the bytes of a round
+# go"): they move no money, and the next fsync'd commit (before anything that does) makes them
+# durable; a power cut in between costs a re-key, never money. UTH: wagers are placed, not
+# locked, until the first card out of the shuffler (5.5), whose commit is fsync'd; the deal only
+# asks the shuffler for that card. Any other event, or one of these whose effects include an
+# outbox message or a round record (or a snapshot, or a shift's close), is fsync'd.
+UNSYNCED_EVENTS: dict[str, frozenset[str]] = {
+    "uth": frozenset({"dealer.wager", "bet.on", "bet.off", "shuffler.ready", "dealer.deal"}),
+}
 MODES = ("production", "simulation", "development")
 
 
@@ -171,7 +181,8 @@ class TableService:
             # Whole-chain verify, then archive/retention; it ends by itself when there is no
             # journal or the chain fails (the table is then out of service), so not spawn()ed.
             tasks.append(asyncio.create_task(
-                look_after_journal(self.journal, self.go_out_of_service, self.log)))
+                look_after_journal(self.journal, self.go_out_of_service, self.log,
+                                   self.cfg.journal)))
             if self.policy is not None and self.out_of_service is None:
                 tasks.append(self.supervisor.spawn("autoplay", self._autoplay))
             if self.out_of_service is not None and self.autoplay is not None:
@@ -213,6 +224,8 @@ class TableService:
             self.journal = Journal.open(
                 self.cfg.service.state_dir, table_id=self.cfg.table_id, game=self.cfg.game,
                 fast=True,  # from the latest checkpoint; the whole chain: look_after_journal
+                segment_rounds=self.cfg.journal.segment_rounds,
+                archive_dir=self.cfg.journal.archive_dir,
             )
         except JournalError as exc:
             # A loss (JournalLossError) names the mark's seq and the journal's last seq.
@@ -222,6 +235,9 @@ class TableService:
             self.go_out_of_service(f"journal unusable: {exc.filename}: {exc.strerror}",
                                    code="E101")
             return
+        for why in self.journal.refused_checkpoints:  # damage or tampering: never trusted
+            log_event(self.log, logging.WARNING, f"journal {why}; verified from an older one",
+                      code="E104", verified_from=self.journal.verified_from)
         key = self.journal.key
         if key.dev:
             log_event(
@@ -251,6 +267,8 @@ class TableService:
             replayed=len(events),
             round=self._round(),
             meters=how,
+            verified_from=self.journal.verified_from,
+            refused_checkpoints=len(self.journal.refused_checkpoints),
         )
 
     def subscribe(self) -> Watcher:
@@ -389,8 +407,12 @@ class TableService:
             entry = Entry(event, now, round_no, tuple(effects), snapshot)
             entries.append(entry)
             stepped.append((index, entry))
+        unsynced = UNSYNCED_EVENTS.get(self.cfg.game, frozenset())
+        durable = meters is not None or not entries or any(
+            e.event.kind not in unsynced or e.snapshot is not None
+            or any(fx.kind in MONEY_EFFECTS for fx in e.effects) for e in entries)
         try:
-            seqs = self.journal.append_batch(entries)
+            seqs = self.journal.append_batch(entries, durable=durable)
         except (JournalError, TablectlError, ValueError) as exc:
             # ValueError: the journal refuses an entry it cannot encode (until journal/ raises
             # its own family for that).

@@ -50,6 +50,7 @@ class LinkOptions:
     tick_every_s: float = 1.0  # how often the pool timeout is checked (UTH 11.11)
     backoff_base_s: float = 0.2
     backoff_cap_s: float = 30.0
+    segments_every_s: float = 60.0  # archived segments not acknowledged: sent (again)
 
 
 def broker_settings(cfg: TableConfig) -> BrokerSettings:
@@ -106,6 +107,7 @@ class LinkExtension:
         self._log = logging.getLogger("tablectl.link")
         self._outage_logged = False  # an outage's first failure (or link down) was logged
         self._failed_attempts = 0  # connection attempts failed since the link was last up
+        self._segments_refused: set[int] = set()  # segments head office refused (logged once)
 
     # -- Extension --------------------------------------------------------------------------
     async def start(self, table: Table) -> None:
@@ -226,7 +228,8 @@ class LinkExtension:
 
     async def _session(self, conn: Connection) -> None:
         assert self.relay is not None
-        topics = [contract.ack_topic(self.table_id), contract.award_topic(self.table_id)]
+        topics = [contract.ack_topic(self.table_id), contract.award_topic(self.table_id),
+                  contract.segment_ack_topic(self.table_id)]
         if self.pool_id is not None:
             topics.append(contract.pool_topic(self.pool_id))
         await conn.subscribe(topics)
@@ -250,7 +253,8 @@ class LinkExtension:
         async def publish(topic: str, payload: bytes) -> None:
             await conn.publish(topic, payload)
 
-        await run_together(self._read(conn), self.relay.run(publish), self._status_loop(conn))
+        await run_together(self._read(conn), self.relay.run(publish), self._status_loop(conn),
+                           self._segments_loop(conn))
 
     async def _publish_status(self, conn: Connection) -> None:
         body = contract.status_message(self.table_id, "online", utc_now())
@@ -260,6 +264,75 @@ class LinkExtension:
         while True:
             await asyncio.sleep(self.options.status_every_s)
             await self._publish_status(conn)
+
+    # -- archived journal segments (docs/journal.md "Segments, archive, retention") -------------
+    async def _segments_loop(self, conn: Connection) -> None:
+        """Every archived segment head office has not acknowledged, oldest first, sent on
+        connecting and again every segments_every_s until it is: like the outbox, a message
+        whose answer is lost is simply sent again (head office answers a resend the same)."""
+        while True:
+            for body in self.unacked_segments():
+                await conn.publish(contract.segment_topic(self.table_id), contract.dumps(body))
+                self.counters["segments_sent"] += 1
+            await asyncio.sleep(self.options.segments_every_s)
+
+    def unacked_segments(self) -> list[dict[str, Any]]:
+        """The segment messages due: archived by this table (its MAC checks), not pruned, not
+        acknowledged; their archive's size read from the file (a missing file: not sent)."""
+        table = self.table
+        assert table is not None and table.journal is not None
+        journal = table.journal
+        out = []
+        for st in journal.retention.states():
+            if st.archive is None or st.digest is None or st.ack_ok or not st.mac_ok or (
+                    st.pruned_utc is not None):
+                continue
+            try:
+                size = (journal.archive_dir / st.archive).stat().st_size
+            except OSError:
+                continue  # gone or unreadable: upkeep's prune plan says so; nothing to hold
+            seg = st.segment
+            out.append(contract.segment_message(
+                self.table_id, seg.number, seg.first, seg.last, seg.prev, seg.head, st.digest,
+                size, (seg.first_round, seg.last_round), seg.closed_utc))
+        return out
+
+    def _on_segment_ack(self, payload: bytes) -> None:
+        """Head office's answer. `held` is recorded by `Journal.ack_segment` only if it names
+        exactly the head and digest this table archived; it prunes nothing by itself (upkeep
+        prunes, under the retention set, after checking the archive file's digest again)."""
+        table = self.table
+        assert table is not None and table.journal is not None
+        data = contract.parse_segment_ack(payload, self.table_id)
+        number = data["segment"]
+        if data["status"] == "refused":
+            self.counters["segments_refused_by_ho"] += 1
+            if number not in self._segments_refused:
+                self._segments_refused.add(number)
+                log_event(self._log, logging.WARNING, f"link: head office refused journal "
+                          f"segment {number}: {data.get('reason', '')}", segment=number,
+                          code="E303")
+            return
+        states = {st.segment.number: st for st in table.journal.retention.states()}
+        st = states.get(number)
+        if st is not None and st.ack_ok and (st.segment.head, st.digest) == (
+                data["head"], data["digest"]):
+            self.counters["segment_acks_repeated"] += 1
+            return
+        try:
+            ok = table.journal.ack_segment(number, data["head"], data["digest"])
+        except JournalError as exc:
+            table.go_out_of_service(f"journal write failed on a segment ack: {exc}",
+                                    code="E102")
+            return
+        if not ok:
+            self.counters["segment_acks_refused"] += 1
+            raise contract.SchemaError(
+                f"segment ack refused: segment {number} with head {data['head'][:16]}... and "
+                f"digest {data['digest'][:16]}... is not one this table archived")
+        self.counters["segment_acks"] += 1
+        log_event(self._log, logging.INFO, f"journal segment {number} held by head office",
+                  segment=number)
 
     def _birth(self) -> dict[str, Any]:
         """Who we are and every meter we hold, so head office can reconcile on every connect
@@ -332,6 +405,8 @@ class LinkExtension:
                 assert self.table is not None
                 self.table.go_out_of_service(f"journal write failed on an ack: {exc}",
                                              code="E102")
+        elif topic == contract.segment_ack_topic(self.table_id):
+            self._on_segment_ack(payload)
         elif topic == contract.award_topic(self.table_id):
             data = contract.parse_award(payload, self.table_id)
             if not self._award_pending(data["round"]):

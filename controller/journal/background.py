@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from controller.config.journal import JournalConfig
 from controller.journal.errors import JournalError
 from controller.journal.store import Journal
 from controller.journal.verify import verify_dir
@@ -31,9 +32,6 @@ from controller.logs import event as log_event
 DELAY_ENV = "TABLECTL_JOURNAL_VERIFY_DELAY_S"  # seconds after READY; tests set it low
 DEFAULT_DELAY_S = 60.0
 MAX_DELAY_S = 86_400.0
-# Retention until the configuration has a [journal] section: rounds kept on the table (unset:
-# closed segments are archived, nothing is pruned).
-KEEP_ENV = "TABLECTL_JOURNAL_KEEP_ROUNDS"
 UPKEEP_EVERY_S = 3600.0
 MAX_OUTPUT_BYTES = 1 << 20
 # ioprio_set(2): IOPRIO_WHO_PROCESS, class IDLE (3) << 13; syscall numbers by machine.
@@ -63,36 +61,41 @@ def delay_s(log: logging.Logger) -> float:
     return _env_number(DELAY_ENV, DEFAULT_DELAY_S, MAX_DELAY_S, log) or 0.0
 
 
-def keep_rounds(log: logging.Logger) -> int | None:
-    """Rounds retention keeps on the table (KEEP_ENV), None: nothing is pruned."""
-    value = _env_number(KEEP_ENV, None, 10**9, log)
-    return None if value is None else int(value)
+def upkeep(journal: Journal, cfg: JournalConfig) -> tuple[list[int], list[int], list[int]]:
+    """One round of care: archive the closed segments, prune what `[journal]` retention allows
+    (only what head office acknowledged), delete the archives past keep_archives_days (only
+    pruned, acknowledged ones). The segments archived, pruned, and whose archive was deleted."""
+    archived = [n for n, _name, _digest in journal.archive()]
+    pruned: list[int] = []
+    expired: list[int] = []
+    if cfg.prunes:
+        pruned = [p.number for p in journal.prune(cfg.keep_rounds, keep_days=cfg.keep_days)
+                  if p.prune]
+        if cfg.keep_archives_days is not None:
+            expired = journal.expire_archives(cfg.keep_archives_days)
+    return archived, pruned, expired
 
 
 async def look_after_journal(journal: Journal | None, on_failure: Callable[[str], None],
-                             log: logging.Logger) -> None:
+                             log: logging.Logger, cfg: JournalConfig | None = None) -> None:
     """The daemon's background care of its journal: the whole chain verified once, a while
-    after READY (`verify_in_background`); then, every UPKEEP_EVERY_S, the closed segments
-    archived and, with a retention set, what it allows pruned (`Journal.prune`: only what head
-    office acknowledged). Each in a worker thread; the journal's lock is held only for the
-    few rows each changes."""
+    after READY (`verify_in_background`); then, every UPKEEP_EVERY_S, `upkeep` with the
+    `[journal]` configuration `cfg`. Each in a worker thread; the journal's lock is held only
+    for the few rows each changes."""
     if journal is None:
         return
+    cfg = cfg or JournalConfig()
     if not await verify_in_background(journal, on_failure, log):
         return
     while True:
         try:
-            archived = await asyncio.to_thread(journal.archive)
-            keep = keep_rounds(log)
-            pruned = [] if keep is None else [
-                p for p in await asyncio.to_thread(journal.prune, keep) if p.prune]
+            archived, pruned, expired = await asyncio.to_thread(upkeep, journal, cfg)
         except (JournalError, OSError) as exc:
             log_event(log, logging.ERROR, f"journal upkeep failed: {exc}")
         else:
-            if archived or pruned:
+            if archived or pruned or expired:
                 log_event(log, logging.INFO, "journal segments archived and pruned",
-                          archived=[n for n, _name, _digest in archived],
-                          pruned=[p.number for p in pruned])
+                          archived=archived, pruned=pruned, archives_deleted=expired)
         await asyncio.sleep(UPKEEP_EVERY_S)
 
 

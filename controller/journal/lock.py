@@ -9,6 +9,7 @@ import fcntl
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from controller.journal.errors import JournalError
@@ -63,6 +64,31 @@ class WriteGuard:
         with contextlib.suppress(sqlite3.Error):
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def transaction(self, what: str, *, fsync: bool = True) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT on the writer's connection. Any failure inside (or of the
+        COMMIT itself, e.g. its fsync) fails the writer (`fail`: rolled back, later writes
+        refused until reopened); an SQLite error is raised as JournalError naming `what`.
+        `fsync=False`: this one commit at synchronous=NORMAL (no fsync of its own: the next
+        fsync'd commit makes it durable), for what a crash may lose safely."""
+        from controller.journal.schema import set_synchronous_full  # (schema imports errors)
+
+        self.check()
+        c = self._conn
+        try:
+            if not fsync:
+                c.execute("PRAGMA synchronous=NORMAL")
+            c.execute("BEGIN IMMEDIATE")
+            yield c
+            c.execute("COMMIT")
+            if not fsync:
+                set_synchronous_full(c, self.path)
+        except BaseException as exc:
+            self.fail(f"{what} failed: {exc}")
+            if isinstance(exc, sqlite3.Error | JournalError):
+                raise JournalError(f"journal {self.path}: {self.failed}") from exc
+            raise
 
     def release(self) -> None:
         if self._lock_fd is not None:

@@ -9,11 +9,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from controller.journal.errors import AckBeyondJournal, JournalError
+from controller.journal.errors import AckBeyondJournal
 from controller.journal.lock import WriteGuard
 from controller.journal.read import Reader
 from controller.journal.records import OutboxMessage, parse_fx
-from controller.journal.schema import set_synchronous_full, utc_now
+from controller.journal.schema import utc_now
 
 
 class Outbox:
@@ -45,23 +45,12 @@ class Outbox:
                 return 0
             if upto_id >= self.next_id:
                 raise AckBeyondJournal(upto_id, self.next_id - 1)
-            c = self._conn
             utc = utc or utc_now()
-            try:
-                c.execute("PRAGMA synchronous=NORMAL")
-                c.execute("BEGIN IMMEDIATE")
+            with self._guard.transaction(f"ack of outbox up to {upto_id}", fsync=False) as c:
                 # Schema-1 messages have rows in `outbox`; later ones are pending by id alone.
                 c.execute("DELETE FROM outbox WHERE id <= ?", (upto_id,))
                 c.execute("INSERT INTO outbox_acked(upto_id, utc, mac) VALUES (?,?,?)",
                           (upto_id, utc, self._mac("ack", upto_id, utc)))
-                c.execute("COMMIT")
-                set_synchronous_full(c, self._guard.path)
-            except BaseException as exc:
-                self._guard.fail(f"ack of outbox up to {upto_id} failed: {exc}")
-                if isinstance(exc, sqlite3.Error | JournalError):
-                    raise JournalError(f"journal {self._guard.path}: {self._guard.failed}"
-                                       ) from exc
-                raise
             n = upto_id - self.acked_upto
             self.acked_upto = upto_id
             return n

@@ -6,14 +6,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from controller.journal import segments
 from controller.journal.checkpoint import Checkpoint
-from controller.journal.errors import JournalError
 from controller.journal.lock import WriteGuard
-from controller.journal.mac import JournalKey
+from controller.journal.mac import JournalKey, fsync_dir
 from controller.journal.schema import read_meta, utc_now
 from controller.journal.segments import Segment, SegmentState
 
@@ -116,13 +116,42 @@ class Retention:
         for st in self.states():
             seg = st.segment
             if st.pruned_utc is not None and seg.first_round <= number <= seg.last_round:
+                path = archive_dir / str(st.archive)
+                where = (f"its records are in the archive {path}" if path.exists() else
+                         f"its archive {path} was deleted after retention; head office holds "
+                         "it")
                 return (f"round {number} was pruned from the table's journal (seq {seg.first}.."
-                        f"{seg.last}, segment {seg.number}); its records are in the archive "
-                        f"{archive_dir / str(st.archive)} (sha256 {st.digest})")
+                        f"{seg.last}, segment {seg.number}); {where} (sha256 {st.digest})")
         return None
 
-    def plan(self, keep_rounds: int, archive_dir: Path, last_round: int) -> list[PrunePlan]:
-        return plan(self.states(), keep_rounds, archive_dir, last_round, self._v1_last)
+    def plan(self, keep_rounds: int | None, archive_dir: Path, last_round: int, *,
+             keep_days: int | None = None) -> list[PrunePlan]:
+        return plan(self.states(), keep_rounds, archive_dir, last_round, self._v1_last,
+                    keep_days=keep_days)
+
+    def expire_archives(self, archive_dir: Path, keep_days: int,
+                        now: datetime | None = None) -> list[int]:
+        """Delete the archive files of segments pruned at least `keep_days` ago, oldest first;
+        return their numbers. Only a segment whose row and head office's acknowledgement check
+        out with the table's key, and whose file is still the digest head office acknowledged:
+        an archive head office never held is never deleted. The segment row stays (head,
+        digest, when acknowledged): what an auditor asks head office for."""
+        if type(keep_days) is not int or keep_days < 0:
+            raise ValueError(f"days to keep archives must be an int >= 0, got {keep_days!r}")
+        now = now or datetime.now(UTC)
+        gone = []
+        for st in self.states():
+            if (st.pruned_utc is None or not (st.mac_ok and st.ack_ok) or st.archive is None
+                    or _age_days(st.pruned_utc, now) < keep_days):
+                continue
+            path = archive_dir / st.archive
+            if not path.exists() or segments.file_digest(path) != st.digest:
+                continue  # gone already, or changed: left for a technician to look at
+            path.unlink()
+            gone.append(st.segment.number)
+        if gone:
+            fsync_dir(archive_dir)
+        return gone
 
     def prune(self, plans: list[PrunePlan]) -> int:
         """Delete the rows of the planned segments, each in one transaction; the checkpoint
@@ -148,26 +177,22 @@ class Retention:
         self._write_many([(sql, args)])
 
     def _write_many(self, stmts: list[tuple[str, tuple[Any, ...]]]) -> None:
-        c = self._conn
-        try:
-            c.execute("BEGIN IMMEDIATE")
+        with self._guard.transaction("segment update") as c:
             for sql, args in stmts:
                 c.execute(sql, args)
-            c.execute("COMMIT")
-        except BaseException as exc:
-            self._guard.fail(f"segment update failed: {exc}")
-            if isinstance(exc, sqlite3.Error):
-                raise JournalError(f"journal {self.path}: {self._guard.failed}") from exc
-            raise
 
 
-def plan(states: list[SegmentState], keep_rounds: int, archive_dir: Path, last_round: int,
-         v1_last: int) -> list[PrunePlan]:
+def plan(states: list[SegmentState], keep_rounds: int | None, archive_dir: Path,
+         last_round: int, v1_last: int, *, keep_days: int | None = None,
+         now: datetime | None = None) -> list[PrunePlan]:
     """What retention allows: a segment is pruned only if closed, genuine, archived with
     its file still there and of that digest, acknowledged by head office, every older one
-    pruned too, and its last round more than `keep_rounds` behind `last_round`."""
-    if type(keep_rounds) is not int or keep_rounds < 0:
-        raise ValueError(f"rounds to keep must be an int >= 0, got {keep_rounds!r}")
+    pruned too, its last round more than `keep_rounds` behind `last_round` and it closed more
+    than `keep_days` before `now` (each that is set; neither set: nothing is pruned)."""
+    for name, value in (("rounds", keep_rounds), ("days", keep_days)):
+        if value is not None and (type(value) is not int or value < 0):
+            raise ValueError(f"{name} to keep must be an int >= 0, got {value!r}")
+    now = now or datetime.now(UTC)
     plans, blocked = [], False
     for st in states:
         seg = st.segment
@@ -179,14 +204,28 @@ def plan(states: list[SegmentState], keep_rounds: int, archive_dir: Path, last_r
                "not acknowledged by head office" if not st.ack_ok else
                "its archive is missing or changed"
                if segments.file_digest(archive_dir / st.archive) != st.digest else
+               "no retention set" if keep_rounds is None and keep_days is None else
                f"within the {keep_rounds} rounds kept"
-               if last_round - seg.last_round < keep_rounds else
+               if keep_rounds is not None and last_round - seg.last_round < keep_rounds else
+               f"within the {keep_days} days kept"
+               if keep_days is not None and _age_days(seg.closed_utc, now) < keep_days else
                "an older segment is kept" if blocked else "")
         blocked = blocked or bool(why)
         plans.append(PrunePlan(seg.number, seg.first, seg.last,
                                (seg.first_round, seg.last_round), not why,
                                why or "archived, acknowledged, past retention"))
     return plans
+
+
+def _age_days(utc: str | None, now: datetime) -> float:
+    """Days since `utc` (ISO 8601); an unreadable time is taken as just now (kept)."""
+    try:
+        then = datetime.fromisoformat(str(utc).replace("Z", "+00:00"))
+        if then.tzinfo is None:
+            then = then.replace(tzinfo=UTC)
+    except ValueError:
+        return 0.0
+    return (now - then).total_seconds() / 86_400
 
 
 def _loads(text: str) -> dict[str, Any]:

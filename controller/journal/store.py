@@ -58,6 +58,10 @@ from controller.journal.verify import prune_base, verify_conn
 from controller.journal.walk import VerifyReport
 from controller.rounds.base import Effect, Event, Now
 
+# Effects a commit must be fsync'd for before they are acted on: head office hears of them, or
+# they close a round (settlement).
+MONEY_EFFECTS = frozenset({"outbox", "round"})
+
 
 class Journal:
     """The daemon's journal. One writer per state dir (a lock file enforces it); calls are
@@ -65,7 +69,8 @@ class Journal:
 
     def __init__(self, path: Path, conn: sqlite3.Connection, lock_fd: int, table_id: str,
                  game: str, state: VerifyReport, key: JournalKey,
-                 mark_problem: tuple[str, int | None] | None = None) -> None:
+                 mark_problem: tuple[str, int | None] | None = None,
+                 segment_rounds: int | None = None, archive_dir: Path | None = None) -> None:
         self.path = path
         self.key = key
         # Set only when opened for `accept_loss`: what is wrong with the high-water mark.
@@ -85,7 +90,9 @@ class Journal:
         self.outbox = Outbox(conn, self._mutex, self._guard, self.reader, self._mac,
                              state.next_outbox_id, state.acked_upto)
         self.retention = Retention(path, conn, self._mutex, self._guard, key, table_id, game,
-                                   segments.SEGMENT_ROUNDS)
+                                   segment_rounds or segments.SEGMENT_ROUNDS)
+        # Where closed segments are archived ([journal] archive_dir; default beside the file).
+        self.archive_dir = archive_dir or path.parent / segments.ARCHIVE_DIR
         self.reader.pruned = (state.pruned_through, state.pruned_hash)
         # How the last open verified: from the checkpoint at this seq (0: the whole chain), and
         # the checkpoints it refused (each a sign of damage or tampering, for the log).
@@ -97,6 +104,7 @@ class Journal:
     @classmethod
     def open(cls, state_dir: Path | str, *, table_id: str, game: str, create: bool = True,
              verify: bool = True, key_file: Path | None = None, fast: bool = False,
+             segment_rounds: int | None = None, archive_dir: Path | None = None,
              _recovering: bool = False) -> Journal:
         """Open (or, with `create`, make) the journal of this table and game; verify it, its
         MACs (with the key `find_key` finds, or `key_file`) and its high-water mark.
@@ -108,7 +116,8 @@ class Journal:
 
         `fast` (the daemon): verify only what follows the latest checkpoint that checks out
         (checkpoint.py), so that start-up does not grow with the journal's age; the whole chain
-        is then verified in the background (background.py) and offline."""
+        is then verified in the background (background.py) and offline. `segment_rounds` and
+        `archive_dir`: the `[journal]` configuration's (default: segments.py's)."""
         if not table_id or not game:
             raise ValueError("table_id and game are required")
         state_dir = Path(state_dir)
@@ -128,16 +137,19 @@ class Journal:
             raise JournalError(f"journal {path} is locked by another process (a running "
                                f"tablectld or journal verify): {exc}") from exc
         try:
-            return cls._open_locked(path, lock_fd, table_id, game, create, verify, key_file,
-                                    fast, _recovering)
+            j = cls._open_locked(path, lock_fd, table_id, game, create, verify, key_file,
+                                 fast, _recovering, segment_rounds)
         except BaseException:
             os.close(lock_fd)
             raise
+        if archive_dir is not None:
+            j.archive_dir = archive_dir
+        return j
 
     @classmethod
     def _open_locked(cls, path: Path, lock_fd: int, table_id: str, game: str, create: bool,
-                     verify: bool, key_file: Path | None, fast: bool, recovering: bool
-                     ) -> Journal:
+                     verify: bool, key_file: Path | None, fast: bool, recovering: bool,
+                     segment_rounds: int | None = None) -> Journal:
         state_dir = path.parent
         if not path.exists():
             if Path(f"{path}-wal").exists():
@@ -217,7 +229,7 @@ class Journal:
         except BaseException:
             conn.close()
             raise
-        j = cls(path, conn, lock_fd, table_id, game, state, key, problem)
+        j = cls(path, conn, lock_fd, table_id, game, state, key, problem, segment_rounds)
         j.verified_from, j.refused_checkpoints = state.checkpoint_seq, list(refused.values())
         return j
 
@@ -277,12 +289,22 @@ class Journal:
         journal then refuses further writes; reopen it (which re-verifies) to continue."""
         return self.append_batch([Entry(event, now, round, tuple(effects), snapshot)])[0]
 
-    def append_batch(self, entries: Sequence[Entry]) -> list[int]:
+    def append_batch(self, entries: Sequence[Entry], *, durable: bool = True) -> list[int]:
         """Commit several events, in order, in ONE fsync'd transaction; return their seqs.
 
         For events that were already waiting together: none of them has been acted on, and one
         fsync instead of one each saves most of the bytes written (each fsync'd commit costs at
-        least one 4 KiB page). All or nothing, like `append`. The commit is one `commits` row."""
+        least one 4 KiB page). All or nothing, like `append`. The commit is one `commits` row.
+
+        `durable=False` (the daemon, for events that move no money: docs/daemon.md "Where the
+        bytes of a round go"): the same transaction without its own fsync (WAL,
+        synchronous=NORMAL). A crash of the process loses nothing; a power cut may lose it and
+        the commits after it up to the next fsync'd one, never a part of one, never one before
+        (the WAL is a sequence). Refused for a batch with outbox messages, round records or a
+        snapshot. The high-water mark is not moved past it."""
+        if not durable and any(e.snapshot is not None or any(
+                fx.kind in MONEY_EFFECTS for fx in e.effects) for e in entries):
+            raise ValueError("outbox messages, round records and snapshots are always fsync'd")
         with self._mutex:
             self._guard.check()
             seq, last_hash = self._last_seq, self._last_hash
@@ -310,9 +332,8 @@ class Journal:
             if not rows:
                 return []
             body = self.reader.codec.pack("[" + ",".join(r.element for r in rows) + "]")
-            c = self._conn
-            try:
-                c.execute("BEGIN IMMEDIATE")
+            with self._guard.transaction(f"append of seq {rows[0].seq}..{rows[-1].seq}",
+                                         fsync=durable) as c:
                 c.execute("INSERT INTO commits(seq, round, rec, out, body, hash, mac) "
                           "VALUES (?,?,?,?,?,?,?)",
                           (seq, last_round, next_round - 1, next_id - 1, body,
@@ -323,15 +344,9 @@ class Journal:
                 for cp in cps:
                     checkpoint.insert(c, self.key, self.table_id, self.game, cp)
                     self.retention.close_if_due(c, cp)
-                c.execute("COMMIT")
-            except BaseException as exc:
-                self._guard.fail(f"append of seq {rows[0].seq}..{rows[-1].seq} failed: {exc}")
-                if isinstance(exc, sqlite3.Error):
-                    raise JournalError(f"journal {self.path}: {self._guard.failed}") from exc
-                raise
             self._last_seq, self._last_hash = seq, last_hash
-            if self._mark is not None:
-                # After the commit: never ahead of it.
+            if self._mark is not None and durable:
+                # After the commit: never ahead of it (nor of what a power cut may take).
                 self._mark.advance(seq, next_id - 1, last_hash)
             self._last_event_round = last_round
             self.outbox.next_id = next_id
@@ -346,23 +361,26 @@ class Journal:
 
     def archive(self, archive_dir: Path | None = None) -> list[tuple[int, str, str]]:
         """Archive the closed segments not archived yet (`Retention.archive`)."""
-        return self.retention.archive(archive_dir or self.path.parent / segments.ARCHIVE_DIR)
+        return self.retention.archive(archive_dir or self.archive_dir)
 
     def ack_segment(self, number: int, head: str, digest: str, utc: str | None = None) -> bool:
         """Head office holds segment `number` (`Retention.ack`): the link's call."""
         return self.retention.ack(number, head, digest, utc)
 
-    def prune(self, keep_rounds: int, archive_dir: Path | None = None, *,
-              dry_run: bool = False) -> list[PrunePlan]:
+    def prune(self, keep_rounds: int | None, archive_dir: Path | None = None, *,
+              keep_days: int | None = None, dry_run: bool = False) -> list[PrunePlan]:
         """Prune what retention allows (`Retention.plan`), oldest first; with `dry_run` only
         say what would be pruned and why the rest is kept."""
-        plans = self.retention.plan(keep_rounds,
-                                    archive_dir or self.path.parent / segments.ARCHIVE_DIR,
-                                    self.last_round_number)
+        plans = self.retention.plan(keep_rounds, archive_dir or self.archive_dir,
+                                    self.last_round_number, keep_days=keep_days)
         if not dry_run and self.retention.prune(plans):
             base = self.retention.pruned_through()
             self.reader.pruned = (base, checkpoint_hash(self._conn, base))
         return plans
+
+    def expire_archives(self, keep_days: int, archive_dir: Path | None = None) -> list[int]:
+        """Delete archives of segments pruned `keep_days` ago (`Retention.expire_archives`)."""
+        return self.retention.expire_archives(archive_dir or self.archive_dir, keep_days)
 
     def _mac(self, domain: str, *fields: Any) -> bytes:
         return self.key.mac(domain, self.table_id, self.game, *fields)
@@ -394,7 +412,7 @@ class Journal:
 
     def round_events(self, number: int) -> list[StoredEvent]:
         """RoundPruned (a ValueError: `round show` says it) if retention pruned it."""
-        where = self.retention.where_pruned(number, self.path.parent / segments.ARCHIVE_DIR)
+        where = self.retention.where_pruned(number, self.archive_dir)
         if where is not None:
             raise RoundPruned(where)
         return self.reader.round_events(number)
@@ -418,6 +436,9 @@ class Journal:
                 "last_round": self.last_round_number, "current_round": self._last_event_round,
                 **self.outbox.summary(),
                 "pruned_through_seq": self.reader.pruned[0],
+                # Checkpoints refused when this writer opened (each logged by the daemon, E104).
+                "refused_checkpoints": len(self.refused_checkpoints),
+                "verified_from_seq": self.verified_from,
                 "last_snapshot_seq": snap,
                 "first_utc": first.utc if first else None, "last_utc": last.utc if last else None,
                 "file_bytes": size,

@@ -34,6 +34,12 @@ MAX_CENTS = 10**12  # $10 billion: no amount on the wire is larger
 MAX_AWARDS = 10**12  # hits answered from one pool (a pool value's `awards`): never reached
 MAX_BOXES = 7  # player boxes at a UTH table (UTH_MAX_BOXES); a hit names at most this many
 JOURNAL_HASH = re.compile(r"[0-9a-f]{64}")  # a journal record's chain hash (docs/journal.md)
+SHA256 = JOURNAL_HASH  # an archive's digest: the same form
+MAX_SEGMENT = 10**9  # segment numbers (one every >= 100 rounds: never reached)
+MAX_SEQ = 2**62  # journal seqs and rounds
+MAX_ARCHIVE_BYTES = 1 << 40  # an archive file's size: 1 TiB is junk
+SEGMENT_ACK_STATUSES = ("held", "refused")
+_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)")
 
 JSON = dict[str, Any]
 
@@ -55,6 +61,15 @@ def status_topic(table: str) -> str:
     return f"{PREFIX}/table/{table}/status"
 
 
+def segment_topic(table: str) -> str:
+    """An archived journal segment's head and digest, table -> head office (docs/mqtt.md)."""
+    return f"{PREFIX}/table/{table}/segment"
+
+
+def segment_ack_topic(table: str) -> str:
+    return f"{PREFIX}/ho/table/{table}/segment_ack"
+
+
 def ack_topic(table: str) -> str:
     return f"{PREFIX}/ho/table/{table}/ack"
 
@@ -70,7 +85,8 @@ def pool_topic(pool: str) -> str:
 HO_STATUS_TOPIC = f"{PREFIX}/ho/status"
 # What head-office workers subscribe to, shared among them (each message goes to one worker).
 HO_SUBSCRIPTIONS = tuple(
-    f"$share/{SHARE_GROUP}/{PREFIX}/table/+/{leaf}" for leaf in ("outbox", "birth", "status")
+    f"$share/{SHARE_GROUP}/{PREFIX}/table/+/{leaf}"
+    for leaf in ("outbox", "birth", "status", "segment")
 )
 
 
@@ -444,3 +460,62 @@ def parse_award(raw: bytes | str, table: str) -> JSON:
             "amount": _cents(p, "amount", what),
         })
     return {"round": _int(data, "round", what, lo=1), "payouts": payouts}
+
+
+# -- journal segments (docs/journal.md "Segments, archive, retention") ---------------------------
+def segment_message(table: str, number: int, first: int, last: int, prev: str, head: str,
+                    digest: str, size: int, rounds: tuple[int, int], closed_utc: str) -> JSON:
+    """An archived journal segment: seq `first`..`last`, the chain hash before it (`prev`) and
+    after it (`head`), the archive's sha256 and size. Sent until head office answers."""
+    return {"v": VERSION, "table": table, "segment": number, "first": first, "last": last,
+            "prev": prev, "head": head, "digest": digest, "size": size,
+            "rounds": [rounds[0], rounds[1]], "closed_utc": closed_utc}
+
+
+def parse_segment(raw: bytes | str, topic_table: str | None = None) -> JSON:
+    what = "segment message"
+    data = _obj(raw, what, MAX_SMALL)
+    table = _str(data, "table", what, TABLE_ID)
+    if topic_table is not None and table != topic_table:
+        raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
+    what = f"segment message from {table}"
+    _int(data, "segment", what, lo=1, hi=MAX_SEGMENT)
+    first = _int(data, "first", what, lo=1, hi=MAX_SEQ)
+    if _int(data, "last", what, lo=1, hi=MAX_SEQ) < first:
+        raise SchemaError(f"{what}: last {data['last']} before first {first}")
+    for key in ("prev", "head", "digest"):
+        _str(data, key, what, SHA256)
+    _int(data, "size", what, lo=1, hi=MAX_ARCHIVE_BYTES)
+    rounds = _list(data, "rounds", what)
+    if (len(rounds) != 2 or not all(type(r) is int and 0 <= r <= MAX_SEQ for r in rounds)
+            or rounds[0] > rounds[1]):
+        raise SchemaError(f"{what}: rounds must be [first, last], got {_show(rounds)}")
+    _str(data, "closed_utc", what, _UTC, max_len=40)
+    return data
+
+
+def segment_ack_message(table: str, number: int, head: str, digest: str, status: str,
+                        reason: str | None = None) -> JSON:
+    """Head office's answer: `held` (it stores the segment's head and digest) or `refused`
+    (they do not agree with what it knows of the table's chain; `reason` says why)."""
+    out: JSON = {"v": VERSION, "table": table, "segment": number, "head": head,
+                 "digest": digest, "status": status}
+    if reason is not None:
+        out["reason"] = reason[:500]
+    return out
+
+
+def parse_segment_ack(raw: bytes | str, table: str) -> JSON:
+    what = "segment ack"
+    data = _obj(raw, what, MAX_SMALL)
+    if _str(data, "table", what, TABLE_ID) != table:
+        raise SchemaError(f"{what}: for table {data['table']!r}, this is {table!r}")
+    out = {"segment": _int(data, "segment", what, lo=1, hi=MAX_SEGMENT),
+           "head": _str(data, "head", what, SHA256),
+           "digest": _str(data, "digest", what, SHA256),
+           "status": _str(data, "status", what)}
+    if out["status"] not in SEGMENT_ACK_STATUSES:
+        raise SchemaError(f"{what}: status must be held or refused, got {_show(out['status'])}")
+    if data.get("reason") is not None:
+        out["reason"] = _str(data, "reason", what, max_len=500)
+    return out

@@ -388,3 +388,23 @@ def test_service_roles_and_development_mode() -> None:
         "table.toml: service.development: must be true or false, got a string 'yes'",
         "table.toml: service.super_group: must differ from tech_group (read-only and acting roles)",
     ]
+
+
+def test_journal_section_bounded_and_every_problem_named() -> None:
+    from controller.config.journal import JournalConfig
+
+    base = (EXAMPLES / "uth-nsw.toml").read_text(encoding="utf-8")
+    assert validate_text(base).journal == JournalConfig()  # nothing pruned without it
+    cfg = validate_text(base + "\n[journal]\nkeep_rounds = 16500\nkeep_days = 30\n"
+                        "keep_archives_days = 365\nsegment_rounds = 1000\n"
+                        'archive_dir = "/persistent/archive"\n').journal
+    assert (cfg.keep_rounds, cfg.keep_days, cfg.keep_archives_days, cfg.segment_rounds,
+            str(cfg.archive_dir)) == (16500, 30, 365, 1000, "/persistent/archive")
+    with pytest.raises(ConfigError) as err:
+        validate_text(base + "\n[journal]\nkeep_rounds = -1\nkeep_days = 1e3\n"
+                      "segment_rounds = 5\nkeep_archives_days = 3\narchive_dir = \"rel\"\n"
+                      "keep = 3\n")
+    lines = err.value.errors
+    assert [line.split(":")[1].strip() for line in lines] == [
+        "journal.segment_rounds", "journal.keep_rounds", "journal.keep_days",
+        "journal.archive_dir", "journal.keep_archives_days", "journal.keep"], lines

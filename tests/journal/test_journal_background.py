@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from controller.config.journal import JournalConfig
 from controller.daemon.build import build_machine, simulation_config
 from controller.journal import Entry, Journal, checkpoint, segments, verify_dir
 from controller.journal.background import (
     DEFAULT_DELAY_S,
     DELAY_ENV,
-    KEEP_ENV,
     delay_s,
     look_after_journal,
     verify_in_background,
@@ -117,7 +117,6 @@ def test_upkeep_archives_and_prunes_what_head_office_holds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
     monkeypatch.setenv(DELAY_ENV, "0")
-    monkeypatch.setenv(KEEP_ENV, "2")
     with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
         fill(j, rounds=6)  # segments 1..3 closed
         j.archive()
@@ -126,8 +125,9 @@ def test_upkeep_archives_and_prunes_what_head_office_holds(
         failures: list[str] = []
 
         async def run_once() -> None:
-            task = asyncio.create_task(look_after_journal(j, failures.append,
-                                                          logging.getLogger("test.upkeep")))
+            task = asyncio.create_task(look_after_journal(
+                j, failures.append, logging.getLogger("test.upkeep"),
+                JournalConfig(keep_rounds=2)))
             for _ in range(600):
                 await asyncio.sleep(0.05)
                 if j.reader.pruned[0]:
@@ -143,3 +143,21 @@ def test_upkeep_archives_and_prunes_what_head_office_holds(
         assert all(s.archive for s in states)
         assert j.reader.pruned[0] == states[0].segment.last
     assert verify_dir(tmp_path).ok
+
+
+def test_the_daemon_logs_and_counts_each_refused_checkpoint(tmp_path: Path) -> None:
+    aged_journal(tmp_path)
+    with raw(tmp_path) as c:  # the checkpoint a fast start would begin from, forged
+        top = c.execute("SELECT max(seq) FROM checkpoints").fetchone()[0]
+        c.execute("UPDATE checkpoints SET mac = zeroblob(16) WHERE seq = ?", (top,))
+    proc = start_daemon(tmp_path, "--game", "paigow", env={DELAY_ENV: "3600"})
+    try:
+        assert wait_for_socket(tmp_path, proc).get("out_of_service") is None  # an older one
+        summary = ask(tmp_path, "journal_summary")
+        assert (summary["refused_checkpoints"], summary["verified_from_seq"]) == (1, 0)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    refused = [line for line in err.splitlines() if "E104" in line]
+    assert len(refused) == 1, err[-2000:]
+    assert f"checkpoint at seq {top} refused: MAC mismatch" in refused[0]

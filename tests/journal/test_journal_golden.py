@@ -74,7 +74,9 @@ def test_the_old_journal_reads_back_identically(golden: Path) -> None:
         summary = j.summary()
     for k in ("path", "file_bytes"):
         summary.pop(k)
-    assert summary.pop("pruned_through_seq") == 0  # the one key added since (issue 16)
+    # The keys added since (issue 16): nothing pruned, no checkpoint refused.
+    assert [summary.pop(k) for k in ("pruned_through_seq", "refused_checkpoints",
+                                     "verified_from_seq")] == [0, 0, 0]
     got["summary"] = summary
     for k, v in as_json(got).items():
         assert v == exp[k], k

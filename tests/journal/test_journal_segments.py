@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.journal import Journal, JournalError, checkpoint, segments, verify_dir
+from controller.journal import Entry, Journal, JournalError, checkpoint, segments, verify_dir
 from controller.rounds.base import Event
 from tests.support.journal import GAME, TABLE, fill, now, raw
 
@@ -234,3 +234,62 @@ def test_sigkill_during_close_archive_and_prune_leaves_a_journal_that_verifies(
         with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
             assert j.last_seq == rep.last_seq
     assert rep.pruned_through > 0
+
+
+def test_keep_days_prunes_only_segments_closed_that_long_ago(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        acked(j, 1, 2, 3, 4)
+        assert [p.why for p in j.prune(None, dry_run=True)] == ["no retention set"] * 4
+        assert [p.why for p in j.prune(None, keep_days=1, dry_run=True)] == [
+            "within the 1 days kept"] * 4  # all closed just now
+        with raw(jdir) as c:  # segment 1 closed two days ago (its row re-MAC'd by the key)
+            st = j.retention.states()[0]
+            old = segments.Segment(**{**st.segment.__dict__,
+                                      "closed_utc": "2026-01-01T00:00:00Z"})
+            c.execute("UPDATE segments SET body = ?, mac = ? WHERE number = 1",
+                      (old.text(), segments.seg_mac(j.key, TABLE, GAME, old)))
+        plans = j.prune(None, keep_days=1)
+        assert [p.prune for p in plans] == [True, False, False, False]
+        # With both set a segment must pass both: 2 rounds kept stops nothing, 1 day does.
+        assert [p.prune for p in j.prune(2, keep_days=1, dry_run=True)] == [False] * 3
+
+
+def test_an_archive_is_deleted_only_after_pruned_and_acknowledged(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        acked(j, 1, 2)
+        archives = {st.segment.number: j.archive_dir / str(st.archive)
+                    for st in j.retention.states()}
+        assert j.expire_archives(0) == []  # nothing pruned yet: every archive stays
+        assert sum(p.prune for p in j.prune(0)) == 2  # 1, 2 (3, 4: not acknowledged)
+        assert j.expire_archives(1) == []  # pruned just now: kept a day
+        assert j.expire_archives(0) == [1, 2]
+        assert [n for n, p in archives.items() if p.exists()] == [3, 4]
+        with pytest.raises(ValueError, match=r"round 2 was pruned .* was deleted after "
+                                             r"retention; head office holds it"):
+            j.round_events(2)
+        with raw(jdir) as c:  # a forged "pruned" mark on segment 3 does not delete its archive
+            c.execute("UPDATE segments SET pruned_utc = '2020-01-01T00:00:00Z' WHERE number = 3")
+        assert j.expire_archives(0) == []
+        assert archives[3].exists()
+
+
+def test_an_unsynced_commit_holds_no_money_and_leaves_the_mark_behind(tmp_path: Path) -> None:
+    from controller.journal.mark import MARK_FILE, read_mark
+    from controller.rounds.base import Effect
+
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=1)
+        synced = j.last_seq
+        money = Effect("outbox", {"type": "round_result", "payload": {"round": 2}})
+        with pytest.raises(ValueError, match="always fsync'd"):
+            j.append_batch([Entry(Event("dealer.wager", {}), now(90), 2, (money,))],
+                           durable=False)
+        assert j.last_seq == synced  # nothing written
+        seq = j.append_batch([Entry(Event("dealer.wager", {"box": 1}), now(91), 2)],
+                             durable=False)[0]
+        assert read_mark(tmp_path / MARK_FILE, j.key, TABLE, GAME).seq == synced
+        j.append_batch([Entry(Event("dealer.deal", {}), now(92), 2)])  # fsync'd: covers both
+        assert read_mark(tmp_path / MARK_FILE, j.key, TABLE, GAME).seq == seq + 1
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        assert j.last_seq == seq + 1
+    assert verify_dir(tmp_path).ok

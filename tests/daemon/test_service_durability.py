@@ -1,0 +1,62 @@
+"""Which commits the daemon fsyncs (docs/daemon.md "Where the bytes of a round go"): every one
+that moves money (the first card out locks the wagers, 5.5; jackpot contributions; settlement)
+is fsync'd before its effects; UTH wagers and the deal, which move none, ride on the next one."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.service import TableService
+from controller.journal import Journal, verify_dir
+from controller.journal.mark import MARK_FILE, read_mark
+
+
+def test_only_commits_that_move_no_money_go_without_their_own_fsync(tmp_path: Path) -> None:
+    cfg = simulation_config("uth", "nsw", tmp_path / "state", tmp_path / "run")
+    rng = random.Random(7)
+    svc = TableService(cfg, build_machine(cfg), build_devices(cfg, rng),
+                       logging.getLogger("test.durable"), policy=build_policy(cfg, rng),
+                       autoplay=6)
+    commits: list[tuple[list[str], bool, bool]] = []  # (kinds, money, durable)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(svc.run())
+        while svc.journal is None:
+            await asyncio.sleep(0.01)
+        journal = svc.journal
+        append = journal.append_batch
+
+        def recording(entries: Any, *, durable: bool = True) -> list[int]:
+            seqs = append(entries, durable=durable)
+            money = any(e.snapshot is not None or any(fx.kind in ("outbox", "round")
+                                                      for fx in e.effects) for e in entries)
+            commits.append(([e.event.kind for e in entries], money, durable))
+            return seqs
+
+        journal.append_batch = recording  # type: ignore[method-assign]
+        await task
+
+    asyncio.run(scenario())
+    assert commits, "the table played"
+    assert all(durable for _kinds, money, durable in commits if money)
+    unsynced = [kinds for kinds, _money, durable in commits if not durable]
+    assert any("dealer.deal" in kinds for kinds in unsynced)
+    assert any("dealer.wager" in kinds for kinds in unsynced)
+    assert all(set(kinds) <= {"dealer.wager", "bet.on", "bet.off", "shuffler.ready",
+                              "dealer.deal"} for kinds in unsynced)
+    # A decision (a play wager) and the first card out are always fsync'd.
+    assert all(durable for kinds, _m, durable in commits
+               if {"dealer.decision", "card.dispensed"} & set(kinds))
+    # The last commit of a round settles it (fsync'd): the mark, moved only by fsync'd
+    # commits, is at the journal's end, and the journal verifies.
+    assert commits[-1][1] and commits[-1][2]
+    state = cfg.service.state_dir
+    with Journal.open(state, table_id=cfg.table_id, game=cfg.game, create=False) as j:
+        last, key = j.last_seq, j.key
+    assert read_mark(state / MARK_FILE, key, cfg.table_id, cfg.game).seq == last
+    assert verify_dir(state).ok
