@@ -114,3 +114,21 @@ def test_the_unit_execstart_serves_against_a_real_broker(tmp_path: Path) -> None
         worker.terminate()
         worker.wait(10)
         broker.stop()
+
+
+def test_importing_the_worker_does_not_build_the_evaluator_tables() -> None:
+    """Head office evaluates a hand only for a jackpot hit: its start-up must not pay for the
+    UTH evaluator's lookup tables (~0.6 s, issue 17). They are built on the first hand, and
+    rank it as the rules do (8.2(a): a royal flush is the top rank)."""
+    code = (
+        "import headoffice.worker, headoffice.cli\n"
+        "import controller.games.uth.evaluator as e\n"
+        "print(len(e._FLUSH), len(e._NONFLUSH))\n"
+        "from controller.games.uth.cards import parse_cards\n"
+        "rank = e.hand_rank(parse_cards('As Ks Qs Js Ts 2d 3c'))\n"
+        "print(rank == e.MAX_RANK, e.category_of(rank).name, len(e._FLUSH) == 1 << 13)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split("\n")
+    assert out[0] == "0 0"  # imported, not built
+    assert out[1] == "True ROYAL_FLUSH True"  # built on the first hand
