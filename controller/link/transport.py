@@ -104,6 +104,13 @@ class Connection:
             if isinstance(value, int) and value >= 0x80:
                 raise LinkError(f"subscribe to {topic} refused by the broker ({code})")
 
+    async def unsubscribe(self, topics: list[str]) -> None:
+        """Stop a subscription (one not held is no error: MQTT answers 'none existed')."""
+        try:
+            await self._client.unsubscribe(topics)
+        except aiomqtt.MqttError as exc:
+            raise LinkError(f"unsubscribe: {exc}") from None
+
     async def messages(self) -> AsyncIterator[Message]:
         """Incoming messages until the connection drops (then LinkError)."""
         # aiomqtt's iterator makes a task and an asyncio.wait per message: three passes of the
