@@ -132,3 +132,39 @@ def test_importing_the_worker_does_not_build_the_evaluator_tables() -> None:
                          check=True, timeout=120).stdout.split("\n")
     assert out[0] == "0 0"  # imported, not built
     assert out[1] == "True ROYAL_FLUSH True"  # built on the first hand
+
+
+@pytest.mark.parametrize("expiry", [None, 5])
+def test_publish_properties_decode_as_paho_does(expiry: int | None) -> None:
+    """The receive path's cheap `Properties` (controller/link/transport.py): a PUBLISH with
+    no properties (a table's message) and one with a message expiry (a retained pool value)
+    decode to what paho's own class gives, and setting a property is still checked."""
+    import struct
+
+    from paho.mqtt import _packet
+    from paho.mqtt.enums import MQTTProtocolVersion
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    from controller.link import transport
+
+    assert transport._FAST_PROPERTIES and _packet.Properties is transport._SharedProperties
+    props = b"\x00"
+    if expiry is not None:
+        wanted = Properties(PacketTypes.PUBLISH)
+        wanted.MessageExpiryInterval = expiry
+        props = wanted.pack()
+    topic = b"tablectl/v1/table/T1/outbox"
+    packet = struct.pack("!H", len(topic)) + topic + struct.pack("!H", 9) + props + b'{"v":1}'
+    got = _packet.decode_publish(0x32, packet, MQTTProtocolVersion.MQTTv5)
+    _packet.Properties = Properties  # paho's own, for the reference
+    try:
+        ref = _packet.decode_publish(0x32, packet, MQTTProtocolVersion.MQTTv5)
+    finally:
+        _packet.Properties = transport._SharedProperties
+    assert (got.topic, got.mid, got.payload) == (ref.topic, ref.mid, ref.payload) == (
+        topic, 9, b'{"v":1}')
+    assert got.properties.json() == ref.properties.json()
+    assert getattr(got.properties, "MessageExpiryInterval", None) == expiry
+    with pytest.raises(Exception, match="Property name must be one of"):
+        got.properties.NoSuchProperty = 1
