@@ -61,6 +61,8 @@ POOL_SHARES_COLUMNS = """
     pool_id TEXT NOT NULL, shard TEXT NOT NULL, meter TEXT NOT NULL, reserve TEXT NOT NULL,
     wagers_in BIGINT NOT NULL, changes BIGINT NOT NULL, PRIMARY KEY (pool_id, shard)"""
 
+# ho_partitions, ho_workers: which worker reads which tables' outboxes, by lease (routing.py).
+
 # Jackpot hits held for a person (the "jackpot lock"): a hit that does not add up, or an award
 # at or above the verification threshold. Never paid until an authorised operator approves it
 # (`status` pending -> approved | refused, with who and when); an approved hit's award is then
@@ -107,6 +109,10 @@ CREATE TABLE IF NOT EXISTS held_hits ({HELD_HITS_COLUMNS});
 CREATE UNIQUE INDEX IF NOT EXISTS held_hits_by_round ON held_hits (table_id, round);
 CREATE TABLE IF NOT EXISTS pool_shares ({POOL_SHARES_COLUMNS});
 CREATE TABLE IF NOT EXISTS segments ({SEGMENTS_COLUMNS});
+CREATE TABLE IF NOT EXISTS ho_partitions (
+    part INTEGER PRIMARY KEY, owner TEXT, expires_epoch DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS ho_workers (
+    worker TEXT PRIMARY KEY, seen_epoch DOUBLE PRECISION NOT NULL);
 """.replace("{PARAM_LOG_COLUMNS}", PARAM_LOG_COLUMNS).replace(
     "{ALARMS_COLUMNS}", ALARMS_COLUMNS).replace("{HELD_HITS_COLUMNS}", HELD_HITS_COLUMNS).replace(
     "{TABLES_ADDED}", "".join(f", {name} {kind}" for name, kind in TABLES_ADDED)).replace(

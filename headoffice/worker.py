@@ -1,9 +1,10 @@
 """A head-office worker: the MQTT side of the ledger.
 
-It subscribes to every table's outbox, birth and status through an MQTT v5 shared subscription
-(`$share/headoffice/...`), so several workers split the load; applies what arrives in batches
-(one durable transaction each, `Ledger.apply_batch`); and only then publishes the cumulative
-acks, the awards and the new pool values. Pool values are republished every `heartbeat_s`
+It reads the outboxes of the tables in the partitions it holds (headoffice/routing.py: one
+worker per table at a time, leased in the ledger's database), and every table's birth and
+status through an MQTT v5 shared subscription (`$share/headoffice/...`); applies what arrives
+in batches (one durable transaction each, `Ledger.apply_batch`); and only then publishes the
+cumulative acks, the awards and the new pool values. Pool values are republished every `heartbeat_s`
 (retained, expiring after `pool_expiry_s`): a table that stops hearing them shows OFFLINE.
 """
 
@@ -19,18 +20,28 @@ from typing import Any
 from controller.link import contract
 from controller.link.transport import Backoff, Connection, LinkError, connect, run_together
 from headoffice.config import HeadOfficeConfig
+from headoffice.db import open_database
 from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
 from headoffice.pools import Pool, PoolValue
 from headoffice.segments import apply_segments
+from headoffice.routing import Routing, partition_of
 
 log = logging.getLogger("tablectl.headoffice")
 _POOL_PUBACK_S = 60.0  # how long a pool value's PUBACK may take (a dead link: keepalive)
 _POOL_GAP_S = 0.05  # pool values from one worker: at most 20 a second per pool
+_TOPICS_PER_PACKET = 200  # exact outbox topics per SUBSCRIBE / UNSUBSCRIBE
+
+
+def lease_for(heartbeat_s: float) -> float:
+    """A worker's partition lease: three heartbeats, at least two seconds, at most a minute. A
+    dead worker's tables wait this long (plus the tables' resend_s) for another reader."""
+    return min(60.0, max(2.0, 3 * heartbeat_s))
 
 
 class Worker:
-    def __init__(self, cfg: HeadOfficeConfig, ledger: Ledger) -> None:
+    def __init__(self, cfg: HeadOfficeConfig, ledger: Ledger,
+                 lease_s: float | None = None) -> None:
         assert cfg.broker is not None, "a worker needs [broker]"
         self.cfg = cfg
         self.ledger = ledger
@@ -46,6 +57,15 @@ class Worker:
         self._pool_due: dict[str, PoolValue] = {}
         self._pool_sent: dict[str, int] = {}  # the newest version published, per pool
         self._pool_wake = asyncio.Event()
+        # The worker's name in the leases is its broker identity (one certificate per worker).
+        # The claims have a connection of their own (opened by `run`): queued behind the
+        # ledger's batches, a busy worker's renewals came late and its leases ran out.
+        self.lease_s = lease_for(cfg.heartbeat_s) if lease_s is None else lease_s
+        self.routing: Routing | None = None
+        self._claiming: asyncio.Future[Any] | None = None
+        self.partitions: frozenset[int] = frozenset()  # held, as of the last claim
+        self._released: set[int] = set()  # released, read until another worker takes them
+        self._reading: set[str] = set()  # the tables whose outbox this session subscribes
 
     async def _db(self, fn: Any, *args: Any) -> Any:
         """Run a ledger call in a thread. Cancelled meanwhile, we still wait for the thread,
@@ -71,6 +91,17 @@ class Worker:
                             " config's %s (tablectl-headoffice pool set)", pool_id,
                             pool.params.as_json(), params.as_json())
         await self._db(self.ledger.enrol, self.cfg.tables)
+        self.routing = Routing(await asyncio.to_thread(open_database, self.ledger.db.url),
+                               self.cfg.broker.client_id, self.lease_s)  # type: ignore[union-attr]
+        try:
+            await self._sessions()
+        finally:
+            if self._claiming is not None:
+                with contextlib.suppress(BaseException):
+                    await self._claiming
+            self.routing.db.close()
+
+    async def _sessions(self) -> None:
         if not self.cfg.tables:
             log.error("head office: no [[tables]] enrolled: every table's messages are refused")
         backoff = Backoff()
@@ -94,7 +125,10 @@ class Worker:
             await asyncio.sleep(backoff.next_delay())
 
     async def _session(self, conn: Connection) -> None:
-        await conn.subscribe(list(contract.HO_SUBSCRIPTIONS))
+        await conn.subscribe(list(contract.HO_SHARED_SUBSCRIPTIONS))
+        # A persistent session may still hold subscriptions of an earlier session (or of a
+        # worker before issue 17, the shared outbox): dropped, then only the held tables'.
+        await self._route(conn, fresh=True)
         online = {"v": contract.VERSION, "state": "online", "worker": self.cfg.broker.client_id}  # type: ignore[union-attr]
         await conn.publish(contract.HO_STATUS_TOPIC, contract.dumps(online), retain=True)
         self._offer_pools(await self._db(self.ledger.pools))
@@ -102,7 +136,7 @@ class Worker:
         self.connected.set()
         self.counters["connects"] += 1
         await run_together(self._read(conn), self._apply(conn), self._heartbeat(conn),
-                           self._pool_publisher(conn))
+                           self._pool_publisher(conn), self._routing(conn))
 
     async def _read(self, conn: Connection) -> None:
         async for message in conn.messages():
@@ -181,6 +215,45 @@ class Worker:
             self.counters[key] += n
         for table, answer in res.answers:  # committed: now the tables may hear it
             await conn.publish(contract.segment_ack_topic(table), contract.dumps(answer))
+
+    # -- which tables this worker reads (headoffice/routing.py) ----------------------------------
+    async def _route(self, conn: Connection, fresh: bool = False) -> None:
+        """Claim partitions, then subscribe to the outboxes of the tables in them and drop
+        the rest. A partition released stays read until another worker holds it. `fresh`: a
+        new session, which may hold anything an earlier one subscribed."""
+        assert self.routing is not None
+        # One claim at a time on the routing connection, even across a reconnect: a claim
+        # still running in its thread when its session ended is waited for, not doubled.
+        if self._claiming is not None and not self._claiming.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._claiming)
+        self._claiming = asyncio.ensure_future(asyncio.to_thread(self.routing.claim))
+        claim = await asyncio.shield(self._claiming)
+        self._released = {p for p in self._released | (self.partitions - claim.owned)
+                          if claim.owners.get(p) is None}
+        if claim.owned != self.partitions:
+            log.info("head office: %s reads %d of the partitions", self.routing.worker,
+                     len(claim.owned))
+            self.counters["partition_changes"] += 1
+        self.partitions = claim.owned
+        parts = claim.owned | self._released
+        wanted = {t for t in self.cfg.tables if partition_of(t) in parts}
+        reading = set(self.cfg.tables) if fresh else self._reading
+        drop = sorted(reading - wanted)
+        add = sorted(wanted if fresh else wanted - reading)
+        topics = ([contract.HO_SHARED_OUTBOX] if fresh else []) + [
+            contract.outbox_topic(t) for t in drop]
+        for lo in range(0, len(topics), _TOPICS_PER_PACKET):
+            await conn.unsubscribe(topics[lo:lo + _TOPICS_PER_PACKET])
+        topics = [contract.outbox_topic(t) for t in add]
+        for lo in range(0, len(topics), _TOPICS_PER_PACKET):
+            await conn.subscribe(topics[lo:lo + _TOPICS_PER_PACKET])
+        self._reading = wanted
+
+    async def _routing(self, conn: Connection) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            await self._route(conn)
 
     # -- pool values ------------------------------------------------------------------------------
     # One task publishes them, newest version only, so the apply loop never waits for their

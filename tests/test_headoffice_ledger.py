@@ -483,10 +483,10 @@ def test_param_log_keeps_the_order_changes_were_made_in_one_millisecond(
 ) -> None:
     """Every entry carries its pool's next number; the trail is in that order, whatever the
     clock says: several changes in one millisecond, then the clock stepped back."""
-    import headoffice.ledger
+    import headoffice.ledger.common
 
     now = {"utc": "2026-03-01T10:00:00.000Z"}
-    monkeypatch.setattr(headoffice.ledger, "utc_now", lambda: now["utc"])
+    monkeypatch.setattr(headoffice.ledger.common, "utc_now", lambda: now["utc"])
     led = ledger(new_url)  # create: #1
     for seed in (600_000, 700_000, 800_000):  # #2, #3, #4
         led.set_params(P, {"seed": seed}, operator="alice", authorised=[])
@@ -634,10 +634,10 @@ def test_alarms_in_one_millisecond_come_back_newest_first_in_the_order_recorded(
 ) -> None:
     """The report's last 25 alarms are in the order they were recorded, by `alarm_no`, however
     many share a millisecond (the clock stepped back too); `report` prints the numbers."""
-    import headoffice.ledger
+    import headoffice.ledger.common
 
     now = {"utc": "2026-03-01T10:00:00.000Z"}
-    monkeypatch.setattr(headoffice.ledger, "utc_now", lambda: now["utc"])
+    monkeypatch.setattr(headoffice.ledger.common, "utc_now", lambda: now["utc"])
     led = ledger(new_url)
     for i in range(1, 21):
         led.alarm(f"alarm {i}", P if i % 2 else None, f"T{i}")
@@ -666,9 +666,9 @@ def test_two_workers_recording_alarms_get_distinct_increasing_numbers(
     """Two workers (two connections, no row in common) record alarms in turn, then at once:
     every alarm has its own number, each later than the ones recorded before it."""
 
-    import headoffice.ledger
+    import headoffice.ledger.common
 
-    monkeypatch.setattr(headoffice.ledger, "utc_now", lambda: "2026-03-01T10:00:00.000Z")
+    monkeypatch.setattr(headoffice.ledger.common, "utc_now", lambda: "2026-03-01T10:00:00.000Z")
     first = ledger(new_url)
     second = Ledger.open(first.db.url)
     for i in range(6):  # in turn: the numbers follow the order recorded

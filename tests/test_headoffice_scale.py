@@ -1,20 +1,21 @@
 """Head office scaled out, against a real Mosquitto: three workers on one ledger share ten
-tables' messages through the shared subscription, each table's messages spread over all of
-them, with duplicates and reorderings. Every (table, seq) is applied once, every table's ack
-reaches the end, the pool's books balance to the exact fraction and its hits are numbered
-in order; on SQLite and on PostgreSQL (docs/headoffice.md "Scale")."""
+tables, each table read by the worker holding its partition (headoffice/routing.py), with
+duplicates and reorderings, and one worker killed mid-run. Every (table, seq) is applied
+once, every table's ack reaches the end, the pool's books balance to the exact fraction and
+its hits are numbered in order; on SQLite and on PostgreSQL (docs/headoffice.md "Scale")."""
 
 from __future__ import annotations
 
 import asyncio
 import random
-from pathlib import Path
 
 import pytest
 
 from controller.link import contract
 from controller.link.transport import connect
 from headoffice.ledger import Ledger
+from headoffice.routing import PARTITIONS
+from headoffice.worker import Worker
 from tests import mqtt_broker
 from tests.support.link import ENROLLED, POOL, head_office, run, wait_for
 from tests.test_headoffice_ledger import script
@@ -25,8 +26,18 @@ pytestmark = [
 ]
 
 
-def test_three_workers_apply_every_message_once_and_keep_the_books(
-        broker: mqtt_broker.Broker, ledger_url: str, tmp_path: Path) -> None:
+def routed(workers: list[Worker]) -> bool:
+    """Every partition held, by the live workers, each of them reading some tables and no
+    table read by two of them (headoffice/routing.py)."""
+    reading = [w._reading for w in workers]
+    return (sum(len(w.partitions) for w in workers) == PARTITIONS
+            and all(reading) and sum(map(len, reading)) == len(set().union(*reading)))
+
+
+def scale_run(broker: mqtt_broker.Broker, ledger_url: str, kill: bool) -> None:
+    """Three workers, ten tables publishing with duplicates and swaps, resending what is not
+    acknowledged as the relay does (resend_s); with `kill`, the worker reading the most
+    tables dies mid-run (its task cancelled: no release of its leases)."""
     rng = random.Random(5)
     tables = list(ENROLLED)
     rounds = {t: [(rng.randint(1, 4), rng.choice(["ok"] * 6 + ["void", "flush", "royal"]))
@@ -34,6 +45,7 @@ def test_three_workers_apply_every_message_once_and_keep_the_books(
     msgs = {t: script(t, rounds[t]) for t in tables}
     for t in tables:
         assert all(m["payload"].get("pool_id", POOL) == POOL for m in msgs[t])
+    halfway = asyncio.Event()
 
     async def table(t: str) -> int:
         """Publish the table's outbox (each message once, some twice, neighbours swapped
@@ -51,19 +63,41 @@ def test_three_workers_apply_every_message_once_and_keep_the_books(
                     last[0] = max(last[0], contract.parse_ack(m.payload, t))
 
             reader = asyncio.create_task(acks())
-            for m in order:
+            for n, m in enumerate(order):
+                if kill and n == len(order) // 2:
+                    await halfway.wait()  # the worker dies with every table mid-outbox
                 await conn.publish(contract.outbox_topic(t), contract.dumps(m))
-            await wait_for(lambda: last[0] == len(msgs[t]), 60, f"{t} acknowledged to the end")
+            deadline = asyncio.get_running_loop().time() + 60
+            while last[0] < len(msgs[t]):  # the relay: what is not acknowledged, again
+                assert asyncio.get_running_loop().time() < deadline, f"{t} stuck at {last[0]}"
+                await asyncio.sleep(1.0)
+                for m in msgs[t][last[0]:]:
+                    await conn.publish(contract.outbox_topic(t), contract.dumps(m))
             reader.cancel()
         return last[0]
 
     async def main() -> None:
         async with head_office(ledger_url, broker, workers=3, verify_from=None) as workers:
-            assert await asyncio.gather(*(table(t) for t in tables)) == [
-                len(msgs[t]) for t in tables]
+            await wait_for(lambda: routed(workers), 20, "partitions spread over the workers")
+            runs = asyncio.gather(*(table(t) for t in tables))
+            survivors = workers
+            if kill:
+                victim = max(workers, key=lambda w: len(w._reading))
+                await wait_for(lambda: victim.counters["applied"] > 0, 20, "the victim at work")
+                task = next(t for t in asyncio.all_tasks()
+                            if t.get_coro().__qualname__ == "Worker.run"  # type: ignore[union-attr]
+                            and t.get_coro().cr_frame.f_locals.get("self") is victim)  # type: ignore[union-attr]
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                halfway.set()
+                survivors = [w for w in workers if w is not victim]
+                await wait_for(lambda: routed(survivors), 20, "the dead worker's partitions taken")
+            assert await runs == [len(msgs[t]) for t in tables]
             applied = [w.counters["applied"] for w in workers]
             assert sum(applied) == sum(len(m) for m in msgs.values())  # each once
             assert all(n > 0 for n in applied), applied  # all three took a share
+            if kill:
+                assert all(w.counters["partition_changes"] >= 2 for w in survivors)
         led = Ledger.open(ledger_url)
         try:
             rows = led.db.execute("SELECT table_id, seq FROM messages ORDER BY table_id, seq")
@@ -87,6 +121,19 @@ def test_three_workers_apply_every_message_once_and_keep_the_books(
             led.close()
 
     run(main())
+
+
+def test_three_workers_apply_every_message_once_and_keep_the_books(
+        broker: mqtt_broker.Broker, ledger_url: str) -> None:
+    scale_run(broker, ledger_url, kill=False)
+
+
+def test_a_worker_killed_mid_run_loses_and_doubles_nothing(
+        broker: mqtt_broker.Broker, ledger_url: str) -> None:
+    """Its leases run out (lease_s), the others take its partitions and read its tables; what
+    it had not acknowledged the tables send again, and the ledger applies each (table, seq)
+    once whoever reads it."""
+    scale_run(broker, ledger_url, kill=True)
 
 
 def test_tcp_nodelay_on_the_broker_and_on_the_links_sockets(broker: mqtt_broker.Broker) -> None:

@@ -114,3 +114,57 @@ def test_the_unit_execstart_serves_against_a_real_broker(tmp_path: Path) -> None
         worker.terminate()
         worker.wait(10)
         broker.stop()
+
+
+def test_importing_the_worker_does_not_build_the_evaluator_tables() -> None:
+    """Head office evaluates a hand only for a jackpot hit: its start-up must not pay for the
+    UTH evaluator's lookup tables (~0.6 s, issue 17). They are built on the first hand, and
+    rank it as the rules do (8.2(a): a royal flush is the top rank)."""
+    code = (
+        "import headoffice.worker, headoffice.cli\n"
+        "import controller.games.uth.evaluator as e\n"
+        "print(len(e._FLUSH), len(e._NONFLUSH))\n"
+        "from controller.games.uth.cards import parse_cards\n"
+        "rank = e.hand_rank(parse_cards('As Ks Qs Js Ts 2d 3c'))\n"
+        "print(rank == e.MAX_RANK, e.category_of(rank).name, len(e._FLUSH) == 1 << 13)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split("\n")
+    assert out[0] == "0 0"  # imported, not built
+    assert out[1] == "True ROYAL_FLUSH True"  # built on the first hand
+
+
+@pytest.mark.parametrize("expiry", [None, 5])
+def test_publish_properties_decode_as_paho_does(expiry: int | None) -> None:
+    """The receive path's cheap `Properties` (controller/link/transport.py): a PUBLISH with
+    no properties (a table's message) and one with a message expiry (a retained pool value)
+    decode to what paho's own class gives, and setting a property is still checked."""
+    import struct
+
+    from paho.mqtt import _packet
+    from paho.mqtt.enums import MQTTProtocolVersion
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    from controller.link import transport
+
+    assert transport._FAST_PROPERTIES and _packet.Properties is transport._SharedProperties
+    props = b"\x00"
+    if expiry is not None:
+        wanted = Properties(PacketTypes.PUBLISH)
+        wanted.MessageExpiryInterval = expiry
+        props = wanted.pack()
+    topic = b"tablectl/v1/table/T1/outbox"
+    packet = struct.pack("!H", len(topic)) + topic + struct.pack("!H", 9) + props + b'{"v":1}'
+    got = _packet.decode_publish(0x32, packet, MQTTProtocolVersion.MQTTv5)
+    _packet.Properties = Properties  # paho's own, for the reference
+    try:
+        ref = _packet.decode_publish(0x32, packet, MQTTProtocolVersion.MQTTv5)
+    finally:
+        _packet.Properties = transport._SharedProperties
+    assert (got.topic, got.mid, got.payload) == (ref.topic, ref.mid, ref.payload) == (
+        topic, 9, b'{"v":1}')
+    assert got.properties.json() == ref.properties.json()
+    assert getattr(got.properties, "MessageExpiryInterval", None) == expiry
+    with pytest.raises(Exception, match="Property name must be one of"):
+        got.properties.NoSuchProperty = 1

@@ -357,9 +357,10 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         while ready < nproc:
             ready += (await get(120))[0] == "ready"
         await asyncio.to_thread(wait_in_log, broker, "u'T", k - 1)
-        for w in range(len(hos)):  # a lock published before head office subscribed is lost
-            await asyncio.to_thread(wait_in_log, broker, f"headoffice-{w + 1} 1 $share/"
-                                    f"headoffice/{contract.outbox_topic('+')}")
+        # A lock published before head office reads its table is lost: wait for the workers
+        # to share the partitions (headoffice/routing.py), and for the released ones to be
+        # dropped by their former holders (a claim period later).
+        await asyncio.to_thread(wait_routed, args.ledger_url, len(hos))
         t_connect = time.perf_counter() - t_connect
         current = [0]
         async with connect(broker.settings("T0", "bench-T0-lock", session_expiry_s=0)) as pub:
@@ -454,6 +455,27 @@ async def fleet(args: argparse.Namespace, broker: Broker,
     }
 
 
+def wait_routed(ledger_url: str, workers: int, timeout_s: float = 120) -> None:
+    """Every partition held, by `workers` distinct workers; then one claim period more."""
+    from headoffice.db import open_database
+    from headoffice.routing import PARTITIONS
+
+    db = open_database(ledger_url)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            rows = db.execute("SELECT owner, expires_epoch FROM ho_partitions")
+            held = [r["owner"] for r in rows if r["owner"] and r["expires_epoch"] > time.time()]
+            if len(held) == PARTITIONS and len(set(held)) == workers:
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"partitions not shared by {workers} workers: {set(held)}")
+            time.sleep(0.2)
+    finally:
+        db.close()
+    time.sleep(2.0)  # heartbeat_s 1.0: claims every second
+
+
 def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, workers: int,
               pg: str | None, nagle: bool = False) -> dict[str, Any]:
     """One measurement: a broker of its own, the ledger (`pg` or SQLite), `workers` head-office
@@ -480,10 +502,10 @@ def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, worke
         python_raw = asyncio.run(raw_rate(broker, args.raw))
         urls = stack.enter_context(ledger_urls(here, pg))
         alone, alone_cpu = ledger_alone(urls("alone"), args.increments, 500)
-        ledger_url = urls("ledger")
+        ledger_url = run.ledger_url = urls("ledger")
         hos: list[subprocess.Popen[bytes]] = []
         for w in range(workers):
-            # Several workers share the tables' topics ($share/headoffice/...) and one ledger.
+            # Several workers share one ledger, each reading its partitions' tables.
             (here / f"ho{w}.toml").write_text(broker.headoffice_toml(ledger_url, f"bench-ho{w}",
                                                                      f"headoffice-{w + 1}")
                                               + f"""[service]

@@ -83,11 +83,17 @@ def pool_topic(pool: str) -> str:
 
 
 HO_STATUS_TOPIC = f"{PREFIX}/ho/status"
-# What head-office workers subscribe to, shared among them (each message goes to one worker).
+# What head-office workers subscribed to before issue 17, shared among them (each message goes to
+# one worker): kept for tools that name it.
 HO_SUBSCRIPTIONS = tuple(
     f"$share/{SHARE_GROUP}/{PREFIX}/table/+/{leaf}"
     for leaf in ("outbox", "birth", "status", "segment")
 )
+# Workers since issue 17 share only births and statuses; each reads the outboxes of the tables in
+# the partitions it holds, by exact topic (headoffice/routing.py). The tables' side is unchanged.
+HO_SHARED_SUBSCRIPTIONS = tuple(
+    f"$share/{SHARE_GROUP}/{PREFIX}/table/+/{leaf}" for leaf in ("birth", "status"))
+HO_SHARED_OUTBOX = f"$share/{SHARE_GROUP}/{PREFIX}/table/+/outbox"  # before: unsubscribed
 
 
 def table_of_topic(topic: str) -> tuple[str, str]:

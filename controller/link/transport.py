@@ -104,6 +104,13 @@ class Connection:
             if isinstance(value, int) and value >= 0x80:
                 raise LinkError(f"subscribe to {topic} refused by the broker ({code})")
 
+    async def unsubscribe(self, topics: list[str]) -> None:
+        """Stop a subscription (one not held is no error: MQTT answers 'none existed')."""
+        try:
+            await self._client.unsubscribe(topics)
+        except aiomqtt.MqttError as exc:
+            raise LinkError(f"unsubscribe: {exc}") from None
+
     async def messages(self) -> AsyncIterator[Message]:
         """Incoming messages until the connection drops (then LinkError)."""
         # aiomqtt's iterator makes a task and an asyncio.wait per message: three passes of the
@@ -167,6 +174,44 @@ class _Client(aiomqtt.Client):
 
 
 _READER_OVERRIDE = callable(getattr(aiomqtt.Client, "_on_socket_open", None))
+
+
+class _SharedProperties(Properties):
+    """paho's MQTT v5 `Properties`, made cheaply. paho makes one for every packet it reads,
+    and its constructor builds two tables of ~27 entries each time, then `unpack` clears ~27
+    attributes that a new object cannot have: ~20 % of head office's receive CPU (issue 17).
+    Here the tables are made once and shared (paho only reads them), and a packet with no
+    properties, as the tables' messages are, is read without the clearing. Anything else
+    (properties present, setting one) is paho's own code, unchanged."""
+
+    _template = Properties(PacketTypes.PUBLISH)
+    types = _template.types
+    names = _template.names
+    properties = _template.properties
+
+    def __init__(self, packetType: int) -> None:
+        object.__setattr__(self, "packetType", packetType)
+
+    def unpack(self, buffer: bytes | bytearray) -> tuple[Properties, int]:
+        if buffer[:1] == b"\x00":  # property length 0: nothing to read
+            return self, 1
+        return super().unpack(buffer)
+
+
+def _share_properties() -> bool:
+    """Let paho's packet decoder (paho-mqtt 2.x's `_packet`, an internal) make
+    `_SharedProperties`. False, and paho's own class stays, if the internal is not there."""
+    try:
+        from paho.mqtt import _packet
+    except ImportError:
+        return False
+    if getattr(_packet, "Properties", None) is not Properties:
+        return False
+    _packet.Properties = _SharedProperties  # type: ignore[misc]
+    return True
+
+
+_FAST_PROPERTIES = _share_properties()
 
 
 def _message(m: aiomqtt.Message) -> Message:

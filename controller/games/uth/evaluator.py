@@ -147,34 +147,57 @@ def _build() -> tuple[dict[int, int], list[int], list[int]]:
     return nonflush, flush, starts
 
 
-_NONFLUSH, _FLUSH, _CATEGORY_START = _build()
-MAX_RANK = max(_FLUSH)  # 7462, the royal flush
+# Built on first use, not at import (~0.6 s): head office imports this module for `Category`
+# and evaluates a hand only when a jackpot hit arrives. Filled in place, so every reference
+# to these objects sees them once built.
+_NONFLUSH: dict[int, int] = {}
+_FLUSH: list[int] = []
+_CATEGORY_START: list[int] = []
+MAX_RANK = 7462  # the royal flush: distinct five-card hand values (checked when built)
+
+
+def _tables() -> None:
+    if not _FLUSH:
+        nonflush, flush, starts = _build()
+        assert max(flush) == MAX_RANK, max(flush)
+        _NONFLUSH.update(nonflush)
+        _CATEGORY_START.extend(starts)
+        _FLUSH.extend(flush)  # last: a non-empty _FLUSH means every table is built
 
 
 def hand_rank(cards: Sequence[Card]) -> int:
     """Rank of the best five of 5-7 distinct cards. Hot path: no validation (see ``evaluate``)."""
     total = sum(map(_CARD_VALUE.__getitem__, cards))
     suits = total >> _SUIT_SHIFT
-    if (suits + 0x3333) & 0x8888:  # some suit nibble >= 5: a flush (8.2(e))
-        for suit in range(4):
-            if (suits >> (4 * suit)) & 15 >= 5:
-                mask = 0
-                for c in cards:
-                    if c & 3 == suit:
-                        mask |= 1 << (c >> 2)
-                return _FLUSH[mask]
-    return _NONFLUSH[total & _RANK_FIELD]
+    try:  # free in 3.11 unless raised: the tables' first use builds them
+        if (suits + 0x3333) & 0x8888:  # some suit nibble >= 5: a flush (8.2(e))
+            for suit in range(4):
+                if (suits >> (4 * suit)) & 15 >= 5:
+                    mask = 0
+                    for c in cards:
+                        if c & 3 == suit:
+                            mask |= 1 << (c >> 2)
+                    return _FLUSH[mask]
+        return _NONFLUSH[total & _RANK_FIELD]
+    except LookupError:
+        if _FLUSH:
+            raise
+        _tables()
+        return hand_rank(cards)
 
 
 def category_of(rank: int) -> Category:
     """Category of a rank from ``hand_rank``."""
     if not 1 <= rank <= MAX_RANK:
         raise InputError(f"bad hand rank {rank!r}")
+    if not _FLUSH:
+        _tables()
     return Category(bisect_right(_CATEGORY_START, rank) - 1)
 
 
 def category_floor(category: Category) -> int:
     """Lowest rank in ``category``; ``rank >= category_floor(STRAIGHT)``: straight or better."""
+    _tables()
     return _CATEGORY_START[category]
 
 
@@ -241,9 +264,11 @@ def rank_multisets(size: int) -> list[tuple[int, ...]]:
 
 def nonflush_rank(counts: Sequence[int]) -> int:
     """Rank of 5-7 cards with these rank counts when no suit holds five of them."""
+    _tables()
     return _NONFLUSH[_key(counts)]
 
 
 def flush_rank(mask: int) -> int:
     """Rank of the five to seven ranks in ``mask`` (13 bits) all of one suit."""
+    _tables()
     return _FLUSH[mask]

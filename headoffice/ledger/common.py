@@ -1,0 +1,200 @@
+"""What the ledger's modules share: the messages in, the result out, the errors that steer a
+batch, and the small helpers of the books (exact parts, shares, payouts)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import os
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from controller.clock import utc_now
+from headoffice.pools import Pool, PoolValue
+
+__all__ = ["utc_now"]  # one name to patch in tests: every module calls common.utc_now()
+
+LAST_HITS = 25
+LAST_ALARMS = 25
+log = logging.getLogger("tablectl.headoffice")
+
+
+class LedgerError(Exception):
+    """An operator request the ledger refuses (the text says why)."""
+
+
+@dataclass
+class Incoming:
+    kind: str  # "outbox" | "birth" | "status"
+    table: str
+    body: dict[str, Any]
+
+
+@dataclass
+class BatchResult:
+    acks: dict[str, int] = field(default_factory=dict)  # table -> cumulative ack
+    awards: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (table, award msg)
+    pools: dict[str, PoolValue] = field(default_factory=dict)  # the values to publish
+    applied: int = 0
+    duplicates: int = 0
+    parked: int = 0
+    refused: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # not applied, not acked: resent later
+    stopped: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # tables not enrolled: refused, not acked
+    held_hits: list[str] = field(default_factory=list)  # hits held for an operator (PENDING)
+    forks: list[str] = field(default_factory=list)  # sequence/chain anomalies, alarmed
+    # jackpot_verified from a table (rule 15): (hold_no, table, user) approved after the commit;
+    # refused ones (not held, implausible, another table's) are alarmed and counted here.
+    verified: list[tuple[int, str, str]] = field(default_factory=list)
+    verify_refused: list[str] = field(default_factory=list)
+    verifications_paid: int = 0
+    wager_refused: list[str] = field(default_factory=list)  # table/seq: not the pool's (15.2.5.2)
+
+    def merge(self, other: BatchResult) -> None:
+        """Add the result of a later transaction of the same batch (other tables)."""
+        self.acks.update(other.acks)
+        for pool_id, value in other.pools.items():
+            if pool_id not in self.pools or value.version >= self.pools[pool_id].version:
+                self.pools[pool_id] = value
+        self.applied += other.applied
+        self.duplicates += other.duplicates
+        self.parked += other.parked
+        self.verifications_paid += other.verifications_paid
+        for name in ("awards", "refused", "held", "stopped", "unknown", "held_hits", "forks",
+                     "verified", "verify_refused", "wager_refused"):
+            getattr(self, name).extend(getattr(other, name))
+
+
+@dataclass
+class _Table:
+    id: str
+    last_seq: int
+    pool_id: str | None
+    has_parked: bool
+    enrolled: bool = True
+    enrolled_pool: str | None = None  # the only pool its money messages may name
+    journal_seq: int = 0  # the journal record of the last message ledgered
+    chain_hash: str | None = None  # that record's chain hash, when the table sent it
+    dirty: bool = False
+    blocked: bool = False  # a message was held: nothing after it this batch
+
+
+class _Hold(Exception):
+    """Not applied now, not acknowledged: the table sends it again."""
+
+
+class _Exclusive(Exception):
+    """This batch needs the pool's row to itself (a hit, a cancellation, an unbalanced
+    pool): the transaction is rolled back and run again with the pool locked FOR UPDATE."""
+
+    def __init__(self, pool_id: str) -> None:
+        super().__init__(pool_id)
+        self.pool_id = pool_id
+
+
+_SHARDS = itertools.count(1)
+
+
+def _shard_name() -> str:
+    """This Ledger's share of each pool: one writer's, unique on the machine."""
+    return f"{socket.gethostname()[:64]}/{os.getpid()}/{next(_SHARDS)}"
+
+
+class _HeldHit(Exception):
+    """A jackpot hit held for an operator: acknowledged (the table keeps it PENDING), never
+    paid until approved."""
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+@functools.lru_cache(maxsize=4096)
+def _text(value: Fraction) -> str:
+    """str(Fraction), remembered: a fleet's wagers are a few amounts at a few rates."""
+    return str(value)
+
+
+def _with_shares(pool: Pool, shares: Iterable[dict[str, Any]]) -> Pool:
+    """The pool's row plus its writers' shares (rows with share_* columns; NULL: none)."""
+    meter, reserve, wagers, changes = Fraction(0), Fraction(0), 0, 0
+    for s in shares:
+        if s["share_changes"]:
+            meter += Fraction(s["share_meter"])
+            reserve += Fraction(s["share_reserve"])
+            wagers += int(s["share_wagers"])
+            changes += int(s["share_changes"])
+    return pool.contributed(meter, reserve, wagers, changes)
+
+
+def _payouts(result: Any) -> list[dict[str, Any]]:
+    return [{"box": x.box, "award": x.award.value, "amount": x.amount,
+             "from_meter": x.from_meter, "from_house": x.from_house, "rule": x.rule}
+            for x in result.payouts]
+
+
+def _pool_ids(items: Sequence[Incoming], types: Iterable[str] | None = None) -> set[str]:
+    """The pools a batch names (births and payloads; with `types`, only outbox messages of
+    those types); ill-formed ones are refused later."""
+    wanted = None if types is None else set(types)
+    ids: set[str] = set()
+    for item in items:
+        if wanted is not None and (item.kind != "outbox" or item.body.get("type") not in wanted):
+            continue
+        payload = item.body.get("payload") if item.kind == "outbox" else item.body
+        pool_id = payload.get("pool_id") if isinstance(payload, dict) else None
+        if isinstance(pool_id, str):
+            ids.add(pool_id)
+    return ids
+
+
+def _round_keys(items: Sequence[Incoming]) -> set[tuple[str, int]]:
+    """(table, round) of the batch's increments and cancellations."""
+    keys = set()
+    for item in items:
+        if item.kind == "outbox" and item.body.get("type") in ("jackpot_increment",
+                                                               "jackpot_cancel"):
+            payload = item.body.get("payload")
+            round_ = payload.get("round") if isinstance(payload, dict) else None
+            if isinstance(round_, int) and not isinstance(round_, bool):
+                keys.add((item.table, round_))
+    return keys
+
+
+def _increment_of(row: dict[str, Any]) -> dict[str, Any]:
+    return {"seq": row["seq"], "pool": row["pool_id"], "amount": int(row["amount"]),
+            "meter": Fraction(row["meter_part"]), "reserve": Fraction(row["reserve_part"]),
+            "cancelled": row["cancelled_seq"] is not None, "new": False}
+
+
+# Rows named per IN (...) query: well under SQLite's and PostgreSQL's parameter limits.
+_IN_CHUNK = 500
+
+
+def force_bool(value: bool) -> Any:
+    return bool(value)
+
+
+@dataclass
+class _Pending:
+    """Contributions summed: exact meter and reserve parts, wagers (cents), how many."""
+
+    meter: Fraction = Fraction(0)
+    reserve: Fraction = Fraction(0)
+    wagers: int = 0
+    changes: int = 0
+
+    def add(self, meter: Fraction, reserve: Fraction, wagers: int, changes: int) -> None:
+        self.meter += meter
+        self.reserve += reserve
+        self.wagers += wagers
+        self.changes += changes
+
+    def parts(self) -> tuple[Fraction, Fraction, int, int]:
+        return self.meter, self.reserve, self.wagers, self.changes
+
