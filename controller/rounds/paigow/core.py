@@ -38,6 +38,21 @@ LOCK_RULE = {Profile.NSW: "NSW 9.6-9.7", Profile.NZ: "NZ 9.4", Profile.ACT: "ACT
 FIRST_BOX_RULE = {Profile.NSW: "NSW 8.4.1", Profile.NZ: "NZ 9.9", Profile.ACT: "ACT 4.2"}
 OFFER_RULE = {Profile.NSW: "NSW 6.1", Profile.NZ: "NZ 5.2, 5.4", Profile.ACT: "ACT 6.7"}
 OFF_RULE = "NSW 15.9.3-15.9.4, NZ 12.10"
+# When the OFF-box draw may be made. NSW 15.9.2 removes a playing area "from subsequent rounds
+# of play" and both draws shake the round's dice (NSW 15.9.3, NZ 12.10): so between rounds, in
+# betting, before no more bets. ACT has no rule removing a box from play.
+OFF_DRAW_WHEN = {
+    Profile.NSW: "NSW 15.9.1-15.9.3: between rounds, before no more bets",
+    Profile.NZ: "NZ 12.9-12.10: between rounds, before no more bets",
+}
+
+
+def off_draw_refusal(profile: Profile, phase: str) -> str:
+    """Why `dealer.off_draw` is refused in `phase` (the route accepts it only in betting)."""
+    if profile not in OFF_DRAW_WHEN:
+        return (f"profile {profile} has no rule removing a box from play: no OFF-box draw"
+                " (the draw is NSW 15.9 and NZ 12.9-12.10 only)")
+    return f"the OFF-box draw is made {OFF_DRAW_WHEN[profile]}; not in state {phase}"
 HOUSE_BOX_RULE = "NSW 6.10, NZ 11.1(b), ACT 6.9"
 BANKER_BOX_RULE = "NSW 9.16, NZ 6.5"
 PLAYERS_RULE = "NSW 9.9, NZ 6.5, ACT 7.4"

@@ -27,6 +27,7 @@ from controller.rounds.paigow.core import (
     alarm,
     banker_json,
     log,
+    off_draw_refusal,
 )
 from controller.rounds.paigow.cut import CutSteps
 from controller.rounds.paigow.dice import DiceSteps
@@ -135,6 +136,8 @@ class PaiGowMachine(
         """An event outside its phases, in the words the dealer has always seen."""
         if kind == Kind.TABLE_CLOSE and state.phase in IN_ROUND:
             return Refused(f"round {state.number} is in play: void it or enter its result first")
+        if kind == Kind.DEALER_OFF_DRAW:
+            return InputError(off_draw_refusal(self.profile, state.phase))
         if kind in (Kind.DEALER_WAGER, Kind.DEALER_WAGER_REMOVE) and state.phase in IN_ROUND:
             return InputError(f"wagers are locked after no more bets ({LOCK_RULE[self.profile]})")
         return InputError(f"not accepted in state {state.phase} (round {state.number})")
