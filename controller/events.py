@@ -105,6 +105,8 @@ class Kind(StrEnum):
     DEALER_RESULT = "dealer.result"
     DEALER_HAND_VOID = "dealer.hand_void"
     DEALER_HANDS_MIXED = "dealer.hands_mixed"
+    DEALER_CONTROL = "dealer.control"
+    DEALER_MISCOUNT = "dealer.miscount"
     # Both games.
     DEALER_WAGER = "dealer.wager"
     DEALER_VOID = "dealer.void"
@@ -209,6 +211,10 @@ _SPECS = (
             "Pai Gow: a player calls their hand void after the dealer exposed 2+ tiles"),
     _dealer(Kind.DEALER_HANDS_MIXED, "{boxes}",
             "Pai Gow NZ: hands mixed beyond reconstruction are void (12.15)"),
+    _dealer(Kind.DEALER_CONTROL, "{player, box}",
+            "Pai Gow NZ: the one box a player controlling several chose (7.2)"),
+    _dealer(Kind.DEALER_MISCOUNT, "{box, player, amount}",
+            "Pai Gow NZ: a wager miscounted at no more bets, as recounted (12.17)"),
     _dealer(Kind.DEALER_VOID,
             "{reason?, rule? (UTH); Pai Gow: kind?, handled?, reconstructed?}",
             "the round is void (Pai Gow NSW: not after 15.11 / 15.13)"),

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from controller.games.paigow.houseway import house_way
 from controller.games.paigow.profiles import Profile
-from tests.support.paigow_table import Table, kinds, texts
+from controller.games.paigow.resolve import same_setting
+from controller.games.paigow.settings import all_settings
+from controller.games.paigow.tiles import parse_tiles
+from tests.support.paigow_table import Table, first, kinds, texts
 
 RICH = 10_000_000
 
@@ -63,6 +67,145 @@ def test_act_has_no_off_draw_in_any_phase(phase: str) -> None:
     t = at(Profile.ACT, phase)
     before = t.m.to_json(t.state)
     effects = t.send("dealer.off_draw")
-    assert kinds(effects) == ["log"] and "no OFF-box draw" in texts(effects)
+    assert kinds(effects) == ["log"] and "no OFF draw" in texts(effects)
     assert "NSW 15.9 and NZ 12.9-12.10 only" in texts(effects)
     assert t.m.to_json(t.state) == before
+
+
+# -- NZ 7.2: one controlled box per player; the other set the house way by the dealer ----------
+
+
+def other_setting(tiles: list[str]) -> str:
+    """A legal setting of `tiles` that is not the NZ house way."""
+    parsed = parse_tiles(tiles, 4)
+    proper = house_way(parsed, Profile.NZ)
+    return next(str(s) for s in all_settings(parsed) if not same_setting(s, proper))
+
+
+BOX3 = ["6-6", "1-1", "4-4", "1-3"]
+BOX5 = ["5-5", "3-3", "2-2", "5-6"]
+BANK = {"tiles": ["6-6", "1-1", "4-6", "2-4"]}
+
+
+def roamer_on_two_boxes(**data: object) -> Table:
+    """NZ: "roamer" alone on boxes 3 and 5 controls both (NZ 7.1(a)), delivered."""
+    t = Table(Profile.NZ)
+    t.send("table.open")
+    t.send("dealer.wager", box=3, player="roamer", amount=2000)
+    t.send("dealer.wager", box=5, player="roamer", amount=2000)
+    if data:
+        t.send("dealer.control", **data)
+    t.to_shaking()
+    t.dice(2, 2, 2)
+    t.send("dealer.delivered")
+    return t
+
+
+def test_nz_a_player_controlling_two_boxes_keeps_the_chosen_one_the_other_is_house_way() -> None:
+    t = roamer_on_two_boxes(player="roamer", box=5)
+    assert t.status["house_way_boxes"] == {"3": "roamer"}
+    assert t.state.display["text"] == "SET YOUR HANDS / HOUSE WAY BOX 3"
+    before = t.m.to_json(t.state)
+    own = other_setting(BOX3)  # the player may not set box 3 their own way (NZ 7.2)
+    effects = t.send("dealer.result", hands={"3": own, "5": other_setting(BOX5)}, bank_hand=BANK)
+    assert kinds(effects) == ["alarm"] and "NZ 7.2" in texts(effects)
+    assert t.m.to_json(t.state) == before
+    effects = t.send("dealer.result", hands={"3": {"conceded": True}, "5": {"tiles": BOX5}},
+                     bank_hand=BANK)
+    assert "NZ 7.2" in texts(effects) and t.phase == "setting"  # nor concede it
+    effects = t.send("dealer.result", hands={"3": {"tiles": BOX3}, "5": other_setting(BOX5)},
+                     bank_hand=BANK)
+    summary = first(effects, "round")["summary"]
+    assert summary["house_way_boxes"] == {"3": "roamer"} and t.phase == "betting"
+
+
+def test_nz_without_an_indication_the_first_box_wagered_on_is_kept() -> None:
+    t = roamer_on_two_boxes()
+    assert t.status["house_way_boxes"] == {"5": "roamer"}
+
+
+@pytest.mark.parametrize("profile", [Profile.NSW, Profile.ACT])
+def test_choosing_a_controlled_box_is_nz_only(profile: Profile) -> None:
+    t = at(profile, "betting")
+    t.send("dealer.wager", box=3, player="roamer", amount=2000)
+    effects = t.send("dealer.control", player="roamer", box=3)
+    assert kinds(effects) == ["log"] and "NZ 7.2" in texts(effects)
+    assert t.state.controls == {} and t.status["house_way_boxes"] == {}
+
+
+def test_nz_a_box_the_player_does_not_control_cannot_be_chosen() -> None:
+    t = at(Profile.NZ, "betting")
+    t.send("dealer.wager", box=3, player="p3", amount=2000, seated=True)
+    t.send("dealer.wager", box=3, player="roamer", amount=4000)
+    effects = t.send("dealer.control", player="roamer", box=3)
+    assert "does not control box 3" in texts(effects) and t.state.controls == {}
+    assert "has no wager on box 4" in texts(t.send("dealer.control", player="roamer", box=4))
+
+
+# -- NZ 12.17: the dealer miscounts the bets, the player/banker makes up the difference --------
+
+
+def nz_bank(holder: str, funds: int) -> Table:
+    """p3 plays a house round on box 3 (NZ 5.2), then banks on box 3 with `funds`."""
+    t = Table(Profile.NZ)
+    t.send("table.open")
+    t.to_shaking(p3=2000)
+    t.dice(2, 2, 2)
+    t.send("dealer.delivered")
+    t.send("dealer.result", hands={"3": {"tiles": BOX3}}, bank_hand={"tiles": BOX5})
+    t.send("dealer.bank", box=3, holder=holder, player="p3", funds=funds)
+    t.to_shaking(p2=2000)
+    t.dice(2, 2, 2)
+    assert t.phase == "announced" and t.state.bank["holder"] == holder
+    return t
+
+
+WIN = {"2": "6-6 6-6 / 1-1 1-1"}
+LOSE_BANK = {"tiles": ["4-4", "4-4", "1-3", "1-3"]}
+
+
+@pytest.mark.parametrize(("holder", "funds", "pb", "house"),
+                         [("player", 2000, 4000, 0), ("co-bank", 1000, 2000, 2000)])
+def test_nz_a_miscount_short_of_the_winners_is_made_up(
+    holder: str, funds: int, pb: int, house: int
+) -> None:
+    t = nz_bank(holder, funds)
+    effects = t.send("dealer.miscount", box=2, player="p2", amount=6000)
+    assert "NZ 12.17" in texts(effects) and t.state.wagers[0]["amount"] == 6000
+    t.send("dealer.delivered")
+    summary = first(t.send("dealer.result", hands=WIN, bank_hand=LOSE_BANK), "round")["summary"]
+    # p2's 6000 wins; the bank holds 2000 (co-bank: 1000 + the house's 1000): 4000 short.
+    assert summary["make_up"] == {"rule": "NZ 12.17", "banker_wager": funds, "shortfall": 4000,
+                                  "player_banker": pb, "house": house}
+    assert summary["miscounts"] == [{"box": 2, "player": "p2", "keyed": 2000, "counted": 6000,
+                                     "rule": "NZ 12.17"}]
+    settlement = summary["settlement"]
+    assert settlement["results"][0]["won"] == 6000 and settlement["conserved"]
+    assert settlement["banker_net"] == -(6000 if holder == "player" else 3000)
+
+
+def test_nz_a_miscount_the_bank_still_covers_needs_no_make_up() -> None:
+    t = nz_bank("player", 10_000)
+    t.send("dealer.miscount", box=2, player="p2", amount=4000)
+    t.send("dealer.delivered")
+    summary = first(t.send("dealer.result", hands=WIN, bank_hand=LOSE_BANK), "round")["summary"]
+    assert "make_up" not in summary and summary["settlement"]["results"][0]["won"] == 4000
+
+
+def test_nz_a_miscount_when_the_winners_are_paid_from_the_losers_makes_up_nothing() -> None:
+    t = nz_bank("player", 2000)
+    t.send("dealer.miscount", box=2, player="p2", amount=6000)
+    t.send("dealer.delivered")
+    # p2 loses: nothing is owed, the shortfall is 0 although the bank's wager did not cover.
+    summary = first(t.send("dealer.result", hands={"2": "4-4 4-4 / 1-3 1-3"},
+                           bank_hand={"tiles": ["6-6", "6-6", "1-1", "1-1"]}), "round")["summary"]
+    assert summary["make_up"]["shortfall"] == 0
+    assert summary["settlement"]["banker_wager"] == 2000
+
+
+@pytest.mark.parametrize("profile", [Profile.NSW, Profile.ACT])
+def test_a_miscount_is_nz_only(profile: Profile) -> None:
+    t = at(profile, "setting")
+    before = t.m.to_json(t.state)
+    effects = t.send("dealer.miscount", box=2, player="p2", amount=6000)
+    assert "no miscount rule (NZ 12.17)" in texts(effects) and t.m.to_json(t.state) == before

@@ -11,6 +11,7 @@ from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState, bank_open, offer_order
 from controller.games.paigow.cuts import CutSource
 from controller.games.paigow.profiles import Profile
+from controller.games.paigow.wagers import Wager, house_way_boxes
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.state import (
     JSON,
@@ -50,9 +51,10 @@ OFF_DRAW_WHEN = {
 def off_draw_refusal(profile: Profile, phase: str) -> str:
     """Why `dealer.off_draw` is refused in `phase` (the route accepts it only in betting)."""
     if profile not in OFF_DRAW_WHEN:
-        return (f"profile {profile} has no rule removing a box from play: no OFF-box draw"
+        return (f"profile {profile} has no rule taking a playing area out of play: no OFF draw"
                 " (the draw is NSW 15.9 and NZ 12.9-12.10 only)")
-    return f"the OFF-box draw is made {OFF_DRAW_WHEN[profile]}; not in state {phase}"
+    # No "box" in the words: the guard's contract test tells its refusals by that.
+    return f"the OFF draw is made {OFF_DRAW_WHEN[profile]}; not in state {phase}"
 HOUSE_BOX_RULE = "NSW 6.10, NZ 11.1(b), ACT 6.9"
 BANKER_BOX_RULE = "NSW 9.16, NZ 6.5"
 PLAYERS_RULE = "NSW 9.9, NZ 6.5, ACT 7.4"
@@ -123,7 +125,7 @@ class PaiGowCore:
             banker_at_open=banker,
             last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
             reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
-            void_hands=[],
+            void_hands=[], controls={}, miscounts=[],
         )
         state, effects = self._show(state, "betting", f"ROUND {number} PLACE YOUR BETS")
         if bank_open(bank):
@@ -132,6 +134,12 @@ class PaiGowCore:
                 f" ({OFFER_RULE[self.profile]})"
             ))
         return state, effects
+
+    def _house_way_boxes(self, state: PaiGowState) -> dict[int, str]:
+        """NZ 7.2: box -> the player who would control it, set by the dealer the house way."""
+        wagers = [Wager(w["box"], w["player"], w["amount"], w["seated"], w["distance_to_dealer"])
+                  for w in state.wagers]
+        return house_way_boxes(wagers, self.profile, state.controls)
 
     def _offer(self, state: PaiGowState) -> list[int]:
         opening = bank_state(self.config, state.bank_at_open)

@@ -42,6 +42,9 @@ class DiceSteps(PaiGowCore):
         effects += dropped
         state, shown = self._show(state, "announce", "NO MORE BETS")
         effects += shown
+        for box, player in self._house_way_boxes(state).items():
+            effects.append(log(f"box {box}: {player} controls another box; the dealer sets box"
+                               f" {box}'s tiles the house way (NZ 7.2)"))
         if self.profile is Profile.NZ and state.cut_choice is None:
             return replace(state, phase=Phase.CUTTING), [*effects, self._select_cut_request()]
         return replace(state, phase=Phase.SHAKING), [*effects, SHAKE]

@@ -88,6 +88,8 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.DEALER_VOID: ("_void", IN_ROUND),
     Kind.DEALER_HAND_VOID: ("_hand_void", (Phase.ANNOUNCED, Phase.SETTING)),
     Kind.DEALER_HANDS_MIXED: ("_hands_mixed", (Phase.SETTING,)),
+    Kind.DEALER_CONTROL: ("_dealer_control", BETTING),
+    Kind.DEALER_MISCOUNT: ("_miscount", (Phase.ANNOUNCED, Phase.SETTING)),
 }
 
 
@@ -171,6 +173,8 @@ class PaiGowMachine(
                            if b not in state.off_boxes and accepts_wager(bank, b)],
             "wagers": [dict(w) for w in state.wagers],
             "wager_total": sum(w["amount"] for w in state.wagers),
+            "controls": dict(state.controls),
+            "house_way_boxes": {str(b): p for b, p in self._house_way_boxes(state).items()},
             "last_controllers": dict(state.last_round["controllers"]),
             "cut_choice": state.cut_choice,
             "steal": state.steal,
