@@ -3,8 +3,11 @@ NZ, 003 ACT): the OFF-box draw's profiles and timing, NZ 7.2, the delivery order
 
 from __future__ import annotations
 
+from itertools import product
+
 import pytest
 
+from controller.games.paigow.cuts import cut_table, option_sets
 from controller.games.paigow.houseway import house_way
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.resolve import same_setting
@@ -209,3 +212,47 @@ def test_a_miscount_is_nz_only(profile: Profile) -> None:
     before = t.m.to_json(t.state)
     effects = t.send("dealer.miscount", box=2, player="p2", amount=6000)
     assert "no miscount rule (NZ 12.17)" in texts(effects) and t.m.to_json(t.state) == before
+
+
+# -- the delivery order on the display: every dice total x every cut, per profile -------------
+
+
+def _dice_for(total: int) -> tuple[int, int, int]:
+    a = min(6, total - 2)
+    b = min(6, total - a - 1)
+    return a, b, total - a - b
+
+
+def _cut_choices(profile: Profile) -> list[dict[str, object]]:
+    if profile is Profile.NSW:
+        return [{"cut_die": face} for face in range(1, 7)]  # NSW Appendix 4, house banking
+    if profile is Profile.ACT:
+        return [{}]  # ACT 8.3: the house way cut
+    return [{"cut": spec.cut.value, "options": sorted(o.value for o in opts)}
+            for spec in cut_table(Profile.NZ) for opts in option_sets(Profile.NZ, spec.cut)]
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+def test_the_announcement_shows_each_groups_box_for_every_total_and_cut(profile: Profile) -> None:
+    step = -1 if profile is Profile.ACT else 1
+    runs = 0
+    for choice, total in product(_cut_choices(profile), range(3, 19)):
+        t = Table(profile)
+        t.send("table.open")
+        t.send("dealer.wager", box=2, player="p2", amount=2000)
+        t.send("dealer.no_more_bets")
+        if profile is Profile.NZ:
+            t.send("cut.selected", **choice)
+        a, b, c = _dice_for(total)
+        t.send("dice.result", box_dice=[a, b, c], cut_die=choice.get("cut_die"))
+        display = t.state.display
+        first_pos = (total - 1) % 8 + 1  # counted from the house's box 1 (NSW 8.4.1 ...)
+        assert t.phase == "announced" and display["first_box"] == first_pos
+        positions = [d["position"] for d in display["delivery"]]
+        assert positions == [(first_pos - 1 + step * k) % 8 + 1 for k in range(8)]
+        assert [d["to"] for d in display["delivery"] if d["box"] == 2] == ["player"]
+        assert [d["to"] for d in display["delivery"] if d["box"] == 1] == ["bank"]
+        assert t.status["delivery"] == display["delivery"]
+        assert display["order"].startswith("CLOCKWISE" if step < 0 else "COUNTER-CLOCKWISE")
+        runs += 1
+    assert runs == len(_cut_choices(profile)) * 16

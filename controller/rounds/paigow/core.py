@@ -10,6 +10,7 @@ from typing import Any
 from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState, bank_open, offer_order
 from controller.games.paigow.cuts import CutSource
+from controller.games.paigow.delivery import Drop, delivery_plan
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.wagers import Wager, house_way_boxes
 from controller.rounds.base import Effect, Now
@@ -134,6 +135,14 @@ class PaiGowCore:
                 f" ({OFFER_RULE[self.profile]})"
             ))
         return state, effects
+
+    def _delivery(self, state: PaiGowState) -> tuple[Drop, ...]:
+        """The announced round's delivery: each group of the cut to its box, in order."""
+        if state.first_box is None:
+            return ()
+        wagered = {w["box"] for w in state.wagers} if state.wagers else None
+        return delivery_plan(self.profile, state.first_box, bank_box=self._bank(state).box,
+                             wagered=wagered, n_boxes=self.config.boxes)
 
     def _house_way_boxes(self, state: PaiGowState) -> dict[int, str]:
         """NZ 7.2: box -> the player who would control it, set by the dealer the house way."""

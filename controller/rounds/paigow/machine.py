@@ -181,6 +181,7 @@ class PaiGowMachine(
             "dice": state.dice,
             "reshakes": state.reshakes,
             "first_box": state.first_box,
+            "delivery": [d.as_json() for d in self._delivery(state)],
             "cut": state.cut,
             "fault": state.fault,
             "display": dict(state.display),
