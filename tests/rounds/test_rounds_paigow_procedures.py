@@ -256,3 +256,95 @@ def test_the_announcement_shows_each_groups_box_for_every_total_and_cut(profile:
         assert display["order"].startswith("CLOCKWISE" if step < 0 else "COUNTER-CLOCKWISE")
         runs += 1
     assert runs == len(_cut_choices(profile)) * 16
+
+
+# -- lajas and re-shuffles before the deal (NSW 7.3, 15.1-15.4; NZ 9.2-12.7; ACT 13.2-13.3)
+
+
+def refused(t: Table, kind: str, words: str, **data: object) -> None:
+    before = t.m.to_json(t.state)
+    effects = t.send(kind, **data)
+    assert kinds(effects) == ["log"] and words in texts(effects), texts(effects)
+    assert t.m.to_json(t.state) == before
+
+
+def nz_player_bank() -> Table:
+    t = Table(Profile.NZ)
+    t.send("table.open")
+    t.to_shaking(p3=2000)
+    t.dice(2, 2, 2)
+    t.send("dealer.delivered")
+    t.send("dealer.result", hands={"3": {"tiles": BOX3}}, bank_hand={"tiles": BOX5})
+    t.send("dealer.bank", box=3, player="p3", funds=RICH)
+    return t
+
+
+def test_nz_one_requested_laja_per_round_by_whom_the_bank_decides() -> None:
+    t = at(Profile.NZ, "betting")  # the house is the sole banker: a player asks (9.2(a))
+    refused(t, "dealer.laja", "NZ 9.2(a)", by="banker")
+    assert "NZ 9.2(a)" in texts(t.send("dealer.laja", by="player"))
+    refused(t, "dealer.laja", "only 1 laja", by="player")  # NZ 9.3
+    t.send("dealer.laja", by="dealer", exposed=1)  # NZ 12.1: an irregularity laja, not counted
+    assert [x["rule"] for x in t.state.lajas] == ["NZ 9.2(a)", "NZ 12.1"]
+    b = nz_player_bank()
+    refused(b, "dealer.laja", "NZ 9.2(b)", by="player")
+    assert "NZ 9.2(b)" in texts(b.send("dealer.laja", by="banker"))
+
+
+def test_nz_a_laja_comes_before_the_cut_is_determined() -> None:
+    t = nz_player_bank()
+    t.send("dealer.cut", cut="Cup Say", options=["right", "top"], by="banker")
+    refused(t, "dealer.laja", "NZ 9.2", by="banker")
+
+
+@pytest.mark.parametrize("profile", [Profile.NSW, Profile.NZ])
+def test_more_than_two_tiles_exposed_in_a_laja_re_shuffle(profile: Profile) -> None:
+    t = at(profile, "betting")
+    effects = t.send("dealer.laja", by="dealer", exposed=3)
+    rule = {Profile.NSW: "NSW 15.2", Profile.NZ: "NZ 12.2"}[profile]
+    assert f"re-shuffle all 32 tiles ({rule})" in texts(effects)
+    assert t.state.lajas[0]["reshuffle"] == rule
+    t.send("dealer.laja", by="dealer", exposed=2)  # two: no re-shuffle
+    assert "reshuffle" not in t.state.lajas[1]
+    t.to_shaking(p2=2000)
+    t.dice(2, 2, 2)
+    t.send("dealer.delivered")
+    effects = t.send("dealer.result", hands={"2": WIN["2"]}, bank_hand=LOSE_BANK)
+    assert [x["exposed"] for x in first(effects, "round")["summary"]["lajas"]] == [3, 2]
+
+
+def test_nsw_a_players_laja_needs_approval_and_stops_the_banks_shuffle() -> None:
+    t = Table(Profile.NSW)
+    t.send("table.open")
+    refused(t, "dealer.laja", "NSW 7.3", by="player")  # not approved
+    refused(t, "dealer.laja", "its laja is the dealer's", by="banker")  # the house banks
+    t.send("dealer.laja", by="player", approved=True)
+    refused(t, "dealer.reshuffle", "NSW 7.3.1", by="banker")
+    assert [x["rule"] for x in t.state.lajas] == ["NSW 7.3"]
+
+
+def test_act_has_no_laja_and_re_shuffles_an_exposed_tile() -> None:
+    t = at(Profile.ACT, "betting")
+    refused(t, "dealer.laja", "ACT 8.6", by="player")
+    refused(t, "dealer.laja", "ACT 13.2", by="dealer", exposed=1)
+    refused(t, "dealer.reshuffle", "key exposed", by="dealer")
+    assert "ACT 13.2" in texts(t.send("dealer.reshuffle", by="dealer", exposed=1))
+    assert "ACT 13.3" in texts(t.send("dealer.reshuffle", by="supervisor"))
+    refused(t, "dealer.reshuffle", "no re-shuffle", by="banker")
+
+
+@pytest.mark.parametrize("profile", [Profile.NSW, Profile.NZ])
+def test_nsw_nz_an_exposed_stacking_tile_is_a_laja_not_a_re_shuffle(profile: Profile) -> None:
+    t = at(profile, "betting")
+    refused(t, "dealer.reshuffle", {Profile.NSW: "NSW 15.1", Profile.NZ: "NZ 12.1"}[profile],
+            by="dealer", exposed=1)
+    rule = {Profile.NSW: "NSW 15.4", Profile.NZ: "NZ 12.7"}[profile]
+    assert rule in texts(t.send("dealer.reshuffle", by="supervisor"))
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+def test_no_laja_or_re_shuffle_once_the_tiles_are_dealt(profile: Profile) -> None:
+    for phase in ("announced", "setting"):
+        t = at(profile, phase)
+        refused(t, "dealer.reshuffle", "not accepted", by="supervisor")
+        refused(t, "dealer.laja", "not accepted", by="dealer")

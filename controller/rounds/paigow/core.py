@@ -126,7 +126,7 @@ class PaiGowCore:
             banker_at_open=banker,
             last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
             reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
-            void_hands=[], controls={}, miscounts=[],
+            void_hands=[], controls={}, miscounts=[], lajas=[],
         )
         state, effects = self._show(state, "betting", f"ROUND {number} PLACE YOUR BETS")
         if bank_open(bank):

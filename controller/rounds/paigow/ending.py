@@ -212,6 +212,7 @@ class RoundEnd(PaiGowCore):
             **({"house_way_boxes": {str(b): p for b, p in house_way.items()}}
                if (house_way := self._house_way_boxes(state)) else {}),
             **({"miscounts": [dict(m) for m in state.miscounts]} if state.miscounts else {}),
+            **({"lajas": [dict(x) for x in state.lajas]} if state.lajas else {}),
         }
 
     @staticmethod

@@ -32,6 +32,7 @@ from controller.rounds.paigow.core import (
 from controller.rounds.paigow.cut import CutSteps
 from controller.rounds.paigow.dice import DiceSteps
 from controller.rounds.paigow.ending import RoundEnd
+from controller.rounds.paigow.lajas import LajaSteps
 from controller.rounds.paigow.state import (
     IN_ROUND,
     JSON,
@@ -90,11 +91,14 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.DEALER_HANDS_MIXED: ("_hands_mixed", (Phase.SETTING,)),
     Kind.DEALER_CONTROL: ("_dealer_control", BETTING),
     Kind.DEALER_MISCOUNT: ("_miscount", (Phase.ANNOUNCED, Phase.SETTING)),
+    Kind.DEALER_LAJA: ("_laja", BEFORE_DICE),
+    Kind.DEALER_RESHUFFLE: ("_reshuffle", BEFORE_DICE),
 }
 
 
 class PaiGowMachine(
-    TableSteps, BankSteps, WagerSteps, CutSteps, DiceSteps, RoundEnd, Guarded[PaiGowState]
+    TableSteps, BankSteps, WagerSteps, CutSteps, DiceSteps, LajaSteps, RoundEnd,
+    Guarded[PaiGowState],
 ):
     """One table's Pai Gow rounds. Holds only configuration; every state is passed in."""
 

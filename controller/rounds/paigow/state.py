@@ -137,12 +137,13 @@ class PaiGowState:
     void_hands: list[JSON] = field(default_factory=list)  # hands voided by their player (15.3.1)
     controls: JSON = field(default_factory=dict)  # NZ 7.2: player -> the one box they control
     miscounts: list[JSON] = field(default_factory=list)  # NZ 12.17: wagers recounted
+    lajas: list[JSON] = field(default_factory=list)  # lajas and re-shuffles before the deal
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(PaiGowState))
 # Fields added after journals were written (issue 13), with the value an older snapshot means;
 # at that value they stay out of a snapshot, so snapshots of ordinary play keep their bytes.
-_ADDED: JSON = {"void_hands": [], "controls": {}, "miscounts": []}
+_ADDED: JSON = {"void_hands": [], "controls": {}, "miscounts": [], "lajas": []}
 
 
 def state_to_json(state: PaiGowState) -> JSON:
