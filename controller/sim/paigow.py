@@ -6,7 +6,8 @@ no more bets, delivers, sets and enters results, and now and then voids a round.
 device events (dice, cut.selected): the daemon's simulated shaker and CSPRNG do that.
 
 Delivery stands in for real tiles: the sim shuffles the 32 tiles with its own rng and hands out
-consecutive groups of four by `delivery.delivery_plan`, from the first box round the eight
+consecutive groups of four as the machine announced them (`status["delivery"]`, from
+`delivery.delivery_plan`), from the first box round the eight
 positions (counter-clockwise, ACT clockwise per ACT 9.1). A physical cut only reorders the
 stacks, which a uniform shuffle already does, so the announced cut is not replayed tile by tile.
 Boxes the dealer sets the house way (NZ 7.2, status `house_way_boxes`) are entered that way.
@@ -21,7 +22,6 @@ from typing import Any
 
 from controller.events import Kind
 from controller.games.paigow.cuts import cut_table
-from controller.games.paigow.delivery import delivery_plan, hands_by_box
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.settings import all_settings
 from controller.games.paigow.tiles import FULL_SET, Tile
@@ -143,9 +143,9 @@ class PaiGowSim:
     def _deal(self, status: Status) -> None:
         tiles = list(FULL_SET)
         self.rng.shuffle(tiles)  # the cut's groups in order: group 1 = tiles[0:4]
-        plan = delivery_plan(self.rules, status["first_box"], bank_box=status["banker"]["box"],
-                             n_boxes=self.boxes)
-        self._dealt = hands_by_box(plan, tiles)  # missing boxes: the unused area (NZ 10.2B)
+        # The machine's announced delivery: group k to its box; missing boxes (NZ 10.2B) none.
+        self._dealt = {d["box"]: tuple(tiles[4 * (d["group"] - 1): 4 * d["group"]])
+                       for d in status["delivery"] if d["box"] is not None}
         self._dealt_round = status["round"]
 
     def _result(self, status: Status) -> list[Event]:

@@ -348,3 +348,29 @@ def test_no_laja_or_re_shuffle_once_the_tiles_are_dealt(profile: Profile) -> Non
         t = at(profile, phase)
         refused(t, "dealer.reshuffle", "not accepted", by="supervisor")
         refused(t, "dealer.laja", "not accepted", by="dealer")
+
+
+def test_the_other_reading_of_the_direction_is_a_table_option() -> None:
+    t = Table(Profile.NSW, {"clockwise_delivery": True})
+    t.send("table.open")
+    t.to_shaking(p2=2000)
+    t.dice(1, 2, 2)  # 5 from box 1
+    assert [d["position"] for d in t.state.display["delivery"]] == [5, 4, 3, 2, 1, 8, 7, 6]
+    assert t.state.display["order"].startswith("CLOCKWISE")
+
+
+def test_nsw_applies_the_nz_12_17_make_up_only_by_the_tables_option() -> None:
+    t = Table(Profile.NSW, {"miscount_make_up": True})
+    t.send("table.open")
+    t.to_shaking(p3=2000)
+    t.dice(2, 2, 2)
+    t.send("dealer.delivered")
+    t.send("dealer.result", hands={"3": {"tiles": BOX3}}, bank_hand={"tiles": BOX5})
+    t.send("dealer.bank", box=3, player="p3", funds=2000)
+    t.to_shaking(p2=2000)
+    t.dice(2, 2, 2)
+    assert "by the table's option" in texts(t.send("dealer.miscount", box=2, player="p2",
+                                                   amount=6000))
+    t.send("dealer.delivered")
+    summary = first(t.send("dealer.result", hands=WIN, bank_hand=LOSE_BANK), "round")["summary"]
+    assert summary["make_up"]["shortfall"] == 4000 and summary["make_up"]["house"] == 0

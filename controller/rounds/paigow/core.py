@@ -10,7 +10,7 @@ from typing import Any
 from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState, bank_open, offer_order
 from controller.games.paigow.cuts import CutSource
-from controller.games.paigow.delivery import Drop, delivery_plan
+from controller.games.paigow.delivery import CLOCKWISE_RULE, Drop, delivery_plan
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.wagers import Wager, house_way_boxes
 from controller.rounds.base import Effect, Now
@@ -142,7 +142,13 @@ class PaiGowCore:
             return ()
         wagered = {w["box"] for w in state.wagers} if state.wagers else None
         return delivery_plan(self.profile, state.first_box, bank_box=self._bank(state).box,
-                             wagered=wagered, n_boxes=self.config.boxes)
+                             wagered=wagered, n_boxes=self.config.boxes,
+                             clockwise_delivery=self.config.clockwise_delivery)
+
+    def _delivery_rule(self) -> str:
+        if self.config.clockwise_delivery is None:
+            return CLOCKWISE_RULE[self.profile][1]
+        return "the table's clockwise_delivery option"
 
     def _house_way_boxes(self, state: PaiGowState) -> dict[int, str]:
         """NZ 7.2: box -> the player who would control it, set by the dealer the house way."""

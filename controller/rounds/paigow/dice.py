@@ -8,7 +8,7 @@ from typing import Any
 
 from controller.errors import InputError
 from controller.games.paigow.cuts import cut_spec
-from controller.games.paigow.delivery import CLOCKWISE_RULE, describe
+from controller.games.paigow.delivery import describe
 from controller.games.paigow.dice import Shake, check_shake, first_box_for_shake
 from controller.games.paigow.profiles import Profile
 from controller.rounds import fields
@@ -105,12 +105,12 @@ class DiceSteps(PaiGowCore):
         state = replace(state, phase=Phase.ANNOUNCED, dice=shake_json(shake), first_box=first,
                         cut=cut)
         plan = self._delivery(state)
-        order = describe(plan, self.profile)
+        order = describe(plan, self.profile, self.config.clockwise_delivery)
         state, shown = self._show(state, "announce", text, first_box=first, cut=cut,
                                   delivery=[d.as_json() for d in plan], order=order)
         note = log(
             f"dice {shake.describe()} total {shake.total} steal {state.steal:+d}: first box {first}"
             f" ({FIRST_BOX_RULE[self.profile]}); cut {decision.cut.value} by {decision.source};"
-            f" groups 1-8 to positions {order} ({CLOCKWISE_RULE[self.profile][1]})"
+            f" groups 1-8 to positions {order} ({self._delivery_rule()})"
         )
         return state, [*shown, note]

@@ -46,7 +46,7 @@ class RoundEnd(PaiGowCore):
         at no more bets; `amount` is the wager as recounted (the chips on the layout, which stay
         as they are). The result then settles it; a player/banker's bank that no longer covers
         the winners is made up by the player/banker (a co-bank: equally with the house)."""
-        if self.profile is not Profile.NZ:
+        if self.profile is not Profile.NZ and not self.config.miscount_make_up:
             raise InputError(
                 f"profile {self.profile} has no miscount rule (NZ 12.17): the round settles the"
                 " wagers as keyed; a wrong payment is corrected by people (NSW 15.18-15.20)"
@@ -67,11 +67,12 @@ class RoundEnd(PaiGowCore):
         if problem:
             raise Refused(f"recounted wager not accepted: {problem}; void the round (NZ 12.13)"
                           " or re-enter the count")
+        rule = "NZ 12.17" if self.profile is Profile.NZ else "NZ 12.17 by the table's option"
         miscount = {"box": box, "player": player, "keyed": keyed, "counted": amount,
-                    "rule": "NZ 12.17"}
+                    "rule": rule}
         state = replace(state, wagers=wagers, miscounts=[*state.miscounts, miscount])
         return state, [log(f"wager of {player} on box {box} recounted: {keyed} c keyed,"
-                           f" {amount} c on the layout (NZ 12.17)")]
+                           f" {amount} c on the layout ({rule})")]
 
     def _recount_problem(self, bank: BankState, row: JSON, wagers: list[JSON]) -> str | None:
         money, notice = self.config.money, self.config.multiples_notice

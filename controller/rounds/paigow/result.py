@@ -13,6 +13,7 @@ from typing import Any
 from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState
 from controller.games.paigow.houseway import house_way
+from controller.games.paigow.profiles import Profile
 from controller.games.paigow.resolve import least_cover, resolve_round, same_setting
 from controller.games.paigow.settings import Setting
 from controller.games.paigow.settlement import RoundSettlement
@@ -81,7 +82,8 @@ def round_result(
         area = int(funds) * (2 if bank.holder is BankHolder.CO_BANK else 1)
         shortfall = max(0, -settlement.banker_gross - area)
         house = (shortfall + 1) // 2 if bank.holder is BankHolder.CO_BANK else 0
-        make_up = {"rule": "NZ 12.17", "banker_wager": int(funds), "shortfall": shortfall,
+        rule = "NZ 12.17" if profile is Profile.NZ else "NZ 12.17 by the table's option"
+        make_up = {"rule": rule, "banker_wager": int(funds), "shortfall": shortfall,
                    "player_banker": shortfall - house, "house": house}
         settlement = replace(settlement, banker_wager=int(funds))
     result: JSON = {

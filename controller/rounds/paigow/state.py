@@ -49,6 +49,10 @@ class PaiGowConfig:
     approved_cuts: NZ "Approved Cut" subset of Appendix 5; None = all of them.
     max_banks_per_box: NSW 6.7 House discretion (1..3); 1 for nz and act.
     multiples_notice: ACT 5.1(b) wagers in multiples of the minimum (settled per ACT 15.10).
+    clockwise_delivery: the direction the cut's groups go from the first box; None: the
+      profile's (ACT 9.1 clockwise; NSW/NZ do not say: counter-clockwise, as counted).
+    miscount_make_up: NSW/ACT, which have no miscount rule, apply NZ 12.17 (`dealer.miscount`);
+      NZ always does. docs/rounds-paigow.md, "What a regulator should confirm".
     """
 
     profile: Profile
@@ -58,6 +62,8 @@ class PaiGowConfig:
     steal_offered: bool = True
     approved_cuts: tuple[Cut, ...] | None = None
     multiples_notice: bool = True
+    clockwise_delivery: bool | None = None
+    miscount_make_up: bool = False
 
     def __post_init__(self) -> None:
         # BankState validates boxes and max_banks_per_box against the profile.
