@@ -105,6 +105,10 @@ class Kind(StrEnum):
     DEALER_RESULT = "dealer.result"
     DEALER_HAND_VOID = "dealer.hand_void"
     DEALER_HANDS_MIXED = "dealer.hands_mixed"
+    DEALER_CONTROL = "dealer.control"
+    DEALER_MISCOUNT = "dealer.miscount"
+    DEALER_LAJA = "dealer.laja"
+    DEALER_RESHUFFLE = "dealer.reshuffle"
     # Both games.
     DEALER_WAGER = "dealer.wager"
     DEALER_VOID = "dealer.void"
@@ -209,6 +213,14 @@ _SPECS = (
             "Pai Gow: a player calls their hand void after the dealer exposed 2+ tiles"),
     _dealer(Kind.DEALER_HANDS_MIXED, "{boxes}",
             "Pai Gow NZ: hands mixed beyond reconstruction are void (12.15)"),
+    _dealer(Kind.DEALER_CONTROL, "{player, box}",
+            "Pai Gow NZ: the one box a player controlling several chose (7.2)"),
+    _dealer(Kind.DEALER_MISCOUNT, "{box, player, amount}",
+            "Pai Gow NZ: a wager miscounted at no more bets, as recounted (12.17)"),
+    _dealer(Kind.DEALER_LAJA, "{by: player|banker|dealer, approved?, exposed?}",
+            "Pai Gow: a laja before the cut (NSW 7.3, 15.1-15.2; NZ 9.2-9.3, 12.1-12.2)"),
+    _dealer(Kind.DEALER_RESHUFFLE, "{by: supervisor|dealer|banker, exposed?}",
+            "Pai Gow: all 32 tiles re-shuffled before the deal (NSW 15.4, NZ 12.7, ACT 13.2-13.3)"),
     _dealer(Kind.DEALER_VOID,
             "{reason?, rule? (UTH); Pai Gow: kind?, handled?, reconstructed?}",
             "the round is void (Pai Gow NSW: not after 15.11 / 15.13)"),

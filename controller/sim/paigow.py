@@ -6,9 +6,11 @@ no more bets, delivers, sets and enters results, and now and then voids a round.
 device events (dice, cut.selected): the daemon's simulated shaker and CSPRNG do that.
 
 Delivery stands in for real tiles: the sim shuffles the 32 tiles with its own rng and hands out
-consecutive groups of four from the first box round the eight positions (counter-clockwise,
-ACT clockwise per ACT 9.1). A physical cut only reorders the stacks, which a uniform shuffle
-already does, so the announced cut is not replayed tile by tile.
+consecutive groups of four as the machine announced them (`status["delivery"]`, from
+`delivery.delivery_plan`), from the first box round the eight
+positions (counter-clockwise, ACT clockwise per ACT 9.1). A physical cut only reorders the
+stacks, which a uniform shuffle already does, so the announced cut is not replayed tile by tile.
+Boxes the dealer sets the house way (NZ 7.2, status `house_way_boxes`) are entered that way.
 Deterministic for a seeded rng and the same sequence of statuses.
 """
 
@@ -20,7 +22,6 @@ from typing import Any
 
 from controller.events import Kind
 from controller.games.paigow.cuts import cut_table
-from controller.games.paigow.dice import TILE_POSITIONS
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.settings import all_settings
 from controller.games.paigow.tiles import FULL_SET, Tile
@@ -141,14 +142,11 @@ class PaiGowSim:
 
     def _deal(self, status: Status) -> None:
         tiles = list(FULL_SET)
-        self.rng.shuffle(tiles)
-        direction = -1 if self.rules is Profile.ACT else 1
-        self._dealt = {}
+        self.rng.shuffle(tiles)  # the cut's groups in order: group 1 = tiles[0:4]
+        # The machine's announced delivery: group k to its box; missing boxes (NZ 10.2B) none.
+        self._dealt = {d["box"]: tuple(tiles[4 * (d["group"] - 1): 4 * d["group"]])
+                       for d in status["delivery"] if d["box"] is not None}
         self._dealt_round = status["round"]
-        for group in range(TILE_POSITIONS):
-            position = (status["first_box"] - 1 + direction * group) % TILE_POSITIONS + 1
-            if position <= self.boxes:  # higher positions: the unused area (NZ 10.2B)
-                self._dealt[position] = tuple(tiles[4 * group : 4 * group + 4])
 
     def _result(self, status: Status) -> list[Event]:
         if self.rng.random() < 0.01:
@@ -158,7 +156,9 @@ class PaiGowSim:
         players: dict[int, set[str]] = {}
         for w in status["wagers"]:
             players.setdefault(w["box"], set()).add(w["player"])
-        hands = {str(box): self._hand(self._dealt[box], len(names) == 1)
+        house_way = status.get("house_way_boxes") or {}  # NZ 7.2: the dealer sets these
+        hands = {str(box): {"tiles": [t.notation for t in self._dealt[box]]}
+                 if str(box) in house_way else self._hand(self._dealt[box], len(names) == 1)
                  for box, names in sorted(players.items())}
         banker = status["banker"]
         bank_tiles = self._dealt[banker["box"]]

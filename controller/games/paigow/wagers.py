@@ -19,7 +19,7 @@ Limits, read literally per profile:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from controller.errors import InputError
@@ -269,3 +269,34 @@ def check_round_wagers(
     for breach in (layout_breach(wagers, profile, bank), cover_breach(accepted, bank, money)):
         if breach is not None:
             raise InputError(breach[1])
+
+
+def house_way_boxes(
+    wagers: Sequence[Wager], profile: Profile, chosen: Mapping[str, int]
+) -> dict[int, str]:
+    """NZ 7.2: boxes whose tiles the dealer sets the house way, each with the player who would
+    otherwise control it.
+
+    "A player may not control the tiles on more than 1 box": a player who would control several
+    boxes (`box_controller`) indicates before the round which one (`chosen`: player -> box); the
+    tiles of the others are set by the dealer in accordance with the house way. A player who did
+    not indicate (or chose a box they do not control) keeps the box they wagered on first
+    (docs/rounds-paigow.md, "What a regulator should confirm"). Other profiles: none (NSW 9.14
+    refuses the second wager; ACT 7.3 lets a lone player set both boxes).
+    """
+    if profile is not Profile.NZ:
+        return {}
+    by_box: dict[int, list[Wager]] = {}
+    for w in wagers:  # insertion order: the order the boxes were first wagered on
+        by_box.setdefault(w.box, []).append(w)
+    controlled: dict[str, list[int]] = {}
+    for box, on_box in by_box.items():
+        controlled.setdefault(box_controller(on_box, profile), []).append(box)
+    house_way: dict[int, str] = {}
+    for player, boxes in controlled.items():
+        if len(boxes) < 2:
+            continue
+        keep = chosen.get(player)
+        keep = keep if keep in boxes else boxes[0]
+        house_way.update({b: player for b in boxes if b != keep})
+    return dict(sorted(house_way.items()))

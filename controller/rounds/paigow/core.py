@@ -10,7 +10,9 @@ from typing import Any
 from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState, bank_open, offer_order
 from controller.games.paigow.cuts import CutSource
+from controller.games.paigow.delivery import CLOCKWISE_RULE, Drop, delivery_plan
 from controller.games.paigow.profiles import Profile
+from controller.games.paigow.wagers import Wager, house_way_boxes
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.state import (
     JSON,
@@ -38,6 +40,22 @@ LOCK_RULE = {Profile.NSW: "NSW 9.6-9.7", Profile.NZ: "NZ 9.4", Profile.ACT: "ACT
 FIRST_BOX_RULE = {Profile.NSW: "NSW 8.4.1", Profile.NZ: "NZ 9.9", Profile.ACT: "ACT 4.2"}
 OFFER_RULE = {Profile.NSW: "NSW 6.1", Profile.NZ: "NZ 5.2, 5.4", Profile.ACT: "ACT 6.7"}
 OFF_RULE = "NSW 15.9.3-15.9.4, NZ 12.10"
+# When the OFF-box draw may be made. NSW 15.9.2 removes a playing area "from subsequent rounds
+# of play" and both draws shake the round's dice (NSW 15.9.3, NZ 12.10): so between rounds, in
+# betting, before no more bets. ACT has no rule removing a box from play.
+OFF_DRAW_WHEN = {
+    Profile.NSW: "NSW 15.9.1-15.9.3: between rounds, before no more bets",
+    Profile.NZ: "NZ 12.9-12.10: between rounds, before no more bets",
+}
+
+
+def off_draw_refusal(profile: Profile, phase: str) -> str:
+    """Why `dealer.off_draw` is refused in `phase` (the route accepts it only in betting)."""
+    if profile not in OFF_DRAW_WHEN:
+        return (f"profile {profile} has no rule taking a playing area out of play: no OFF draw"
+                " (the draw is NSW 15.9 and NZ 12.9-12.10 only)")
+    # No "box" in the words: the guard's contract test tells its refusals by that.
+    return f"the OFF draw is made {OFF_DRAW_WHEN[profile]}; not in state {phase}"
 HOUSE_BOX_RULE = "NSW 6.10, NZ 11.1(b), ACT 6.9"
 BANKER_BOX_RULE = "NSW 9.16, NZ 6.5"
 PLAYERS_RULE = "NSW 9.9, NZ 6.5, ACT 7.4"
@@ -108,7 +126,7 @@ class PaiGowCore:
             banker_at_open=banker,
             last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
             reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
-            void_hands=[],
+            void_hands=[], controls={}, miscounts=[], lajas=[],
         )
         state, effects = self._show(state, "betting", f"ROUND {number} PLACE YOUR BETS")
         if bank_open(bank):
@@ -117,6 +135,26 @@ class PaiGowCore:
                 f" ({OFFER_RULE[self.profile]})"
             ))
         return state, effects
+
+    def _delivery(self, state: PaiGowState) -> tuple[Drop, ...]:
+        """The announced round's delivery: each group of the cut to its box, in order."""
+        if state.first_box is None:
+            return ()
+        wagered = {w["box"] for w in state.wagers} if state.wagers else None
+        return delivery_plan(self.profile, state.first_box, bank_box=self._bank(state).box,
+                             wagered=wagered, n_boxes=self.config.boxes,
+                             clockwise_delivery=self.config.clockwise_delivery)
+
+    def _delivery_rule(self) -> str:
+        if self.config.clockwise_delivery is None:
+            return CLOCKWISE_RULE[self.profile][1]
+        return "the table's clockwise_delivery option"
+
+    def _house_way_boxes(self, state: PaiGowState) -> dict[int, str]:
+        """NZ 7.2: box -> the player who would control it, set by the dealer the house way."""
+        wagers = [Wager(w["box"], w["player"], w["amount"], w["seated"], w["distance_to_dealer"])
+                  for w in state.wagers]
+        return house_way_boxes(wagers, self.profile, state.controls)
 
     def _offer(self, state: PaiGowState) -> list[int]:
         opening = bank_state(self.config, state.bank_at_open)

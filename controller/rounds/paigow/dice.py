@@ -8,6 +8,7 @@ from typing import Any
 
 from controller.errors import InputError
 from controller.games.paigow.cuts import cut_spec
+from controller.games.paigow.delivery import describe
 from controller.games.paigow.dice import Shake, check_shake, first_box_for_shake
 from controller.games.paigow.profiles import Profile
 from controller.rounds import fields
@@ -42,6 +43,9 @@ class DiceSteps(PaiGowCore):
         effects += dropped
         state, shown = self._show(state, "announce", "NO MORE BETS")
         effects += shown
+        for box, player in self._house_way_boxes(state).items():
+            effects.append(log(f"box {box}: {player} controls another box; the dealer sets box"
+                               f" {box}'s tiles the house way (NZ 7.2)"))
         if self.profile is Profile.NZ and state.cut_choice is None:
             return replace(state, phase=Phase.CUTTING), [*effects, self._select_cut_request()]
         return replace(state, phase=Phase.SHAKING), [*effects, SHAKE]
@@ -100,9 +104,13 @@ class DiceSteps(PaiGowCore):
         text = f"FIRST BOX {first} / CUT {english}" + (f" {words}" if words else "")
         state = replace(state, phase=Phase.ANNOUNCED, dice=shake_json(shake), first_box=first,
                         cut=cut)
-        state, shown = self._show(state, "announce", text, first_box=first, cut=cut)
+        plan = self._delivery(state)
+        order = describe(plan, self.profile, self.config.clockwise_delivery)
+        state, shown = self._show(state, "announce", text, first_box=first, cut=cut,
+                                  delivery=[d.as_json() for d in plan], order=order)
         note = log(
             f"dice {shake.describe()} total {shake.total} steal {state.steal:+d}: first box {first}"
-            f" ({FIRST_BOX_RULE[self.profile]}); cut {decision.cut.value} by {decision.source}"
+            f" ({FIRST_BOX_RULE[self.profile]}); cut {decision.cut.value} by {decision.source};"
+            f" groups 1-8 to positions {order} ({self._delivery_rule()})"
         )
         return state, [*shown, note]

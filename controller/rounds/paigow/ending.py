@@ -9,7 +9,7 @@ from typing import Any
 from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState, after_round
 from controller.games.paigow.profiles import Profile
-from controller.games.paigow.wagers import box_controller
+from controller.games.paigow.wagers import accept, box_controller, cover_breach
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import (
@@ -32,14 +32,64 @@ from controller.rounds.paigow.state import JSON, PaiGowState, Phase, bank_state
 class RoundEnd(PaiGowCore):
     def _delivered(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         state = replace(state, phase=Phase.SETTING)
-        state, shown = self._show(state, "setting", "SET YOUR HANDS")
+        house_way = self._house_way_boxes(state)
+        if house_way:  # NZ 7.2: the dealer sets these boxes; their players may not
+            boxes = ", ".join(str(b) for b in house_way)
+            state, shown = self._show(state, "setting", f"SET YOUR HANDS / HOUSE WAY BOX {boxes}",
+                                      house_way=list(house_way))
+        else:
+            state, shown = self._show(state, "setting", "SET YOUR HANDS")
         return state, [*shown, log(f"round {state.number}: tiles delivered")]
+
+    def _miscount(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        """dealer.miscount {box, player, amount}: NZ 12.17, the dealer counted the bets wrongly
+        at no more bets; `amount` is the wager as recounted (the chips on the layout, which stay
+        as they are). The result then settles it; a player/banker's bank that no longer covers
+        the winners is made up by the player/banker (a co-bank: equally with the house)."""
+        if self.profile is not Profile.NZ and not self.config.miscount_make_up:
+            raise InputError(
+                f"profile {self.profile} has no miscount rule (NZ 12.17): the round settles the"
+                " wagers as keyed; a wrong payment is corrected by people (NSW 15.18-15.20)"
+            )
+        box = fields.box(data, self.config.boxes)
+        player = fields.text(data, "player")
+        amount = fields.integer(data, "amount")
+        rows = [w for w in state.wagers if (w["box"], w["player"]) == (box, player)]
+        if not rows:
+            raise InputError(f"{player} has no wager on box {box}: nothing to recount")
+        keyed = rows[0]["amount"]
+        if amount == keyed:
+            raise InputError(f"wager of {player} on box {box} is already {amount} c")
+        fixed = {**rows[0], "amount": amount}
+        wagers = [fixed if w is rows[0] else w for w in state.wagers]
+        bank = self._bank(state)
+        problem = self._recount_problem(bank, fixed, wagers)
+        if problem:
+            raise Refused(f"recounted wager not accepted: {problem}; void the round (NZ 12.13)"
+                          " or re-enter the count")
+        rule = "NZ 12.17" if self.profile is Profile.NZ else "NZ 12.17 by the table's option"
+        miscount = {"box": box, "player": player, "keyed": keyed, "counted": amount,
+                    "rule": rule}
+        state = replace(state, wagers=wagers, miscounts=[*state.miscounts, miscount])
+        return state, [log(f"wager of {player} on box {box} recounted: {keyed} c keyed,"
+                           f" {amount} c on the layout ({rule})")]
+
+    def _recount_problem(self, bank: BankState, row: JSON, wagers: list[JSON]) -> str | None:
+        money, notice = self.config.money, self.config.multiples_notice
+        try:
+            accepted = [accept(to_wager(w), self.profile, bank.holder, money, notice)
+                        for w in wagers]
+        except InputError as e:
+            return str(e)
+        breach = cover_breach(accepted, bank.holder, money)  # NZ 5.1(c): the house's half
+        return None if breach is None else breach[1]
 
     def _result(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         bank = self._bank(state)
         try:
             result, alarms = round_result(
-                self.config, bank, state.banker, state.wagers, state.off_boxes, data
+                self.config, bank, state.banker, state.wagers, state.off_boxes, data,
+                house_way_boxes=self._house_way_boxes(state), miscounted=bool(state.miscounts),
             )
         except InputError as e:
             raise Refused(f"result not accepted: {e}") from None
@@ -160,6 +210,10 @@ class RoundEnd(PaiGowCore):
             "first_box": state.first_box,
             "cut": state.cut,
             **({"void_hands": [dict(v) for v in state.void_hands]} if state.void_hands else {}),
+            **({"house_way_boxes": {str(b): p for b, p in house_way.items()}}
+               if (house_way := self._house_way_boxes(state)) else {}),
+            **({"miscounts": [dict(m) for m in state.miscounts]} if state.miscounts else {}),
+            **({"lajas": [dict(x) for x in state.lajas]} if state.lajas else {}),
         }
 
     @staticmethod

@@ -27,10 +27,12 @@ from controller.rounds.paigow.core import (
     alarm,
     banker_json,
     log,
+    off_draw_refusal,
 )
 from controller.rounds.paigow.cut import CutSteps
 from controller.rounds.paigow.dice import DiceSteps
 from controller.rounds.paigow.ending import RoundEnd
+from controller.rounds.paigow.lajas import LajaSteps
 from controller.rounds.paigow.state import (
     IN_ROUND,
     JSON,
@@ -87,11 +89,16 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.DEALER_VOID: ("_void", IN_ROUND),
     Kind.DEALER_HAND_VOID: ("_hand_void", (Phase.ANNOUNCED, Phase.SETTING)),
     Kind.DEALER_HANDS_MIXED: ("_hands_mixed", (Phase.SETTING,)),
+    Kind.DEALER_CONTROL: ("_dealer_control", BETTING),
+    Kind.DEALER_MISCOUNT: ("_miscount", (Phase.ANNOUNCED, Phase.SETTING)),
+    Kind.DEALER_LAJA: ("_laja", BEFORE_DICE),
+    Kind.DEALER_RESHUFFLE: ("_reshuffle", BEFORE_DICE),
 }
 
 
 class PaiGowMachine(
-    TableSteps, BankSteps, WagerSteps, CutSteps, DiceSteps, RoundEnd, Guarded[PaiGowState]
+    TableSteps, BankSteps, WagerSteps, CutSteps, DiceSteps, LajaSteps, RoundEnd,
+    Guarded[PaiGowState],
 ):
     """One table's Pai Gow rounds. Holds only configuration; every state is passed in."""
 
@@ -135,6 +142,8 @@ class PaiGowMachine(
         """An event outside its phases, in the words the dealer has always seen."""
         if kind == Kind.TABLE_CLOSE and state.phase in IN_ROUND:
             return Refused(f"round {state.number} is in play: void it or enter its result first")
+        if kind == Kind.DEALER_OFF_DRAW:
+            return InputError(off_draw_refusal(self.profile, state.phase))
         if kind in (Kind.DEALER_WAGER, Kind.DEALER_WAGER_REMOVE) and state.phase in IN_ROUND:
             return InputError(f"wagers are locked after no more bets ({LOCK_RULE[self.profile]})")
         return InputError(f"not accepted in state {state.phase} (round {state.number})")
@@ -168,12 +177,15 @@ class PaiGowMachine(
                            if b not in state.off_boxes and accepts_wager(bank, b)],
             "wagers": [dict(w) for w in state.wagers],
             "wager_total": sum(w["amount"] for w in state.wagers),
+            "controls": dict(state.controls),
+            "house_way_boxes": {str(b): p for b, p in self._house_way_boxes(state).items()},
             "last_controllers": dict(state.last_round["controllers"]),
             "cut_choice": state.cut_choice,
             "steal": state.steal,
             "dice": state.dice,
             "reshakes": state.reshakes,
             "first_box": state.first_box,
+            "delivery": [d.as_json() for d in self._delivery(state)],
             "cut": state.cut,
             "fault": state.fault,
             "display": dict(state.display),

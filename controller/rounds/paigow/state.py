@@ -49,6 +49,10 @@ class PaiGowConfig:
     approved_cuts: NZ "Approved Cut" subset of Appendix 5; None = all of them.
     max_banks_per_box: NSW 6.7 House discretion (1..3); 1 for nz and act.
     multiples_notice: ACT 5.1(b) wagers in multiples of the minimum (settled per ACT 15.10).
+    clockwise_delivery: the direction the cut's groups go from the first box; None: the
+      profile's (ACT 9.1 clockwise; NSW/NZ do not say: counter-clockwise, as counted).
+    miscount_make_up: NSW/ACT, which have no miscount rule, apply NZ 12.17 (`dealer.miscount`);
+      NZ always does. docs/rounds-paigow.md, "What a regulator should confirm".
     """
 
     profile: Profile
@@ -58,6 +62,8 @@ class PaiGowConfig:
     steal_offered: bool = True
     approved_cuts: tuple[Cut, ...] | None = None
     multiples_notice: bool = True
+    clockwise_delivery: bool | None = None
+    miscount_make_up: bool = False
 
     def __post_init__(self) -> None:
         # BankState validates boxes and max_banks_per_box against the profile.
@@ -135,12 +141,15 @@ class PaiGowState:
     off_rolls: list[int] = field(default_factory=list)
     fault: str | None = None
     void_hands: list[JSON] = field(default_factory=list)  # hands voided by their player (15.3.1)
+    controls: JSON = field(default_factory=dict)  # NZ 7.2: player -> the one box they control
+    miscounts: list[JSON] = field(default_factory=list)  # NZ 12.17: wagers recounted
+    lajas: list[JSON] = field(default_factory=list)  # lajas and re-shuffles before the deal
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(PaiGowState))
 # Fields added after journals were written (issue 13), with the value an older snapshot means;
 # at that value they stay out of a snapshot, so snapshots of ordinary play keep their bytes.
-_ADDED: JSON = {"void_hands": []}
+_ADDED: JSON = {"void_hands": [], "controls": {}, "miscounts": [], "lajas": []}
 
 
 def state_to_json(state: PaiGowState) -> JSON:

@@ -12,7 +12,17 @@ from controller.games.paigow.dice import MAX_TOTAL, MIN_TOTAL, Shake, off_box
 from controller.games.paigow.profiles import Profile
 from controller.rounds import fields
 from controller.rounds.base import Now
-from controller.rounds.paigow.core import OFF_RULE, SHAKE, PaiGowCore, Refused, Result, alarm, log
+from controller.rounds.paigow.core import (
+    OFF_DRAW_WHEN,
+    OFF_RULE,
+    SHAKE,
+    PaiGowCore,
+    Refused,
+    Result,
+    alarm,
+    log,
+    off_draw_refusal,
+)
 from controller.rounds.paigow.state import IN_ROUND, PaiGowState, Phase
 
 
@@ -69,6 +79,8 @@ class TableSteps(PaiGowCore):
         ]
 
     def _off_draw(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        if self.profile not in OFF_DRAW_WHEN:
+            raise InputError(off_draw_refusal(self.profile, state.phase))
         if state.off_boxes:
             raise InputError(
                 f"boxes {state.off_boxes} are OFF: a draw needs all boxes in play"

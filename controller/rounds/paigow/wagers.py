@@ -8,7 +8,14 @@ from typing import Any
 
 from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState, accepts_wager
-from controller.games.paigow.wagers import MAX_PLAYERS_PER_BOX, accept, cover_breach, layout_breach
+from controller.games.paigow.profiles import Profile
+from controller.games.paigow.wagers import (
+    MAX_PLAYERS_PER_BOX,
+    accept,
+    box_controller,
+    cover_breach,
+    layout_breach,
+)
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import (
@@ -94,3 +101,24 @@ class WagerSteps(PaiGowCore):
         return self._returned(
             state, lambda w: (w["box"], w["player"]) != (box, player), "withdrawn"
         )
+
+    # -- NZ 7.2: one controlled box per player; the others set the house way by the dealer ------
+
+    def _dealer_control(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        """dealer.control {player, box}: the box a player who would control several chose to
+        control, indicated "before the beginning of the round" (NZ 7.2): in betting only."""
+        if self.profile is not Profile.NZ:
+            why = ("NSW 9.14 refuses the wager that would give a player a second box"
+                   if self.profile is Profile.NSW else "ACT 7.3 lets a lone player set both boxes")
+            raise InputError(f"choosing one controlled box is NZ 7.2; profile {self.profile}:"
+                             f" {why}")
+        player = fields.text(data, "player")
+        box = fields.box(data, self.config.boxes)
+        on_box = [to_wager(w) for w in state.wagers if w["box"] == box]
+        if not any(w.player == player for w in on_box):
+            raise InputError(f"{player} has no wager on box {box} (NZ 7.2)")
+        if box_controller(on_box, self.profile) != player:
+            raise InputError(f"{player} does not control box {box} (NZ 7.1(a)): nothing to choose")
+        state = replace(state, controls={**state.controls, player: box})
+        return state, [log(f"{player} controls box {box}; any other box they would control is"
+                           " set by the dealer the house way (NZ 7.2)")]
