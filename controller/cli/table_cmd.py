@@ -201,7 +201,9 @@ def _acted(args: argparse.Namespace, name: str, result: dict[str, Any]) -> int:
 
     emit(result, args.json, human)
     if result.get("refused"):
-        print(f"tablectl: {name} refused: {result['refused']}", file=sys.stderr)
+        reason = result["refused"]  # the machines' words start "<kind> refused: " (UTH, Pai Gow)
+        print(f"tablectl: {reason if name in reason else f'{name} refused: {reason}'}",
+              file=sys.stderr)
         return 1
     return 0
 
