@@ -21,6 +21,7 @@ from controller.link.transport import Backoff, Connection, LinkError, connect, r
 from headoffice.config import HeadOfficeConfig
 from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
+from headoffice.notify import LedgerWatch
 from headoffice.pools import Pool, PoolValue
 
 log = logging.getLogger("tablectl.headoffice")
@@ -45,6 +46,7 @@ class Worker:
         self._pool_due: dict[str, PoolValue] = {}
         self._pool_sent: dict[str, int] = {}  # the newest version published, per pool
         self._pool_wake = asyncio.Event()
+        self._decided_lock = asyncio.Lock()  # the heartbeat and a ledger notice: one at a time
 
     async def _db(self, fn: Any, *args: Any) -> Any:
         """Run a ledger call in a thread. Cancelled meanwhile, we still wait for the thread:
@@ -97,7 +99,7 @@ class Worker:
         self.connected.set()
         self.counters["connects"] += 1
         await run_together(self._read(conn), self._apply(conn), self._heartbeat(conn),
-                           self._pool_publisher(conn))
+                           self._pool_publisher(conn), self._ledger_changes(conn))
 
     async def _read(self, conn: Connection) -> None:
         async for message in conn.messages():
@@ -219,6 +221,10 @@ class Worker:
         of held hits an operator approved since (`tablectl-headoffice hit approve`)."""
         while True:
             await asyncio.sleep(self.cfg.heartbeat_s)
+            await self._send_decided(conn)
+
+    async def _send_decided(self, conn: Connection) -> None:
+        async with self._decided_lock:  # an award is sent once, then marked delivered
             self._offer_pools(await self._db(self.ledger.pools))
             due = await self._db(self.ledger.undelivered_awards)
             for _, table, message in due:
@@ -226,6 +232,19 @@ class Worker:
                 self.counters["approved_awards_sent"] += 1
             if due:
                 await self._db(self.ledger.mark_delivered, [n for n, _, _ in due])
+
+    async def _ledger_changes(self, conn: Connection) -> None:
+        """An operator's decision committed by another process (hit approve/refuse, the web
+        console): its pool value and award go now, not at the next heartbeat (issue 13;
+        headoffice/notify.py)."""
+        watch = LedgerWatch(self.ledger.db, self._db)
+        try:
+            while True:
+                await watch.changed()
+                self.counters["ledger_notices"] += 1
+                await self._send_decided(conn)
+        finally:
+            await watch.close()
 
 
 def parse(topic: str, payload: bytes) -> Incoming:
