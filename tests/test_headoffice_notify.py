@@ -34,8 +34,9 @@ def test_an_approval_from_another_process_reaches_the_meters_before_any_heartbea
                     async for m in conn.messages():
                         into.append((time.monotonic(), parse(m.payload)))
 
+            award = lambda raw: contract.parse_award(raw, "T1")  # noqa: E731
             readers = [asyncio.create_task(watch(meter, pools, contract.parse_pool)),
-                       asyncio.create_task(watch(t1, awards, lambda p: contract.parse_award(p, "T1")))]
+                       asyncio.create_task(watch(t1, awards, award))]
             # The operator's process: its own connection to the ledger. A Royal Flush is held
             # for verification (the default threshold), nothing paid.
             other = Ledger.open(ledger_url)
