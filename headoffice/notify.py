@@ -11,7 +11,8 @@ next heartbeat. `LedgerWatch.changed()` returns as soon as such a decision has c
 * SQLite: no notifications between processes. `PRAGMA data_version` on the worker's own
   connection changes when another connection commits (its own commits do not change it): read
   every `POLL_S`, one cheap pragma, no row read. Any other writer's commit (another worker's
-  batch) also wakes it; what follows is one read of the pools and of undelivered awards.
+  batch) also wakes it; the worker then reads the undelivered awards, and publishes only when
+  an approval left one.
 """
 
 from __future__ import annotations

@@ -242,7 +242,10 @@ class Worker:
             while True:
                 await watch.changed()
                 self.counters["ledger_notices"] += 1
-                await self._send_decided(conn)
+                # Only an approval owes the meters anything (its pool value, its award): other
+                # writers' commits (SQLite wakes on any) cost this one query, not a republish.
+                if await self._db(self.ledger.undelivered_awards):
+                    await self._send_decided(conn)
         finally:
             await watch.close()
 
