@@ -95,6 +95,7 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "journal_tail": {"n": ((_INT,), False)},
     "round_show": {"number": ((_INT,), True)},
     "dealer": {"action": ((_STR,), True), "data": ((_OBJ,), False)},
+    "table": {"action": ((_STR,), True)},
     "verify_hmac": {"seed": ((_STR,), True)},
     "device_test": {"device": ((_STR,), True)},
     "device_watch": {"since": ((_INT,), False)},

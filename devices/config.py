@@ -53,6 +53,7 @@ class GameNeeds:
     wired: tuple[str, ...] = ()  # the groups a real table must have wired
     cut_die: bool = False  # the shaker has a fourth die (NSW 2.4)
     decks: int = 1  # the shuffler's decks
+    keypad: frozenset[str] | None = None  # the game's keypad actions (None: not known)
 
 
 def read_devices(root: Table, needs: GameNeeds | None) -> DevicesConfig:
@@ -79,6 +80,13 @@ def read_devices(root: Table, needs: GameNeeds | None) -> DevicesConfig:
         _check_groups(gt, needs, needs.boxes)
         if "lamp" in needs.groups and bool(gpio.lamp) != bool(gpio.bet_sensor):
             gt.error("lamp", "bet sensors and lamps go together: one lamp per bet sensor")
+    if gpio is not None and needs is not None and needs.keypad is not None:
+        # A button wired to an action the game has not would be journaled and refused at every
+        # press: each one named here, with what the game offers.
+        offered = ", ".join(sorted(needs.keypad))
+        for action in sorted(set(gpio.keypad) - needs.keypad):
+            root.errors.add(f"devices.gpio.keypad.{action}",
+                            f"game {needs.game} has no keypad action {action!r} (one of {offered})")
 
     if simulate is False and needs is not None:
         # On real hardware the devices the game relies on must be configured.

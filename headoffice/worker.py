@@ -23,6 +23,7 @@ from headoffice.config import HeadOfficeConfig
 from headoffice.db import open_database
 from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
+from headoffice.notify import LedgerWatch
 from headoffice.pools import Pool, PoolValue
 from headoffice.segments import apply_segments
 from headoffice.routing import Routing, partition_of
@@ -66,6 +67,7 @@ class Worker:
         self.partitions: frozenset[int] = frozenset()  # held, as of the last claim
         self._released: set[int] = set()  # released, read until another worker takes them
         self._reading: set[str] = set()  # the tables whose outbox this session subscribes
+        self._decided_lock = asyncio.Lock()  # the heartbeat and a ledger notice: one at a time
 
     async def _db(self, fn: Any, *args: Any) -> Any:
         """Run a ledger call in a thread. Cancelled meanwhile, we still wait for the thread,
@@ -136,7 +138,8 @@ class Worker:
         self.connected.set()
         self.counters["connects"] += 1
         await run_together(self._read(conn), self._apply(conn), self._heartbeat(conn),
-                           self._pool_publisher(conn), self._routing(conn))
+                           self._pool_publisher(conn), self._routing(conn),
+                           self._ledger_changes(conn))
 
     async def _read(self, conn: Connection) -> None:
         async for message in conn.messages():
@@ -313,6 +316,10 @@ class Worker:
         of held hits an operator approved since (`tablectl-headoffice hit approve`)."""
         while True:
             await asyncio.sleep(self.cfg.heartbeat_s)
+            await self._send_decided(conn)
+
+    async def _send_decided(self, conn: Connection) -> None:
+        async with self._decided_lock:  # an award is sent once, then marked delivered
             self._offer_pools(await self._db(self.ledger.pools))
             due = await self._db(self.ledger.undelivered_awards)
             for _, table, message in due:
@@ -320,6 +327,22 @@ class Worker:
                 self.counters["approved_awards_sent"] += 1
             if due:
                 await self._db(self.ledger.mark_delivered, [n for n, _, _ in due])
+
+    async def _ledger_changes(self, conn: Connection) -> None:
+        """An operator's decision committed by another process (hit approve/refuse, the web
+        console): its pool value and award go now, not at the next heartbeat (issue 13;
+        headoffice/notify.py)."""
+        watch = LedgerWatch(self.ledger.db, self._db)
+        try:
+            while True:
+                await watch.changed()
+                self.counters["ledger_notices"] += 1
+                # Only an approval owes the meters anything (its pool value, its award): other
+                # writers' commits (SQLite wakes on any) cost this one query, not a republish.
+                if await self._db(self.ledger.undelivered_awards):
+                    await self._send_decided(conn)
+        finally:
+            await watch.close()
 
 
 def parse(topic: str, payload: bytes) -> Incoming:

@@ -2,7 +2,7 @@
 `config validate` that never needs it.
 
     tablectl status [--json] | watch | round show N   (journal: controller/cli/journal_cmd.py)
-    tablectl dealer ACTION [key=value ...] | selftest | devices list | config validate FILE
+    tablectl dealer ACTION [key=value ...] | table open|close | selftest | config validate FILE
     tablectl config show [FILE]
 """
 
@@ -58,6 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     dealer = add("dealer", "inject a dealer keypad action", cmd_dealer)
     dealer.add_argument("action", help="e.g. no_more_bets, shake, void")
     dealer.add_argument("fields", nargs="*", help="key=value data (value parsed as JSON if it can)")
+
+    table = add("table", "open or close the table (supervisor; journaled with who)", cmd_table)
+    table.add_argument("action", choices=("open", "close"))
 
     # `tablectl devices ...` lives in controller/cli/devices_cmd.py.
 
@@ -184,23 +187,36 @@ def _field(text: str) -> tuple[str, Any]:
         return key, value
 
 
-def cmd_dealer(args: argparse.Namespace) -> int:
-    data = dict(_field(f) for f in args.fields)
-    result = _ask(args, "dealer", {"action": args.action, "data": data})
-    said = [
-        e["data"].get("text") for e in result.get("effects", []) if e["kind"] in ("log", "alarm")
-    ]
+def _acted(args: argparse.Namespace, name: str, result: dict[str, Any]) -> int:
+    """Exit 0 when the machine took the action; 1 with its reason on stderr when it refused."""
+    said = [e["data"].get("text") for e in result.get("effects", [])
+            if e["kind"] in ("log", "alarm") and not e["data"].get("refused")]
 
     def human() -> str:
         head = (
-            f"dealer.{args.action} -> journal #{result['seq']}, state "
+            f"{name} -> journal #{result['seq']}, state "
             f"{result['status'].get('state')} round {result['status'].get('round')}"
         )
         return "\n".join([head, *(f"  {text}" for text in said)])
 
     emit(result, args.json, human)
-    # The machine answers a refused action with a log/alarm effect: make that a failure.
-    return 0 if result["seq"] is not None and not said else 1
+    if result.get("refused"):
+        reason = result["refused"]  # the machines' words start "<kind> refused: " (UTH, Pai Gow)
+        print(f"tablectl: {reason if name in reason else f'{name} refused: {reason}'}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_dealer(args: argparse.Namespace) -> int:
+    data = dict(_field(f) for f in args.fields)
+    result = _ask(args, "dealer", {"action": args.action, "data": data})
+    return _acted(args, f"dealer.{args.action}", result)
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    result = _ask(args, "table", {"action": args.action})
+    return _acted(args, f"table.{args.action}", result)
 
 
 def cmd_selftest(args: argparse.Namespace) -> int:

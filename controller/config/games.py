@@ -210,6 +210,7 @@ def read_uth(t: Table) -> UthConfig:
         trips = _paytable(pt, "trips", p.TRIPS_CATEGORIES, p.TRIPS_PAYTABLE)
         pt.done()
     jackpot = _jackpot(t.table("jackpot"))
+    exposure_preflop_only = t.boolean("exposure_preflop_only", False)  # 11.4.1 reading
     t.done()
     return UthConfig(
         limits=limits,  # type: ignore[arg-type]  # None only when errors were recorded
@@ -219,6 +220,7 @@ def read_uth(t: Table) -> UthConfig:
         deal_method=method,
         decks=decks,
         jackpot=jackpot,
+        exposure_preflop_only=exposure_preflop_only,
     )
 
 

@@ -17,6 +17,7 @@ from controller.games.paigow.bank import MAX_BOXES as PAIGOW_MAX_BOXES
 from controller.games.paigow.money import STANDARD_COMMISSION_BP, TableMoney
 from controller.games.paigow.profiles import Profile
 from controller.games.uth.deal import MAX_BOXES as UTH_MAX_BOXES
+from controller.rounds.keypads import keypad_actions
 from devices.config import DevicesConfig, GameNeeds
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ class UthConfig:
     deal_method: str = "shuffler"
     decks: int = 2
     jackpot: JackpotConfig = field(default_factory=JackpotConfig)
+    exposure_preflop_only: bool = False  # UTH 11.4.1 reading (docs/rounds-uth.md, regulator)
 
 
 @dataclass(frozen=True)
@@ -210,4 +212,5 @@ def game_needs(game: str | None, game_cfg: Any) -> GameNeeds | None:
         required=tuple(required),
         groups=groups,
         wired=wired,
+        keypad=keypad_actions(game),  # issue 13: a button no machine handles is a config error
     )

@@ -101,6 +101,7 @@ def build_uth_machine(cfg: TableConfig) -> RoundMachine[Any]:
             linked=cfg.link.enabled,
             pool_timeout_ms=int(cfg.link.pool_timeout_s * 1000),
             chip_unit=u.limits.chip_unit,
+            exposure_preflop_only=u.exposure_preflop_only,
         )
     )
 

@@ -4,7 +4,10 @@
     journal_tail {n?}       the latest journal records
     journal_summary {}      counts and sizes
     round_show {number}     one round's record and events
-    dealer {action, data?}  a keypad action, as if the dealer pressed it (journaled with who)
+    dealer {action, data?}  a keypad action, as if the dealer pressed it (journaled with who);
+                            an action the running game has not is refused before the journal
+    table {action}          open | close: the supervisor opens or closes the table (journaled
+                            with who), for a table with no table_closed key switch
     meters {}               the accounting meters: this shift's and the lifetime's, per box
     meters_close_shift {}   close the shift: its figures journaled and sent to head office
     logs {level?, device?, round?, n?}  the daemon's recent log lines (its in-memory ring)
@@ -16,6 +19,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -24,6 +28,8 @@ from controller.config import config_json
 from controller.control import Refused, current_peer
 from controller.daemon.logbook import RING_LINES
 from controller.errorlog import ERROR_DAYS, LEVELS, read_history
+from controller.events import Kind
+from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT
 from controller.rounds.base import Event
 from devices.base import DeviceError
@@ -45,6 +51,7 @@ class TableCommands:
             "journal_summary": self.summary,
             "round_show": self.round,
             "dealer": self.dealer,
+            "table": self.open_close,
             "selftest": self.selftest,
             "devices": self.devices,
             "meters": self.meters,
@@ -112,28 +119,67 @@ class TableCommands:
             "events": [e.as_json() for e in events],
         }
 
+    def _refuse_action(self, what: str, reason: str) -> Refused:
+        """A dealer/table request refused before the journal: counted with the control
+        socket's refusals (`control.refused_by_reason` in status) and logged (E701)."""
+        t = self.table
+        t.control.refused[reason] += 1
+        peer = current_peer()
+        who = "unknown peer" if peer is None else f"user {peer.user} (uid {peer.uid})"
+        text = f"{what} refused before the journal ({reason}) from {who}"
+        log_event(t.log, logging.WARNING, text, code="E701")
+        return Refused(what)
+
     async def dealer(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Inject a keypad action, as if the dealer pressed it; the answer is its effects."""
+        """Inject a keypad action, as if the dealer pressed it; the answer is its effects and,
+        when the machine refused it, `refused` (its reason)."""
         t = self.table
         action = str(args.get("action", ""))
-        if not action.replace("_", "").isalnum():
-            raise Refused(f"dealer action {action!r} is not a keypad action name")
+        # The CLI cannot be trusted: only an action the running machine routes reaches the
+        # journal; a misspelt one would otherwise be journaled as a refused record (issue 13).
+        known = t.machine.dealer_actions()
+        if action not in known:
+            raise self._refuse_action(
+                f"dealer action {action[:40]!r} is not a {t.cfg.game} keypad action"
+                f" (known: {', '.join(sorted(known))})", "unknown_action")
         data = args.get("data") or {}
         if not isinstance(data, dict):
             raise Refused("dealer data must be an object")
         if "operator" in data:
             raise Refused("dealer data may not hold 'operator': the daemon records who asked")
+        return await self._act(Event(f"dealer.{action}", data))
+
+    async def open_close(self, args: dict[str, Any]) -> dict[str, Any]:
+        """`table {action: open|close}`: the supervisor's key switch. A table configured without
+        `table_closed` has no other way to open (UTH/Pai Gow start closed); the event is the
+        key switch's, with who turned it."""
+        action = args.get("action")
+        kinds = {"open": Kind.TABLE_OPEN, "close": Kind.TABLE_CLOSE}
+        if action not in kinds:
+            raise self._refuse_action(f"table action {str(action)[:40]!r}: open or close",
+                                      "unknown_action")
+        return await self._act(Event(kinds[action], {}))
+
+    async def _act(self, event: Event) -> dict[str, Any]:
+        t = self.table
         if t.out_of_service is not None:
             raise Refused(f"out of service: {t.out_of_service}")
         peer = current_peer()
         if peer is not None:
             # Journaled with the event: who acted. Not `by`: dealer.cut already says by whom
             # the cut was chosen (NSW 8.4.3); the machines ignore `operator`.
-            data = {**data, "operator": peer.as_json()}
+            event = Event(event.kind, {**event.data, "operator": peer.as_json()})
         await t.idle()
-        seq = await t.process(Event(f"dealer.{action}", data))
+        seq = await t.process(event)
         said = [item["effects"] for item in t.recent if item["seq"] == seq]
-        return {"seq": seq, "effects": said[0] if said else [], "status": t.game_status()}
+        effects = said[0] if said else []
+        # The machine answers an action it will not take with a log/alarm marked `refused`
+        # (RoundMachine.step); anything else it says (alarms of a misdeal, logs) is an answer.
+        refused = [e["data"].get("text", "") for e in effects if e["data"].get("refused")]
+        if seq is None:
+            refused = refused or ["not journaled (see the log)"]
+        return {"seq": seq, "effects": effects, "status": t.game_status(),
+                "refused": "; ".join(refused) or None}
 
     async def meters(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"table_id": self.table.cfg.table_id, "game": self.table.cfg.game,

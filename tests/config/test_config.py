@@ -245,7 +245,7 @@ off = [8, 9, 10, 11, 12, 13, 14, 15]
 table_closed = 27
 [devices.gpio.keypad]
 shake = 20
-confirm = 21
+delivered = 21
 """
 )
 
@@ -253,14 +253,14 @@ confirm = 21
 def test_gpio_pins() -> None:
     cfg = validate_text(GPIO_PAIGOW)
     gpio = cfg.devices.gpio
-    assert gpio is not None and gpio.keypad == {"shake": 20, "confirm": 21}
+    assert gpio is not None and gpio.keypad == {"shake": 20, "delivered": 21}
     assert cfg.devices.shaker is not None and cfg.devices.shaker.baud == 115200
     assert cfg.devices.shaker.port == "/dev/tablectl-shaker"
-    text = GPIO_PAIGOW.replace("confirm = 21", "confirm = 7").replace("[0, 1", "[0, 28, 1")
+    text = GPIO_PAIGOW.replace("delivered = 21", "delivered = 7").replace("[0, 1", "[0, 28, 1")
     joined = "\n".join(errors_of(text))
     assert "devices.gpio.chung[1]: must be a BCM GPIO number 0..27, got 28" in joined
     assert "devices.gpio.chung: needs one pin per box: 8 pins, got 9" in joined
-    assert "devices.gpio.keypad.confirm: GPIO7 is already used by devices.gpio.chung[7]" in joined
+    assert "devices.gpio.keypad.delivered: GPIO7 is already used by devices.gpio.chung[7]" in joined
     errs = errors_of(GPIO_PAIGOW.replace("table_closed = 27", "bet_sensor = [22]"))
     assert errs == ["table.toml: devices.gpio.bet_sensor: not used by game paigow; remove it"]
     errs = errors_of(GPIO_PAIGOW.replace("table_closed = 27", 'pin_factory = "mock"'))
@@ -408,3 +408,26 @@ def test_journal_section_bounded_and_every_problem_named() -> None:
     assert [line.split(":")[1].strip() for line in lines] == [
         "journal.segment_rounds", "journal.keep_rounds", "journal.keep_days",
         "journal.archive_dir", "journal.keep_archives_days", "journal.keep"], lines
+
+
+def test_keypad_actions_are_checked_against_the_game_every_one_named() -> None:
+    """Issue 13: a button wired to an action no machine handles (`new_round`, `confirm`,
+    `cancel_jackpot` in the old examples) is a configuration error, each one named with the
+    game, in one pass; an action of the other game is one too."""
+    text = GPIO_PAIGOW.replace("delivered = 21", "confirm = 21\nnew_round = 24\ndeal = 25")
+    errs = errors_of(text)
+    for action in ("confirm", "new_round", "deal"):  # deal: UTH's, not Pai Gow's
+        assert any(f"devices.gpio.keypad.{action}: game paigow has no keypad action" in e
+                   for e in errs), (action, errs)
+    assert len(errs) == 3
+    assert not any("shake" in e.split(":")[1] for e in errs)  # a Pai Gow action passes
+
+
+def test_the_configs_keypad_actions_are_the_running_machines() -> None:
+    from controller.rounds.keypads import keypad_actions
+    from controller.rounds.paigow import PaiGowConfig, PaiGowMachine
+    from controller.rounds.uth import UthMachine
+
+    assert keypad_actions("uth") == UthMachine().dealer_actions()
+    assert keypad_actions("paigow") == PaiGowMachine(PaiGowConfig(Profile.NSW)).dealer_actions()
+    assert keypad_actions("blackjack") is None

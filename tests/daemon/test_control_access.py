@@ -315,3 +315,23 @@ def test_operator_beside_the_dealer_data_changes_nothing_and_replays_the_same(
     plain = run(False)
     assert run(True) == plain
     assert run(True) == run(True)
+
+
+def test_only_a_supervisor_opens_and_closes_the_table_named_in_the_journal(
+    daemon: tuple[Path, Any],
+) -> None:
+    """Issue 13: a table without a `table_closed` key switch (this one has none) is opened and
+    closed by a supervisor over the socket; a technician may not."""
+    path, _ = daemon
+    refused = as_user(path, _gid(TECH), "table", {"action": "open"})
+    assert not refused["ok"] and "permission denied" in refused["error"]
+    assert request(path, "status")["state"] == "closed"
+    opened = as_user(path, _gid(SUPER), "table", {"action": "open"})
+    assert opened["ok"] and opened["result"]["refused"] is None, opened
+    assert request(path, "status")["state"] == "betting"
+    closed = as_user(path, _gid(SUPER), "table", {"action": "close"})
+    assert closed["ok"] and closed["result"]["refused"] is None, closed
+    rows = {r["seq"]: r for r in request(path, "journal_tail", {"n": 10})}
+    for done, kind in ((opened, "table.open"), (closed, "table.close")):
+        row = rows[done["result"]["seq"]]
+        assert row["kind"] == kind and row["data"]["operator"] == {"uid": NOBODY, "user": "nobody"}

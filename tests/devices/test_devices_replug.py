@@ -259,22 +259,24 @@ def test_a_vanished_ttyusb_is_named_shortly_whichever_way_pyserial_says_it(
     assert short_reason(pyserial_said) == shown
 
 
-def test_the_machines_answer_a_meter_that_went_with_an_alarm_and_no_state_change() -> None:
-    """meter.fault is new (the meter had no events): UTH raises the 11.11 alarm (2.4.3 jackpot
-    equipment: notify an inspector; going on without the jackpot is the supervisor's call,
-    dealer.jackpot_off), Pai Gow an alarm; neither changes its state; meter.ready logs."""
+def test_a_meter_that_went_takes_the_uth_jackpot_offline_and_pai_gow_only_alarms() -> None:
+    """Changed deliberately (issue 13): meter.fault used to only alarm on UTH and leave going on
+    without the jackpot to the supervisor. Under UTH 11.11 a meter that went is jackpot
+    equipment failure like a failed meter command: the jackpot goes offline at once (the 11.11
+    alarm names the inspector) and comes back with meter.ready. Pai Gow has no jackpot: an alarm,
+    no state change; meter.ready logs."""
     from controller.games.paigow.profiles import Profile
     from tests.support.paigow_table import Table as PaiGowTable
     from tests.support.uth_table import Table as UthTable
 
     uth = UthTable()
-    before = uth.machine.to_json(uth.state)
+    assert uth.status()["jackpot"] == "online"
     effects = uth.step("meter.fault", reason="disconnected: /dev/tablectl-meter: I/O error (EIO)")
-    [alarm] = [e.data for e in effects if e.kind == "alarm"]
-    assert alarm["rule"] == "11.11" and "inspector" in alarm["text"]
-    assert "/dev/tablectl-meter" in alarm["text"]
-    assert [e.kind for e in uth.step("meter.ready")] == ["log"]
-    assert uth.machine.to_json(uth.state) == before
+    alarms = [e.data["text"] for e in effects if e.kind == "alarm" and e.data["rule"] == "11.11"]
+    assert any("inspector" in a and "/dev/tablectl-meter" in a for a in alarms), alarms
+    assert uth.status()["jackpot"] == "offline"
+    uth.step("meter.ready")
+    assert uth.status()["jackpot"] == "online"
 
     pg = PaiGowTable(Profile.NZ)
     before_pg = pg.m.to_json(pg.state)
@@ -282,6 +284,43 @@ def test_the_machines_answer_a_meter_that_went_with_an_alarm_and_no_state_change
     assert [e.kind for e in effects] == ["alarm"] and "refused" not in effects[0].data
     assert [e.kind for e in pg.send("meter.ready")] == ["log"]
     assert pg.m.to_json(pg.state) == before_pg
+
+
+def test_meter_unplugged_on_the_wire_takes_the_jackpot_offline_until_it_is_back(
+    tmp_path: Path,
+) -> None:
+    """UTH 11.11 end to end on the pty meter: the driver's own events drive the round machine.
+    Unplug (the pty closed) -> meter.fault -> jackpot offline, a jackpot wager refused; replug
+    -> meter.ready -> online, and a jackpot wager is taken again."""
+    from tests.support.uth_table import Table as UthTable
+    from tests.support.uth_table import lamps, texts
+
+    link = tmp_path / "tablectl-meter"
+    uth = UthTable()
+
+    async def go() -> None:
+        sim = PtyMeterSim()
+        sim.plug_at(str(link))
+        await sim.start()
+        dev = AlphaMeter(cfg(link, 9600), min_interval_s=0.02, poll_s=0)
+        events: list[Event] = []
+        await dev.start(events.append)
+        assert uth.status()["jackpot"] == "online"
+        await sim.unplug()
+        await until(lambda: [e.kind for e in events] == ["meter.fault"], DETECT_S + 1)
+        uth.step(events[0].kind, **events[0].data)
+        assert uth.status()["jackpot"] == "offline"
+        out = uth.step("bet.on", box=1)  # a jackpot chip on the sensor (15.2.4)
+        assert "11.11" in texts(out) and not lamps(out)  # refused: no jackpot wager
+        await sim.replug()
+        await until(lambda: [e.kind for e in events] == ["meter.fault", "meter.ready"], REPLUG_S)
+        out = uth.step(events[1].kind, **events[1].data)
+        assert uth.status()["jackpot"] == "online"
+        assert lamps(out) == {1: "bet"}  # the chip on the sensor is a jackpot wager again
+        await dev.stop()
+        await sim.close()
+
+    run(go)
 
 
 def test_a_shake_written_as_the_cable_goes_is_one_fault_and_no_traceback(

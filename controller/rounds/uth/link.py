@@ -45,15 +45,18 @@ def switch(enabled: bool) -> Handler:
 
 
 def meter_fault(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    """meter.fault {reason}: the progressive meter (2.4.3) is gone (unplugged, no port). A
-    malfunction of the jackpot equipment: an inspector is notified; the game continues without
-    the jackpot only with the Gaming Supervisor's approval (11.11), given as dealer.jackpot_off."""
-    reason = fields.reason(data, "meter fault")
-    text = (
-        f"progressive meter: {reason}; notify an inspector; with the Gaming Supervisor's"
-        " approval continue without the jackpot (dealer.jackpot_off)"
-    )
-    return state, [fx.alarm("technician", text, "11.11")]
+    """meter.fault {reason}: the progressive meter (2.4.3) is gone (unplugged, no port): jackpot
+    equipment failure (11.11), the same decision as a failed meter command. The jackpot goes
+    offline at once (no jackpot wager is taken while the players cannot see the pool) until
+    meter.ready, and an inspector is notified (docs/rounds-uth.md, "What a regulator should
+    confirm")."""
+    return _meter_failed(state, fields.reason(data, "meter fault"), "progressive meter")
+
+
+def _meter_failed(state: UthState, reason: str, what: str) -> Result:
+    jp = {**state.jackpot, "meter_failed": reason}
+    text = f"{what}: {reason}; jackpot offline (11.11), notify an inspector"
+    return replace(state, jackpot=jp), [fx.alarm("technician", text, "11.11")]
 
 
 def meter_command_failed(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
@@ -61,14 +64,12 @@ def meter_command_failed(config: UthConfig, state: UthState, data: Any, now: Now
     jackpot equipment failure (11.11). The jackpot goes offline at once (step's refresh raises
     the offline alarm and relamps) until meter.ready; the inspector is notified."""
     reason = fields.reason(data, "meter command failed")
-    jp = {**state.jackpot, "meter_failed": reason}
-    text = f"progressive meter command failed: {reason}; jackpot offline, notify an inspector"
-    return replace(state, jackpot=jp), [fx.alarm("technician", text, "11.11")]
+    return _meter_failed(state, reason, "progressive meter command failed")
 
 
 def meter_ready(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """meter.ready {}: the meter is back and shows the table's current view again; a jackpot
-    taken offline by a failed meter command comes back with it."""
+    taken offline by a meter that went or a failed meter command comes back with it."""
     effects = [fx.log("progressive meter back (11.11 malfunction over)")]
     if "meter_failed" not in state.jackpot:
         return state, effects

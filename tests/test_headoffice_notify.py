@@ -1,0 +1,71 @@
+"""An operator's approval made in another process reaches the meters at once (issue 13; UTH
+2.4.3, 15.1.3: every meter shows the current pool): the worker learns of the commit from the
+ledger (PostgreSQL LISTEN/NOTIFY, SQLite data_version; headoffice/notify.py) and publishes the
+lowered pool value and the award, with its heartbeat a minute away. Real broker, both backends."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from controller.link import contract
+from controller.link.transport import LinkError, connect
+from headoffice.ledger import Incoming, Ledger
+from tests.support.link import POOL, head_office, run, wait_for
+from tests.test_headoffice_ledger import ROYAL, body, hit, inc
+
+HEARTBEAT_S = 60.0  # nothing the test sees can come from a heartbeat
+
+
+def test_an_approval_from_another_process_reaches_the_meters_before_any_heartbeat(
+    broker, ledger_url: str  # type: ignore[no-untyped-def]
+) -> None:
+    async def main() -> None:
+        async with head_office(ledger_url, broker, heartbeat_s=HEARTBEAT_S) as (worker,), \
+                connect(broker.settings("T2")) as meter, connect(broker.settings("T1")) as t1:
+            await meter.subscribe([contract.pool_topic(POOL)])
+            await t1.subscribe([contract.award_topic("T1")])
+            pools: list[tuple[float, dict]] = []
+            awards: list[tuple[float, dict]] = []
+
+            async def watch(conn, into, parse) -> None:  # type: ignore[no-untyped-def]
+                with contextlib.suppress(LinkError):
+                    async for m in conn.messages():
+                        into.append((time.monotonic(), parse(m.payload)))
+
+            award = lambda raw: contract.parse_award(raw, "T1")  # noqa: E731
+            readers = [asyncio.create_task(watch(meter, pools, contract.parse_pool)),
+                       asyncio.create_task(watch(t1, awards, award))]
+            # The operator's process: its own connection to the ledger. A Royal Flush is held
+            # for verification (the default threshold), nothing paid.
+            other = Ledger.open(ledger_url)
+            try:
+                res = other.apply_batch([Incoming("outbox", "T1", body("T1", 1, *inc(1))),
+                                         Incoming("outbox", "T1", body("T1", 2, *hit(1, [ROYAL])))])
+                assert len(res.held_hits) == 1
+                before = other.pool(POOL)
+                assert before is not None
+                hold_no = other.held_hits(pending_only=True)[0]["hold_no"]
+                committed = time.monotonic()
+                other.approve_hit(hold_no, operator="alice", authorised=["alice"])
+                after = other.pool(POOL)
+                assert after is not None and after.amount < before.amount  # the hit paid
+            finally:
+                other.close()
+            await wait_for(lambda: any(p["version"] == after.version for _, p in pools), 10,
+                           "the lowered pool value on the meter")
+            await wait_for(lambda: bool(awards), 10, "the award at the table")
+            shown = next(t for t, p in pools if p["version"] == after.version)
+            value = next(p for _, p in pools if p["version"] == after.version)
+            assert value["amount"] == after.amount
+            assert awards[0][1]["round"] == 1 and awards[0][1]["payouts"][0]["box"] == 1
+            # Within the 10 s waits above, never a heartbeat: the notice carried it.
+            assert shown - committed < HEARTBEAT_S / 6
+            assert worker.counters["ledger_notices"] >= 1
+            print(f"approval -> meter {1000 * (shown - committed):.0f} ms,"
+                  f" -> award {1000 * (awards[0][0] - committed):.0f} ms ({ledger_url[:10]})")
+            for r in readers:
+                r.cancel()
+
+    run(main())
