@@ -25,8 +25,8 @@ from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
 from headoffice.notify import LedgerWatch
 from headoffice.pools import Pool, PoolValue
-from headoffice.segments import apply_segments
 from headoffice.routing import Routing, partition_of
+from headoffice.segments import apply_segments
 
 log = logging.getLogger("tablectl.headoffice")
 _POOL_PUBACK_S = 60.0  # how long a pool value's PUBACK may take (a dead link: keepalive)
