@@ -79,26 +79,3 @@ def test_the_many_packets_reader_is_in_use() -> None:
     assert transport._READER_OVERRIDE
 
 
-def test_cancel_and_wait_ends_a_task_that_swallows_a_cancellation() -> None:
-    # As a Python 3.11 asyncio.wait_for can (gh-86296): the link's stop must not wait forever
-    # on such a task (the soak's SIGTERM hangs, docs/security.md finding 1).
-    from controller.link.transport import cancel_and_wait
-
-    async def main() -> None:
-        cancels: list[int] = []
-
-        async def stubborn() -> None:
-            while True:
-                try:
-                    await asyncio.sleep(10)
-                except asyncio.CancelledError:
-                    cancels.append(1)
-                    if len(cancels) >= 3:
-                        raise
-
-        task = asyncio.create_task(stubborn())
-        await asyncio.sleep(0)
-        await asyncio.wait_for(cancel_and_wait([task], every_s=0.01), 5)
-        assert task.cancelled() and len(cancels) == 3
-
-    asyncio.run(main())

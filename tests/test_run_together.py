@@ -32,6 +32,19 @@ def _stubborn(cancels: list[int], swallow: int):
     return loop()
 
 
+def test_cancel_and_wait_ends_a_task_that_swallows_a_cancellation() -> None:
+    # As a Python 3.11 asyncio.wait_for can (gh-86296): the link's stop must not wait forever
+    # on such a task (the soak's SIGTERM hangs, docs/security.md finding 1).
+    async def main() -> None:
+        cancels: list[int] = []
+        task = asyncio.create_task(_stubborn(cancels, swallow=2))
+        await asyncio.sleep(0)
+        await asyncio.wait_for(cancel_and_wait([task], every_s=0.01), 5)
+        assert task.cancelled() and len(cancels) == 3
+
+    asyncio.run(main())
+
+
 def test_the_first_failure_is_raised_itself_and_the_others_end() -> None:
     # Worker.run and the link extension tell a dropped connection (`except LinkError`:
     # reconnect, a warning) from a bug (`except Exception`: a traceback, counted) by the type:

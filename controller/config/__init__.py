@@ -9,10 +9,11 @@ Unknown keys are errors, so a typo never silently falls back to a default. Money
 cents everywhere; a float where money is expected is rejected. docs/configuration.md documents
 every key.
 
-    model.py     the dataclasses (TableConfig and the table's, games' and link's sections)
+    model.py     the dataclasses (TableConfig and the table's, link's and jackpot's sections;
+                 the games' configs are the round machines': controller/rounds/*/state.py)
     reader.py    ConfigError and the section reader (devices/config_reader.py plus money)
     sections.py  [service], [link]
-    games.py     [paigow], [uth], and what each game asks of the devices
+    games.py     [paigow], [uth]: read, checked, built into PaiGowConfig / UthConfig
     load.py      validate_text, load_config, config_json
 The `[devices]` sections are the devices' own: devices/config.py reads them.
 """
@@ -21,13 +22,9 @@ from controller.config.load import DEFAULT_PATH, config_json, load_config, valid
 from controller.config.model import (
     JackpotConfig,
     LinkConfig,
-    PaiGowConfig,
-    PaiGowLimits,
     ServiceConfig,
     TableConfig,
     TlsConfig,
-    UthConfig,
-    UthLimits,
 )
 from controller.config.reader import ConfigError
 from devices.config import SERIAL_DEFAULTS as _SERIAL_DEFAULTS
@@ -43,14 +40,10 @@ __all__ = [
     "GpioConfig",
     "JackpotConfig",
     "LinkConfig",
-    "PaiGowConfig",
-    "PaiGowLimits",
     "SerialConfig",
     "ServiceConfig",
     "TableConfig",
     "TlsConfig",
-    "UthConfig",
-    "UthLimits",
     "config_json",
     "load_config",
     "validate_text",

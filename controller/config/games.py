@@ -1,24 +1,22 @@
-"""The game sections, `[paigow]` and `[uth]`, and what each game asks of the devices.
+"""The game sections, `[paigow]` and `[uth]`: read, checked, and built into the round machine's
+own config (`PaiGowConfig`, `UthConfig`: defined once, by the rounds).
 
+A reader returns a `Section`: the values the devices' needs depend on (so their problems are
+reported in the same pass even when the game's section has errors) and, when it has none, how to
+build the machine's config (a UTH pool's id and timeout also come from the table id and [link]).
 Every rule a setting rests on is cited; docs/configuration.md documents every key.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from controller.config.model import (
-    BASIS_POINTS,
-    JackpotConfig,
-    PaiGowConfig,
-    PaiGowLimits,
-    UthConfig,
-    UthLimits,
-    paytables,
-)
+from controller.config.model import BASIS_POINTS, JackpotConfig, LinkConfig, paytables
 from controller.config.reader import MISSING, Table
 from controller.errors import InputError
 from controller.games.paigow.bank import MAX_BANKS_PER_BOX
@@ -30,10 +28,22 @@ from controller.games.uth.deal import MAX_BOXES as UTH_MAX_BOXES
 if TYPE_CHECKING:
     from controller.games.uth.evaluator import Category
     from controller.games.uth.paytables import PayTable
+    from controller.rounds.paigow.state import PaiGowConfig
+    from controller.rounds.uth.state import UthConfig
 
 GAMES = ("paigow", "uth")
 DEAL_METHODS = ("shuffler", "shoe")
 _POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+# (table_id, link) -> the round machine's config; raises InputError for a check of its own.
+Build = Callable[[str, LinkConfig], Any]
+
+
+@dataclass(frozen=True)
+class Section:
+    needs: dict[str, Any]  # game_needs' values as read (None where a value was bad)
+    build: Build
+    jackpot: JackpotConfig | None = None  # UTH: [uth.jackpot] as written
 
 
 def _profile_option(t: Table, name: str, profile: Profile | None, only: Profile, rule: str) -> Any:
@@ -46,7 +56,7 @@ def _profile_option(t: Table, name: str, profile: Profile | None, only: Profile,
     return value
 
 
-def read_paigow(t: Table) -> PaiGowConfig:
+def read_paigow(t: Table) -> Section:
     rules = t.string("rules", choices=[p.value for p in Profile])
     profile = Profile(rules) if rules else None
     boxes = t.integer("boxes", PAIGOW_MAX_BOXES, lo=1, hi=PAIGOW_MAX_BOXES)
@@ -88,19 +98,34 @@ def read_paigow(t: Table) -> PaiGowConfig:
         if minimum is not None and maximum is not None and maximum < minimum:
             lt.error("maximum", f"must be at least the minimum {minimum}, got {maximum}")
         lt.done()
-        limits = PaiGowLimits(minimum, maximum, chip, liability)
+        limits = (minimum, maximum, chip, liability)
     t.done()
-    return PaiGowConfig(
-        rules=profile,  # type: ignore[arg-type]  # None only when errors were recorded
-        limits=limits,  # type: ignore[arg-type]
-        boxes=boxes,
-        commission_bp=commission,
-        steal_offered=steal_offered,
-        multiples_notice=multiples_notice,
-        banks_per_box=banks,
-        cobank_box_maximum=cobank_max,
-        unpayable_up=unpayable is not False,
-    )
+
+    def build(table_id: str, link: LinkConfig) -> PaiGowConfig:
+        from controller.games.paigow.money import TableMoney
+        from controller.rounds.paigow.state import PaiGowConfig
+
+        assert profile is not None and limits is not None  # built only without errors
+        minimum, maximum, chip, liability = limits
+        money = TableMoney(
+            minimum,
+            maximum,
+            chip,
+            commission,
+            house_liability=liability,
+            cobank_box_maximum=cobank_max,
+            unpayable_up=unpayable is not False,
+        )
+        return PaiGowConfig(
+            profile=profile,
+            boxes=boxes,
+            money=money,
+            max_banks_per_box=banks,
+            steal_offered=steal_offered,
+            multiples_notice=multiples_notice,
+        )
+
+    return Section({"profile": profile, "boxes": boxes}, build)
 
 
 def _paytable(
@@ -179,7 +204,7 @@ def _jackpot(t: Table | None) -> JackpotConfig:
     )
 
 
-def read_uth(t: Table) -> UthConfig:
+def read_uth(t: Table) -> Section:
     boxes = t.integer("boxes", UTH_MAX_BOXES, lo=1, hi=UTH_MAX_BOXES)
     method = t.string("deal_method", "shuffler", choices=DEAL_METHODS)
     decks = t.integer("decks", 2 if method == "shuffler" else 1, lo=1, hi=2)
@@ -200,7 +225,7 @@ def read_uth(t: Table) -> UthConfig:
             if v[lo] is not None and v[hi] is not None and v[hi] < v[lo]:
                 lt.error(hi, f"must be at least {lo} {v[lo]}, got {v[hi]}")
         lt.done()
-        limits = UthLimits(**v, chip_unit=chip)
+        limits = (v, chip)
 
     p = paytables()
     blind, trips = p.BLIND_PAYTABLE, p.TRIPS_PAYTABLE
@@ -212,16 +237,42 @@ def read_uth(t: Table) -> UthConfig:
     jackpot = _jackpot(t.table("jackpot"))
     exposure_preflop_only = t.boolean("exposure_preflop_only", False)  # 11.4.1 reading
     t.done()
-    return UthConfig(
-        limits=limits,  # type: ignore[arg-type]  # None only when errors were recorded
-        boxes=boxes,
-        blind_paytable=blind,  # type: ignore[arg-type]
-        trips_paytable=trips,  # type: ignore[arg-type]
-        deal_method=method,
-        decks=decks,
-        jackpot=jackpot,
-        exposure_preflop_only=exposure_preflop_only,
-    )
+
+    def build(table_id: str, link: LinkConfig) -> UthConfig:
+        from controller.games.uth.deal import DealMethod
+        from controller.games.uth.settlement import Limits, SettlementRules, Spot
+        from controller.rounds.uth.state import UthConfig
+
+        assert limits is not None  # built only without errors
+        v, chip = limits
+        ante = Limits(v["ante_min"], v["ante_max"])
+        rules = SettlementRules(
+            trips=trips,
+            blind=blind,
+            # The Blind equals the Ante (5.3) and shares its sign; Play follows from the Ante.
+            limits={
+                Spot.ANTE: ante,
+                Spot.BLIND: ante,
+                Spot.TRIPS: Limits(v["trips_min"], v["trips_max"]),
+            },
+        )
+        return UthConfig(
+            boxes=boxes,
+            decks=(1, 2) if decks == 2 else (1,),
+            deal_method=DealMethod(method),
+            rules=rules,
+            jackpot_table=jackpot.awards,
+            jackpot_wager=jackpot.wager,
+            pool_id=jackpot.pool_id or f"{table_id}-local",
+            pool=jackpot.new_pool(),
+            linked=link.enabled,
+            pool_timeout_ms=int(link.pool_timeout_s * 1000),
+            chip_unit=chip,
+            exposure_preflop_only=exposure_preflop_only,
+        )
+
+    needs = {"boxes": boxes, "deal_method": method, "decks": decks, "jackpot": jackpot.enabled}
+    return Section(needs, build, jackpot)
 
 
 READERS = {"paigow": read_paigow, "uth": read_uth}

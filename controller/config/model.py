@@ -1,11 +1,15 @@
 """The table's configuration as frozen dataclasses: `TableConfig` and its sections.
 
 The device sections (`DevicesConfig`, `SerialConfig`, `GpioConfig`) are the devices' own
-(devices/config.py); this module holds the table's, the games' and the link's.
+(devices/config.py); the games' are the round machines' own (`PaiGowConfig` in
+controller/rounds/paigow/state.py, `UthConfig` in controller/rounds/uth/state.py: one definition
+each, built by games.py from the file). This module holds the table's, the link's and the UTH
+jackpot section as written (`JackpotConfig`, which the UTH machine's pool is built from).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -13,16 +17,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from controller.config.journal import JournalConfig
-from controller.games.paigow.bank import MAX_BOXES as PAIGOW_MAX_BOXES
-from controller.games.paigow.money import STANDARD_COMMISSION_BP, TableMoney
 from controller.games.paigow.profiles import Profile
-from controller.games.uth.deal import MAX_BOXES as UTH_MAX_BOXES
 from controller.rounds.keypads import keypad_actions
 from devices.config import DevicesConfig, GameNeeds
 
 if TYPE_CHECKING:
     from controller.games.uth.jackpot import PoolState
-    from controller.games.uth.paytables import JackpotPayTable, PayTable
+    from controller.games.uth.paytables import JackpotPayTable
+    from controller.rounds.paigow.state import PaiGowConfig
+    from controller.rounds.uth.state import UthConfig
 
 BASIS_POINTS = 10_000
 
@@ -40,51 +43,6 @@ class ServiceConfig:
     # Play without a verified software manifest (docs/verification.md); refused on an
     # installed table, logged and shown in status and on the meter elsewhere.
     development: bool = False
-
-
-@dataclass(frozen=True)
-class PaiGowLimits:
-    minimum: int
-    maximum: int | None = None  # None: no table maximum
-    chip_unit: int = 100
-    house_liability: int | None = None  # co-banking, NZ 5.1(c) / ACT 5.4; None: none displayed
-
-
-@dataclass(frozen=True)
-class PaiGowConfig:
-    rules: Profile
-    limits: PaiGowLimits
-    boxes: int = PAIGOW_MAX_BOXES
-    commission_bp: int = STANDARD_COMMISSION_BP
-    # Effective values for the profile: NSW 8.2 always allows the steal, NZ 9.6 where offered,
-    # ACT has none. multiples_notice only matters for ACT 5.1(b).
-    steal_offered: bool = False
-    multiples_notice: bool = False
-    banks_per_box: int = 1
-    # Readings a regulator confirms (docs/paigow.md): None/True take the default reading.
-    cobank_box_maximum: bool | None = None
-    unpayable_up: bool = True
-
-    @property
-    def money(self) -> TableMoney:
-        return TableMoney(
-            self.limits.minimum,
-            self.limits.maximum,
-            self.limits.chip_unit,
-            self.commission_bp,
-            house_liability=self.limits.house_liability,
-            cobank_box_maximum=self.cobank_box_maximum,
-            unpayable_up=self.unpayable_up,
-        )
-
-
-@dataclass(frozen=True)
-class UthLimits:
-    ante_min: int
-    ante_max: int
-    trips_min: int
-    trips_max: int
-    chip_unit: int = 100  # rule 6.1: the unit of wagers above the minimum
 
 
 @dataclass(frozen=True)
@@ -128,18 +86,6 @@ def paytables() -> Any:
 
 
 @dataclass(frozen=True)
-class UthConfig:
-    limits: UthLimits
-    boxes: int = UTH_MAX_BOXES
-    blind_paytable: PayTable = field(default_factory=lambda: paytables().BLIND_PAYTABLE)
-    trips_paytable: PayTable = field(default_factory=lambda: paytables().TRIPS_PAYTABLE)
-    deal_method: str = "shuffler"
-    decks: int = 2
-    jackpot: JackpotConfig = field(default_factory=JackpotConfig)
-    exposure_preflop_only: bool = False  # UTH 11.4.1 reading (docs/rounds-uth.md, regulator)
-
-
-@dataclass(frozen=True)
 class TlsConfig:
     ca: Path
     cert: Path | None = None
@@ -168,6 +114,7 @@ class TableConfig:
     paigow: PaiGowConfig | None = None
     uth: UthConfig | None = None
     journal: JournalConfig = field(default_factory=JournalConfig)
+    jackpot: JackpotConfig | None = None  # a UTH table's [uth.jackpot] as written
 
     @property
     def boxes(self) -> int:
@@ -178,22 +125,34 @@ class TableConfig:
     @property
     def needs(self) -> GameNeeds:
         """What this table's game asks of the devices (devices/build.py builds from it)."""
-        needs = game_needs(self.game, self.paigow if self.game == "paigow" else self.uth)
+        if self.paigow is not None:
+            section = {"profile": self.paigow.profile, "boxes": self.paigow.boxes}
+        else:
+            assert self.uth is not None and self.jackpot is not None
+            section = {
+                "boxes": self.uth.boxes,
+                "deal_method": self.uth.deal_method.value,
+                "decks": len(self.uth.decks),
+                "jackpot": self.jackpot.enabled,
+            }
+        needs = game_needs(self.game, section)
         assert needs is not None
         return needs
 
 
-def game_needs(game: str | None, game_cfg: Any) -> GameNeeds | None:
-    """What the configured game asks of the devices (`game_cfg` None: its section is bad)."""
+def game_needs(game: str | None, section: Mapping[str, Any] | None) -> GameNeeds | None:
+    """What the configured game asks of the devices, from its section's values as read
+    (profile, boxes, deal_method, decks, jackpot; a bad value is None, a missing section None):
+    the devices' problems are reported in the same pass as the game's."""
     if game is None:
         return None
-    uth = game_cfg if isinstance(game_cfg, UthConfig) else None
-    paigow = game_cfg if isinstance(game_cfg, PaiGowConfig) else None
-    jackpot = uth is not None and uth.jackpot.enabled
+    s = section or {}
+    uth = section is not None and game == "uth"
+    jackpot = uth and bool(s.get("jackpot"))
     unused: dict[str, str] = {}
     if game != "paigow":
         unused["shaker"] = f"game {game}"
-    if uth is None or uth.deal_method != "shuffler":
+    if not uth or s.get("deal_method") != "shuffler":
         unused["shuffler"] = f"game {game}" + (" with deal_method shoe" if uth else "")
     required = [d for d in ("shaker", "shuffler") if d not in unused]
     if jackpot:
@@ -205,9 +164,9 @@ def game_needs(game: str | None, game_cfg: Any) -> GameNeeds | None:
         wired = groups if jackpot else ()  # 15.2.4: the jackpot wager is seen by a sensor
     return GameNeeds(
         game=game,
-        cut_die=paigow is not None and paigow.rules is Profile.NSW,  # NSW 2.4
-        decks=uth.decks if uth is not None else 1,  # UTH 4.2: one deck, or two alternating
-        boxes=getattr(game_cfg, "boxes", None),
+        cut_die=section is not None and game == "paigow" and s.get("profile") is Profile.NSW,
+        decks=s.get("decks") if uth else 1,  # UTH 4.2: one deck, or two alternating
+        boxes=s.get("boxes"),
         unused=MappingProxyType(unused),
         required=tuple(required),
         groups=groups,

@@ -51,66 +51,22 @@ def _own_group() -> str:
 
 
 def build_machine(cfg: TableConfig) -> RoundMachine[Any]:
+    """The round machine on the config's own (controller/config/games.py builds it)."""
     if cfg.paigow is not None:
-        from controller.rounds.paigow import PaiGowConfig, PaiGowMachine
+        from controller.rounds.paigow import PaiGowMachine
 
-        p = cfg.paigow
-        return PaiGowMachine(
-            PaiGowConfig(
-                profile=p.rules,
-                boxes=p.boxes,
-                money=p.money,
-                max_banks_per_box=p.banks_per_box,
-                steal_offered=p.steal_offered,
-                multiples_notice=p.multiples_notice,
-            )
-        )
+        return PaiGowMachine(cfg.paigow)
+    from controller.rounds.uth import UthMachine
+
     assert cfg.uth is not None
-    return build_uth_machine(cfg)
-
-
-def build_uth_machine(cfg: TableConfig) -> RoundMachine[Any]:
-    from controller.games.uth.deal import DealMethod
-    from controller.games.uth.settlement import Limits, SettlementRules, Spot
-    from controller.rounds.uth import UthConfig, UthMachine
-
-    u = cfg.uth
-    assert u is not None
-    ante = Limits(u.limits.ante_min, u.limits.ante_max)
-    rules = SettlementRules(
-        trips=u.trips_paytable,
-        blind=u.blind_paytable,
-        # The Blind equals the Ante (5.3) and shares its sign; Play follows from the Ante (9.x).
-        limits={
-            Spot.ANTE: ante,
-            Spot.BLIND: ante,
-            Spot.TRIPS: Limits(u.limits.trips_min, u.limits.trips_max),
-        },
-    )
-    jp = u.jackpot
-    return UthMachine(
-        UthConfig(
-            boxes=u.boxes,
-            decks=(1, 2) if u.decks == 2 else (1,),
-            deal_method=DealMethod(u.deal_method),
-            rules=rules,
-            jackpot_table=jp.awards,
-            jackpot_wager=jp.wager,
-            pool_id=jp.pool_id or f"{cfg.table_id}-local",
-            pool=jp.new_pool(),
-            linked=cfg.link.enabled,
-            pool_timeout_ms=int(cfg.link.pool_timeout_s * 1000),
-            chip_unit=u.limits.chip_unit,
-            exposure_preflop_only=u.exposure_preflop_only,
-        )
-    )
+    return UthMachine(cfg.uth)
 
 
 def build_policy(cfg: TableConfig, rng: random.Random) -> Policy:
     if cfg.paigow is not None:
         from controller.sim.paigow import PaiGowSim
 
-        return PaiGowSim(rng, cfg.paigow.rules, boxes=cfg.paigow.boxes)
+        return PaiGowSim(rng, cfg.paigow.profile, boxes=cfg.paigow.boxes)
     from controller.sim.uth import UthSim
 
     assert cfg.uth is not None

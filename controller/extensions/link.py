@@ -76,9 +76,9 @@ def broker_settings(cfg: TableConfig) -> BrokerSettings:
 
 def pool_id_of(cfg: TableConfig) -> str | None:
     """The linked pool this table plays for (UTH with the jackpot), else None."""
-    if cfg.uth is None or not cfg.uth.jackpot.enabled:
+    if cfg.uth is None or cfg.jackpot is None or not cfg.jackpot.enabled:
         return None
-    return cfg.uth.jackpot.pool_id or f"{cfg.table_id}-local"
+    return cfg.uth.pool_id  # [uth.jackpot] pool_id, or `<table_id>-local` (config/games.py)
 
 
 class LinkExtension:

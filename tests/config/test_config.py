@@ -18,8 +18,10 @@ from controller.errors import InputError
 from controller.games.paigow.profiles import Profile
 from controller.games.uth.evaluator import Category
 from controller.games.uth.paytables import BLIND_PAYTABLE, TRIPS_PAYTABLE, Odds
+from controller.games.uth.settlement import Spot
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
 
 PAIGOW = """
 table_id = "T1"
@@ -65,8 +67,8 @@ def test_every_example_validates(path: Path) -> None:
 
 def test_example_values() -> None:
     nsw = load_config(EXAMPLES / "paigow-nsw.toml")
-    assert nsw.paigow is not None and nsw.paigow.rules is Profile.NSW
-    assert nsw.paigow.banks_per_box == 3 and nsw.paigow.steal_offered
+    assert nsw.paigow is not None and nsw.paigow.profile is Profile.NSW
+    assert nsw.paigow.max_banks_per_box == 3 and nsw.paigow.steal_offered
     assert nsw.devices.gpio is not None and len(nsw.devices.gpio.chung) == 8
     assert nsw.devices.shaker is not None and nsw.devices.shaker.usb_vendor == "0403"
     nz = load_config(EXAMPLES / "paigow-nz.toml")
@@ -75,10 +77,13 @@ def test_example_values() -> None:
     assert act.paigow is not None and act.paigow.multiples_notice and act.boxes == 6
     assert act.paigow.money.minimum == 1000
     uth = load_config(EXAMPLES / "uth-nsw.toml")
-    assert uth.uth is not None and uth.uth.jackpot.enabled and uth.uth.decks == 2
-    assert uth.uth.jackpot.increment == Fraction(1, 4)
-    pool = uth.uth.jackpot.new_pool()
+    assert uth.uth is not None and uth.jackpot is not None
+    assert uth.jackpot.enabled and uth.uth.decks == (1, 2)
+    assert uth.jackpot.increment == Fraction(1, 4)
+    pool = uth.uth.pool  # the machine's pool, built from [uth.jackpot]
+    assert pool == uth.jackpot.new_pool() and pool.increment == Fraction(1, 4)
     assert pool.amount == pool.seed == 5_000_000 and pool.ceiling == 50_000_000
+    assert uth.uth.pool_id == uth.jackpot.pool_id and uth.uth.linked == uth.link.enabled
     assert uth.link.port == 8883 and uth.link.client_id == "tablectl-UTH-07"
     assert uth.link.tls is not None and uth.link.tls.ca == Path("/etc/tablectl/ca.pem")
 
@@ -88,8 +93,8 @@ def test_paigow_defaults() -> None:
     assert cfg.table_id == "T1" and cfg.game == "paigow" and cfg.uth is None
     pg = cfg.paigow
     assert pg is not None
-    assert (pg.boxes, pg.commission_bp, pg.banks_per_box) == (8, 500, 1)
-    assert pg.limits.maximum is None and pg.limits.chip_unit == 100
+    assert (pg.boxes, pg.money.commission_bp, pg.max_banks_per_box) == (8, 500, 1)
+    assert pg.money.maximum is None and pg.money.chip_unit == 100
     assert cfg.service.state_dir == Path("/var/lib/tablectl")
     assert cfg.service.runtime_dir == Path("/run/tablectl")
     assert cfg.service.socket_group == "tablectl" and cfg.service.watchdog
@@ -102,11 +107,12 @@ def test_uth_defaults_are_the_seeds() -> None:
     cfg = validate_text(UTH)
     u = cfg.uth
     assert u is not None and cfg.boxes == 7
-    assert u.blind_paytable == BLIND_PAYTABLE and u.trips_paytable == TRIPS_PAYTABLE
-    assert (u.deal_method, u.decks) == ("shuffler", 2)
-    assert u.jackpot.enabled is False
-    assert u.jackpot.awards.royal_minimum == 5_000_000
-    assert u.jackpot.awards.fixed[Category.FLUSH] == 10_000
+    assert u.rules.blind == BLIND_PAYTABLE and u.rules.trips == TRIPS_PAYTABLE
+    assert (u.deal_method, u.decks) == ("shuffler", (1, 2))
+    assert cfg.jackpot is not None and cfg.jackpot.enabled is False
+    assert u.jackpot_table.royal_minimum == 5_000_000
+    assert u.jackpot_table.fixed[Category.FLUSH] == 10_000
+    assert u.pool_id == "U1-local" and not u.linked  # no pool id: the table's own pool
 
 
 def test_message_names_key_path_and_reason() -> None:
@@ -202,8 +208,8 @@ def test_limits_rules() -> None:
 def test_uth_paytables_deal_and_jackpot() -> None:
     text = UTH + '[uth.paytables]\nblind = "500,50,10,3,2,1"\ntrips = "50,40,30,9,7,4,3"\n'
     u = validate_text(text).uth
-    assert u is not None and u.blind_paytable[Category.FLUSH] == Odds(2)
-    assert u.trips_paytable[Category.FULL_HOUSE] == Odds(9)
+    assert u is not None and u.rules.blind[Category.FLUSH] == Odds(2)
+    assert u.rules.trips[Category.FULL_HOUSE] == Odds(9)
     (err,) = errors_of(text.replace("50,40,30,9,7,4,3", "1,2,x"))
     assert "uth.paytables.trips: pay table '1,2,x': need 7 odds" in err
     (err,) = errors_of(
@@ -211,7 +217,7 @@ def test_uth_paytables_deal_and_jackpot() -> None:
     )
     assert "uth.decks: a card shoe holds a single deck (rule 2.4.1)" in err
     shoe = validate_text(UTH.replace("[devices]", '[uth]\ndeal_method = "shoe"\n[devices]'))
-    assert shoe.uth is not None and shoe.uth.decks == 1
+    assert shoe.uth is not None and shoe.uth.decks == (1,)
 
     errs = errors_of(UTH + "[uth.jackpot]\nenabled = true\n")
     assert [e.split(": ")[1] for e in errs] == [
@@ -230,7 +236,7 @@ def test_uth_paytables_deal_and_jackpot() -> None:
     assert "uth.jackpot.ceiling: must be at least the seed 100000" in joined
     assert "uth.jackpot.awards.flush" in joined and "float" in joined
     good = jackpot.replace("9000", "2000").replace("5000\n[", "500000\n[").replace("2.5", "12000")
-    j = validate_text(good).uth.jackpot  # type: ignore[union-attr]
+    j = validate_text(good).jackpot  # type: ignore[union-attr]
     assert j.awards.royal_share == Fraction(1, 2) and j.awards.fixed[Category.FLUSH] == 12000
     assert j.new_pool().hidden == Fraction(1, 5)
 
@@ -374,7 +380,8 @@ def test_every_amount_has_a_maximum_and_all_are_reported_in_one_pass() -> None:
     assert len(errors) == 5
     # The maximum itself is allowed.
     ok = UTH.replace("ante_max = 100000", "ante_max = 10000000000")
-    assert validate_text(ok).uth.limits.ante_max == 10**10  # type: ignore[union-attr]
+    ante = validate_text(ok).uth.rules.limits_for(Spot.ANTE)  # type: ignore[union-attr]
+    assert ante.maximum == 10**10
 
 
 def test_service_roles_and_development_mode() -> None:
@@ -431,3 +438,53 @@ def test_the_configs_keypad_actions_are_the_running_machines() -> None:
     assert keypad_actions("uth") == UthMachine().dealer_actions()
     assert keypad_actions("paigow") == PaiGowMachine(PaiGowConfig(Profile.NSW)).dealer_actions()
     assert keypad_actions("blackjack") is None
+
+
+# The JSON view (`tablectl status`, `config show`) of every example and the error lines of broken
+# game sections, as they were before the games' configs became the round machines' own
+# (tests/config/data/config_json.json was written by the code before that change; since then
+# only the examples' keypads (issue 13), `exposure_preflop_only` and `[journal]` were added).
+BROKEN = {
+ "pg-noprofile": 'table_id="t"\ngame="paigow"\n[paigow]\nrules="xx"\nboxes=9\nbanks_per_box=2\n'
+                 '[paigow.limits]\nminimum=-5\n[devices]\nsimulate=true\n',
+ "pg-nolimits": 'table_id="t"\ngame="paigow"\n[paigow]\nrules="nz"\nsteal_offered=true\n'
+                'multiples_notice=true\n[devices]\nsimulate=true\n',
+ "uth-bad": 'table_id="t"\ngame="uth"\n[uth]\nboxes=0\ndeal_method="shoe"\ndecks=2\n[uth.limits]\n'
+            'ante_min=100\nante_max=50\ntrips_min=1.5\ntrips_max=100\n[uth.jackpot]\nenabled=true\n'
+            '[devices]\nsimulate=true\n',
+ "uth-nolimits": 'table_id="t"\ngame="uth"\n[uth]\n[uth.jackpot]\nenabled=true\npool_id="p"\n'
+                 'increment_bp=9000\nhidden_bp=2000\nseed=100\nceiling=50\n[devices]\nsimulate=true\n',
+}
+
+
+def test_the_json_view_and_error_lines_are_unchanged() -> None:
+    expected = json.loads((Path(__file__).parent / "data/config_json.json").read_text())
+    got: dict[str, object] = {}
+    for path in sorted(EXAMPLES.glob("*.toml")):
+        name = f"examples/{path.name}"
+        got[name] = config_json(validate_text(path.read_text(), name))
+    for name, text in BROKEN.items():
+        with pytest.raises(ConfigError) as raised:
+            validate_text(text, name)
+        got[name] = str(raised.value)
+    assert json.dumps(got, indent=1) == json.dumps(expected, indent=1)
+
+
+def test_the_games_configs_are_the_round_machines_own() -> None:
+    # One definition each (issue 14): config builds the rounds' class, the machine takes it.
+    import ast
+
+    from controller.daemon.build import build_machine
+    from controller.rounds.paigow import PaiGowConfig
+    from controller.rounds.uth import UthConfig
+
+    nsw, uth = load_config(EXAMPLES / "paigow-nsw.toml"), load_config(EXAMPLES / "uth-nsw.toml")
+    assert type(nsw.paigow) is PaiGowConfig and type(uth.uth) is UthConfig
+    assert build_machine(nsw).config is nsw.paigow and build_machine(uth).config is uth.uth
+    where = sorted(
+        str(path.relative_to(REPO))
+        for path in (REPO / "controller").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name in ("PaiGowConfig", "UthConfig")
+    )
+    assert where == ["controller/rounds/paigow/state.py", "controller/rounds/uth/state.py"]
