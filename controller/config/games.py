@@ -73,6 +73,13 @@ def read_paigow(t: Table) -> Section:
     cobank_max = t.boolean("cobank_box_maximum", None)
     if cobank_max is not None and profile is Profile.NSW:
         t.error("cobank_box_maximum", "nsw has no co-banking (NSW 11.1); remove it")
+    # Readings the seeds leave open (docs/rounds-paigow.md, "What a regulator should confirm").
+    clockwise_delivery = t.boolean("clockwise_delivery", None)  # NSW 12.1, NZ 10.1 are silent
+    if clockwise_delivery is False and profile is Profile.ACT:
+        t.error("clockwise_delivery", "act delivers clockwise (ACT 9.1); remove it")
+    miscount_make_up = t.boolean("miscount_make_up", None)  # NZ 12.17 in NSW/ACT
+    if miscount_make_up is not None and profile is Profile.NZ:
+        t.error("miscount_make_up", "nz always makes up a miscount (NZ 12.17); remove it")
     banks = t.integer("banks_per_box", 1, lo=1, hi=MAX_BANKS_PER_BOX)
     if banks not in (None, 1) and profile not in (None, Profile.NSW):
         t.error(
@@ -123,6 +130,8 @@ def read_paigow(t: Table) -> Section:
             max_banks_per_box=banks,
             steal_offered=steal_offered,
             multiples_notice=multiples_notice,
+            clockwise_delivery=clockwise_delivery,
+            miscount_make_up=bool(miscount_make_up),
         )
 
     return Section({"profile": profile, "boxes": boxes}, build)

@@ -152,6 +152,8 @@ def paigow_json(p: PaiGowConfig) -> dict[str, Any]:
         "banks_per_box": p.max_banks_per_box,
         "cobank_box_maximum": m.cobank_box_maximum,
         "unpayable_up": m.unpayable_up,
+        "clockwise_delivery": p.clockwise_delivery,
+        "miscount_make_up": p.miscount_make_up,
     }
 
 

@@ -164,8 +164,8 @@ def test_unknown_keys_suggest_the_right_one() -> None:
     errs = errors_of(PAIGOW.replace("[paigow.limits]", "comission_bp = 400\n[paigow.limits]"))
     assert errs == [
         "table.toml: paigow.comission_bp: unknown key (did you mean 'commission_bp'?); expected"
-        " one of: banks_per_box, boxes, cobank_box_maximum, commission_bp, limits,"
-        " multiples_notice, rules, steal_offered, unpayable_up"
+        " one of: banks_per_box, boxes, clockwise_delivery, cobank_box_maximum, commission_bp,"
+        " limits, miscount_make_up, multiples_notice, rules, steal_offered, unpayable_up"
     ]
     errs = errors_of(PAIGOW + "[devices.gpio]\nchung_pins = [1]\n")
     assert "devices.gpio.chung_pins: unknown key" in errs[0]
@@ -443,7 +443,8 @@ def test_the_configs_keypad_actions_are_the_running_machines() -> None:
 # The JSON view (`tablectl status`, `config show`) of every example and the error lines of broken
 # game sections, as they were before the games' configs became the round machines' own
 # (tests/config/data/config_json.json was written by the code before that change; since then
-# only the examples' keypads (issue 13), `exposure_preflop_only` and `[journal]` were added).
+# only the examples' keypads (issue 13), `exposure_preflop_only`, the Pai Gow readings
+# `clockwise_delivery`/`miscount_make_up` and `[journal]` were added).
 BROKEN = {
  "pg-noprofile": 'table_id="t"\ngame="paigow"\n[paigow]\nrules="xx"\nboxes=9\nbanks_per_box=2\n'
                  '[paigow.limits]\nminimum=-5\n[devices]\nsimulate=true\n',
