@@ -16,6 +16,12 @@ NOTIFY_SOCKET, from spawn to READY=1, the median of --ready-runs, each run besid
 state directory in the same minute (the baseline: start-up without a journal to speak of; the
 machine's load moves both). Then --long-rounds rounds played by the daemon on the year's journal:
 bytes written per round (/proc/PID/io write_bytes), plus the archive's bytes per round.
+
+    .venv/bin/python bench/bench_year.py --compare-with /tmp/base --days 45 --keep-days 15 \
+        --long-rounds 500 --runs 2
+
+compares bytes written per round with another tree's daemon (`git archive BASE | tar -x -C
+/tmp/base`) on copies of one aged, pruned journal, alternately, in the same run.
 """
 
 from __future__ import annotations
@@ -234,6 +240,37 @@ def disk(state: Path) -> tuple[int, int]:
     return journal, archive
 
 
+def compare(base: Path, days: int, keep_days: int, per_day: int, rounds: int, runs: int,
+            where: Path | None) -> None:
+    """Bytes written per round by the daemon of another tree (`base`, e.g. `git archive` of the
+    commit before a change) and of this one, alternately, each on a fresh copy of one generated
+    journal of `days` days with `keep_days` kept (pruning: freed pages being reused)."""
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("base_bench_year", base / "bench/bench_year.py")
+    assert spec is not None and spec.loader is not None
+    other = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = other  # (its dataclasses look their module up)
+    spec.loader.exec_module(other)
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
+        gen = Generator(Path(tmp) / "state", template(60, Path(tmp) / "template"), per_day,
+                        keep_days * per_day)
+        gen.rounds(days * per_day // SNAPSHOT_EVERY_ROUNDS * SNAPSHOT_EVERY_ROUNDS)
+        pruned = sum(s.pruned_utc is not None for s in gen.j.retention.states())
+        gen.close()
+        print(f"{gen.done} rounds generated, {keep_days} days kept, {pruned} segments pruned")
+        got: dict[str, list[float]] = {"base": [], "this": []}
+        for i in range(runs):
+            for name, run in (("base", other.long_run), ("this", long_run)):
+                copy = Path(tmp) / f"{name}{i}"
+                shutil.copytree(Path(tmp) / "state", copy)
+                got[name].append(round(run(copy, rounds) / 1024, 2))
+                shutil.rmtree(copy)
+                print(f"{name}: {got[name][-1]:.2f} KB written per round", flush=True)
+        print(got)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds-per-day", type=int, default=550, help="a busy UTH table: ~200k "
@@ -244,7 +281,15 @@ def main() -> None:
     ap.add_argument("--ready-runs", type=int, default=3)
     ap.add_argument("--template-rounds", type=int, default=60)
     ap.add_argument("--long-rounds", type=int, default=600)
+    ap.add_argument("--compare-with", type=Path, default=None, metavar="TREE",
+                    help="only bytes per round: TREE's daemon and this one's, alternately, on "
+                    "copies of one journal of --days (one figure) with --keep-days kept")
+    ap.add_argument("--runs", type=int, default=2, help="with --compare-with")
     args = ap.parse_args()
+    if args.compare_with is not None:
+        compare(args.compare_with, int(args.days), args.keep_days, args.rounds_per_day,
+                args.long_rounds, args.runs, args.dir)
+        return
     days = [int(d) for d in args.days.split(",")]
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         tmpl = template(args.template_rounds, Path(tmp) / "template")

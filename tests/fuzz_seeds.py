@@ -29,6 +29,9 @@ def contract_seeds() -> list[bytes]:
         c.pool_message("p1", 500_000, 3, "2026-01-01T00:00:00Z"),
         c.pool_message("p1", 500_000, 4, "2026-01-01T00:00:00Z", awards=2, wager=500),
         c.award_message(TABLE, "p1", 4, 9, [{"box": 2, "award": "royal", "amount": 500_000}]),
+        c.segment_message(TABLE, 2, 21, 40, "a" * 64, "b" * 64, "c" * 64, 2_500_000, (3, 4),
+                          "2026-01-01T00:00:00.000Z"),
+        c.segment_ack_message(TABLE, 2, "b" * 64, "c" * 64, "refused", "a broken chain"),
     ]
     return [c.dumps(m) for m in out + rest]
 

@@ -345,6 +345,8 @@ CONTRACT_PARSERS = {
     "ack": lambda raw: contract.parse_ack(raw, TABLE),
     "pool": contract.parse_pool,
     "award": lambda raw: contract.parse_award(raw, TABLE),
+    "segment": lambda raw: contract.parse_segment(raw, TABLE),
+    "segment_ack": lambda raw: contract.parse_segment_ack(raw, TABLE),
 }
 
 
@@ -368,6 +370,12 @@ def _money_checked(name: str, got: Any) -> None:
         assert all(_whole(p["amount"]) and _whole(p["box"], 1) for p in got["payouts"])
     elif name == "ack":
         assert _whole(got)
+    elif name == "segment":  # seqs and sizes whole, in order; the hashes 64 hex digits
+        assert _whole(got["first"], 1) and _whole(got["last"], got["first"])
+        assert _whole(got["size"], 1) and _whole(got["segment"], 1)
+        assert all(len(got[k]) == 64 for k in ("prev", "head", "digest"))
+    elif name == "segment_ack":
+        assert _whole(got["segment"], 1) and got["status"] in ("held", "refused")
 
 
 @FUZZ
