@@ -112,6 +112,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         ]
         if st.get("out_of_service"):
             lines.append(f"OUT OF SERVICE: {st['out_of_service']}")
+        elif st.get("ready") is False:  # devices and service tests answer once it is ready
+            lines.append("STARTING: devices and journal not up yet; ask again in a moment")
         if st.get("mode") not in (None, "production"):
             lines.append(f"mode     {st['mode'].upper()} (may run unverified software)")
         failures = (st.get("tasks") or {}).get("failures") or {}

@@ -73,6 +73,7 @@ class TableCommands:
             "rules": machine.get("rules") or ("nsw" if t.cfg.game == "uth" else None),
             "state": "out_of_service" if t.out_of_service else machine.get("state"),
             "out_of_service": t.out_of_service,
+            "ready": t.ready,  # False while starting: device/service commands are refused
             "round": machine.get("round"),
             "machine": machine,
             "devices": {n: d.status() for n, d in t.devices.items()},  # = device_list

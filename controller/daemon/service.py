@@ -108,6 +108,9 @@ class TableService:
         self.journal: Journal | None = None
         self.state: Any = None
         self.out_of_service: str | None = None
+        # READY=1 sent: devices, extensions and the journal are up (before, the control socket
+        # answers status but refuses device and service commands as still starting).
+        self.ready = False
         self.stats = Stats()
         self.meters = Meters()  # replayed from the journal at start (accounting.py)
         self.ring = LogRing()  # `tablectl logs` without journald
@@ -176,6 +179,7 @@ class TableService:
             if self.out_of_service is None:
                 await self._selftest_or_fail()
             notify.notify("READY=1", f"STATUS={self._status_line()}")
+            self.ready = True
             tasks.append(self.supervisor.spawn("consume", self._consume))
             tasks.append(self.supervisor.spawn("watchdog", self._watchdog))
             # Whole-chain verify, then archive/retention; it ends by itself when there is no

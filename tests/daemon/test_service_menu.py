@@ -18,7 +18,7 @@ import pytest
 
 from controller.codes import CODES
 from controller.errorlog import LEVELS
-from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket
+from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket, wait_ready
 
 OPERATIONS = REPO / "docs" / "operations.md"
 
@@ -49,7 +49,7 @@ def faulty_shaker(tmp_path: Path) -> Any:
     proc = start_daemon(tmp_path, "--simulate=pty", "--game", "paigow", "--autoplay", "0",
                         "--pace", "0.05", "--quiet", "--seed", "3")
     try:
-        wait_for_socket(tmp_path, proc)
+        wait_ready(tmp_path, proc)  # device commands are refused while it starts
         ask(tmp_path, "device_fault", {"device": "shaker", "fault": "no_answer", "value": "on"})
         wait_until(lambda: any(e["code"] == "E204" for e in ask(tmp_path, "errors")["errors"]),
                    30, "the shaker's fault in the error history")
@@ -190,3 +190,20 @@ def test_human_views_show_dollars_and_readable_rounds(tmp_path: Path) -> None:
                      re.M)
     assert re.search(r"^shift +1: \d+ rounds played", status, re.M)
     assert "'amount'" not in status and "{'" not in selftest
+
+
+def test_status_says_ready_once_devices_answer(tmp_path: Path) -> None:
+    """`ready` in status (docs/operations.md): once it is true, a device command is answered,
+    never refused as still starting (the faulty_shaker fixture relies on it)."""
+    proc = start_daemon(tmp_path, "--simulate=pty", "--game", "paigow", "--autoplay", "0",
+                        "--quiet", "--seed", "3")
+    try:
+        first = wait_for_socket(tmp_path, proc)
+        assert first["ready"] in (False, True)
+        status = wait_ready(tmp_path, proc)
+        assert status["ready"] is True
+        assert set(ask(tmp_path, "device_list")) >= {"shaker", "meter"}
+        assert "STARTING" not in tablectl("status", *run_dir(tmp_path)).stdout
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)

@@ -54,6 +54,19 @@ def wait_for_socket(state_dir: Path, proc: subprocess.Popen[str], timeout: float
     raise AssertionError("daemon did not answer on its control socket")
 
 
+def wait_ready(state_dir: Path, proc: subprocess.Popen[str], timeout: float = 60) -> Any:
+    """Wait until the daemon has started (status `ready`: READY=1 sent, devices and extensions
+    up); before that it answers status but refuses device and service commands."""
+    deadline = time.monotonic() + timeout
+    status = wait_for_socket(state_dir, proc, timeout)
+    while not status.get("ready"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"daemon answered but did not become ready: {status['state']}")
+        time.sleep(0.05)
+        status = wait_for_socket(state_dir, proc, timeout)
+    return status
+
+
 def ask(state_dir: Path, cmd: str, args: dict[str, Any] | None = None) -> Any:
     return request(state_dir / "run" / SOCKET_NAME, cmd, args)
 
