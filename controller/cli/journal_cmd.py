@@ -2,7 +2,8 @@
 running daemon; `verify`, `accept-loss` and `keygen` work offline, without it.
 
     tablectl journal tail [-n N] | summary | verify --state-dir DIR | accept-loss ... | keygen
-    tablectl journal segments | archive | prune --keep-rounds N [--dry-run]  (--state-dir DIR)
+    tablectl journal segments | archive | prune [--keep-rounds N] [--keep-days D] [--dry-run]
+        (--state-dir DIR; prune's retention defaults to [journal] of --config)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from controller.cli.common import emit
 from controller.cli.table_cmd import _ask
+from controller.config.load import DEFAULT_PATH
 from controller.errors import InputError
 from controller.journal import (
     JOURNAL_FILE,
@@ -64,10 +66,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     ar = jsub.add_parser("archive", help="daemon stopped: archive the closed segments not "
                          "archived yet (the daemon does it as it runs)")
     pr = jsub.add_parser("prune", help="daemon stopped: prune the archived segments head office "
-                         "acknowledged, keeping the last --keep-rounds rounds; --dry-run: say "
-                         "what and why (the daemon may run)")
-    pr.add_argument("--keep-rounds", type=int, required=True, metavar="N",
-                    help="the jurisdiction's retention: rounds kept on the table")
+                         "acknowledged, beyond the retention ([journal] of the table's config, "
+                         "or --keep-rounds/--keep-days); --dry-run: say what and why (the "
+                         "daemon may run)")
+    pr.add_argument("--keep-rounds", type=int, metavar="N",
+                    help="rounds kept on the table (default: [journal] keep_rounds of --config)")
+    pr.add_argument("--keep-days", type=int, metavar="D",
+                    help="days kept on the table (default: [journal] keep_days of --config)")
+    pr.add_argument("--config", type=Path, default=DEFAULT_PATH,
+                    help=f"the table's config, read when neither --keep-* is given "
+                         f"(default {DEFAULT_PATH})")
     pr.add_argument("--dry-run", action="store_true")
     for p, func in ((segs, cmd_segments), (ar, cmd_archive), (pr, cmd_prune)):
         p.add_argument("--state-dir", type=Path, required=True)
@@ -244,17 +252,36 @@ def cmd_archive(args: argparse.Namespace) -> int:
     return 0
 
 
+def _retention(args: argparse.Namespace) -> tuple[int | None, int | None]:
+    """The flags, or the table's own [journal] retention (what the daemon applies), so a
+    technician's prune keeps what the jurisdiction's setting keeps."""
+    for flag, value in (("--keep-rounds", args.keep_rounds), ("--keep-days", args.keep_days)):
+        if value is not None and value < 0:
+            raise InputError(f"{flag} must be >= 0, got {value}")
+    if args.keep_rounds is not None or args.keep_days is not None:
+        return args.keep_rounds, args.keep_days
+    from controller.config import ConfigError, load_config
+
+    try:
+        journal = load_config(args.config).journal
+    except (ConfigError, OSError) as exc:
+        raise InputError(f"no --keep-rounds/--keep-days and the config cannot be read: {exc}") \
+            from exc
+    if args.archive_dir is None and journal.archive_dir is not None:
+        args.archive_dir = journal.archive_dir
+    return journal.keep_rounds, journal.keep_days
+
+
 def cmd_prune(args: argparse.Namespace) -> int:
-    if args.keep_rounds < 0:
-        raise InputError(f"--keep-rounds must be >= 0, got {args.keep_rounds}")
+    keep_rounds, keep_days = _retention(args)
     if args.dry_run:
         meta, states, last_round, _macs = _read_only(args)
-        plans = plan(states, args.keep_rounds, _archive_dir(args), last_round,
-                     int(meta.get("v1_last_seq", "0")))
+        plans = plan(states, keep_rounds, _archive_dir(args), last_round,
+                     int(meta.get("v1_last_seq", "0")), keep_days=keep_days)
     else:
         try:
             with _writer(args) as j:
-                plans = j.prune(args.keep_rounds, _archive_dir(args))
+                plans = j.prune(keep_rounds, _archive_dir(args), keep_days=keep_days)
         except JournalError as exc:
             print(f"tablectl: journal prune: {exc}", file=sys.stderr)
             return 1

@@ -186,6 +186,17 @@ def test_the_technician_commands(jdir: Path, capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "would prune 2 of 4 unpruned segments" in out
     assert "segment 3 (seq 41..60, rounds 5..6): keep: not acknowledged by head office" in out
+    # Without --keep-*, the table's own [journal] retention (what the daemon applies).
+    example = (Path(__file__).resolve().parents[2] / "examples" / "paigow-nsw.toml").read_text()
+    conf = jdir.parent / "table.toml"
+    conf.write_text(example.replace("simulate = false", "simulate = true"))
+    assert cli(["journal", "prune", "--dry-run", "--config", str(conf), *d]) == 0
+    assert "would prune 0 of 4 unpruned segments" in capsys.readouterr().out  # none set
+    conf.write_text(conf.read_text() + "\n[journal]\nkeep_rounds = 2\n")
+    assert cli(["journal", "prune", "--dry-run", "--config", str(conf), *d]) == 0
+    assert "would prune 2 of 4 unpruned segments" in capsys.readouterr().out
+    assert cli(["journal", "prune", "--dry-run", "--config", str(jdir / "none.toml"), *d]) == 2
+    assert "config cannot be read" in capsys.readouterr().err
     assert cli(["journal", "prune", "--keep-rounds", "2", *d]) == 0
     assert "pruned 2 of 4 unpruned segments" in capsys.readouterr().out
     assert cli(["journal", "segments", *d]) == 0
