@@ -50,6 +50,9 @@ def faulty_shaker(tmp_path: Path) -> Any:
                         "--pace", "0.05", "--quiet", "--seed", "3")
     try:
         wait_for_socket(tmp_path, proc)
+        # Device commands are refused while the start-up checks run ("still starting").
+        wait_until(lambda: ask(tmp_path, "status")["verification"]["state"] != "checking", 30,
+                   "the start-up checks")
         ask(tmp_path, "device_fault", {"device": "shaker", "fault": "no_answer", "value": "on"})
         wait_until(lambda: any(e["code"] == "E204" for e in ask(tmp_path, "errors")["errors"]),
                    30, "the shaker's fault in the error history")
