@@ -8,9 +8,10 @@ enrolled table falls in one of `PARTITIONS` partitions (a stable hash of its id)
 partition is leased to one worker in the ledger's database, and a worker subscribes to the
 outbox topics of the tables in the partitions it holds: exact topics, no shared
 subscription, so a table's messages reach one worker, in order. Tables change nothing (same
-topics, same contract). Births and statuses, a few per table per day, stay on the shared
-subscription (contract.HO_SHARED_SUBSCRIPTIONS): every worker can apply every table's
-messages, so they need no routing, and a table that is not enrolled is still heard there.
+topics, same contract). Births, statuses and archived segments, a few per table per day,
+stay on the shared subscription (contract.HO_SHARED_SUBSCRIPTIONS): every worker can apply
+every table's messages, so they need no routing, and a table that is not enrolled is still
+heard there.
 
 Ownership is for speed only; money safety does not rest on it. Exactly once per (table, seq),
 order and the fork checks are decided under the table's row in the ledger as before

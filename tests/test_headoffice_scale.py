@@ -94,7 +94,10 @@ def scale_run(broker: mqtt_broker.Broker, ledger_url: str, kill: bool) -> None:
                 await wait_for(lambda: routed(survivors), 20, "the dead worker's partitions taken")
             assert await runs == [len(msgs[t]) for t in tables]
             applied = [w.counters["applied"] for w in workers]
-            assert sum(applied) == sum(len(m) for m in msgs.values())  # each once
+            total = sum(len(m) for m in msgs.values())
+            # Each once. A killed worker's last batch may commit after its counters stopped
+            # (its thread finishes the transaction): the ledger below is the proof then.
+            assert sum(applied) == total if not kill else sum(applied) <= total
             assert all(n > 0 for n in applied), applied  # all three took a share
             if kill:
                 assert all(w.counters["partition_changes"] >= 2 for w in survivors)

@@ -89,10 +89,11 @@ HO_SUBSCRIPTIONS = tuple(
     f"$share/{SHARE_GROUP}/{PREFIX}/table/+/{leaf}"
     for leaf in ("outbox", "birth", "status", "segment")
 )
-# Workers since issue 17 share only births and statuses; each reads the outboxes of the tables in
-# the partitions it holds, by exact topic (headoffice/routing.py). The tables' side is unchanged.
+# Workers since issue 17 share births, statuses and archived segments (checked against the shared
+# ledger, whichever worker hears them); each reads the outboxes of the tables in the partitions it
+# holds, by exact topic (headoffice/routing.py). The tables' side is unchanged.
 HO_SHARED_SUBSCRIPTIONS = tuple(
-    f"$share/{SHARE_GROUP}/{PREFIX}/table/+/{leaf}" for leaf in ("birth", "status"))
+    f"$share/{SHARE_GROUP}/{PREFIX}/table/+/{leaf}" for leaf in ("birth", "status", "segment"))
 HO_SHARED_OUTBOX = f"$share/{SHARE_GROUP}/{PREFIX}/table/+/outbox"  # before: unsubscribed
 
 
