@@ -156,8 +156,10 @@ def _link(kind: Kind, fields: str, meaning: str) -> KindSpec:
 
 
 _SPECS = (
-    _dev(Kind.TABLE_OPEN, "sensors (key switch)", "{}", "the table is opened"),
-    _dev(Kind.TABLE_CLOSE, "sensors (key switch)", "{}", "the table is closed"),
+    _dev(Kind.TABLE_OPEN, "sensors (key switch) / tablectl table open", "{operator?}",
+         "the table is opened (by the supervisor's command: `operator` names who)"),
+    _dev(Kind.TABLE_CLOSE, "sensors (key switch) / tablectl table close", "{operator?}",
+         "the table is closed (by the supervisor's command: `operator` names who)"),
     _dev(Kind.CHUNG_ON, "sensors", "{box}", "Pai Gow: the chung (bank marker) is on a box"),
     _dev(Kind.CHUNG_OFF, "sensors", "{box}", "Pai Gow: the chung left a box"),
     _dev(Kind.OFF_PRESSED, "sensors", "{box}", "Pai Gow: a box's OFF button is pressed"),

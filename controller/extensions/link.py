@@ -108,6 +108,7 @@ class LinkExtension:
         self._outage_logged = False  # an outage's first failure (or link down) was logged
         self._failed_attempts = 0  # connection attempts failed since the link was last up
         self._segments_refused: set[int] = set()  # segments head office refused (logged once)
+        self._segment_held = asyncio.Event()  # an ack recorded: send the next segment now
 
     # -- Extension --------------------------------------------------------------------------
     async def start(self, table: Table) -> None:
@@ -267,14 +268,23 @@ class LinkExtension:
 
     # -- archived journal segments (docs/journal.md "Segments, archive, retention") -------------
     async def _segments_loop(self, conn: Connection) -> None:
-        """Every archived segment head office has not acknowledged, oldest first, sent on
-        connecting and again every segments_every_s until it is: like the outbox, a message
-        whose answer is lost is simply sent again (head office answers a resend the same)."""
+        """The oldest archived segment head office has not acknowledged, sent on connecting
+        and again every segments_every_s until it is, then the next at once: one at a time, in
+        order, so head office always hears segment n+1 after holding n and checks it chained
+        (sent all together, a worker subscribing mid-burst heard n+1 first and could only hold
+        it unchained). Like the outbox, a message whose answer is lost is simply sent again
+        (head office answers a resend the same)."""
         while True:
-            for body in self.unacked_segments():
-                await conn.publish(contract.segment_topic(self.table_id), contract.dumps(body))
+            self._segment_held.clear()  # before sending: an answer that beats the wait counts
+            due = self.unacked_segments()
+            if due:
+                await conn.publish(contract.segment_topic(self.table_id), contract.dumps(due[0]))
                 self.counters["segments_sent"] += 1
-            await asyncio.sleep(self.options.segments_every_s)
+            try:
+                async with asyncio.timeout(self.options.segments_every_s):
+                    await self._segment_held.wait()
+            except TimeoutError:
+                pass
 
     def unacked_segments(self) -> list[dict[str, Any]]:
         """The segment messages due: archived by this table (its MAC checks), not pruned, not
@@ -331,6 +341,7 @@ class LinkExtension:
                 f"segment ack refused: segment {number} with head {data['head'][:16]}... and "
                 f"digest {data['digest'][:16]}... is not one this table archived")
         self.counters["segment_acks"] += 1
+        self._segment_held.set()
         log_event(self._log, logging.INFO, f"journal segment {number} held by head office",
                   segment=number)
 
