@@ -146,3 +146,37 @@ def test_a_back_arrow_would_be_seen(source: str) -> None:
     # The extension importing the daemon, even lazily or relatively, is an arrow the parser sees.
     link = REPO / "controller" / "extensions" / "link.py"
     assert any(room(i) == "controller.daemon" for i in imports_of(link, source))
+
+
+# -- module size (issue 14: "small modules named for what they hold") ------------------------
+MAX_LINES = 500
+SIZE_ROOTS = (*ROOTS, "bench", "image")
+
+
+def long_modules_without_a_reason(paths: list[Path]) -> list[str]:
+    """Modules past MAX_LINES whose docstring does not say why ("... lines because ...")."""
+    out = []
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") <= MAX_LINES:
+            continue
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if "lines because" not in " ".join(doc.split()):
+            name = path.relative_to(REPO) if path.is_relative_to(REPO) else path.name
+            out.append(f"{name}: {text.count(chr(10))} lines")
+    return out
+
+
+def test_no_module_past_500_lines_without_its_reason_at_the_top() -> None:
+    paths = [p for root in SIZE_ROOTS for p in sorted((REPO / root).rglob("*.py"))]
+    assert len(paths) > 200
+    assert long_modules_without_a_reason(paths) == [], "split it, or say why at the top"
+
+
+def test_the_size_check_can_fail(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    body = "x = 1\n" * (MAX_LINES + 1)
+    probe.write_text('"""A probe."""\n' + body)
+    assert long_modules_without_a_reason([probe]) == [f"probe.py: {MAX_LINES + 2} lines"]
+    probe.write_text('"""A probe: 503 lines because it must.\n"""\n' + body)
+    assert long_modules_without_a_reason([probe]) == []

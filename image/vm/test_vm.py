@@ -5,7 +5,9 @@ One VM for the module; the checks run in file order and each one can fail. Host 
 wire-level simulators behind QEMU's emulated FTDI adapters, Mosquitto with the shipped TLS/ACL
 config, head office (`tablectl-headoffice run`). Guest side: tablectld.service under the
 shipped sandbox, players/dealer/GPIO inputs simulated (image/vm/overlay/.../vm_table.py).
-On a failed check the guest's journal tail and unit states are printed.
+On a failed check the guest's journal tail and unit states are printed. ~560 lines because
+the twelve checks share one booted VM (module-scoped fixtures, file order): split, each file
+would boot its own, minutes each under TCG.
 """
 
 from __future__ import annotations
