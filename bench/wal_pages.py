@@ -1,6 +1,6 @@
 """Where the daemon's bytes go: WAL frames per commit, by table, and the 4 KiB pages they dirty.
 
-    .venv/bin/python bench/wal_pages.py [--game uth] [--rounds 200]     (needs strace)
+    .venv/bin/python bench/wal_pages.py [--game uth] [--rounds 200] [--from STATE]  (needs strace)
 
 Runs `tablectld --simulate` under strace (pwrite64/fdatasync of the journal files only) and
 models what /proc/PID/io write_bytes counts: a 4 KiB page-cache page is counted when a write
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -36,9 +37,13 @@ def main() -> None:
     ap.add_argument("--game", default="uth")
     ap.add_argument("--rules", default="nsw")
     ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--from", dest="source", type=Path, default=None, metavar="STATE",
+                    help="play on a copy of this state dir (default: a new journal)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         state, trace = Path(tmp) / "state", Path(tmp) / "trace"
+        if args.source is not None:  # --autoplay counts this run's rounds
+            shutil.copytree(args.source, state, ignore=shutil.ignore_patterns("run"))
         subprocess.run(
             ["strace", "-f", "-y", "-xx", "-s", "8", "-e", "trace=pwrite64,fdatasync,fsync",
              "-o", str(trace), sys.executable, "-m", "controller.daemon", "--simulate",
@@ -71,7 +76,7 @@ def main() -> None:
                         dirty[name].add(page)
                         counted[name] += 4096
                 if name == "wal" and size == 24:  # a frame header: the page number first
-                    frames[owner.get(int.from_bytes(unhex(rest)[:4], "big"), "?")] += 1
+                    frames[owner.get(int.from_bytes(unhex(rest)[:4], "big"), "freelist")] += 1
                     in_commit = True
             else:
                 if name == "wal" and in_commit:
