@@ -32,6 +32,21 @@ def unhex(s: str) -> bytes:
     return bytes(int(h, 16) for h in HEX.findall(s))
 
 
+def freelist_trunks(db: Path) -> set[int]:
+    """The freelist's trunk pages (file format: header offsets 16 and 32, each trunk's first
+    4 bytes the next one)."""
+    trunks: set[int] = set()
+    with db.open("rb") as f:
+        header = f.read(100)
+        size = int.from_bytes(header[16:18], "big") or 65536
+        page = int.from_bytes(header[32:36], "big")
+        while page and page not in trunks:
+            trunks.add(page)
+            f.seek((page - 1) * size)
+            page = int.from_bytes(f.read(4), "big")
+    return trunks
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--game", default="uth")
@@ -42,8 +57,13 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         state, trace = Path(tmp) / "state", Path(tmp) / "trace"
+        trunks: set[int] = set()
         if args.source is not None:  # --autoplay counts this run's rounds
             shutil.copytree(args.source, state, ignore=shutil.ignore_patterns("run"))
+            conn = sqlite3.connect(state / "journal.sqlite3")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the header read below is current
+            conn.close()
+            trunks = freelist_trunks(state / "journal.sqlite3")
         subprocess.run(
             ["strace", "-f", "-y", "-xx", "-s", "8", "-e", "trace=pwrite64,fdatasync,fsync",
              "-o", str(trace), sys.executable, "-m", "controller.daemon", "--simulate",
@@ -54,6 +74,7 @@ def main() -> None:
         owner = {p: f"{n} {t}" for p, n, t in conn.execute(
             "SELECT pageno, name, pagetype FROM dbstat")}
         owner[1] = "page 1 (header)"  # rewritten whenever the file grows
+        owner.update((p, "freelist trunk") for p in trunks)
         conn.close()
         dirty: dict[str, set[int]] = collections.defaultdict(set)
         counted: collections.Counter[str] = collections.Counter()
