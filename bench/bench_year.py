@@ -22,6 +22,10 @@ bytes written per round (/proc/PID/io write_bytes), plus the archive's bytes per
 
 compares bytes written per round with another tree's daemon (`git archive BASE | tar -x -C
 /tmp/base`) on copies of one aged, pruned journal, alternately, in the same run.
+
+    .venv/bin/python bench/bench_year.py --generate-only /var/tmp/aged --days 45 --keep-days 15
+
+only generates that aged, pruned journal (STATE/state), e.g. for `bench/wal_pages.py --from`.
 """
 
 from __future__ import annotations
@@ -285,7 +289,24 @@ def main() -> None:
                     help="only bytes per round: TREE's daemon and this one's, alternately, on "
                     "copies of one journal of --days (one figure) with --keep-days kept")
     ap.add_argument("--runs", type=int, default=2, help="with --compare-with")
+    ap.add_argument("--generate-only", type=Path, default=None, metavar="DIR",
+                    help="only generate a journal of --days (one figure) with --keep-days kept "
+                    "in DIR/state (DIR must not exist)")
     args = ap.parse_args()
+    if args.generate_only is not None:
+        if args.generate_only.exists():
+            ap.error(f"{args.generate_only} exists")
+        args.generate_only.mkdir(parents=True)
+        gen = Generator(args.generate_only / "state",
+                        template(args.template_rounds, args.generate_only / "template"),
+                        args.rounds_per_day, args.keep_days * args.rounds_per_day)
+        gen.rounds(int(args.days) * args.rounds_per_day // SNAPSHOT_EVERY_ROUNDS
+                   * SNAPSHOT_EVERY_ROUNDS)
+        pruned = sum(s.pruned_utc is not None for s in gen.j.retention.states())
+        gen.close()
+        print(f"{gen.done} rounds generated in {args.generate_only / 'state'}, "
+              f"{args.keep_days} days kept, {pruned} segments pruned")
+        return
     if args.compare_with is not None:
         compare(args.compare_with, int(args.days), args.keep_days, args.rounds_per_day,
                 args.long_rounds, args.runs, args.dir)

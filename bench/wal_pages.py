@@ -1,6 +1,6 @@
 """Where the daemon's bytes go: WAL frames per commit, by table, and the 4 KiB pages they dirty.
 
-    .venv/bin/python bench/wal_pages.py [--game uth] [--rounds 200]     (needs strace)
+    .venv/bin/python bench/wal_pages.py [--game uth] [--rounds 200] [--from STATE]  (needs strace)
 
 Runs `tablectld --simulate` under strace (pwrite64/fdatasync of the journal files only) and
 models what /proc/PID/io write_bytes counts: a 4 KiB page-cache page is counted when a write
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -31,14 +32,38 @@ def unhex(s: str) -> bytes:
     return bytes(int(h, 16) for h in HEX.findall(s))
 
 
+def freelist_trunks(db: Path) -> set[int]:
+    """The freelist's trunk pages (file format: header offsets 16 and 32, each trunk's first
+    4 bytes the next one)."""
+    trunks: set[int] = set()
+    with db.open("rb") as f:
+        header = f.read(100)
+        size = int.from_bytes(header[16:18], "big") or 65536
+        page = int.from_bytes(header[32:36], "big")
+        while page and page not in trunks:
+            trunks.add(page)
+            f.seek((page - 1) * size)
+            page = int.from_bytes(f.read(4), "big")
+    return trunks
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--game", default="uth")
     ap.add_argument("--rules", default="nsw")
     ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--from", dest="source", type=Path, default=None, metavar="STATE",
+                    help="play on a copy of this state dir (default: a new journal)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         state, trace = Path(tmp) / "state", Path(tmp) / "trace"
+        trunks: set[int] = set()
+        if args.source is not None:  # --autoplay counts this run's rounds
+            shutil.copytree(args.source, state, ignore=shutil.ignore_patterns("run"))
+            conn = sqlite3.connect(state / "journal.sqlite3")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the header read below is current
+            conn.close()
+            trunks = freelist_trunks(state / "journal.sqlite3")
         subprocess.run(
             ["strace", "-f", "-y", "-xx", "-s", "8", "-e", "trace=pwrite64,fdatasync,fsync",
              "-o", str(trace), sys.executable, "-m", "controller.daemon", "--simulate",
@@ -49,6 +74,7 @@ def main() -> None:
         owner = {p: f"{n} {t}" for p, n, t in conn.execute(
             "SELECT pageno, name, pagetype FROM dbstat")}
         owner[1] = "page 1 (header)"  # rewritten whenever the file grows
+        owner.update((p, "freelist trunk") for p in trunks)
         conn.close()
         dirty: dict[str, set[int]] = collections.defaultdict(set)
         counted: collections.Counter[str] = collections.Counter()
@@ -71,7 +97,7 @@ def main() -> None:
                         dirty[name].add(page)
                         counted[name] += 4096
                 if name == "wal" and size == 24:  # a frame header: the page number first
-                    frames[owner.get(int.from_bytes(unhex(rest)[:4], "big"), "?")] += 1
+                    frames[owner.get(int.from_bytes(unhex(rest)[:4], "big"), "freelist")] += 1
                     in_commit = True
             else:
                 if name == "wal" and in_commit:
