@@ -1,9 +1,11 @@
 """The durable journal: every input event, hash-chained, in one SQLite file (docs/journal.md).
 
 The daemon appends each event (with the `outbox` and `round` effects it produced) in one
-transaction before it acts on it; at start it verifies the whole chain and replays from the latest
-snapshot. A journal that fails verification is never reused or replaced: `Journal.open` raises
-`JournalError` and the daemon stays out of service until a technician looks at it.
+transaction before it acts on it; at start it verifies the chain from the newest checkpoint that
+checks out (checkpoint.py; the whole chain: `verify`, the daemon's background pass) and replays
+from the latest snapshot. A journal that fails verification is never reused or replaced:
+`Journal.open` raises `JournalError` and the daemon stays out of service until a technician
+looks at it.
 
 `Journal` opens, commits and closes; reading is its `Reader` (read.py), the outbox and acks its
 `Outbox` (outbox.py). The hash of a record is in chain.py, the stored form in codec.py and
@@ -24,22 +26,21 @@ from typing import Any
 
 from controller.journal import checkpoint, segments
 from controller.journal.chain import genesis_hash, snapshot_hash
-from controller.journal.codec import Codec, parse_body, snapshot_text
+from controller.journal.codec import Codec, snapshot_text
 from controller.journal.errors import JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
 from controller.journal.mac import JournalKey, KeyFileError, find_key
 from controller.journal.mark import MARK_FILE, MarkWriter, create_mark, mark_problem
 from controller.journal.outbox import Outbox
+from controller.journal.position import load_state
 from controller.journal.read import Reader
 from controller.journal.records import (
     LOSS_KIND,
-    ROUND_STATUSES,
     Entry,
     OutboxMessage,
     RoundRecord,
     Row,
     StoredEvent,
-    fx_items,
     outbox_next,
     prepare,
 )
@@ -49,12 +50,11 @@ from controller.journal.schema import (
     LOCK_FILE,
     SCHEMAS_READ,
     create_journal,
-    read_acked_upto,
     read_meta,
     set_pragmas,
 )
 from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3
-from controller.journal.verify import prune_base, verify_conn
+from controller.journal.verify import verify_conn
 from controller.journal.walk import VerifyReport
 from controller.rounds.base import Effect, Event, Now
 
@@ -465,38 +465,6 @@ def find_journal_key(path: Path, key_file: Path | None, *, create: bool, key_id:
             f"/etc/tablectl/journal-key and {path.parent}/journal.key); its MACs were made with "
             f"key id {key_id}")
     return key
-
-
-def load_state(conn: sqlite3.Connection, table_id: str, game: str) -> VerifyReport:
-    """The writer's position without checking the chain (open with verify=False)."""
-    st = VerifyReport()
-    st.last_hash = genesis_hash(table_id, game)
-    row = conn.execute("SELECT seq, hash, round FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-    if row is not None:
-        st.last_seq, st.last_hash, st.last_event_round = row
-    for status, n in conn.execute("SELECT status, count(*) FROM rounds GROUP BY status"):
-        if status in ROUND_STATUSES:
-            setattr(st, f"rounds_{status}", n)
-    st.acked_upto = read_acked_upto(conn)
-    top = int(conn.execute("SELECT coalesce(max(id), 0) FROM outbox").fetchone()[0])
-    meta = read_meta(conn)
-    base = prune_base(conn, meta, None, VerifyReport()) if meta.get("schema") == "3" else None
-    if base is not None:  # the counts of what was pruned
-        st.rounds_completed, st.rounds_voided = base.completed, base.voided
-        st.pruned_through, st.pruned_hash, top = base.seq, base.hash, base.out
-    if meta.get("schema") != "1":
-        codec = Codec(meta["deflate_dict"])
-        for key, rnd, out, body, h in conn.execute(
-                "SELECT seq, round, out, body, hash FROM commits ORDER BY seq"):
-            st.last_seq, st.last_hash, st.last_event_round = key, h.hex(), rnd
-            top = max(top, out)
-            for _text, record in parse_body(codec.unpack(body)):
-                for _n, status, _summary in fx_items(record[5] or {})[1]:
-                    if status in ROUND_STATUSES:
-                        setattr(st, f"rounds_{status}", getattr(st, f"rounds_{status}") + 1)
-    st.records = st.last_seq
-    st.next_outbox_id = max(top, st.acked_upto) + 1
-    return st
 
 
 _SNAPSHOT_CODEC = Codec("")
