@@ -32,16 +32,17 @@ from controller.daemon.accounting import (
 )
 from controller.daemon.commands import TableCommands
 from controller.daemon.control import Access, ControlServer
+from controller.daemon.durability import needs_fsync
 from controller.daemon.effects import Effects
 from controller.daemon.ignored import IgnoredEvents
 from controller.daemon.logbook import ErrorHistory, LogRing
+from controller.daemon.opening import Unusable, open_journal, replay
 from controller.daemon.stats import Stats
 from controller.daemon.supervisor import Supervisor
 from controller.errors import TablectlError
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
 from controller.journal.background import look_after_journal
-from controller.journal.store import MONEY_EFFECTS
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT, Meters
 from controller.rounds.base import Effect, Event, Now, RoundMachine
@@ -52,15 +53,6 @@ STALL_S = 5.0  # an event older than this in the queue means the loop is not hea
 DEFAULT_WATCHDOG_S = 2.0
 MAX_BATCH = 64  # events journaled in one transaction at most
 SNAPSHOT_EVERY_ROUNDS = 16
-# Events committed without an fsync of their own (docs/daemon.md "Where the bytes of a round
-# go"): they move no money, and the next fsync'd commit (before anything that does) makes them
-# durable; a power cut in between costs a re-key, never money. UTH: wagers are placed, not
-# locked, until the first card out of the shuffler (5.5), whose commit is fsync'd; the deal only
-# asks the shuffler for that card. Any other event, or one of these whose effects include an
-# outbox message or a round record (or a snapshot, or a shift's close), is fsync'd.
-UNSYNCED_EVENTS: dict[str, frozenset[str]] = {
-    "uth": frozenset({"dealer.wager", "bet.on", "bet.off", "shuffler.ready", "dealer.deal"}),
-}
 MODES = ("production", "simulation", "development")
 
 
@@ -225,50 +217,18 @@ class TableService:
 
     def _open_journal(self) -> None:
         try:
-            self.journal = Journal.open(
-                self.cfg.service.state_dir, table_id=self.cfg.table_id, game=self.cfg.game,
-                fast=True,  # from the latest checkpoint; the whole chain: look_after_journal
-                segment_rounds=self.cfg.journal.segment_rounds,
-                archive_dir=self.cfg.journal.archive_dir,
-            )
-        except JournalError as exc:
-            # A loss (JournalLossError) names the mark's seq and the journal's last seq.
-            self.go_out_of_service(f"journal unusable: {exc}", code="E101")
+            self.journal = open_journal(self.cfg, self.log)
+            self.state, replayed = replay(self.journal, self.machine)
+        except Unusable as exc:
+            self.go_out_of_service(exc.reason, code=exc.code)
             return
-        except OSError as exc:  # e.g. the state directory cannot be made on a read-only disk
-            self.go_out_of_service(f"journal unusable: {exc.filename}: {exc.strerror}",
-                                   code="E101")
-            return
-        for why in self.journal.refused_checkpoints:  # damage or tampering: never trusted
-            log_event(self.log, logging.WARNING, f"journal {why}; verified from an older one",
-                      code="E104", verified_from=self.journal.verified_from)
-        key = self.journal.key
-        if key.dev:
-            log_event(
-                self.log,
-                logging.WARNING,
-                f"JOURNAL KEY IS A DEVELOPMENT KEY ({key.source}), kept beside the journal: its "
-                "MACs stop nobody who can write the state directory. A table in play gets its "
-                "key through systemd LoadCredential= (docs/journal.md)",
-                key_id=key.key_id,
-            )
-        snapshot, events = self.journal.replay_point()
-        try:
-            state = self.machine.initial() if snapshot is None else self.machine.from_json(snapshot)
-            for stored in events:
-                state, _ = self.machine.step(state, stored.event, stored.now)
-        except Exception as exc:  # a snapshot this build cannot read: never guess, never reset
-            self.go_out_of_service(f"journal replay failed ({type(exc).__name__}: {exc})",
-                                   code="E103")
-            return
-        self.state = state
         self.meters, how = load_meters(self.journal, self.cfg.service.state_dir)
         log_event(
             self.log,
             logging.INFO,
             "journal verified and replayed",
             records=self.journal.last_seq,
-            replayed=len(events),
+            replayed=replayed,
             round=self._round(),
             meters=how,
             verified_from=self.journal.verified_from,
@@ -369,7 +329,8 @@ class TableService:
 
     async def process_batch(self, events: list[Event]) -> list[int | None]:
         """Step each event in order (pure), journal them all in one transaction, then carry out
-        their effects in order. Nothing acts on an event before it is durable."""
+        their effects in order. Nothing that moves money acts before it is on disk
+        (durability.py: which commits wait for their own fsync)."""
         assert self.journal is not None
         state = self.state
         entries: list[Entry] = []
@@ -411,12 +372,9 @@ class TableService:
             entry = Entry(event, now, round_no, tuple(effects), snapshot)
             entries.append(entry)
             stepped.append((index, entry))
-        unsynced = UNSYNCED_EVENTS.get(self.cfg.game, frozenset())
-        durable = meters is not None or not entries or any(
-            e.event.kind not in unsynced or e.snapshot is not None
-            or any(fx.kind in MONEY_EFFECTS for fx in e.effects) for e in entries)
         try:
-            seqs = self.journal.append_batch(entries, durable=durable)
+            seqs = self.journal.append_batch(
+                entries, durable=needs_fsync(self.cfg.game, entries, meters is not None))
         except (JournalError, TablectlError, ValueError) as exc:
             # ValueError: the journal refuses an entry it cannot encode (until journal/ raises
             # its own family for that).

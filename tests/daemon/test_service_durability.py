@@ -60,3 +60,27 @@ def test_only_commits_that_move_no_money_go_without_their_own_fsync(tmp_path: Pa
         last, key = j.last_seq, j.key
     assert read_mark(state / MARK_FILE, key, cfg.table_id, cfg.game).seq == last
     assert verify_dir(state).ok
+
+
+def test_only_uth_wagers_and_the_deal_skip_their_own_fsync() -> None:
+    """UTH 5.5: wagers are placed, not locked, until the first card out; the card burst, a
+    round record (settlement), an outbox message (head office) or a snapshot always waits for
+    the disk, and Pai Gow has no unsynced kind at all."""
+    from controller.daemon.durability import needs_fsync
+    from controller.journal import Entry
+    from controller.rounds.base import Effect, Event, Now
+
+    now = Now("2026-11-26T08:00:00.000Z", 1000)
+
+    def entry(kind: str, *effects: str, snapshot: dict[str, object] | None = None) -> Entry:
+        return Entry(Event(kind, {}), now, 1, tuple(Effect(k, {}) for k in effects), snapshot)
+
+    wagers = [entry("dealer.wager", "display"), entry("bet.on"), entry("dealer.deal")]
+    assert not needs_fsync("uth", wagers, meters_changed=False)
+    assert needs_fsync("paigow", wagers, meters_changed=False)
+    assert needs_fsync("uth", wagers, meters_changed=True)
+    assert needs_fsync("uth", [*wagers, entry("card.dispensed")], meters_changed=False)
+    assert needs_fsync("uth", [entry("dealer.wager", "outbox")], meters_changed=False)
+    assert needs_fsync("uth", [entry("dealer.wager", "round")], meters_changed=False)
+    assert needs_fsync("uth", [entry("dealer.deal", snapshot={})], meters_changed=False)
+    assert needs_fsync("uth", [], meters_changed=False)

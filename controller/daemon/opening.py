@@ -1,0 +1,61 @@
+"""Opening the table's journal at start and replaying it into the round machine's state: each
+failure a reason and an error code for the daemon to go out of service with (never a fresh
+journal, never a guessed state)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from controller.config import TableConfig
+from controller.journal import Journal, JournalError
+from controller.logs import event as log_event
+from controller.rounds.base import RoundMachine
+
+
+class Unusable(Exception):
+    def __init__(self, reason: str, code: str) -> None:
+        super().__init__(reason)
+        self.reason, self.code = reason, code
+
+
+def open_journal(cfg: TableConfig, log: logging.Logger) -> Journal:
+    try:
+        journal = Journal.open(
+            cfg.service.state_dir, table_id=cfg.table_id, game=cfg.game,
+            fast=True,  # from the latest checkpoint; the whole chain: look_after_journal
+            segment_rounds=cfg.journal.segment_rounds,
+            archive_dir=cfg.journal.archive_dir,
+        )
+    except JournalError as exc:
+        # A loss (JournalLossError) names the mark's seq and the journal's last seq.
+        raise Unusable(f"journal unusable: {exc}", "E101") from exc
+    except OSError as exc:  # e.g. the state directory cannot be made on a read-only disk
+        raise Unusable(f"journal unusable: {exc.filename}: {exc.strerror}", "E101") from exc
+    for why in journal.refused_checkpoints:  # damage or tampering: never trusted
+        log_event(log, logging.WARNING, f"journal {why}; verified from an older one",
+                  code="E104", verified_from=journal.verified_from)
+    key = journal.key
+    if key.dev:
+        log_event(
+            log,
+            logging.WARNING,
+            f"JOURNAL KEY IS A DEVELOPMENT KEY ({key.source}), kept beside the journal: its "
+            "MACs stop nobody who can write the state directory. A table in play gets its "
+            "key through systemd LoadCredential= (docs/journal.md)",
+            key_id=key.key_id,
+        )
+    return journal
+
+
+def replay(journal: Journal, machine: RoundMachine[Any]) -> tuple[Any, int]:
+    """The state after the journal's last event (its latest snapshot, then the events after
+    it) and how many events were replayed."""
+    snapshot, events = journal.replay_point()
+    try:
+        state = machine.initial() if snapshot is None else machine.from_json(snapshot)
+        for stored in events:
+            state, _ = machine.step(state, stored.event, stored.now)
+    except Exception as exc:  # a snapshot this build cannot read: never guess, never reset
+        raise Unusable(f"journal replay failed ({type(exc).__name__}: {exc})", "E103") from exc
+    return state, len(events)
