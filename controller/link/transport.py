@@ -172,6 +172,25 @@ class _Client(aiomqtt.Client):
         # Scheduled after aiomqtt's own add_reader, so this one replaces it.
         self._loop.call_soon_threadsafe(self._loop.add_reader, fd, read)
 
+    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
+        # aiomqtt makes its own Message and validates a Topic for every packet, which
+        # `messages()` then turned into ours: 0.6 of the 1.5 us-per-message units of paho's
+        # on-message path in head office's profile (issue 17). Ours goes on aiomqtt's queue
+        # directly; a topic that is not UTF-8 (or a payload that is not bytes) takes aiomqtt's
+        # path, unchanged.
+        payload = message.payload
+        try:
+            topic = message.topic
+        except UnicodeDecodeError:
+            topic = None
+        if topic is None or not isinstance(payload, bytes):
+            super()._on_message(client, userdata, message)
+            return
+        try:
+            self._queue.put_nowait(Message(topic, payload, bool(message.retain)))
+        except asyncio.QueueFull:
+            self._logger.warning("Message queue is full. Discarding message.")
+
 
 _READER_OVERRIDE = callable(getattr(aiomqtt.Client, "_on_socket_open", None))
 
@@ -214,7 +233,9 @@ def _share_properties() -> bool:
 _FAST_PROPERTIES = _share_properties()
 
 
-def _message(m: aiomqtt.Message) -> Message:
+def _message(m: aiomqtt.Message | Message) -> Message:
+    if type(m) is Message:  # put there by _Client._on_message
+        return m
     payload = m.payload if isinstance(m.payload, bytes) else str(m.payload).encode()
     return Message(m.topic.value, payload, bool(m.retain))
 
