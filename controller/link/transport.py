@@ -223,8 +223,9 @@ class _BufferedTLS:
             if not buf:
                 return buf
             self._buf, pos = buf, 0
-        self._pos = pos + n
-        return buf[pos:pos + n]
+        out = buf[pos:pos + n]
+        self._pos = pos + len(out)  # never past the end: `pending` must not go below zero
+        return out
 
     def pending(self) -> int:
         return len(self._buf) - self._pos + self._sock.pending()
