@@ -17,7 +17,8 @@ Head office runs as its own process (`tablectl-headoffice run`), as it would in 
 The K meter clients are spread over `--procs` processes; the tables' burst publishers are
 `mosquitto_pub` processes (C, connected before the burst), because on a small machine a
 Python load generator takes the CPU head office needs: in production each table is its own
-computer. The CPU each process used per phase is printed (where the time goes).
+computer. The CPU each process used per phase is printed (where the time goes);
+`--profile-worker FILE` runs each worker under cProfile (bench/fleet/profiled.py).
 """
 
 from __future__ import annotations
