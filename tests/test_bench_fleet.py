@@ -5,6 +5,7 @@ are the benchmark's to print, docs/headoffice.md)."""
 
 from __future__ import annotations
 
+import pstats
 import shutil
 import subprocess
 import sys
@@ -21,10 +22,11 @@ pytestmark = pytest.mark.skipif(
     reason="mosquitto and mosquitto-clients (./dev installs them) are needed")
 
 
-def test_the_fleet_benchmark_runs_and_reports() -> None:
+def test_the_fleet_benchmark_runs_and_reports(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "bench.fleet.run", "--tables", "6", "--procs", "2",
-         "--samples", "4", "--increments", "300", "--raw", "500"],
+         "--samples", "4", "--increments", "300", "--raw", "500",
+         "--profile-worker", str(tmp_path / "prof")],
         cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
     )
     assert out.returncode == 0, out.stderr[-3000:]
@@ -38,3 +40,8 @@ def test_the_fleet_benchmark_runs_and_reports() -> None:
         assert float(report[key]) > 0, key
     assert float(report["latency_p50_ms"]) <= float(report["latency_p99_ms"])
     assert "publishers(6)" in report["cpu_cores_burst_phase"]
+    # --profile-worker: the worker's profile, written when the bench stopped it, holds every
+    # increment it parsed.
+    [profile] = tmp_path.glob("prof.*")
+    calls = {fn[2]: stat[1] for fn, stat in pstats.Stats(str(profile)).stats.items()}  # type: ignore[attr-defined]
+    assert calls.get("parse_outbox", 0) >= 300

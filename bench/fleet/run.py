@@ -17,7 +17,8 @@ Head office runs as its own process (`tablectl-headoffice run`), as it would in 
 The K meter clients are spread over `--procs` processes; the tables' burst publishers are
 `mosquitto_pub` processes (C, connected before the burst), because on a small machine a
 Python load generator takes the CPU head office needs: in production each table is its own
-computer. The CPU each process used per phase is printed (where the time goes).
+computer. The CPU each process used per phase is printed (where the time goes);
+`--profile-worker FILE` runs each worker under cProfile (bench/fleet/profiled.py).
 """
 
 from __future__ import annotations
@@ -517,9 +518,12 @@ seed = 5000000
 increment_bp = 2500
 hidden_bp = 500
 """ + "".join(f'[[tables]]\nid = "T{i}"\npool = "{POOL}"\n' for i in range(tables)))
+            if args.profile_worker and not nagle:
+                module = ["bench.fleet.profiled", f"{args.profile_worker}.{name}.{w}"]
+            else:
+                module = ["bench.fleet.nagle" if nagle else "headoffice.cli"]
             hos.append(subprocess.Popen(
-                [sys.executable, "-m", "bench.fleet.nagle" if nagle else "headoffice.cli",
-                 "--config", str(here / f"ho{w}.toml"), "run"],
+                [sys.executable, "-m", *module, "--config", str(here / f"ho{w}.toml"), "run"],
                 cwd=REPO, stdout=subprocess.DEVNULL,
                 stderr=open(here / f"ho{w}.log", "wb"),  # noqa: SIM115
                 env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -590,6 +594,9 @@ def main() -> int:
                     help="e.g. 250,500,1000: lock -> every meter at each table count, and"
                          " where p99 crosses --limit-ms")
     ap.add_argument("--limit-ms", type=float, default=250.0)
+    ap.add_argument("--profile-worker", metavar="FILE",
+                    help="run each head-office worker under cProfile, its stats written to"
+                         " FILE.<run>.<worker> when stopped (python -m pstats to read)")
     args = ap.parse_args()
     logging.getLogger("mqtt").disabled = True  # aiomqtt warns about every queued publish
     most = max([args.tables, *(args.sweep or [])])

@@ -139,23 +139,40 @@ def _check_shape(data: Any, what: str) -> None:
                 stack.append((value, depth + 1))
 
 
+_STRICT = json.JSONDecoder(parse_int=_bounded_int, parse_constant=_no_constant)
+_PLAIN = json.JSONDecoder(parse_constant=_no_constant)
+_NINES = bytes.maketrans(b"012345678", b"999999999")
+_LONG_DIGITS = b"9" * (MAX_DIGITS + 1)
+
+
 def _obj(raw: bytes | str, what: str, limit: int = MAX_PAYLOAD) -> JSON:
     """Bytes from outside -> a JSON object of this schema version, or SchemaError: bounded in
     size, nesting, string length and integer digits before anything reads a field."""
     if len(raw) > limit:  # checked before decoding: nothing large is ever copied
         raise SchemaError(f"{what}: {len(raw)} bytes, more than {limit}")
     if isinstance(raw, bytes | bytearray):
+        # Without a run of more than MAX_DIGITS digits anywhere in the text (every digit made
+        # a '9', then one search: a regex took 8 us a message), no integer can be too long and
+        # the C scanner reads them without a Python call each (issue 17).
+        long_digits = _LONG_DIGITS in raw.translate(_NINES)
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise SchemaError(f"{what}: not UTF-8") from None
+    else:
+        long_digits = _LONG_DIGITS in raw.encode("utf-8", "replace").translate(_NINES)
+    decoder = _STRICT if long_digits else _PLAIN
     try:
-        data = json.loads(raw, parse_int=_bounded_int, parse_constant=_no_constant)
+        data = decoder.decode(raw)
     except SchemaError as exc:
         raise SchemaError(f"{what}: {exc}") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise SchemaError(f"{what}: not JSON ({exc})") from None
-    _check_shape(data, what)
+    # No decoded string (or key) is longer than the text it came from, and each object or list
+    # is one '{' or '[' of the text: a short text with few of them is within the bounds
+    # without walking it (a table's increment: ~200 characters, 3 of them).
+    if len(raw) > MAX_STRING or raw.count("{") + raw.count("[") > MAX_DEPTH:
+        _check_shape(data, what)
     if not isinstance(data, dict):
         raise SchemaError(f"{what}: a JSON object is expected, got {type(data).__name__}")
     if data.get("v") != VERSION:
