@@ -223,9 +223,8 @@ class _BufferedTLS:
             if not buf:
                 return buf
             self._buf, pos = buf, 0
-        out = buf[pos:pos + n]
-        self._pos = pos + len(out)  # never past the end: `pending` must not go below zero
-        return out
+        self._pos = pos + n
+        return buf[pos:pos + n]
 
     def pending(self) -> int:
         return len(self._buf) - self._pos + self._sock.pending()
