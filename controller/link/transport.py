@@ -152,22 +152,16 @@ class _Client(aiomqtt.Client):
         fd = sock.fileno()
         waiting = select.poll()
         waiting.register(fd, select.POLLIN)
-        ours = sock
-        if isinstance(sock, ssl.SSLSocket) and getattr(client, "_sock", None) is sock:
-            ours = client._sock = _BufferedTLS(sock)  # paho reads through it from now on
-        pending = getattr(ours, "pending", None)  # TLS: decrypted bytes not yet read
+        pending = getattr(sock, "pending", None)  # TLS: decrypted bytes not yet read
 
         def read() -> None:
             try:
                 for _ in range(_READS_PER_WAKE):
                     client.loop_read()
-                    if client.socket() is not ours:
+                    if client.socket() is not sock:
                         return  # closed meanwhile: aiomqtt's disconnect handling has it
                     if (pending is None or pending() == 0) and not waiting.poll(0):
                         return
-                if pending is not None and pending() > 0:
-                    # Bytes already read from the kernel wake no selector: read them next.
-                    self._loop.call_soon(read)
             except Exception as exc:  # as aiomqtt's own reader: the connection is broken
                 disconnected = getattr(self, "_disconnected", None)
                 if disconnected is None:
@@ -196,47 +190,6 @@ class _Client(aiomqtt.Client):
             self._queue.put_nowait(Message(topic, payload, bool(message.retain)))
         except asyncio.QueueFull:
             self._logger.warning("Message queue is full. Discarding message.")
-
-
-_CHUNK = 64 * 1024
-
-
-class _BufferedTLS:
-    """The TLS socket as paho reads it, one TLS read for many packets. paho reads a packet in
-    three or four `recv` calls (its type byte, its length byte by byte, the rest), each a
-    TLS read that releases and retakes the GIL, against the ledger's thread (issue 17). This
-    reads what TLS has (up to a TLS record) once and hands it out in the sizes paho asks for;
-    `pending` counts it, so the reader above reads on while any is left. Everything else is
-    the socket's own."""
-
-    __slots__ = ("_buf", "_pos", "_sock")
-
-    def __init__(self, sock: ssl.SSLSocket) -> None:
-        self._sock = sock
-        self._buf = b""
-        self._pos = 0
-
-    def recv(self, n: int) -> bytes:
-        buf, pos = self._buf, self._pos
-        if pos >= len(buf):
-            buf = self._sock.recv(_CHUNK)  # SSLWantReadError, EOF (b""), errors: as before
-            if not buf:
-                return buf
-            self._buf, pos = buf, 0
-        self._pos = pos + n
-        return buf[pos:pos + n]
-
-    def pending(self) -> int:
-        return len(self._buf) - self._pos + self._sock.pending()
-
-    def send(self, data: bytes) -> int:
-        return self._sock.send(data)
-
-    def fileno(self) -> int:
-        return self._sock.fileno()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
 
 
 _READER_OVERRIDE = callable(getattr(aiomqtt.Client, "_on_socket_open", None))
