@@ -19,6 +19,10 @@ The K meter clients are spread over `--procs` processes; the tables' burst publi
 Python load generator takes the CPU head office needs: in production each table is its own
 computer. The CPU each process used per phase is printed (where the time goes);
 `--profile-worker FILE` runs each worker under cProfile (bench/fleet/profiled.py).
+
+~650 lines because one run measures the baselines, the fleet, the worker matrix and the p99
+sweep with the same broker, PKI and process meters, and its figures are read as ratios to each
+other (the worker's profiler is a module of its own, profiled.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Every payload is a JSON object with `"v": 1` (the schema version). `parse_*` functions take the
 raw bytes of a message and return a plain dict or raise `SchemaError` naming what is wrong;
 nothing here touches the network. docs/mqtt.md and docs/asyncapi.yaml describe the same thing
-for people and for tools.
+for people and for tools. ~550 lines because it is the one document both ends and a test lab
+read against docs/mqtt.md: every message's builder and parser beside the bounds they share.
 """
 
 from __future__ import annotations
