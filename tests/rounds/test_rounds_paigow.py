@@ -15,7 +15,7 @@ from controller.games.paigow.profiles import Profile
 from controller.games.paigow.settings import all_settings, parse_setting
 from controller.games.paigow.tiles import parse_tiles
 from controller.rounds.base import Event
-from tests.support.paigow_table import NOW, Table, first, kinds, texts
+from tests.support.paigow_table import NOW, Table, at_phase, first, kinds, texts
 
 RICH = 10_000_000
 ALL = list(Profile)
@@ -595,23 +595,7 @@ def test_chung_sensor_moves_the_bank() -> None:
 
 
 def _at(phase: str) -> Table:
-    profile = Profile.NZ if phase == "cutting" else Profile.NSW
-    t = Table(profile)
-    if phase == "closed":
-        return t
-    t.send("table.open")
-    if phase == "off_draw":
-        t.send("dealer.off_draw")
-    elif phase == "cutting":
-        t.send("dealer.no_more_bets")
-    elif phase in ("shaking", "announced", "setting"):
-        t.to_shaking(p2=1000)
-        if phase != "shaking":
-            t.dice(1, 2, 3)
-        if phase == "setting":
-            t.send("dealer.delivered")
-    assert t.phase == phase
-    return t
+    return at_phase(Profile.NZ if phase == "cutting" else Profile.NSW, phase, wager=1000)
 
 
 INVALID = {

@@ -13,28 +13,13 @@ from controller.games.paigow.profiles import Profile
 from controller.games.paigow.resolve import same_setting
 from controller.games.paigow.settings import all_settings
 from controller.games.paigow.tiles import parse_tiles
-from tests.support.paigow_table import Table, first, kinds, texts
+from tests.support.paigow_table import Table, at_phase, first, kinds, texts
 
 RICH = 10_000_000
 
 
 def at(profile: Profile, phase: str) -> Table:
-    t = Table(profile)
-    if phase == "closed":
-        return t
-    t.send("table.open")
-    if phase == "off_draw":
-        t.send("dealer.off_draw")
-    elif phase == "cutting":
-        t.send("dealer.no_more_bets")
-    elif phase in ("shaking", "announced", "setting"):
-        t.to_shaking(p2=2000)
-        if phase != "shaking":
-            t.dice(1, 2, 3)
-        if phase == "setting":
-            t.send("dealer.delivered")
-    assert t.phase == phase
-    return t
+    return at_phase(profile, phase)
 
 
 # -- the OFF-box draw: NSW 15.9.1-15.9.3 and NZ 12.9-12.10 between rounds; ACT none ----------

@@ -70,6 +70,26 @@ class Table:
         return self.send("dice.result", box_dice=[a, b, c], cut_die=cut_die)
 
 
+def at_phase(profile: Profile, phase: str, wager: int = 2000) -> Table:
+    """A table brought to `phase` the usual way (a wager on box 2, dice 1-2-3)."""
+    t = Table(profile)
+    if phase == "closed":
+        return t
+    t.send("table.open")
+    if phase == "off_draw":
+        t.send("dealer.off_draw")
+    elif phase == "cutting":
+        t.send("dealer.no_more_bets")
+    elif phase in ("shaking", "announced", "setting"):
+        t.to_shaking(p2=wager)
+        if phase != "shaking":
+            t.dice(1, 2, 3)
+        if phase == "setting":
+            t.send("dealer.delivered")
+    assert t.phase == phase
+    return t
+
+
 def kinds(effects: list[Effect]) -> list[str]:
     return [e.kind for e in effects]
 
