@@ -122,7 +122,8 @@ def baseline_process() -> tuple[float, int]:
     return elapsed, rss
 
 
-def daemon_process(game: str, rules: str, rounds: int) -> dict[str, Any]:
+def daemon_process(game: str, rules: str, rounds: int, pace: float | None = None
+                   ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         addr = str(Path(tmp) / "notify.sock")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -145,6 +146,7 @@ def daemon_process(game: str, rules: str, rounds: int) -> dict[str, Any]:
                 "--quiet",
                 "--state-dir",
                 str(state),
+                *([] if pace is None else ["--pace", str(pace)]),
             ],
             env={**os.environ, "NOTIFY_SOCKET": addr},
             cwd=Path(__file__).resolve().parent.parent,
@@ -188,6 +190,9 @@ def main() -> None:
     ap.add_argument("--game", default="paigow")
     ap.add_argument("--rules", default="nsw")
     ap.add_argument("--rounds", type=int, default=600, help="enough to span WAL checkpoints")
+    ap.add_argument("--pace", type=float, default=None, help="seconds between simulated "
+                    "actions (default: the simulation's); ~1 makes a UTH round last ~30 s, so "
+                    "pages never fsync'd (the mark, SQLite's -shm) are written back within it")
     args = ap.parse_args()
     lat, bare = latency(args.game, args.rules, args.rounds)
     print(f"event-to-effect latency over {len(lat)} events ({args.rounds} rounds, {args.game})")
@@ -200,7 +205,7 @@ def main() -> None:
         f"  ratio p99 daemon/bare: {pct(lat, 0.99) / pct(bare, 0.99):.1f}x   (target p99 <= 20 ms)"
     )
     base_start, base_rss = baseline_process()
-    d = daemon_process(args.game, args.rules, args.rounds)
+    d = daemon_process(args.game, args.rules, args.rounds, args.pace)
     print(
         f"time to READY   daemon {d['ready_s']:.2f} s   bare asyncio {base_start:.2f} s"
         f"   ratio {d['ready_s'] / base_start:.1f}x"

@@ -4,10 +4,12 @@ sends them to head office, which stores them (headoffice/meters.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -209,7 +211,7 @@ def test_meters_take_any_summary_without_raising(rounds: list[tuple[str, Any]]) 
 
 
 def test_a_checkpoint_saves_the_replay_and_a_forged_one_is_not_taken(tmp_path: Path) -> None:
-    from controller.daemon.accounting import CHECKPOINT, load_meters
+    from controller.daemon.accounting import CHECKPOINT, MAX_STATE_BYTES, load_meters
 
     played = start_daemon(tmp_path, "--game", "uth", "--autoplay", "20", "--seed", "4", "--quiet")
     _out, err = played.communicate(timeout=120)
@@ -220,12 +222,35 @@ def test_a_checkpoint_saves_the_replay_and_a_forged_one_is_not_taken(tmp_path: P
         full = meters_of(journal).as_json()
         meters, how = load_meters(journal, tmp_path)
         assert how.startswith("checkpoint at seq ") and meters.as_json() == full
-        # Someone edits the figures: the MAC no longer matches, the journal is replayed.
-        body = json.loads(checkpoint.read_text())
-        body["state"] = body["state"].replace('"house_win":', '"house_win":1', 1)
-        checkpoint.write_text(json.dumps(body))
+        # Stored deflated: one 4 KiB page written, not two (the meters' JSON is ~3.9 KB).
+        saved = checkpoint.read_bytes()
+        body = json.loads(saved)
+        state = zlib.decompress(base64.b64decode(body["state_z"])).decode()
+        assert len(state) > 3000 and len(saved) < 4096
+        # The older form (the JSON as a string) is still taken.
+        older = {k: v for k, v in body.items() if k != "state_z"}
+        checkpoint.write_text(json.dumps(older | {"state": state}))
         meters, how = load_meters(journal, tmp_path)
-        assert how == "full replay: the checkpoint's MAC does not match"
-        assert meters.as_json() == full
+        assert how.startswith("checkpoint at seq ") and meters.as_json() == full
+        # Someone edits the figures: the MAC no longer matches, the journal is replayed.
+        forged = state.replace('"house_win":', '"house_win":1', 1)
+        assert forged != state
+        for edited in ({"state": forged}, {"state_z": pack(forged)}):
+            checkpoint.write_text(json.dumps(older | edited))
+            meters, how = load_meters(journal, tmp_path)
+            assert how == "full replay: the checkpoint's MAC does not match"
+            assert meters.as_json() == full
+        # Not base64, not deflate, or inflating past the bound (never inflated whole): refused.
+        bomb = pack(state + " " * MAX_STATE_BYTES)
+        for bad in ("not base64!", base64.b64encode(b"not deflate").decode(), bomb,
+                    pack(state)[:-8]):
+            checkpoint.write_text(json.dumps(body | {"state_z": bad}))
+            meters, how = load_meters(journal, tmp_path)
+            assert how.startswith("full replay: checkpoint unusable"), (bad[:20], how)
+            assert meters.as_json() == full
         checkpoint.write_text("{not json")
         assert load_meters(journal, tmp_path)[1].startswith("full replay: checkpoint unusable")
+
+
+def pack(state: str) -> str:
+    return base64.b64encode(zlib.compress(state.encode())).decode()
