@@ -9,12 +9,14 @@ The generator replays the rounds of a seeded simulation (`TableService`, UTH) as
 committed them (the same events, effects and commit boundaries), renumbered and re-timed, through
 `Journal.append_batch` with synchronous=OFF (fsync is what makes a real table slow, not what is
 measured here); a snapshot (the machine's state for the next round) and its checkpoint every 16
-rounds, as the daemon writes them. Segments close every SEGMENT_ROUNDS rounds; each closed one is
-archived, acknowledged as head office would (`Journal.ack_segment`) and pruned once more than
---keep-days of rounds follow it. READY: `python -m controller.daemon --simulate --game uth` with
-NOTIFY_SOCKET, from spawn to READY=1, the median of --ready-runs, each run beside one on an empty
-state directory in the same minute (the baseline: start-up without a journal to speak of; the
-machine's load moves both). Then --long-rounds rounds played by the daemon on the year's journal:
+rounds, and the meters' checkpoint (`meters.json`) with each snapshot, as the daemon writes them
+(without it the daemon replays the meters of every record at start: READY at a month was ~100 s).
+Segments close every SEGMENT_ROUNDS rounds; each closed one is archived, acknowledged as head
+office would (`Journal.ack_segment`) and pruned once more than --keep-days of rounds follow it.
+READY: `python -m controller.daemon --simulate --game uth` with NOTIFY_SOCKET, from spawn to
+READY=1, the median of --ready-runs, each run beside one on an empty state directory in the same
+minute (the baseline: start-up without a journal to speak of; the machine's load moves both).
+Then --long-rounds rounds played by the daemon on the year's journal:
 bytes written per round (/proc/PID/io write_bytes), plus the archive's bytes per round.
 
     .venv/bin/python bench/bench_year.py --compare-with /tmp/base --days 45 --keep-days 15 \
@@ -48,9 +50,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller import logs
+from controller.daemon.accounting import rounds_of_effects, save_checkpoint
 from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
 from controller.daemon.service import SNAPSHOT_EVERY_ROUNDS, TableService
 from controller.journal import Entry, Journal, segments, verify_dir
+from controller.meters import Meters
 from controller.rounds.base import Effect, Event, Now
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -107,6 +111,7 @@ class Generator:
                  keep_rounds: int) -> None:
         self.cfg = simulation_config("uth", "nsw", state, state / "run")
         self.machine = build_machine(self.cfg)
+        self.meters = Meters()  # as the daemon's: advanced with each round, saved with snapshots
         self.open()
         self.tmpl, self.keep = tmpl, keep_rounds
         self.seconds_per_round = 86_400 / per_day
@@ -133,12 +138,15 @@ class Generator:
                     if last:
                         state = self.machine.to_json(self.machine.initial())
                         state["round"] = number + 1
-                    entries.append(Entry(Event(rec.kind, rec.data),
-                                         Now(utc(start + timedelta(milliseconds=rec.ms)),
-                                             base_ms + rec.ms), number, tuple(effects), state))
+                    now = Now(utc(start + timedelta(milliseconds=rec.ms)), base_ms + rec.ms)
+                    entries.append(Entry(Event(rec.kind, rec.data), now, number,
+                                         tuple(effects), state))
+                    if rec.closes is not None:
+                        self.meters.record(now.utc, rec.kind, rounds_of_effects(effects))
                 j.append_batch(entries)
             self.done += 1
             if snap:
+                save_checkpoint(j, self.meters, self.cfg.service.state_dir)
                 self.retention()
 
     def retention(self) -> None:
