@@ -1,6 +1,10 @@
 """Daemon benchmarks (issue 4), each beside a baseline measured in the same run.
 
-    .venv/bin/python bench/bench_daemon.py [--rounds 200] [--game paigow --rules nsw]
+    .venv/bin/python bench/bench_daemon.py [--rounds 200] [--game paigow --rules nsw] [--pace S]
+    .venv/bin/python bench/bench_daemon.py --game uth --rounds 1000 --compare-with /tmp/base
+
+(--compare-with TREE: only bytes per round, TREE's daemon (`git archive BASE | tar -x -C
+/tmp/base`) and this tree's alternately, --runs times each, each on a new journal.)
 
 1. Event-to-effect latency: from the event leaving the queue, through machine.step and the
    journal commit (fsync), to the display/device command carried out; p50 and p99 over every
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import random
@@ -185,6 +190,23 @@ def drain(sock: socket.socket, done: threading.Event) -> None:
             return
 
 
+def compare(tree: Path, game: str, rules: str, rounds: int, runs: int,
+            pace: float | None) -> None:
+    """Bytes per round of TREE's daemon and this one's, alternately (the load moves both)."""
+    spec = importlib.util.spec_from_file_location("base_bench", tree / "bench" / "bench_daemon.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"{tree}/bench/bench_daemon.py not found")
+    base = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(base)  # its daemon_process runs TREE's daemon (cwd TREE)
+    for run in range(runs):
+        for name, process in (("base", base.daemon_process), ("this", daemon_process)):
+            # The base tree's daemon_process may predate --pace.
+            d = process(game, rules, rounds) if pace is None else process(game, rules, rounds,
+                                                                          pace)
+            print(f"run {run + 1} {name}: {d['bytes_per_round'] / 1024:.2f} KB per round "
+                  f"({rounds} {game} rounds, load {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--game", default="paigow")
@@ -193,7 +215,12 @@ def main() -> None:
     ap.add_argument("--pace", type=float, default=None, help="seconds between simulated "
                     "actions (default: the simulation's); ~1 makes a UTH round last ~30 s, so "
                     "pages never fsync'd (the mark, SQLite's -shm) are written back within it")
+    ap.add_argument("--compare-with", type=Path, default=None, metavar="TREE")
+    ap.add_argument("--runs", type=int, default=2, help="with --compare-with")
     args = ap.parse_args()
+    if args.compare_with is not None:
+        compare(args.compare_with, args.game, args.rules, args.rounds, args.runs, args.pace)
+        return
     lat, bare = latency(args.game, args.rules, args.rounds)
     print(f"event-to-effect latency over {len(lat)} events ({args.rounds} rounds, {args.game})")
     for name, xs in (("daemon", lat), ("bare fsync'd insert", bare)):
