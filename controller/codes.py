@@ -11,6 +11,7 @@ CODES: dict[str, str] = {
     "E102": "journal write failed: the table is out of service",
     "E103": "journal replay failed: the table is out of service",
     "E104": "a journal checkpoint refused at start: verified from an older one",
+    "E105": "the meters were replayed from a pruned journal: they lack the pruned rounds",
     "E201": "a device did not start",
     "E202": "a device command failed",
     "E203": "the self-test found problems",

@@ -202,6 +202,10 @@ class Meters:
     shift_number: int = 1
     shift_opened_utc: str | None = None  # the first record of the shift
     last_close: dict[str, Any] | None = None  # the last shift closed: its closing message
+    # Replayed without a checkpoint from a journal whose records 1..N retention had pruned:
+    # the lifetime figures lack those rounds, and so does the open shift until it is closed.
+    missing_through: int = 0
+    shift_incomplete: bool = False
 
     def record(self, utc: str, kind: str, rounds: list[tuple[int, str, Mapping[str, Any]]]
                ) -> dict[str, Any] | None:
@@ -227,6 +231,7 @@ class Meters:
             "lifetime": _headline(self.lifetime),
         }
         self.last_close = closing
+        self.shift_incomplete = False
         self.shift = Figures()
         self.shift_number += 1
         self.shift_opened_utc = None
@@ -236,12 +241,21 @@ class Meters:
         """Everything, to be read back by `from_state` (the daemon's checkpoint)."""
         return {"lifetime": self.lifetime.as_json(), "shift": self.shift.as_json(),
                 "shift_number": self.shift_number, "shift_opened_utc": self.shift_opened_utc,
-                "last_close": self.last_close}
+                "last_close": self.last_close, "missing_through": self.missing_through,
+                "shift_incomplete": self.shift_incomplete}
 
     @classmethod
     def from_state(cls, d: Mapping[str, Any]) -> Meters:
         return cls(Figures.from_json(d["lifetime"]), Figures.from_json(d["shift"]),
-                   d["shift_number"], d["shift_opened_utc"], d["last_close"])
+                   d["shift_number"], d["shift_opened_utc"], d["last_close"],
+                   int(d.get("missing_through", 0)), bool(d.get("shift_incomplete", False)))
+
+    def incomplete(self) -> dict[str, Any] | None:
+        """What these meters lack (None: nothing): the records pruned before a replay."""
+        if not self.missing_through:
+            return None
+        return {"pruned_through_seq": self.missing_through, "lifetime": True,
+                "shift": self.shift_incomplete}
 
     def headline(self) -> dict[str, Any]:
         """The shift's and the lifetime's totals without the per-box detail (for status)."""
@@ -249,6 +263,7 @@ class Meters:
             "shift": {"number": self.shift_number, "opened_utc": self.shift_opened_utc,
                       **_headline(self.shift)},
             "lifetime": _headline(self.lifetime),
+            "incomplete": self.incomplete(),
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -259,6 +274,7 @@ class Meters:
             "last_close": None if self.last_close is None else {
                 k: self.last_close[k] for k in ("shift", "opened_utc", "closed_utc")
             },
+            "incomplete": self.incomplete(),
         }
 
 
@@ -269,10 +285,12 @@ def _headline(f: Figures) -> dict[str, Any]:
     return out
 
 
-def replay(records: Iterable[tuple[str, str, list[tuple[int, str, Mapping[str, Any]]]]]) -> Meters:
+def replay(records: Iterable[tuple[str, str, list[tuple[int, str, Mapping[str, Any]]]]],
+           missing_through: int = 0) -> Meters:
     """The meters of a journal's records, in order: (utc, event kind, [(round, status,
-    summary)]) each, as `Journal.iter_events` gives them."""
-    meters = Meters()
+    summary)]) each, as `Journal.iter_events` gives them; `missing_through`: the records before
+    these were pruned (the figures are marked as lacking them)."""
+    meters = Meters(missing_through=missing_through, shift_incomplete=missing_through > 0)
     for utc, kind, rounds in records:
         meters.record(utc, kind, rounds)
     return meters

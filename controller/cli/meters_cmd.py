@@ -41,6 +41,12 @@ def cmd_meters(args: argparse.Namespace) -> int:
         last = m.get("last_close")
         if last:
             lines.append(f"last shift closed: {last['shift']} at {last['closed_utc']}")
+        lacking = m.get("incomplete")
+        if lacking:
+            lines.append(f"INCOMPLETE: replayed from a journal pruned through seq"
+                         f" {lacking['pruned_through_seq']}: the lifetime figures"
+                         f"{' and this shift' if lacking['shift'] else ''} lack those rounds"
+                         " (E105, docs/operations.md \"Meters\")")
         return "\n".join(lines)
 
     emit(m, args.json, human)

@@ -125,7 +125,12 @@ def load_meters(journal: Journal, state_dir: Path) -> tuple[Meters, str]:
     except (OSError, ValueError, KeyError, TypeError, StopIteration, zlib.error) as exc:
         how = f"full replay: checkpoint unusable ({type(exc).__name__})"
     if meters is None:
-        return replay(_records(journal)), how
+        # Records pruned by retention are not replayed (they are in the archives): the meters
+        # would silently restart at the first kept round, so they say what they lack.
+        pruned = journal.reader.pruned[0]
+        if pruned:
+            how += f"; records 1..{pruned} were pruned: the meters lack their rounds"
+        return replay(_records(journal), pruned), how
     for utc, kind, rounds in _records(journal, start):
         meters.record(utc, kind, rounds)
     return meters, how

@@ -234,6 +234,14 @@ class TableService:
             verified_from=self.journal.verified_from,
             refused_checkpoints=len(self.journal.refused_checkpoints),
         )
+        lacking = self.meters.incomplete()
+        if lacking is not None:
+            log_event(self.log, logging.ERROR,
+                      f"meters incomplete: replayed without their checkpoint from a journal"
+                      f" pruned through seq {lacking['pruned_through_seq']}; the lifetime"
+                      f" figures{' and the open shift' if lacking['shift'] else ''} lack those"
+                      " rounds (they are in the archives and at head office)",
+                      code="E105", pruned_through=lacking["pruned_through_seq"])
 
     def subscribe(self) -> Watcher:
         """A queue of every processed event with its effects (what `watch` shows); a consumer

@@ -254,3 +254,39 @@ def test_a_checkpoint_saves_the_replay_and_a_forged_one_is_not_taken(tmp_path: P
 
 def pack(state: str) -> str:
     return base64.b64encode(zlib.compress(state.encode())).decode()
+
+
+def test_meters_replayed_from_a_pruned_journal_say_what_they_lack(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without meters.json, a journal pruned by retention replays only the rounds it kept:
+    the meters say so (E105), the mark survives their checkpoint, and a shift close makes
+    the next shift whole again (the lifetime stays marked)."""
+    from controller.daemon.accounting import load_meters, save_checkpoint
+    from controller.journal import checkpoint, segments
+    from controller.meters import CLOSE_SHIFT
+    from tests.support.journal import GAME, TABLE, fill, now
+
+    monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
+    monkeypatch.setattr(checkpoint, "WALK_WHOLE_BELOW", 0)
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=8)  # 10 records a round, round 2 voided
+        meters, how = load_meters(j, tmp_path)
+        assert (meters.incomplete(), meters.lifetime.rounds_played) == (None, 7)
+        j.archive()
+        for state in j.retention.states():
+            assert j.ack_segment(state.segment.number, state.segment.head, str(state.digest))
+        assert sum(p.prune for p in j.prune(3)) == 2  # rounds 1..4: seq 1..40
+        meters, how = load_meters(j, tmp_path)
+        assert how == ("full replay: no checkpoint; records 1..40 were pruned: the meters"
+                       " lack their rounds")
+        assert meters.incomplete() == {"pruned_through_seq": 40, "lifetime": True,
+                                       "shift": True}
+        assert meters.lifetime.rounds_played == 4  # rounds 5..8 only
+        save_checkpoint(j, meters, tmp_path)
+        again, how = load_meters(j, tmp_path)
+        assert how == f"checkpoint at seq {j.last_seq}"
+        assert again.incomplete() == meters.incomplete()
+        assert again.as_json()["incomplete"] == again.headline()["incomplete"]
+        again.record(now(j.last_seq + 1).utc, CLOSE_SHIFT, [])
+        assert again.incomplete() == {"pruned_through_seq": 40, "lifetime": True,
+                                      "shift": False}
