@@ -329,17 +329,20 @@ class Worker:
                 await self._db(self.ledger.mark_delivered, [n for n, _, _ in due])
 
     async def _ledger_changes(self, conn: Connection) -> None:
-        """An operator's decision committed by another process (hit approve/refuse, the web
-        console): its pool value and award go now, not at the next heartbeat (issue 13;
-        headoffice/notify.py)."""
+        """An operator's decision committed by another process (hit approve/refuse, pool
+        set/resume, the web console): its pool value and award go now, not at the next
+        heartbeat (issue 13; headoffice/notify.py)."""
         watch = LedgerWatch(self.ledger.db, self._db)
+        seen = await self._db(self.ledger.param_entries)
         try:
             while True:
                 await watch.changed()
                 self.counters["ledger_notices"] += 1
-                # Only an approval owes the meters anything (its pool value, its award): other
-                # writers' commits (SQLite wakes on any) cost this one query, not a republish.
-                if await self._db(self.ledger.undelivered_awards):
+                # Only an approval or a parameter action owes the meters anything: other
+                # writers' commits (SQLite wakes on any) cost these two queries, no republish.
+                entries = await self._db(self.ledger.param_entries)
+                if entries != seen or await self._db(self.ledger.undelivered_awards):
+                    seen = entries
                     await self._send_decided(conn)
         finally:
             await watch.close()
