@@ -321,7 +321,9 @@ class Worker:
     async def _send_decided(self, conn: Connection) -> None:
         async with self._decided_lock:  # an award is sent once, then marked delivered
             self._offer_pools(await self._db(self.ledger.pools))
-            due = await self._db(self.ledger.undelivered_awards)
+            # Claimed first: every worker hears an approval, exactly one sends its award.
+            me = self.cfg.broker.client_id  # type: ignore[union-attr]
+            due = await self._db(self.ledger.claim_awards, me, time.time())
             for _, table, message in due:
                 await conn.publish(contract.award_topic(table), contract.dumps(message))
                 self.counters["approved_awards_sent"] += 1
