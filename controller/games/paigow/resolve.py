@@ -8,12 +8,16 @@ settle` take, so a rule applied at the table is applied the same way by the tech
   concession rule;
 - the wagers as a whole (`wagers.check_round_wagers`: NSW 9.9/9.14/9.16, ACT 7.3, the co-bank's
   house liability NZ 5.1(c)/ACT 5.4), then `wagers.accept` and `settlement.settle_round`.
+`resolve_table_round` adds what the round brings beside its hands (`resolve_round` takes them as
+given): the boxes the dealer sets the house way (NZ 7.2) and the make-up of a bank short after a
+miscount (NZ 12.17).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder
@@ -142,3 +146,66 @@ def resolve_round(
     if not settlement.conserved:  # settle_round guarantees it; never pay out if broken
         raise InputError("settlement does not conserve money: round not completed")
     return Resolution(played, outcomes, settlement, tuple(alarms))
+
+
+def check_house_way_boxes(
+    profile: Profile, hands: Mapping[int, Setting | None], house_way_boxes: Mapping[int, str]
+) -> None:
+    """NZ 7.2: InputError unless each box a player may not control (`wagers.house_way_boxes`:
+    box -> that player) is set the house way; neither their own way nor conceded."""
+    for box, player in sorted(house_way_boxes.items()):
+        setting = hands.get(box)
+        if setting is None or not same_setting(setting, house_way(setting.tiles, profile)):
+            given = "conceded" if setting is None else str(setting)
+            raise InputError(
+                f"box {box} ({given}): {player} controls another box, so the dealer sets this"
+                " box's tiles the house way (NZ 7.2); enter it as {\"tiles\": [...]}"
+            )
+
+
+def resolve_table_round(
+    profile: Profile,
+    money: TableMoney,
+    holder: BankHolder,
+    bank_hand: Setting,
+    hands: Mapping[int, Setting | None],
+    wagers: Sequence[Wager],
+    *,
+    bank_as_set: bool,
+    banker_box: int,
+    banker_funds: int | None,
+    house_way_boxes: Mapping[int, str] | None = None,
+    miscounted: bool = False,
+    n_boxes: int = 8,
+    multiples_notice: bool = True,
+) -> tuple[Resolution, dict[str, Any] | None]:
+    """`resolve_round` for a round as the table played it, and the NZ 12.17 make-up (None: none).
+
+    house_way_boxes: NZ 7.2, the boxes the dealer sets the house way. banker_funds: the
+    player/banker's (co-banker's) wager, None to take the least that covers. miscounted: a wager
+    was recounted after no more bets (NZ 12.17; another profile only by its table's option), so
+    a bank that no longer covers the winners is made up by the player/banker, a co-bank's
+    difference equally with the house (the odd cent the house's, as in a loss)."""
+    check_house_way_boxes(profile, hands, house_way_boxes or {})
+    cover = least_cover(holder, sum(accept(w, profile, holder, money, multiples_notice).action
+                                    for w in wagers))
+    short = miscounted and banker_funds is not None and banker_funds < cover
+    resolved = resolve_round(
+        profile, money, holder, bank_hand, hands, wagers,
+        bank_as_set=bank_as_set, banker_box=banker_box,
+        banker_wager=max(banker_funds, cover) if short and banker_funds is not None
+        else banker_funds,
+        n_boxes=n_boxes, multiples_notice=multiples_notice,
+    )  # fmt: skip
+    settlement = resolved.settlement
+    if not short or settlement is None or banker_funds is None:
+        return resolved, None
+    # The winners are owed beyond the losing wagers and the bank's wager (a co-bank's with the
+    # house's equal part, NZ 11.3(c)).
+    area = banker_funds * (2 if holder is BankHolder.CO_BANK else 1)
+    shortfall = max(0, -settlement.banker_gross - area)
+    house = (shortfall + 1) // 2 if holder is BankHolder.CO_BANK else 0
+    rule = "NZ 12.17" if profile is Profile.NZ else "NZ 12.17 by the table's option"
+    make_up = {"rule": rule, "banker_wager": banker_funds, "shortfall": shortfall,
+               "player_banker": shortfall - house, "house": house}
+    return replace(resolved, settlement=replace(settlement, banker_wager=banker_funds)), make_up
