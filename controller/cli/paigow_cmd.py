@@ -24,7 +24,7 @@ from controller.games.paigow.houseway import explain, house_way, house_way_funct
 from controller.games.paigow.money import BASIS_POINTS, STANDARD_COMMISSION_BP, TableMoney
 from controller.games.paigow.outcome import Outcome, player_outcome
 from controller.games.paigow.profiles import Profile, parse_profile
-from controller.games.paigow.resolve import resolve_table_round
+from controller.games.paigow.resolve import resolve_round
 from controller.games.paigow.settings import Setting, make_setting, parse_setting
 from controller.games.paigow.settlement import RoundSettlement
 from controller.games.paigow.tiles import check_available, parse_tiles
@@ -177,7 +177,7 @@ def _bool_field(obj: dict[str, Any], key: str, where: str, default: bool) -> boo
 
 
 def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
-    """Settle a round described as JSON through `resolve.resolve_table_round`, the path the
+    """Settle a round described as JSON through `resolve.resolve_round`, the path the
     round machine takes, NZ 7.2 and 12.17 included (docs/paigow.md)."""
     table = doc.get("table", {})
     bank = doc.get("bank", {})
@@ -242,7 +242,7 @@ def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
         raise InputError(f"miscounted: profile {profile} has no miscount rule (NZ 12.17) and the"
                          " table has no miscount_make_up option")  # fmt: skip
     house_way = house_way_boxes(wagers, profile, _controls(doc.get("controls", {})))
-    resolved, make_up = resolve_table_round(
+    resolved = resolve_round(
         profile,
         money,
         holder,
@@ -251,7 +251,7 @@ def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
         wagers,
         bank_as_set=isinstance(spec, str),
         banker_box=banker_box,
-        banker_funds=_int_field(bank, "wager", "bank", 0),
+        banker_wager=_int_field(bank, "wager", "bank", 0),
         house_way_boxes=house_way,
         miscounted=miscounted,
         n_boxes=n_boxes,
@@ -261,8 +261,8 @@ def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
     out = _settlement_json(resolved.settlement, resolved.bank_hand, hands)
     if house_way:
         out["house_way_boxes"] = {str(b): p for b, p in house_way.items()}
-    if make_up is not None:
-        out["make_up"] = make_up
+    if resolved.make_up is not None:
+        out["make_up"] = resolved.make_up
     out["alarms"] = list(resolved.alarms)
     return out
 

@@ -1,7 +1,7 @@
 """Turning the dealer's result entry into outcomes and a settlement (pure; raises InputError).
 
-The rules are applied by `games.paigow.resolve.resolve_table_round` (NZ 7.2, NZ 12.17, then
-`resolve_round`), the path `tablectl paigow settle` takes too; this module reads the entry and
+The rules are applied by `games.paigow.resolve.resolve_round` (NZ 7.2 and 12.17 included), the
+path `tablectl paigow settle` takes too; this module reads the entry and
 checks it against the round's boxes.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from controller.errors import InputError
 from controller.games.paigow.bank import BankState
-from controller.games.paigow.resolve import resolve_table_round
+from controller.games.paigow.resolve import resolve_round
 from controller.games.paigow.settings import Setting
 from controller.games.paigow.settlement import RoundSettlement
 from controller.games.paigow.wagers import Wager
@@ -47,7 +47,7 @@ def round_result(
         raise InputError("bank hand: the bank cannot concede")
     hands = _hands(config, bank, wagers, off_boxes, data.get("hands"))
     funds = None if banker is None else banker.get("funds")
-    resolved, make_up = resolve_table_round(
+    resolved = resolve_round(
         profile,
         config.money,
         bank.holder,
@@ -56,13 +56,13 @@ def round_result(
         [to_wager(w) for w in wagers],
         bank_as_set=isinstance(spec, str),  # {"tiles": ..} is set the house way by the engine
         banker_box=bank.box,
-        banker_funds=None if funds is None else int(funds),
+        banker_wager=None if funds is None else int(funds),
         house_way_boxes=house_way_boxes,
         miscounted=miscounted,
         n_boxes=config.boxes,
         multiples_notice=config.multiples_notice,
     )
-    settlement = resolved.settlement
+    settlement, make_up = resolved.settlement, resolved.make_up
     result: JSON = {
         "bank_hand": resolved.bank_hand.as_json(),
         "hands": {
