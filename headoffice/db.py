@@ -71,7 +71,12 @@ HELD_HITS_COLUMNS = """
     hold_no {AUTO_KEY}, table_id TEXT NOT NULL, round BIGINT NOT NULL, seq BIGINT NOT NULL,
     pool_id TEXT NOT NULL, utc TEXT NOT NULL, meter_at_hit BIGINT NOT NULL, reason TEXT NOT NULL,
     body TEXT NOT NULL, status TEXT NOT NULL, operator TEXT, decided_utc TEXT, note TEXT,
-    award TEXT, delivered BOOLEAN NOT NULL"""
+    award TEXT, delivered BOOLEAN NOT NULL, sending_by TEXT, sending_until DOUBLE PRECISION"""
+
+# Columns added to `held_hits` after the first release (added to older ledgers by _migrate):
+# the worker that claimed an approved award to send it, and until when (epoch seconds):
+# exactly one worker sends it (headoffice/ledger/hits.py `claim_awards`).
+HELD_HITS_ADDED = (("sending_by", "TEXT"), ("sending_until", "DOUBLE PRECISION"))
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pools (
@@ -267,6 +272,10 @@ def _migrate(db: Database) -> None:
     for name, kind in TABLES_ADDED:
         if name not in have:  # NULL in old rows: not enrolled until a worker's config says so
             db.execute(f"ALTER TABLE tables ADD COLUMN {name} {kind}")
+    have = db.columns("held_hits")
+    for name, kind in HELD_HITS_ADDED:
+        if name not in have:  # NULL in old rows: nobody is sending their award
+            db.execute(f"ALTER TABLE held_hits ADD COLUMN {name} {kind}")
     if "entry_no" not in db.columns("param_log"):
         # param_log had no sequence: its order was `utc`, ties undefined. The table is rebuilt
         # with the current columns and each pool's entries numbered by utc, then by the order

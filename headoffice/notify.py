@@ -3,11 +3,15 @@
 An operator approves or refuses a held hit from another process (`tablectl-headoffice hit
 approve|refuse`, the web console). The approval lowers the pool (a hit, 2.4.3, 15.1.3) and
 owes the table its award; without a word from the ledger the worker would see both only at its
-next heartbeat. `LedgerWatch.changed()` returns as soon as such a decision has committed:
+next heartbeat. So with a pool's parameters changed or a stopped pool resumed
+(`tablectl-headoffice pool set|resume`: each writes its `param_log` entry), which changes the
+value every meter shows. `LedgerWatch.changed()` returns as soon as such a decision has
+committed:
 
-* PostgreSQL: LISTEN on `CHANNEL`; a statement trigger on `held_hits` (installed here, under an
-  advisory lock so workers starting together take turns) NOTIFYs it in the deciding transaction,
-  so the notice is delivered when, and only if, the decision commits.
+* PostgreSQL: LISTEN on `CHANNEL`; statement triggers on `held_hits` (updated) and `param_log`
+  (inserted), installed here under an advisory lock so workers starting together take turns,
+  NOTIFY it in the deciding transaction, so the notice is delivered when, and only if, the
+  decision commits. Not on `pools`: every batch of every worker updates it.
 * SQLite: no notifications between processes. `PRAGMA data_version` on the worker's own
   connection changes when another connection commits (its own commits do not change it): read
   every `POLL_S`, one cheap pragma, no row read. Any other writer's commit (another worker's
@@ -32,6 +36,9 @@ _TRIGGER = (
     BEGIN PERFORM pg_notify('{CHANNEL}', ''); RETURN NULL; END $$ LANGUAGE plpgsql""",
     "DROP TRIGGER IF EXISTS tablectl_held_hits_decided ON held_hits",
     """CREATE TRIGGER tablectl_held_hits_decided AFTER UPDATE ON held_hits
+    FOR EACH STATEMENT EXECUTE FUNCTION tablectl_held_hits_notify()""",
+    "DROP TRIGGER IF EXISTS tablectl_param_log_entered ON param_log",
+    """CREATE TRIGGER tablectl_param_log_entered AFTER INSERT ON param_log
     FOR EACH STATEMENT EXECUTE FUNCTION tablectl_held_hits_notify()""",
 )
 

@@ -321,7 +321,9 @@ class Worker:
     async def _send_decided(self, conn: Connection) -> None:
         async with self._decided_lock:  # an award is sent once, then marked delivered
             self._offer_pools(await self._db(self.ledger.pools))
-            due = await self._db(self.ledger.undelivered_awards)
+            # Claimed first: every worker hears an approval, exactly one sends its award.
+            me = self.cfg.broker.client_id  # type: ignore[union-attr]
+            due = await self._db(self.ledger.claim_awards, me, time.time())
             for _, table, message in due:
                 await conn.publish(contract.award_topic(table), contract.dumps(message))
                 self.counters["approved_awards_sent"] += 1
@@ -329,17 +331,20 @@ class Worker:
                 await self._db(self.ledger.mark_delivered, [n for n, _, _ in due])
 
     async def _ledger_changes(self, conn: Connection) -> None:
-        """An operator's decision committed by another process (hit approve/refuse, the web
-        console): its pool value and award go now, not at the next heartbeat (issue 13;
-        headoffice/notify.py)."""
+        """An operator's decision committed by another process (hit approve/refuse, pool
+        set/resume, the web console): its pool value and award go now, not at the next
+        heartbeat (issue 13; headoffice/notify.py)."""
         watch = LedgerWatch(self.ledger.db, self._db)
+        seen = await self._db(self.ledger.param_entries)
         try:
             while True:
                 await watch.changed()
                 self.counters["ledger_notices"] += 1
-                # Only an approval owes the meters anything (its pool value, its award): other
-                # writers' commits (SQLite wakes on any) cost this one query, not a republish.
-                if await self._db(self.ledger.undelivered_awards):
+                # Only an approval or a parameter action owes the meters anything: other
+                # writers' commits (SQLite wakes on any) cost these two queries, no republish.
+                entries = await self._db(self.ledger.param_entries)
+                if entries != seen or await self._db(self.ledger.undelivered_awards):
+                    seen = entries
                     await self._send_decided(conn)
         finally:
             await watch.close()

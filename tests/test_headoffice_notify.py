@@ -1,13 +1,16 @@
 """An operator's approval made in another process reaches the meters at once (issue 13; UTH
 2.4.3, 15.1.3: every meter shows the current pool): the worker learns of the commit from the
 ledger (PostgreSQL LISTEN/NOTIFY, SQLite data_version; headoffice/notify.py) and publishes the
-lowered pool value and the award, with its heartbeat a minute away. Real broker, both backends."""
+lowered pool value and the award, with its heartbeat a minute away. So does a pool's value after
+`pool set` or `pool resume` from another process. Real broker, both backends."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
+
+import pytest
 
 from controller.link import contract
 from controller.link.transport import LinkError, connect
@@ -16,6 +19,13 @@ from tests.support.link import POOL, head_office, run, wait_for
 from tests.test_headoffice_ledger import ROYAL, body, hit, inc
 
 HEARTBEAT_S = 60.0  # nothing the test sees can come from a heartbeat
+
+
+async def watch(conn, into, parse) -> None:  # type: ignore[no-untyped-def]
+    """Every message on `conn`, parsed, with when it came."""
+    with contextlib.suppress(LinkError):
+        async for m in conn.messages():
+            into.append((time.monotonic(), parse(m.payload)))
 
 
 def test_an_approval_from_another_process_reaches_the_meters_before_any_heartbeat(
@@ -28,11 +38,6 @@ def test_an_approval_from_another_process_reaches_the_meters_before_any_heartbea
             await t1.subscribe([contract.award_topic("T1")])
             pools: list[tuple[float, dict]] = []
             awards: list[tuple[float, dict]] = []
-
-            async def watch(conn, into, parse) -> None:  # type: ignore[no-untyped-def]
-                with contextlib.suppress(LinkError):
-                    async for m in conn.messages():
-                        into.append((time.monotonic(), parse(m.payload)))
 
             award = lambda raw: contract.parse_award(raw, "T1")  # noqa: E731
             readers = [asyncio.create_task(watch(meter, pools, contract.parse_pool)),
@@ -67,5 +72,45 @@ def test_an_approval_from_another_process_reaches_the_meters_before_any_heartbea
                   f" -> award {1000 * (awards[0][0] - committed):.0f} ms ({ledger_url[:10]})")
             for r in readers:
                 r.cancel()
+
+    run(main())
+
+
+def test_pool_set_and_resume_from_another_process_reach_the_meters_before_any_heartbeat(
+    broker, ledger_url: str  # type: ignore[no-untyped-def]
+) -> None:
+    async def main() -> None:
+        async with head_office(ledger_url, broker, heartbeat_s=HEARTBEAT_S) as (worker,), \
+                connect(broker.settings("T2")) as meter:
+            await meter.subscribe([contract.pool_topic(POOL)])
+            pools: list[tuple[float, dict]] = []
+            reader = asyncio.create_task(watch(meter, pools, contract.parse_pool))
+
+            async def shown(version: int, what: str) -> dict:
+                await wait_for(lambda: any(p["version"] == version for _, p in pools), 10, what)
+                return next(p for _, p in pools if p["version"] == version)
+
+            other = Ledger.open(ledger_url)  # the operator's process
+            try:
+                # pool resume: books tampered with stop the pool (its meters go OFFLINE: no
+                # value); put right and resumed, its value is back on the meter at once.
+                other.db.execute("UPDATE pools SET amount = amount + 1 WHERE id = ?", (POOL,))
+                other.apply_batch([Incoming("outbox", "T1", body("T1", 1, *inc(1)))])
+                assert (other.pool(POOL) or pytest.fail("no pool")).stopped
+                other.db.execute("UPDATE pools SET amount = amount - 1 WHERE id = ?", (POOL,))
+                resumed = other.resume_pool(POOL, operator="alice", authorised=["alice"])
+                value = await shown(resumed.version, "the resumed pool on the meter")
+                assert value["amount"] == resumed.amount
+                # pool set: a qualifying wager (15.2.5.2), a new version, on the meter at once.
+                _, new = other.set_params(POOL, {"wager": 500}, operator="alice",
+                                          authorised=["alice"], force=True)
+                after_set = other.pool(POOL) or pytest.fail("no pool")
+                value = await shown(after_set.version, "the new parameters on the meter")
+                assert value["wager"] == new.wager == 500
+            finally:
+                other.close()
+            # Within the 10 s waits above, never a heartbeat: the notices carried them.
+            assert worker.counters["ledger_notices"] >= 2
+            reader.cancel()
 
     run(main())

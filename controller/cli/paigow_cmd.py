@@ -28,7 +28,7 @@ from controller.games.paigow.resolve import resolve_round
 from controller.games.paigow.settings import Setting, make_setting, parse_setting
 from controller.games.paigow.settlement import RoundSettlement
 from controller.games.paigow.tiles import check_available, parse_tiles
-from controller.games.paigow.wagers import Wager
+from controller.games.paigow.wagers import Wager, house_way_boxes
 from controller.money import dollars as _cents
 
 
@@ -177,8 +177,8 @@ def _bool_field(obj: dict[str, Any], key: str, where: str, default: bool) -> boo
 
 
 def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
-    """Settle a round described as JSON through `resolve.resolve_round`, the path the round
-    machine takes (docs/paigow.md)."""
+    """Settle a round described as JSON through `resolve.resolve_round`, the path the
+    round machine takes, NZ 7.2 and 12.17 included (docs/paigow.md)."""
     table = doc.get("table", {})
     bank = doc.get("bank", {})
     if not isinstance(table, dict) or not isinstance(bank, dict):
@@ -236,6 +236,12 @@ def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
         )
     if not wagers:
         raise InputError("wagers: a round to settle needs at least one wager")
+    miscounted = _bool_field(doc, "miscounted", "round", False)
+    if miscounted and profile is not Profile.NZ and not _bool_field(
+            table, "miscount_make_up", "table", False):
+        raise InputError(f"miscounted: profile {profile} has no miscount rule (NZ 12.17) and the"
+                         " table has no miscount_make_up option")  # fmt: skip
+    house_way = house_way_boxes(wagers, profile, _controls(doc.get("controls", {})))
     resolved = resolve_round(
         profile,
         money,
@@ -246,12 +252,30 @@ def settle_document(doc: dict[str, Any], profile: Profile) -> dict[str, Any]:
         bank_as_set=isinstance(spec, str),
         banker_box=banker_box,
         banker_wager=_int_field(bank, "wager", "bank", 0),
+        house_way_boxes=house_way,
+        miscounted=miscounted,
         n_boxes=n_boxes,
         multiples_notice=multiples_notice,
     )
     assert resolved.settlement is not None  # there are wagers
     out = _settlement_json(resolved.settlement, resolved.bank_hand, hands)
+    if house_way:
+        out["house_way_boxes"] = {str(b): p for b, p in house_way.items()}
+    if resolved.make_up is not None:
+        out["make_up"] = resolved.make_up
     out["alarms"] = list(resolved.alarms)
+    return out
+
+
+def _controls(doc: Any) -> dict[str, int]:
+    """NZ 7.2: {"player": box}, the one box each player chose to control before the round."""
+    if not isinstance(doc, dict):
+        raise InputError('controls must be an object {"player": box}')
+    out: dict[str, int] = {}
+    for player, box in doc.items():
+        if isinstance(box, bool) or not isinstance(box, int):
+            raise InputError(f"controls: {player}'s box must be a box number, got {box!r}")
+        out[str(player)] = box
     return out
 
 
@@ -295,6 +319,13 @@ def cmd_settle(args: argparse.Namespace) -> int:
         b = out["banker"]
         lines.append(f"banker net {_cents(b['net'])} (commission {_cents(b['commission'])})")
         lines.append(f"house net {_cents(out['house_net'])}   conserved: {out['conserved']}")
+        for box, player in out.get("house_way_boxes", {}).items():
+            lines.append(f"box {box} set the house way by the dealer: {player} keeps another"
+                         " box (NZ 7.2)")  # fmt: skip
+        if "make_up" in out:
+            m = out["make_up"]
+            lines.append(f"make-up ({m['rule']}): short {_cents(m['shortfall'])}, player/banker"
+                         f" {_cents(m['player_banker'])}, house {_cents(m['house'])}")
         lines += [f"alarm: {a}" for a in out["alarms"]]
         return "\n".join(lines)
 

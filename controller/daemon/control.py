@@ -196,14 +196,22 @@ class ControlServer:
             writer.write(line_of({"ok": False, "error": str(exc)}))
         except (ConnectionError, asyncio.IncompleteReadError):
             self.bad_requests += 1
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # this request is being cancelled: let it go
+                raise
+            self._failed(writer, exc)  # a cancelled future a handler awaited: a bug, answered
         except Exception as exc:  # a handler's bug must not cost the daemon or a silent client
-            self.bad_requests += 1
-            self.on_error(f"control command failed: {type(exc).__name__}: {exc}")
-            writer.write(line_of({"ok": False, "error": f"internal error: {type(exc).__name__}"}))
+            self._failed(writer, exc)
         finally:
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.drain()
                 writer.close()
+
+    def _failed(self, writer: asyncio.StreamWriter, exc: BaseException) -> None:
+        self.bad_requests += 1
+        self.on_error(f"control command failed: {type(exc).__name__}: {exc}")
+        writer.write(line_of({"ok": False, "error": f"internal error: {type(exc).__name__}"}))
 
     def _parse(self, line: bytes) -> tuple[str, dict[str, Any]]:
         request = parse_request(line)

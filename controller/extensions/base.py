@@ -31,8 +31,22 @@ def started(table: T | None) -> T:
     return table
 
 
+def ready(table: Table | None) -> Table:
+    """`started`, and past the daemon's start-up self-test (READY=1): a service test that took
+    a device then (a loopback lets go of its port) would take it from under that self-test."""
+    t = started(table)
+    if not t.ready:
+        raise Refused(STARTING)
+    return t
+
+
 class Table(Protocol):
     """The running table as an extension sees it."""
+
+    @property
+    def ready(self) -> bool:
+        """READY=1 sent: the journal replayed, the devices started and self-tested."""
+        ...
 
     @property
     def cfg(self) -> TableConfig: ...

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller import control
 from controller.control import Refused
-from controller.extensions.base import started
+from controller.extensions.base import ready
 from devices.base import Device
 from devices.errors import DeviceError
 from devices.proto.serial_config import BAUD_RATES
@@ -98,7 +98,7 @@ class ServiceMenu:
     # --- the guard every test goes through ------------------------------------------------------
 
     def _devices(self) -> dict[str, Device]:
-        return started(self.table).devices
+        return ready(self.table).devices
 
     def _sensors(self) -> GpioSensors:
         sensors = next((d for d in self._devices().values() if isinstance(d, GpioSensors)), None)
@@ -108,7 +108,7 @@ class ServiceMenu:
         return sensors
 
     async def _run(self, test: str, fn: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        table = started(self.table)
+        table = ready(self.table)
         why = round_in_progress(table.game_status())
         if why is not None:
             raise Refused(f"{test} refused: {why}; run it between rounds")

@@ -97,7 +97,9 @@ class FramedChannel:
                 await self._poll_task
             self._poll_task = None
         if self._ask is not None and not self._ask[1].done():
-            self._ask[1].cancel()
+            # An answer, never a cancellation: its caller (a self-test, perhaps the daemon's
+            # start-up one) is not being cancelled and must not unwind as if it were.
+            self._ask[1].set_exception(DeviceError(f"{self.device.name}: port closed"))
         self._ask = None
         self.link.close()
         await self.line.close()

@@ -25,6 +25,10 @@ from headoffice.ledger.common import (
 )
 from headoffice.pools import ConservationError, Pool
 
+# How long a worker's claim on an award it sends holds (claim_awards): far above a publish's
+# PUBACK under load, so a live sender is never doubled; a dead one's awards wait this long.
+SENDING_S = 120.0
+
 
 class LedgerHits:
     """Ledger: the held hits (the jackpot lock) and their approval."""
@@ -153,6 +157,23 @@ class LedgerHits:
             "SELECT hold_no, table_id, award FROM held_hits WHERE status = 'approved'"
             " AND delivered = ? ORDER BY hold_no", (force_bool(False),))
         return [(int(r["hold_no"]), r["table_id"], json.loads(r["award"])) for r in rows]
+
+    def claim_awards(self, worker: str, now: float,
+                     hold_s: float = SENDING_S) -> list[tuple[int, str, dict[str, Any]]]:
+        """The undelivered approved awards no other worker is sending, now `worker`'s to send
+        for `hold_s` seconds (then `mark_delivered`): (no, table, message). Every worker hears
+        an approval (headoffice/notify.py) and a table's partition may change hands mid-send
+        (headoffice/routing.py), so the claim, one UPDATE that re-checks each row under its
+        lock, decides who sends. A worker that dies between the claim and the delivery has its
+        claim run out: another sends the award then (a duplicate only then, which the table
+        refuses and counts)."""
+        with self.db.transaction():
+            rows = self.db.execute(
+                "UPDATE held_hits SET sending_by = ?, sending_until = ? WHERE status = 'approved'"
+                " AND delivered = ? AND (sending_until IS NULL OR sending_until < ?)"
+                " RETURNING hold_no, table_id, award",
+                (worker, now + hold_s, force_bool(False), now))
+        return sorted((int(r["hold_no"]), r["table_id"], json.loads(r["award"])) for r in rows)
 
     def mark_delivered(self, hold_nos: list[int]) -> None:
         with self.db.transaction():

@@ -38,6 +38,13 @@ class LedgerPools:
     def pools(self) -> list[Pool]:
         return self._read_pools()
 
+    def param_entries(self) -> int:
+        """How many parameter actions (create, set, resume) the ledger holds: a worker that
+        sees it grow republishes the pools (headoffice/notify.py)."""
+        row = self.db.one("SELECT COUNT(*) AS n FROM param_log")
+        assert row is not None
+        return int(row["n"])
+
     def _read_pools(self, where: str = "", params: Sequence[Any] = ()) -> list[Pool]:
         """Pools as they stand: each row plus its writers' shares, in one statement (one
         snapshot: never a row already folded with its shares not yet emptied)."""

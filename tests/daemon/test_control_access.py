@@ -8,6 +8,7 @@ socket's group `users`: everyone here may connect; the daemon decides what each 
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import json
 import os
@@ -24,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from controller.control import SOCKET_NAME, NotRunning, request
+from controller.control import SOCKET_NAME, NotRunning, RequestRefused, request
+from controller.extensions.service_menu import FREE_PHASES
 from tests.support.daemon import REPO
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
@@ -58,8 +60,21 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
 @pytest.fixture
 def pty_daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     """The same table on the wire-level simulators, GPIO on mock pins: the service tests'
-    hardware is there (the in-process simulation has no GPIO sensors)."""
-    yield from _daemon(tmp_path, "--simulate=pty", "--autoplay", "0", "--pace", "5", "--quiet")
+    hardware is there (the in-process simulation has no GPIO sensors). --pace 1000: after its
+    first round the simulated dealer waits (`between_rounds`)."""
+    yield from _daemon(tmp_path, "--simulate=pty", "--autoplay", "0", "--pace", "1000", "--quiet")
+
+
+def between_rounds(path: Path) -> None:
+    """The service tests run after READY and between rounds only: the simulated dealer's first
+    round (wagers, no more bets, the shake at once) is voided by the supervisor, and the dealer
+    then waits out its pace."""
+    deadline = time.monotonic() + 30
+    while (st := request(path, "status"))["state"] not in FREE_PHASES:
+        assert time.monotonic() < deadline, f"the table never came back between rounds: {st}"
+        with contextlib.suppress(RequestRefused):  # not in every phase (a shake in hand)
+            request(path, "dealer", {"action": "void", "data": {"reason": "service tests"}})
+        time.sleep(0.05)
 
 
 def _daemon(tmp_path: Path, *extra: str) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
@@ -150,6 +165,7 @@ def test_a_technician_runs_the_service_tests_but_nothing_that_acts(
         assert time.monotonic() < deadline, "the extensions did not start"
         time.sleep(0.1)
     assert prompts["ok"], prompts
+    between_rounds(path)
     assert "press the chung button on box 1" in [p["prompt"] for p in
                                                  prompts["result"]["inputs"]]
     # Tests that reach the hardware: answered by the test itself, never by the permission

@@ -36,3 +36,36 @@ def test_started_passes_the_table_through() -> None:
     assert started(table) is table
     with pytest.raises(Refused, match="still starting"):
         started(None)
+
+
+class _Table:
+    """What the service menu reads of a table: its devices, its phase, and READY."""
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.devices: dict[str, Any] = {}
+
+    def game_status(self) -> dict[str, Any]:
+        return {"state": "closed"}
+
+
+SERVICE_CALLS = [c for c in CALLS if c[0] in ServiceMenu().handlers()]
+
+
+@pytest.mark.parametrize(("cmd", "args"), SERVICE_CALLS, ids=[c for c, _ in SERVICE_CALLS])
+def test_a_service_test_waits_for_the_start_up_self_test(cmd: str, args: dict[str, Any]) -> None:
+    # Between the extensions' start and READY=1 the daemon self-tests its devices: a loopback
+    # then let go of the shaker's port under that self-test (and the daemon fell over it).
+    menu, table = ServiceMenu(), _Table()
+
+    async def ask() -> str:
+        await menu.start(table)  # type: ignore[arg-type]
+        try:
+            await menu.handlers()[cmd](args)
+        except Refused as exc:
+            return str(exc)
+        return "answered"
+
+    assert asyncio.run(ask()) == STARTING
+    table.ready = True
+    assert asyncio.run(ask()) != STARTING  # past the guard: the test's own answer

@@ -242,6 +242,7 @@ def test_ports_missing_at_start_come_up_when_plugged_in(tmp_path: Path) -> None:
     sims = SimThread()
     try:
         wait_for_socket(tmp_path, proc)
+        ask_started(ask, tmp_path, "device_list")  # the socket answers before the extensions
         states = poll(lambda: {n: d["state"] for n, d in ask(tmp_path, "device_list").items()}, 5)
         assert states["shaker"] == states["meter"] == "disconnected", states
         assert ask(tmp_path, "status")["devices"]["shaker"]["state"] == "disconnected"

@@ -7,9 +7,12 @@ reopen the port by itself and work again."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,31 @@ def state(dev: Any) -> str:
 
 def faults(events: list[Event], kind: str) -> list[str]:
     return [e.data["reason"] for e in events if e.kind == kind]
+
+
+PtyMeter = tuple[PtyMeterSim, AlphaMeter, list[Event]]
+
+
+@pytest.fixture
+def pty_meter(tmp_path: Path) -> Callable[[], AbstractAsyncContextManager[PtyMeter]]:
+    """On the test's loop: the sign on a pty behind `tablectl-meter` in tmp_path, its driver
+    started and reporting to a list; the driver stopped and the sign closed after."""
+
+    @contextlib.asynccontextmanager
+    async def meter() -> AsyncIterator[PtyMeter]:
+        sim = PtyMeterSim()
+        sim.plug_at(str(tmp_path / "tablectl-meter"))
+        await sim.start()
+        dev = AlphaMeter(cfg(tmp_path / "tablectl-meter", 9600), min_interval_s=0.02, poll_s=0)
+        events: list[Event] = []
+        await dev.start(events.append)
+        try:
+            yield sim, dev, events
+        finally:
+            await dev.stop()
+            await sim.close()
+
+    return meter
 
 
 def test_shaker_unplugged_mid_shake_is_disconnected_and_shakes_again_after_replug(
@@ -137,36 +165,27 @@ def test_shuffler_unplugged_mid_deal_faults_and_its_waiting_shuffle_goes_at_repl
 
 
 def test_meter_unplugged_reports_the_fault_and_shows_the_current_view_after_replug(
-    tmp_path: Path,
+    pty_meter: Callable[[], AbstractAsyncContextManager[PtyMeter]],
 ) -> None:
-    link = tmp_path / "tablectl-meter"
-
     async def go() -> None:
-        sim = PtyMeterSim()
-        sim.plug_at(str(link))
-        await sim.start()
-        dev = AlphaMeter(cfg(link, 9600), min_interval_s=0.02, poll_s=0)
-        events: list[Event] = []
-        await dev.start(events.append)
-        await dev.command("pool", {"amount": 5_000_000})
-        await until(lambda: sim.text == "$50,000.00", 3)
+        async with pty_meter() as (sim, dev, events):
+            await dev.command("pool", {"amount": 5_000_000})
+            await until(lambda: sim.text == "$50,000.00", 3)
 
-        await sim.unplug()
-        await until(lambda: state(dev) == State.DISCONNECTED, DETECT_S)
-        await until(lambda: [e.kind for e in events] == ["meter.fault"], 1)
-        assert events[0].data["reason"].startswith("disconnected: ")
-        assert (await dev.selftest())["ok"] is False
-        # The pool moves while the sign is gone: the newest value waits for it.
-        await dev.command("pool", {"amount": 5_000_100})
-        await dev.command("pool", {"amount": 5_000_200})
+            await sim.unplug()
+            await until(lambda: state(dev) == State.DISCONNECTED, DETECT_S)
+            await until(lambda: [e.kind for e in events] == ["meter.fault"], 1)
+            assert events[0].data["reason"].startswith("disconnected: ")
+            assert (await dev.selftest())["ok"] is False
+            # The pool moves while the sign is gone: the newest value waits for it.
+            await dev.command("pool", {"amount": 5_000_100})
+            await dev.command("pool", {"amount": 5_000_200})
 
-        await sim.replug()  # a new sign (blank) behind the same symlink
-        await until(lambda: sim.text == "$50,002.00", REPLUG_S)
-        await until(lambda: [e.kind for e in events] == ["meter.fault", "meter.ready"], 1)
-        assert state(dev) == State.READY and dev.counters["reconnects"] == 1
-        assert (await dev.selftest())["read_back"] == "8888888888888888"
-        await dev.stop()
-        await sim.close()
+            await sim.replug()  # a new sign (blank) behind the same symlink
+            await until(lambda: sim.text == "$50,002.00", REPLUG_S)
+            await until(lambda: [e.kind for e in events] == ["meter.fault", "meter.ready"], 1)
+            assert state(dev) == State.READY and dev.counters["reconnects"] == 1
+            assert (await dev.selftest())["read_back"] == "8888888888888888"
 
     run(go)
 
@@ -287,7 +306,7 @@ def test_a_meter_that_went_takes_the_uth_jackpot_offline_and_pai_gow_only_alarms
 
 
 def test_meter_unplugged_on_the_wire_takes_the_jackpot_offline_until_it_is_back(
-    tmp_path: Path,
+    pty_meter: Callable[[], AbstractAsyncContextManager[PtyMeter]],
 ) -> None:
     """UTH 11.11 end to end on the pty meter: the driver's own events drive the round machine.
     Unplug (the pty closed) -> meter.fault -> jackpot offline, a jackpot wager refused; replug
@@ -295,30 +314,23 @@ def test_meter_unplugged_on_the_wire_takes_the_jackpot_offline_until_it_is_back(
     from tests.support.uth_table import Table as UthTable
     from tests.support.uth_table import lamps, texts
 
-    link = tmp_path / "tablectl-meter"
     uth = UthTable()
 
     async def go() -> None:
-        sim = PtyMeterSim()
-        sim.plug_at(str(link))
-        await sim.start()
-        dev = AlphaMeter(cfg(link, 9600), min_interval_s=0.02, poll_s=0)
-        events: list[Event] = []
-        await dev.start(events.append)
-        assert uth.status()["jackpot"] == "online"
-        await sim.unplug()
-        await until(lambda: [e.kind for e in events] == ["meter.fault"], DETECT_S + 1)
-        uth.step(events[0].kind, **events[0].data)
-        assert uth.status()["jackpot"] == "offline"
-        out = uth.step("bet.on", box=1)  # a jackpot chip on the sensor (15.2.4)
-        assert "11.11" in texts(out) and not lamps(out)  # refused: no jackpot wager
-        await sim.replug()
-        await until(lambda: [e.kind for e in events] == ["meter.fault", "meter.ready"], REPLUG_S)
-        out = uth.step(events[1].kind, **events[1].data)
-        assert uth.status()["jackpot"] == "online"
-        assert lamps(out) == {1: "bet"}  # the chip on the sensor is a jackpot wager again
-        await dev.stop()
-        await sim.close()
+        async with pty_meter() as (sim, _, events):
+            assert uth.status()["jackpot"] == "online"
+            await sim.unplug()
+            await until(lambda: [e.kind for e in events] == ["meter.fault"], DETECT_S + 1)
+            uth.step(events[0].kind, **events[0].data)
+            assert uth.status()["jackpot"] == "offline"
+            out = uth.step("bet.on", box=1)  # a jackpot chip on the sensor (15.2.4)
+            assert "11.11" in texts(out) and not lamps(out)  # refused: no jackpot wager
+            await sim.replug()
+            await until(lambda: [e.kind for e in events] == ["meter.fault", "meter.ready"],
+                        REPLUG_S)
+            out = uth.step(events[1].kind, **events[1].data)
+            assert uth.status()["jackpot"] == "online"
+            assert lamps(out) == {1: "bet"}  # the chip on the sensor is a jackpot wager again
 
     run(go)
 

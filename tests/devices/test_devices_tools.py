@@ -220,6 +220,30 @@ def test_a_device_lets_go_of_its_port_for_the_plug_and_takes_it_back(tmp_path: P
     run(go)
 
 
+def test_a_device_released_during_its_self_test_answers_the_self_test() -> None:
+    # A loopback on the shaker's port while its self-test waits for the dice (the daemon's
+    # start-up self-test, say): the test is answered "port closed". A cancelled answer unwound
+    # the self-test's caller as if it were cancelled, and took the whole daemon down with it.
+    async def go() -> None:
+        sim = PtyShakerSim()
+        await sim.start()
+        sim.delay_s = 30.0  # the dice come long after the port is let go
+        dev = SerialShaker(serial_cfg(sim.path, answer_timeout_ms=5000), poll_s=0)
+        await dev.start(lambda _e: None)
+        selftest = asyncio.create_task(dev.selftest())
+        await until(lambda: "TEST" in sim.received, 5)
+        assert not selftest.done()
+        async with dev.released():
+            assert not dev.started
+        result = await selftest
+        assert result == {"ok": False, "error": "shaker: port closed"}
+        assert dev.started
+        await dev.stop()
+        await sim.close()
+
+    run(go)
+
+
 def _symlink(target: str, tmp_path: Path) -> str:
     tmp = str(tmp_path / "next-link")
     os.symlink(target, tmp)

@@ -27,9 +27,15 @@ from controller.games.paigow.resolve import same_setting
 from controller.games.paigow.settings import parse_setting
 from controller.games.paigow.settlement import settle_round
 from controller.games.paigow.tiles import parse_tiles
-from controller.games.paigow.wagers import Wager, accept, check_round_wagers, layout_breach
+from controller.games.paigow.wagers import (
+    Wager,
+    accept,
+    check_round_wagers,
+    house_way_boxes,
+    layout_breach,
+)
 from controller.rounds.paigow import PaiGowConfig
-from controller.rounds.paigow.result import round_result
+from controller.rounds.paigow.result import round_result, to_wager
 from tests.support.paigow_strategies import dealt_settings
 from tests.support.paigow_table import Table, texts
 
@@ -431,15 +437,19 @@ def test_settle_and_the_round_machine_agree_on_every_round(
     banker = None if holder == "house" else {"player": "zed", "funds": 100_000}
     machine_rows = [{"distance_to_dealer": 0, **w} for w in doc["wagers"]]
     entry = {"bank_hand": doc["bank"]["hand"], "hands": doc["hands"]}
+    # NZ 7.2 as the machine finds it (core.py `_house_way_boxes`): nobody chose a box.
+    house_way = house_way_boxes([to_wager(w) for w in machine_rows], profile, {})
     try:
         cli = settle_document(json.loads(json.dumps(doc)), profile)
     except InputError as e:
         with pytest.raises(InputError) as machine_error:
-            round_result(PaiGowConfig(profile, money=money), bank, banker, machine_rows, [], entry)
+            round_result(PaiGowConfig(profile, money=money), bank, banker, machine_rows, [], entry,
+                         house_way_boxes=house_way)  # fmt: skip
         assert str(machine_error.value) == str(e)
         return
     machine, alarms = round_result(
-        PaiGowConfig(profile, money=money), bank, banker, machine_rows, [], entry
+        PaiGowConfig(profile, money=money), bank, banker, machine_rows, [], entry,
+        house_way_boxes=house_way,
     )
     settled = machine["settlement"]
     assert cli["alarms"] == alarms and cli["bank"]["hand"] == machine["bank_hand"]

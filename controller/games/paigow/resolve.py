@@ -8,12 +8,15 @@ settle` take, so a rule applied at the table is applied the same way by the tech
   concession rule;
 - the wagers as a whole (`wagers.check_round_wagers`: NSW 9.9/9.14/9.16, ACT 7.3, the co-bank's
   house liability NZ 5.1(c)/ACT 5.4), then `wagers.accept` and `settlement.settle_round`.
+- what the round brings beside its hands: the boxes the dealer sets the house way (NZ 7.2) and
+  the make-up of a bank short after a miscount (NZ 12.17).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder
@@ -41,6 +44,7 @@ class Resolution:
     outcomes: dict[int, Outcome]  # per box; a conceded hand loses
     settlement: RoundSettlement | None  # None when no wagers were given
     alarms: tuple[str, ...]
+    make_up: dict[str, Any] | None = None  # NZ 12.17, when a miscount left the bank short
 
 
 def same_setting(a: Setting, b: Setting) -> bool:
@@ -100,12 +104,19 @@ def resolve_round(
     banker_wager: int | None = None,
     n_boxes: int = 8,
     multiples_notice: bool = True,
+    house_way_boxes: Mapping[int, str] | None = None,
+    miscounted: bool = False,
 ) -> Resolution:
     """Outcomes and settlement of a round; InputError for anything the rules do not allow.
 
     hands: the set hand of each box, None for a conceded one. banker_wager: the player/banker's
-    (co-banker's) wager; None takes the least that covers the wagers.
+    (co-banker's) wager; None takes the least that covers the wagers. house_way_boxes: NZ 7.2,
+    the boxes the dealer sets the house way (`wagers.house_way_boxes`). miscounted: a wager was
+    recounted after no more bets (NZ 12.17; another profile only by its table's option), so a
+    bank that no longer covers the winners is made up by the player/banker, a co-bank's
+    difference equally with the house (the odd cent the house's, as in a loss): `make_up`.
     """
+    check_house_way_boxes(profile, hands, house_way_boxes or {})
     played, alarms = house_hand(profile, holder, bank_hand, bank_as_set)
     players: dict[int, set[str]] = {}
     for w in wagers:
@@ -127,18 +138,47 @@ def resolve_round(
         raise InputError(f"boxes {missing} have wagers but no hand")
     accepted = [accept(w, profile, holder, money, multiples_notice) for w in wagers]
     check_round_wagers(accepted, profile, holder, money, banker_box, n_boxes)
+    cover = least_cover(holder, sum(a.action for a in accepted))
     if banker_wager is None:
-        banker_wager = least_cover(holder, sum(a.action for a in accepted))
+        banker_wager = cover
+    short = miscounted and banker_wager < cover
     settlement = settle_round(
         profile,
         money,
         holder,
         [(a, outcomes[a.wager.box]) for a in accepted],
         banker_box=banker_box,
-        banker_wager=banker_wager,
+        banker_wager=cover if short else banker_wager,
         n_boxes=n_boxes,
         multiples_notice=multiples_notice,
     )
     if not settlement.conserved:  # settle_round guarantees it; never pay out if broken
         raise InputError("settlement does not conserve money: round not completed")
-    return Resolution(played, outcomes, settlement, tuple(alarms))
+    if not short:
+        return Resolution(played, outcomes, settlement, tuple(alarms))
+    # NZ 12.17: the winners are owed beyond the losing wagers and the bank's wager (a
+    # co-bank's with the house's equal part, NZ 11.3(c)).
+    area = banker_wager * (2 if holder is BankHolder.CO_BANK else 1)
+    shortfall = max(0, -settlement.banker_gross - area)
+    house = (shortfall + 1) // 2 if holder is BankHolder.CO_BANK else 0
+    rule = "NZ 12.17" if profile is Profile.NZ else "NZ 12.17 by the table's option"
+    make_up = {"rule": rule, "banker_wager": banker_wager, "shortfall": shortfall,
+               "player_banker": shortfall - house, "house": house}
+    return Resolution(played, outcomes, replace(settlement, banker_wager=banker_wager),
+                      tuple(alarms), make_up)
+
+
+def check_house_way_boxes(
+    profile: Profile, hands: Mapping[int, Setting | None], house_way_boxes: Mapping[int, str]
+) -> None:
+    """NZ 7.2: InputError unless each box a player may not control (`wagers.house_way_boxes`:
+    box -> that player) is set the house way; neither their own way nor conceded."""
+    for box, player in sorted(house_way_boxes.items()):
+        setting = hands.get(box)
+        if setting is None or not same_setting(setting, house_way(setting.tiles, profile)):
+            given = "conceded" if setting is None else str(setting)
+            raise InputError(
+                f"box {box} ({given}): {player} controls another box, so the dealer sets this"
+                " box's tiles the house way (NZ 7.2); enter it as {\"tiles\": [...]}"
+            )
+

@@ -1,23 +1,21 @@
 """Turning the dealer's result entry into outcomes and a settlement (pure; raises InputError).
 
-The rules are applied by `games.paigow.resolve.resolve_round`, the path `tablectl paigow settle`
-takes too; this module reads the entry and checks it against the round's boxes.
+The rules are applied by `games.paigow.resolve.resolve_round` (NZ 7.2 and 12.17 included), the
+path `tablectl paigow settle` takes too; this module reads the entry and
+checks it against the round's boxes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
-from controller.games.paigow.bank import BankHolder, BankState
-from controller.games.paigow.houseway import house_way
-from controller.games.paigow.profiles import Profile
-from controller.games.paigow.resolve import least_cover, resolve_round, same_setting
+from controller.games.paigow.bank import BankState
+from controller.games.paigow.resolve import resolve_round
 from controller.games.paigow.settings import Setting
 from controller.games.paigow.settlement import RoundSettlement
-from controller.games.paigow.wagers import Wager, accept
+from controller.games.paigow.wagers import Wager
 from controller.rounds.paigow.input import parse_hand
 from controller.rounds.paigow.state import JSON, PaiGowConfig
 
@@ -48,18 +46,7 @@ def round_result(
     if bank_setting is None:
         raise InputError("bank hand: the bank cannot concede")
     hands = _hands(config, bank, wagers, off_boxes, data.get("hands"))
-    for box, player in sorted((house_way_boxes or {}).items()):
-        setting = hands.get(box)
-        if setting is None or not same_setting(setting, house_way(setting.tiles, profile)):
-            given = "conceded" if setting is None else str(setting)
-            raise InputError(
-                f"box {box} ({given}): {player} controls another box, so the dealer sets this"
-                " box's tiles the house way (NZ 7.2); enter it as {\"tiles\": [...]}"
-            )
     funds = None if banker is None else banker.get("funds")
-    cover = least_cover(bank.holder, sum(accept(to_wager(w), profile, bank.holder, config.money,
-                                                config.multiples_notice).action for w in wagers))
-    short = miscounted and funds is not None and int(funds) < cover
     resolved = resolve_round(
         profile,
         config.money,
@@ -69,23 +56,13 @@ def round_result(
         [to_wager(w) for w in wagers],
         bank_as_set=isinstance(spec, str),  # {"tiles": ..} is set the house way by the engine
         banker_box=bank.box,
-        banker_wager=None if funds is None else max(int(funds), cover) if short else int(funds),
+        banker_wager=None if funds is None else int(funds),
+        house_way_boxes=house_way_boxes,
+        miscounted=miscounted,
         n_boxes=config.boxes,
         multiples_notice=config.multiples_notice,
     )
-    settlement = resolved.settlement
-    make_up: JSON | None = None
-    if short and settlement is not None:
-        # NZ 12.17: the player/banker makes up what the winners are owed beyond the losing
-        # wagers and the bank's wager (co-bank: with the house's equal part, NZ 11.3(c));
-        # a co-bank's difference is made up equally, the odd cent by the house as in a loss.
-        area = int(funds) * (2 if bank.holder is BankHolder.CO_BANK else 1)
-        shortfall = max(0, -settlement.banker_gross - area)
-        house = (shortfall + 1) // 2 if bank.holder is BankHolder.CO_BANK else 0
-        rule = "NZ 12.17" if profile is Profile.NZ else "NZ 12.17 by the table's option"
-        make_up = {"rule": rule, "banker_wager": int(funds), "shortfall": shortfall,
-                   "player_banker": shortfall - house, "house": house}
-        settlement = replace(settlement, banker_wager=int(funds))
+    settlement, make_up = resolved.settlement, resolved.make_up
     result: JSON = {
         "bank_hand": resolved.bank_hand.as_json(),
         "hands": {
