@@ -349,7 +349,9 @@ def parse(topic: str, payload: bytes) -> Incoming:
     """A message from a table's topic -> Incoming; SchemaError if it breaks the contract."""
     table, leaf = contract.table_of_topic(topic)
     if leaf == "outbox":
-        return Incoming("outbox", table, contract.parse_outbox(payload, table))
+        body = contract.parse_outbox(payload, table)
+        # Parsed, so UTF-8 JSON: the ledger stores it as received rather than encode it again.
+        return Incoming("outbox", table, body, payload.decode())
     if leaf == "birth":
         return Incoming("birth", table, contract.parse_birth(payload, table))
     if leaf == "status":

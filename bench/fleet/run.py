@@ -194,9 +194,9 @@ def ledger_alone(url: str, n: int, batch: int) -> tuple[float, float]:
     ledger.ensure_pool(POOL, Params(seed=5_000_000, increment=Fraction(1, 4),
                                     hidden=Fraction(1, 20)))
     ledger.enrol({f"T{i}": POOL for i in range(100)})
-    items = [Incoming("outbox", f"T{i % 100}", json.loads(_increment(f"T{i % 100}",
-                                                                     i // 100 + 1)))
-             for i in range(n)]
+    raws = [_increment(f"T{i % 100}", i // 100 + 1) for i in range(n)]
+    items = [Incoming("outbox", f"T{i % 100}", json.loads(raw), raw.decode())
+             for i, raw in enumerate(raws)]
     t0, c0 = time.perf_counter(), time.process_time()
     for lo in range(0, n, batch):
         ledger.apply_batch(items[lo:lo + batch])
