@@ -39,6 +39,8 @@ def test_the_fleet_benchmark_runs_and_reports(tmp_path: Path) -> None:
                 "ledger_alone_increments_per_s"):
         assert float(report[key]) > 0, key
     assert float(report["latency_p50_ms"]) <= float(report["latency_p99_ms"])
+    # the ledger's mean transaction: at least one message, at most batch_max (500)
+    assert 1 <= float(report["messages_per_transaction"]) <= 500
     assert "publishers(6)" in report["cpu_cores_burst_phase"]
     # --profile-worker: the worker's profile, written when the bench stopped it, holds every
     # increment it parsed.

@@ -205,6 +205,21 @@ def ledger_alone(url: str, n: int, batch: int) -> tuple[float, float]:
     return n / elapsed, cpu / n * 1e6
 
 
+def messages_per_transaction(url: str) -> float:
+    """The ledger's mean batch over the run: a transaction stamps its messages with one `utc`
+    (to the millisecond; a transaction takes longer), so messages ÷ distinct stamps. What one
+    hand-off to the ledger's thread is spread over."""
+    from headoffice.db import open_database
+
+    db = open_database(url)
+    try:
+        row = db.one("SELECT COUNT(*) AS n, COUNT(DISTINCT utc) AS tx FROM messages")
+    finally:
+        db.close()
+    assert row is not None
+    return round(int(row["n"]) / max(1, int(row["tx"])), 1)
+
+
 def cpu_s(pid: int) -> float | None:
     """CPU seconds a process (all its threads) has run so far, to the nanosecond: the
     scheduler's own count (/proc/PID/schedstat), where /proc/PID/stat counts 10 ms ticks and
@@ -534,6 +549,7 @@ hidden_bp = 500
             ))
         try:
             result = asyncio.run(fleet(run, broker, hos))
+            result["messages_per_transaction"] = messages_per_transaction(ledger_url)
         except BaseException:
             for w in range(workers):  # what head office said, before the directory goes
                 print(f"--- ho{w}.log (tail)\n{(here / f'ho{w}.log').read_text()[-3000:]}",
