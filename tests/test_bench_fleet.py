@@ -47,3 +47,20 @@ def test_the_fleet_benchmark_runs_and_reports(tmp_path: Path) -> None:
     [profile] = tmp_path.glob("prof.*")
     calls = {fn[2]: stat[1] for fn, stat in pstats.Stats(str(profile)).stats.items()}  # type: ignore[attr-defined]
     assert calls.get("parse_outbox", 0) >= 300
+
+
+def test_the_ledger_alone_applies_every_increment_once() -> None:
+    # bench/fleet/ledger_alone.py: what callgrind counts (docs/headoffice.md) is real work
+    def run(*extra: str) -> dict[str, str]:
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.fleet.ledger_alone", "--increments", "120",
+             "--batch", "50", "--tables", "7", *extra],
+            cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return dict(line.split(": ", 1) for line in out.stdout.splitlines())
+
+    applied = run()
+    assert applied["increments_applied"] == "120"
+    assert applied["pool_wagers_in"] == str(120 * 100)  # each increment's wager, once
+    built = run("--build-only")
+    assert built["increments_applied"] == "0" and built["pool_wagers_in"] == "0"
