@@ -8,8 +8,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests import mqtt_broker
+
+# Hypothesis' deadline (200 ms per example) and its too_slow health check time examples by the
+# wall clock: on a shared 2-core machine at load 7-10 an example that does real work (a decoder
+# fed a stream, a journal written) waits for a core as long as it runs, so they fail by
+# construction. Examples are bounded by max_examples instead; this profile is every test's default
+# (an explicit @settings inherits what it does not set).
+settings.register_profile(
+    "shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("shared-machine")
 
 # Trust auth as root on the local server (CI and dev machines); overridable for other setups.
 PG_URL = os.environ.get("TABLECTL_TEST_PG", "postgresql://root@127.0.0.1:5432/test")

@@ -39,9 +39,28 @@ def test_the_fleet_benchmark_runs_and_reports(tmp_path: Path) -> None:
                 "ledger_alone_increments_per_s"):
         assert float(report[key]) > 0, key
     assert float(report["latency_p50_ms"]) <= float(report["latency_p99_ms"])
+    # the ledger's mean transaction: at least one message, at most batch_max (500)
+    assert 1 <= float(report["messages_per_transaction"]) <= 500
     assert "publishers(6)" in report["cpu_cores_burst_phase"]
     # --profile-worker: the worker's profile, written when the bench stopped it, holds every
     # increment it parsed.
     [profile] = tmp_path.glob("prof.*")
     calls = {fn[2]: stat[1] for fn, stat in pstats.Stats(str(profile)).stats.items()}  # type: ignore[attr-defined]
     assert calls.get("parse_outbox", 0) >= 300
+
+
+def test_the_ledger_alone_applies_every_increment_once() -> None:
+    # bench/fleet/ledger_alone.py: what callgrind counts (docs/headoffice.md) is real work
+    def run(*extra: str) -> dict[str, str]:
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.fleet.ledger_alone", "--increments", "120",
+             "--batch", "50", "--tables", "7", *extra],
+            cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return dict(line.split(": ", 1) for line in out.stdout.splitlines())
+
+    applied = run()
+    assert applied["increments_applied"] == "120"
+    assert applied["pool_wagers_in"] == str(120 * 100)  # each increment's wager, once
+    built = run("--build-only")
+    assert built["increments_applied"] == "0" and built["pool_wagers_in"] == "0"

@@ -192,6 +192,41 @@ def test_a_bad_payload_is_refused_and_does_not_block_the_messages_behind_it(
     assert led.pool(P).wagers_in == 100  # type: ignore[union-attr]
 
 
+def test_a_message_is_stored_as_received_parked_or_not(new_url: NewUrl) -> None:
+    """The audit body of a message that came with its text (the worker's: the bytes off the
+    wire) is that text, also when it was parked and applied in a later batch; one without
+    is encoded. Either way it reads back as the message, and a resend is compared by content,
+    not by how its text is laid out."""
+    from headoffice.worker import parse
+
+    led = ledger(new_url)
+    msgs = [body("T1", n, *inc(n, n)) for n in (1, 2, 3, 4)]
+    texts = [json.dumps(m, indent=n) for n, m in enumerate(msgs, start=1)]  # not canonical
+    wire = [Incoming("outbox", "T1", m, t) for m, t in zip(msgs, texts, strict=True)]
+    res = led.apply_batch([wire[0], wire[2]])  # 3 waits for 2: parked in the database
+    assert res.acks == {"T1": 1} and res.parked == 1
+    res = led.apply_batch([wire[1], Incoming("outbox", "T1", msgs[3])])  # 4 without text
+    assert res.acks == {"T1": 4} and res.applied == 3
+    stored = [r["body"] for r in led.db.execute(
+        "SELECT body FROM messages WHERE table_id = 'T1' ORDER BY seq")]
+    assert stored == [*texts[:3], json.dumps(msgs[3], sort_keys=True)]
+    assert [json.loads(b) for b in stored] == msgs
+    # the same message laid out otherwise is a duplicate; other content is a fork
+    res = led.apply_batch([Incoming("outbox", "T1", msgs[1], json.dumps(msgs[1]))])
+    assert res.duplicates == 1 and res.forks == []
+    changed = {**msgs[1], "journal_seq": msgs[1]["journal_seq"] + 1}
+    res = led.apply_batch([Incoming("outbox", "T1", changed, json.dumps(changed))])
+    assert res.duplicates == 1 and len(res.forks) == 1
+    # the worker hands the ledger the payload it parsed
+    payload = contract.dumps(msgs[0])
+    item = parse(contract.outbox_topic("T1"), payload)
+    assert item.text == payload.decode() and item.body == msgs[0]
+    pool = led.pool(P)
+    assert pool is not None and pool.wagers_in == 100 * (1 + 2 + 3 + 4)
+    assert pool.imbalance() == 0
+    led.close()
+
+
 def test_unknown_pool_holds_the_table_until_it_exists(new_url: NewUrl) -> None:
     led = ledger(new_url)
     t, p = inc(1)

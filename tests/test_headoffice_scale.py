@@ -46,6 +46,12 @@ def scale_run(broker: mqtt_broker.Broker, ledger_url: str, kill: bool) -> None:
     for t in tables:
         assert all(m["payload"].get("pool_id", POOL) == POOL for m in msgs[t])
     halfway = asyncio.Event()
+    # The tables' client certificates, issued now: issuing runs two `openssl` processes each on
+    # the event loop that the three workers share. Issued once the workers ran, they held the
+    # loop 1.4-2.2 s at a time under load (6-7, two runs at once), past the 2 s lease, and a
+    # third worker took all the partitions (their renewals waited for the loop; the claims
+    # themselves, flock included, took < 0.1 s).
+    links = {t: broker.settings(t, f"pub-{t}", session_expiry_s=0) for t in tables}
 
     async def table(t: str) -> int:
         """Publish the table's outbox (each message once, some twice, neighbours swapped
@@ -55,7 +61,7 @@ def scale_run(broker: mqtt_broker.Broker, ledger_url: str, kill: bool) -> None:
             order[i], order[i + 1] = order[i + 1], order[i]
         order += rng.sample(msgs[t], len(msgs[t]) // 5)
         last = [0]
-        async with connect(broker.settings(t, f"pub-{t}", session_expiry_s=0)) as conn:
+        async with connect(links[t]) as conn:
             await conn.subscribe([contract.ack_topic(t)])
 
             async def acks() -> None:

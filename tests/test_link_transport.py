@@ -79,3 +79,29 @@ def test_the_many_packets_reader_is_in_use() -> None:
     assert transport._READER_OVERRIDE
 
 
+
+
+def test_messages_queued_without_waiting_arrive_whole_and_in_order(broker) -> None:
+    """`publish_nowait` (head office's acks): a thousand queued in one go, none waited for,
+    reach the table in the order queued; on a connection that is gone it raises LinkError."""
+    n = 1000
+
+    def ack(upto: int) -> bytes:
+        return contract.dumps(contract.ack_message("T1", upto))
+
+    async def main() -> None:
+        async with connect(broker.settings("T1", session_expiry_s=0)) as table:
+            await table.subscribe([contract.ack_topic("T1")], qos=0)
+            async with connect(broker.settings("headoffice-7", session_expiry_s=0)) as ho:
+                for upto in range(1, n + 1):
+                    ho.publish_nowait(contract.ack_topic("T1"), ack(upto))
+                got: list[int] = []
+                async for m in table.messages():
+                    got.append(contract.parse_ack(m.payload, "T1"))
+                    if len(got) == n:
+                        break
+            assert got == list(range(1, n + 1))
+            with pytest.raises(LinkError):
+                ho.publish_nowait(contract.ack_topic("T1"), ack(n + 1))
+
+    run(main(), timeout=120)

@@ -194,15 +194,30 @@ def ledger_alone(url: str, n: int, batch: int) -> tuple[float, float]:
     ledger.ensure_pool(POOL, Params(seed=5_000_000, increment=Fraction(1, 4),
                                     hidden=Fraction(1, 20)))
     ledger.enrol({f"T{i}": POOL for i in range(100)})
-    items = [Incoming("outbox", f"T{i % 100}", json.loads(_increment(f"T{i % 100}",
-                                                                     i // 100 + 1)))
-             for i in range(n)]
+    raws = [_increment(f"T{i % 100}", i // 100 + 1) for i in range(n)]
+    items = [Incoming("outbox", f"T{i % 100}", json.loads(raw), raw.decode())
+             for i, raw in enumerate(raws)]
     t0, c0 = time.perf_counter(), time.process_time()
     for lo in range(0, n, batch):
         ledger.apply_batch(items[lo:lo + batch])
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     ledger.close()
     return n / elapsed, cpu / n * 1e6
+
+
+def messages_per_transaction(url: str) -> float:
+    """The ledger's mean batch over the run: a transaction stamps its messages with one `utc`
+    (to the millisecond; a transaction takes longer), so messages ÷ distinct stamps. What one
+    hand-off to the ledger's thread is spread over."""
+    from headoffice.db import open_database
+
+    db = open_database(url)
+    try:
+        row = db.one("SELECT COUNT(*) AS n, COUNT(DISTINCT utc) AS tx FROM messages")
+    finally:
+        db.close()
+    assert row is not None
+    return round(int(row["n"]) / max(1, int(row["tx"])), 1)
 
 
 def cpu_s(pid: int) -> float | None:
@@ -534,6 +549,7 @@ hidden_bp = 500
             ))
         try:
             result = asyncio.run(fleet(run, broker, hos))
+            result["messages_per_transaction"] = messages_per_transaction(ledger_url)
         except BaseException:
             for w in range(workers):  # what head office said, before the directory goes
                 print(f"--- ho{w}.log (tail)\n{(here / f'ho{w}.log').read_text()[-3000:]}",

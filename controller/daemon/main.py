@@ -4,7 +4,8 @@
     tablectld --simulate[=inproc|pty] --game {uth,paigow} [--rules {nsw,nz,act}] --autoplay N ...
 
 With --simulate every device is an in-process simulator (--simulate=pty: the real serial drivers
-against wire-level simulators on pty pairs, GPIO on mock pins); simulated players and a dealer play;
+against wire-level simulators on pty pairs, GPIO on mock pins); simulated players and a dealer play
+(--no-players: nobody plays, only the control socket and the devices' inputs act);
 --autoplay N stops after N rounds (0: forever); an existing state dir resumes where it stopped.
 """
 
@@ -48,6 +49,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--game", choices=["paigow", "uth"])
     ap.add_argument("--rules", choices=["nsw", "nz", "act"], default="nsw")
     ap.add_argument("--autoplay", type=int, default=None, metavar="N", help="rounds; 0 = forever")
+    ap.add_argument("--no-players", action="store_true",
+                    help="with --simulate: no simulated dealer or players (a technician's bench)")
     ap.add_argument("--state-dir", type=Path)
     ap.add_argument("--runtime-dir", type=Path)
     ap.add_argument("--seed", type=int, default=None, help="reproducible simulation (not CSPRNG)")
@@ -60,6 +63,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         ap.error("UTH rules exist for nsw only")
     if args.autoplay is not None and args.autoplay < 0:
         ap.error("--autoplay must be >= 0")
+    if args.no_players and (not args.simulate or args.autoplay is not None):
+        ap.error("--no-players needs --simulate and plays no rounds (no --autoplay)")
     return args
 
 
@@ -98,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tablectld: {exc}", file=sys.stderr)
         return 2
     policy = None
-    if args.simulate:
+    if args.simulate and not args.no_players:
         policy = build_policy(cfg, rng or random.Random())
     mode = run_mode(cfg, args)
     service = TableService(

@@ -21,10 +21,10 @@ from headoffice.ledger.common import (
     _Hold,
     _increment_of,
     _Pending,
-    _round_keys,
+    _scan,
     _Table,
-    _text,
     _with_shares,
+    encode_body,
 )
 from headoffice.ledger.hits import BatchHits
 from headoffice.ledger.tables import BatchTables
@@ -53,7 +53,8 @@ class _Batch(BatchTables, BatchHits):
         self.own: dict[str, _Pending] = {}
         self.unbalanced: set[str] = set()
         self.shared_changed: set[str] = set()
-        self.parts: dict[tuple[str, int], tuple[Fraction, Fraction]] = {}
+        # (pool, wager) -> its exact meter and reserve parts, and their text as stored
+        self.parts: dict[tuple[str, int], tuple[Fraction, Fraction, str, str]] = {}
         self.messages: list[tuple[Any, ...]] = []
         self.increments: dict[tuple[str, int], dict[str, Any]] = {}
         self.cancelled: list[tuple[int, str, int]] = []
@@ -76,10 +77,11 @@ class _Batch(BatchTables, BatchHits):
         return t
 
     def preload(self, items: Sequence[Incoming],
-                skip: bool) -> tuple[list[Incoming], list[Incoming]]:
+                skip: bool) -> tuple[list[Incoming], list[Incoming], set[str]]:
         """The batch's tables, and the stored increments of the rounds its outbox messages
         name, in a few queries. With `skip`, only the tables no other transaction holds:
-        -> (the messages of those, the messages left for the next transaction)."""
+        -> (the messages of those, the messages left for the next transaction, the pools
+        the first name)."""
         ids = sorted({i.table for i in items})
         got: set[str] = set()
         for lo in range(0, len(ids), _IN_CHUNK):
@@ -88,7 +90,8 @@ class _Batch(BatchTables, BatchHits):
         if skip:
             later = [i for i in items if i.table not in got]
             items = [i for i in items if i.table in got]
-        keys = sorted(_round_keys(items))
+        pool_ids, round_keys = _scan(items)
+        keys = sorted(round_keys)
         for lo in range(0, len(keys), _IN_CHUNK):
             chunk = keys[lo:lo + _IN_CHUNK]
             rows = self.db.execute(
@@ -100,7 +103,7 @@ class _Batch(BatchTables, BatchHits):
             self.looked_up.update(chunk)
             for row in rows:
                 self.stored[(row["table_id"], int(row["round"]))] = _increment_of(row)
-        return items, later
+        return items, later, pool_ids
 
     def _load_tables(self, ids: list[str], skip: bool = False) -> set[str]:
         """Sorted table ids -> self.tables. A table with no row, or not enrolled, is loaded
@@ -178,14 +181,15 @@ class _Batch(BatchTables, BatchHits):
             self.unbalanced.add(pool_id)
         return pool
 
-    def _parts(self, pool: Pool, staked: int) -> tuple[Fraction, Fraction]:
-        """A contribution's exact meter and reserve parts; the same wager at the same rates
-        is worked out once per batch (Fraction arithmetic is most of a contribution)."""
+    def _parts(self, pool: Pool, staked: int) -> tuple[Fraction, Fraction, str, str]:
+        """A contribution's exact meter and reserve parts and their stored text; the same
+        wager at the same rates is worked out once per batch (Fraction arithmetic and
+        str(Fraction) were most of a contribution)."""
         key = (pool.id, staked)
         parts = self.parts.get(key)
         if parts is None:
-            parts = self.parts[key] = (staked * pool.params.increment,
-                                       staked * pool.params.hidden)
+            meter, reserve = staked * pool.params.increment, staked * pool.params.hidden
+            parts = self.parts[key] = (meter, reserve, str(meter), str(reserve))
         return parts
 
     def _needs_exclusive(self, pool_id: str) -> None:
@@ -193,7 +197,8 @@ class _Batch(BatchTables, BatchHits):
             raise _Exclusive(pool_id)
 
     # -- outbox -----------------------------------------------------------------------------------
-    def outbox(self, table_id: str, body: dict[str, Any]) -> None:
+    def outbox(self, table_id: str, body: dict[str, Any], text: str | None = None) -> None:
+        """A table's message (`text`: as received, stored as its body; None: encoded)."""
         t = self.enrolled(table_id)
         if t is None:
             return
@@ -208,11 +213,12 @@ class _Batch(BatchTables, BatchHits):
         if t.blocked or seq > t.last_seq + 1:
             # Kept here and written at flush, unless drained meanwhile: with a shared
             # subscription half a table's messages can reach a worker ahead of their turn.
-            self.parking.setdefault(table_id, {}).setdefault(seq, json.dumps(body))
+            self.parking.setdefault(table_id, {}).setdefault(
+                seq, encode_body(body) if text is None else text)
             t.has_parked = True
             self.result.parked += 1
             return
-        if self._apply(t, body):
+        if self._apply(t, body, text):
             self._drain(t)
 
     def _drain(self, t: _Table) -> None:
@@ -223,7 +229,7 @@ class _Batch(BatchTables, BatchHits):
         while t.has_parked and not t.blocked:
             text = mine.pop(t.last_seq + 1, None)
             if text is not None:
-                if not self._apply(t, json.loads(text)):
+                if not self._apply(t, json.loads(text), text):
                     mine[t.last_seq + 1] = text
                     return
                 self.drained.add(t.id)
@@ -233,14 +239,16 @@ class _Batch(BatchTables, BatchHits):
                 " LIMIT ?", (t.id, t.last_seq, _IN_CHUNK))
             first = t.last_seq + 1
             for row in rows:
-                if int(row["seq"]) != t.last_seq + 1 or not self._apply(t, json.loads(row["body"])):
+                if (int(row["seq"]) != t.last_seq + 1
+                        or not self._apply(t, json.loads(row["body"]), row["body"])):
                     break
             if t.last_seq < first:
                 return  # a gap, or the next one held
             self.drained.add(t.id)
 
-    def _apply(self, t: _Table, body: dict[str, Any]) -> bool:
-        """Apply the table's next message. False if it is held (not applied, not acked)."""
+    def _apply(self, t: _Table, body: dict[str, Any], text: str | None = None) -> bool:
+        """Apply the table's next message (`text`: its JSON as received, stored as it is).
+        False if it is held (not applied, not acked)."""
         type_ = body.get("type", "")
         payload = body.get("payload")
         status, reason, pool_id, amount = "applied", None, None, 0
@@ -278,7 +286,7 @@ class _Batch(BatchTables, BatchHits):
         self.messages.append((
             t.id, body["seq"], type_, pool_id if isinstance(pool_id, str) else None,
             round_ if isinstance(round_, int) else None, status, reason, amount,
-            json.dumps(body, sort_keys=True), self.utc,
+            encode_body(body) if text is None else text, self.utc,
         ))
         return True
 
@@ -321,7 +329,7 @@ class _Batch(BatchTables, BatchHits):
         seq = body["seq"]
         if type_ == "round_result":
             self.rounds.append((t.id, p["round"], seq, str(p["status"]),
-                                json.dumps(p, sort_keys=True)))
+                                encode_body(p)))
             return 0
         if type_ == SHIFT_METERS:  # moves no money: stored with the message (headoffice/meters.py)
             return 0
@@ -343,8 +351,8 @@ class _Batch(BatchTables, BatchHits):
             parts: dict[str, Any] = {}
             pending = self.pending.get(pool_id)
             if pending is not None:  # shared: summed, added to this Ledger's share at flush
-                parts.update(zip(("meter", "reserve"), self._parts(pool, p["amount"]),
-                                 strict=True))
+                meter, reserve, *texts = self._parts(pool, p["amount"])
+                parts.update(meter=meter, reserve=reserve, texts=texts)
                 pending.wagers += p["amount"]
                 pending.changes += 1
             else:
@@ -356,7 +364,8 @@ class _Batch(BatchTables, BatchHits):
                 self._guarded(pool_id, inc)
             self.increments[key] = {"seq": seq, "pool": pool_id, "amount": p["amount"],
                                     "meter": parts["meter"], "reserve": parts["reserve"],
-                                    "new": True, "boxes": p["boxes"], "wager": p["wager"]}
+                                    "new": True, "boxes": p["boxes"], "wager": p["wager"],
+                                    "texts": parts.get("texts")}
             return int(p["amount"])
         if type_ == "jackpot_verified":
             return self._verified(t, p, key)
@@ -373,9 +382,9 @@ class _Batch(BatchTables, BatchHits):
             "increments", ("table_id", "round", "seq", "pool_id", "amount", "meter_part",
                            "reserve_part", "cancelled_seq"),
             [
-                (k[0], k[1], v["seq"], v["pool"], v["amount"], _text(v["meter"]),
-                 _text(v["reserve"]), None)
-                for k, v in self.increments.items() if v.get("new")
+                (k[0], k[1], v["seq"], v["pool"], v["amount"],
+                 *(v["texts"] or (str(v["meter"]), str(v["reserve"]))), None)
+                for k, v in self.increments.items() if v["new"]
             ],
         )
         db.executemany(

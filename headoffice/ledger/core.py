@@ -90,12 +90,12 @@ class Ledger(LedgerTables, LedgerPools, LedgerHits, LedgerQueries):
             # Every table row, then every pool row, loaded (and locked on PostgreSQL) in one
             # global order, so two workers whose batches name the same rows in other orders
             # cannot deadlock; a few queries per batch, not a few per table.
-            items, later = batch.preload(items, skip)
-            for pool_id in sorted(_pool_ids(items)):
+            items, later, pool_ids = batch.preload(items, skip)
+            for pool_id in sorted(pool_ids):
                 batch.pool(pool_id)
             for item in items:
                 if item.kind == "outbox":
-                    batch.outbox(item.table, item.body)
+                    batch.outbox(item.table, item.body, item.text)
                 elif item.kind == "birth":
                     batch.birth(item.table, item.body)
                 elif item.kind == "status":

@@ -8,7 +8,6 @@ socket's group `users`: everyone here may connect; the daemon decides what each 
 
 from __future__ import annotations
 
-import contextlib
 import grp
 import json
 import os
@@ -25,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from controller.control import SOCKET_NAME, NotRunning, RequestRefused, request
+from controller.control import SOCKET_NAME, NotRunning, request
+from controller.daemon.main import parse_args
 from controller.extensions.service_menu import FREE_PHASES
 from tests.support.daemon import REPO
 
@@ -60,21 +60,10 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
 @pytest.fixture
 def pty_daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     """The same table on the wire-level simulators, GPIO on mock pins: the service tests'
-    hardware is there (the in-process simulation has no GPIO sensors). --pace 1000: after its
-    first round the simulated dealer waits (`between_rounds`)."""
-    yield from _daemon(tmp_path, "--simulate=pty", "--autoplay", "0", "--pace", "1000", "--quiet")
-
-
-def between_rounds(path: Path) -> None:
-    """The service tests run after READY and between rounds only: the simulated dealer's first
-    round (wagers, no more bets, the shake at once) is voided by the supervisor, and the dealer
-    then waits out its pace."""
-    deadline = time.monotonic() + 30
-    while (st := request(path, "status"))["state"] not in FREE_PHASES:
-        assert time.monotonic() < deadline, f"the table never came back between rounds: {st}"
-        with contextlib.suppress(RequestRefused):  # not in every phase (a shake in hand)
-            request(path, "dealer", {"action": "void", "data": {"reason": "service tests"}})
-        time.sleep(0.05)
+    hardware is there (the in-process simulation has no GPIO sensors). Nobody plays
+    (--no-players): with the simulated dealer a round could start before a service test, which
+    is then refused, on a loaded machine."""
+    yield from _daemon(tmp_path, "--simulate=pty", "--no-players", "--quiet")
 
 
 def _daemon(tmp_path: Path, *extra: str) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
@@ -165,11 +154,12 @@ def test_a_technician_runs_the_service_tests_but_nothing_that_acts(
         assert time.monotonic() < deadline, "the extensions did not start"
         time.sleep(0.1)
     assert prompts["ok"], prompts
-    between_rounds(path)
     assert "press the chung button on box 1" in [p["prompt"] for p in
                                                  prompts["result"]["inputs"]]
     # Tests that reach the hardware: answered by the test itself, never by the permission
     # check (a Pai Gow table wires no lamps; the loopback reports the port that is not there).
+    # Between rounds (nobody plays), so the walk is not refused for a round: FREE_PHASES.
+    assert request(path, "status")["state"] in FREE_PHASES
     walk = as_user(path, tech, "device_lamp_walk", {"step_ms": 100})
     assert not walk["ok"] and walk["error"].startswith("lamp walk: sensors: no lamps wired")
     loop = as_user(path, tech, "device_loopback", {"port": "/dev/tablectl-none", "timeout_ms": 200})
@@ -351,3 +341,18 @@ def test_only_a_supervisor_opens_and_closes_the_table_named_in_the_journal(
     for done, kind in ((opened, "table.open"), (closed, "table.close")):
         row = rows[done["result"]["seq"]]
         assert row["kind"] == kind and row["data"]["operator"] == {"uid": NOBODY, "user": "nobody"}
+
+
+@pytest.mark.parametrize("argv", [["--no-players"],
+                                  ["--simulate=pty", "--game", "paigow", "--no-players",
+                                   "--autoplay", "3"]])
+def test_no_players_is_refused_where_it_means_nothing(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Without --simulate nobody plays anyway; with --autoplay N the daemon would wait forever
+    # for N rounds nobody plays.
+    with pytest.raises(SystemExit) as exited:
+        parse_args(argv)
+    assert exited.value.code == 2
+    assert "--no-players needs --simulate" in capsys.readouterr().err
+    assert parse_args(["--simulate=pty", "--game", "paigow", "--no-players"]).no_players
