@@ -16,9 +16,8 @@ Control-socket commands (the game goes on while they run, in a worker thread):
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import json
 import logging
-import multiprocessing
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,6 @@ from controller.verify import (
     hmac_installed,
     load_settings,
     parse_seed,
-    verify,
 )
 from devices.base import DeviceError
 
@@ -58,13 +56,59 @@ def installed_layout(prefix: Path | None = None) -> bool:
     return prefix == INSTALL_PREFIX or (prefix / INSTALLED_MARKER).is_file()
 
 
-async def _in_child(fn: Any, *args: Any) -> Any:
-    """fn(*args) in a fresh interpreter that exits afterwards: the signature check needs
-    `cryptography`, 7 MB that would otherwise stay in the daemon for good (docs/daemon.md)."""
-    loop = asyncio.get_running_loop()
-    ctx = multiprocessing.get_context("spawn")  # not fork: the daemon has threads and a loop
-    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        return await loop.run_in_executor(pool, fn, *args)
+# The child's report (each problem a line; a wholesale mismatch names every file): read up to
+# this much, the rest drained and discarded, and a report cut short is an error.
+MAX_REPORT_BYTES = 8 << 20
+MAX_STDERR_BYTES = 16 << 10
+
+
+async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
+    """Everything up to EOF, keeping at most `cap` bytes (the writer is never left blocked);
+    True when more came."""
+    kept = bytearray()
+    over = False
+    while chunk := await stream.read(1 << 16):
+        room = cap - len(kept)
+        over = over or len(chunk) > room
+        kept += chunk[:max(room, 0)]
+    return bytes(kept), over
+
+
+async def _verify_in_child(s: Settings) -> Report:
+    """The check in a fresh interpreter that exits afterwards (`python -m controller.verify
+    verify --json`): the signature check needs `cryptography`, 7 MB that would otherwise stay
+    in the daemon for good (docs/daemon.md). A plain child, not a multiprocessing one: a
+    `spawn` child imports the parent's main module first, i.e. the whole daemon, before doing
+    anything (docs/daemon.md, "Start-up"). `-P`: never the working directory on its path."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-P", "-m", "controller.verify", "verify", str(s.manifest),
+        "--signature", str(s.signature), "--public-key", str(s.public_key),
+        "--root", str(s.root), "--json",
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        (out, too_long), (err, _) = await asyncio.gather(
+            _read_capped(proc.stdout, MAX_REPORT_BYTES),
+            _read_capped(proc.stderr, MAX_STDERR_BYTES))
+        code = await proc.wait()
+    finally:
+        if proc.returncode is None:  # cancelled (the daemon stops): the child goes too
+            proc.kill()
+            await proc.wait()
+    said = err.decode(errors="replace").strip()[-500:]
+    if too_long:
+        raise ManifestError(f"the check's report is over {MAX_REPORT_BYTES} bytes")
+    if code not in (0, 1):  # 0: verified, 1: a failed check, reported; anything else: broken
+        raise ManifestError(f"the check exited with {code}: {said or 'nothing on stderr'}")
+    try:
+        report = Report.from_json(json.loads(out))
+    except ValueError as exc:  # not JSON (ManifestError is a ValueError too)
+        raise ManifestError(f"the check's report: {exc}") from None
+    if report.ok != (code == 0):
+        raise ManifestError(f"the check exited with {code} but reported ok={report.ok}")
+    return report
 
 
 class SoftwareVerification:
@@ -151,7 +195,7 @@ class SoftwareVerification:
         s = self.settings
         async with self._busy:
             try:
-                report = await _in_child(verify, s.manifest, s.signature, s.public_key, s.root)
+                report = await _verify_in_child(s)
             except Exception as exc:  # never crash the daemon over what is on disk
                 report = Report(ok=False, problems=[f"verification error: {exc!r}"])
         self.report = report

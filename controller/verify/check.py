@@ -24,6 +24,15 @@ from controller.verify.manifest import (
 MAX_PROBLEMS_SHOWN = 50  # a wholesale mismatch is summarised past this many lines
 
 
+_STR_OR_NONE = (str, type(None))
+# Report's fields and the JSON types each may have (Report.from_json).
+_REPORT_TYPES: dict[str, Any] = {
+    "ok": bool, "problems": list, "files": int, "bytes": int, "version": _STR_OR_NONE,
+    "built_utc": _STR_OR_NONE, "manifest_sha256": _STR_OR_NONE, "key_fingerprint": _STR_OR_NONE,
+    "elapsed_s": (int, float),
+}
+
+
 @dataclass
 class Report:
     ok: bool
@@ -49,6 +58,22 @@ class Report:
             "elapsed_s": self.elapsed_s,
         }
 
+    @classmethod
+    def from_json(cls, doc: Any) -> Report:
+        """`as_json` read back (the daemon's verification child prints it); ManifestError for
+        anything else."""
+        if not isinstance(doc, dict) or set(doc) != set(_REPORT_TYPES):
+            raise ManifestError(f"not a verification report: {str(doc)[:200]!r}")
+        for name, types in _REPORT_TYPES.items():
+            value = doc[name]
+            if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
+                raise ManifestError(f"verification report: {name} is {value!r}")
+        if not all(isinstance(p, str) for p in doc["problems"]):
+            raise ManifestError("verification report: a problem that is not a string")
+        if doc["ok"] == bool(doc["problems"]):
+            raise ManifestError("verification report: ok contradicts its problems")
+        return cls(**doc)
+
     def summary(self) -> str:
         if self.ok:
             return f"software verified: {self.files} files, version {self.version}"
@@ -59,8 +84,9 @@ class Report:
 def check_files(manifest: Manifest, root: Path) -> list[str]:
     """Every difference between the manifest and the tree, one line each naming the file."""
     problems: list[str] = []
+    base = os.path.join(root, "")  # strings, not Paths: ~4,000 files at every daemon start
     for entry in manifest.files:
-        full = root / entry.path
+        full = base + entry.path
         try:
             st = os.lstat(full)
         except FileNotFoundError:

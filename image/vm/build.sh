@@ -68,8 +68,14 @@ if [ ! -d "$WORK/base" ] || [ "$(cat "$WORK/base.sha256" 2>/dev/null)" != "$base
     rm -f "$WORK/base.sha256"
     rm -rf "$WORK/base"
     wheels=$WORK/wheel
-    rm -rf "$wheels"
-    "$PY" -m pip wheel -q --no-deps -w "$wheels" "$REPO"
+    rm -rf "$wheels" "$WORK/src"
+    # From a copy: building in the checkout rewrites its build/ and tablectl.egg-info, which
+    # the unit suite reads while `.ci/run` builds this beside it.
+    mkdir -p "$WORK/src"
+    (cd "$REPO" && cp -a pyproject.toml README.md controller devices headoffice "$WORK/src/")
+    find "$WORK/src" -name __pycache__ -prune -exec rm -rf {} +
+    "$PY" -m pip wheel -q --no-deps -w "$wheels" "$WORK/src"
+    rm -rf "$WORK/src"
     wheel=$(ls "$wheels"/tablectl-*.whl)
     phase "recipe staged, wheel $(basename "$wheel")"
     pkgs=$(cat "$REPO/image/packages.txt" "$HERE/packages.txt" | grep -v '^\s*#' |

@@ -92,6 +92,7 @@ class Guest:
         self.ssh_port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.boots: list[dict[str, float]] = []
+        self.shutdowns: list[float] = []  # seconds from `systemctl poweroff` to QEMU's exit
         if not self.overlay.exists():
             subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
                             str(work / "root.img"), str(self.overlay)], check=True)
@@ -142,7 +143,10 @@ class Guest:
                 raise RuntimeError(f"QEMU exited {self.proc.returncode}: "
                                    f"{(self.run / 'qemu.err').read_text()[-2000:]}"
                                    f"\n{self.console_tail()}")
-            r = self.ssh("true", timeout=10, check=False)
+            try:  # QEMU's forwarded port accepts before sshd answers: a slow guest hangs ssh
+                r = self.ssh("true", timeout=30, check=False)
+            except subprocess.TimeoutExpired:
+                continue
             if r.returncode == 0:
                 timing = {"ssh_s": time.monotonic() - started}
                 self.boots.append(timing)
@@ -198,11 +202,13 @@ class Guest:
     def shutdown(self, timeout: float = 120) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
+        started = time.monotonic()
         self.ssh("systemctl poweroff", check=False, timeout=20)
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.power_cut()
+        self.shutdowns.append(round(time.monotonic() - started, 1))
 
     def diagnostics(self) -> str:
         """What a failed check prints: the guest's journal tail and unit states."""

@@ -18,7 +18,9 @@ echo tablectl-vm >"$ROOT/etc/hostname"
 cat >"$ROOT/etc/fstab" <<'FSTAB'
 # VM only (image/vm/layer.sh): vda = the system slot (read-only), vdb = the data partition.
 /dev/vda            /           ext4   ro,noatime                          0 1
-LABEL=persistent    /persistent ext4   rw,noatime,nodev,nosuid             0 2
+# 300 s: on a loaded 2-core host TCG took longer than systemd's default 90 s to show the disk
+# (one run went to emergency mode); a Pi's fstab keeps the default.
+LABEL=persistent    /persistent ext4   rw,noatime,nodev,nosuid,x-systemd.device-timeout=300s 0 2
 tmpfs               /var        tmpfs  mode=0755,nosuid,nodev              0 0
 tmpfs               /tmp        tmpfs  mode=1777,nosuid,nodev              0 0
 /persistent/log     /var/log    none   bind,x-systemd.requires-mounts-for=/persistent 0 0

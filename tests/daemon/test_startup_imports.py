@@ -1,0 +1,40 @@
+"""What a daemon start imports (docs/daemon.md "Start-up"): a Pai Gow table's never reaches
+UTH's round machine, whose settlement builds the hand evaluator's tables at import (~0.6 s
+here, tens of seconds under the VM's TCG; the keypad check of the config once pulled it in)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.daemon import REPO
+
+PROBE = """
+import json, sys
+from controller.config import load_config
+from controller.daemon.build import build_machine
+import controller.daemon.main, controller.extensions.verify  # as tablectld imports them
+build_machine(load_config(sys.argv[1]))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("controller.", "devices.")))))
+"""
+
+
+def _modules(config: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", PROBE, str(REPO / "examples" / config)],
+                         capture_output=True, text=True, check=True, cwd=REPO, timeout=120)
+    return set(json.loads(out.stdout))
+
+
+@pytest.mark.parametrize(("config", "game", "other"), [
+    ("paigow-nsw.toml", "paigow", "uth"),
+    ("uth-nsw.toml", "uth", "paigow"),
+])
+def test_a_table_loads_its_own_games_machine_only(config: str, game: str, other: str) -> None:
+    mods = _modules(config)
+    assert f"controller.rounds.{game}.machine" in mods  # its own: the keypad check, the play
+    assert f"controller.rounds.{other}.machine" not in mods, sorted(mods)
+    if game == "paigow":  # the UTH config's parts (deal methods, cards) are cheap; not these
+        assert not {"controller.games.uth.evaluator", "controller.games.uth.settlement"} & mods
