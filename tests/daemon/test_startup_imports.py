@@ -38,3 +38,25 @@ def test_a_table_loads_its_own_games_machine_only(config: str, game: str, other:
     assert f"controller.rounds.{other}.machine" not in mods, sorted(mods)
     if game == "paigow":  # the UTH config's parts (deal methods, cards) are cheap; not these
         assert not {"controller.games.uth.evaluator", "controller.games.uth.settlement"} & mods
+
+
+TABLES = """
+import sys
+{setup}
+from controller.games.uth import evaluator
+print(bool(evaluator._FLUSH))
+"""
+
+
+@pytest.mark.parametrize(("setup", "built"), [
+    # Every `tablectl` command imports the CLI's UTH commands (for `Spot`), and `status` is
+    # polled by technicians and the health check: ~4 s of CPU each under qemu-user when built.
+    ("import controller.cli.main", False),
+    ("from controller.cli.main import build_parser; build_parser()", False),
+    # A UTH table builds them before READY, never at its first showdown inside the loop.
+    ("from controller.rounds.uth import UthMachine; UthMachine()", True),
+])
+def test_the_hand_tables_are_built_by_a_uth_table_only(setup: str, built: bool) -> None:
+    out = subprocess.run([sys.executable, "-c", TABLES.format(setup=setup)], capture_output=True,
+                         text=True, check=True, cwd=REPO, timeout=120)
+    assert out.stdout.strip() == str(built)

@@ -10,9 +10,9 @@ and a 4-bit count for its suit (bits 52..67). Summing the cards' integers gives 
 multiset and the suit counts at once; no suit holding five cards -> one dict lookup on the rank
 multiset. A flush suit -> one list lookup on the 13-bit rank mask of that suit. With five of one
 suit among at most seven cards there is no room for quads or a full house, so the flush table
-alone decides those hands. Both tables are built once at import from the 7,462 classes of
-five-card hands (about 0.3 s) by taking, for six and seven cards, the best table entry after
-removing one card.
+alone decides those hands. Both tables are built once, on first use (or by `build_tables`), from
+the 7,462 classes of five-card hands (about 0.6 s) by taking, for six and seven cards, the best
+table entry after removing one card.
 """
 
 from __future__ import annotations
@@ -165,6 +165,12 @@ def _tables() -> None:
         _FLUSH.extend(flush)  # last: a non-empty _FLUSH means every table is built
 
 
+def build_tables() -> None:
+    """Build the tables now rather than at the first hand (the UTH round machine does, so that
+    the daemon builds them before READY, not in its event loop at the first showdown)."""
+    _tables()
+
+
 def hand_rank(cards: Sequence[Card]) -> int:
     """Rank of the best five of 5-7 distinct cards. Hot path: no validation (see ``evaluate``)."""
     total = sum(map(_CARD_VALUE.__getitem__, cards))
@@ -246,6 +252,7 @@ __all__ = [
     "Category",
     "HandValue",
     "best_five",
+    "build_tables",
     "category_floor",
     "category_of",
     "describe_rank",

@@ -27,9 +27,9 @@ from controller.games.uth.paytables import (
 )
 from controller.games.uth.wagers import Action, BoxPlay
 
-_QUALIFY = category_floor(Category.ONE_PAIR)  # 10.2: the dealer qualifies with a pair or better
-_TRIPS = category_floor(Category.THREE_OF_A_KIND)  # 10.7.1.1
-_STRAIGHT = category_floor(Category.STRAIGHT)  # 10.7.3.5
+# The category floors are looked up when a hand is settled, not at import: they need the
+# evaluator's tables, and importing this module (every `tablectl` command does, for `Spot`)
+# must not build them (~0.6 s here, ~4 s of CPU under qemu-user: docs/daemon.md "Start-up").
 
 
 class Outcome(StrEnum):
@@ -186,7 +186,7 @@ def settle_box(
         return BoxResult(play.box, d.action, player_rank, tuple(spots))
 
     cmp = _compare(player_rank, dealer_rank)
-    qualifies = dealer_rank >= _QUALIFY
+    qualifies = dealer_qualifies(dealer_rank)
 
     # Ante, 10.7.3.1-10.7.3.4, paid 1:1 (10.11).
     if not qualifies:
@@ -197,7 +197,7 @@ def settle_box(
 
     # Blind, regardless of the dealer qualifying: 10.7.3.5-10.7.3.8, 10.12.
     category = category_of(player_rank)
-    if cmp is Outcome.WIN and player_rank >= _STRAIGHT:
+    if cmp is Outcome.WIN and player_rank >= category_floor(Category.STRAIGHT):  # 10.7.3.5
         add(Spot.BLIND, w.blind, Outcome.WIN, rules.blind.get(category), "10.7.3.5/10.12")
     elif cmp is Outcome.WIN:
         add(Spot.BLIND, w.blind, Outcome.STAND_OFF, None, "10.7.3.7/10.12.7")
@@ -211,7 +211,7 @@ def settle_box(
     add(Spot.PLAY, w.play_amount(d), cmp, PLAY_ODDS, rule[cmp] + "/10.10")
 
     # Trips, regardless of the dealer: 10.7.1, paid by its pay table (10.9).
-    if player_rank >= _TRIPS:
+    if player_rank >= category_floor(Category.THREE_OF_A_KIND):  # 10.7.1.1
         add(Spot.TRIPS, w.trips, Outcome.WIN, rules.trips.get(category), "10.7.1.1/10.9")
     else:
         add(Spot.TRIPS, w.trips, Outcome.LOSE, None, "10.7.1.2")
@@ -219,7 +219,7 @@ def settle_box(
 
 
 def dealer_qualifies(dealer_rank: int) -> bool:
-    return dealer_rank >= _QUALIFY  # 10.2
+    return dealer_rank >= category_floor(Category.ONE_PAIR)  # 10.2: a pair or better
 
 
 def settle_hands(

@@ -22,6 +22,7 @@ from typing import Any
 
 from controller.errors import InputError
 from controller.events import Kind
+from controller.games.uth.evaluator import build_tables
 from controller.rounds.base import JSON, Effect, Event, Guarded, Now, Route, route
 from controller.rounds.uth import betting, jackpot, keypad, link, shuffler
 from controller.rounds.uth import effects as fx
@@ -106,6 +107,10 @@ class UthMachine(Guarded[UthState]):
 
     def __init__(self, config: UthConfig | None = None) -> None:
         self.config = config or UthConfig()
+        # The hand evaluator's tables now, while the daemon starts: built at the first
+        # showdown they would stall the event loop (~0.6 s here, tens of seconds under the
+        # VM's TCG: past the watchdog). Importing the game's modules no longer builds them.
+        build_tables()
         self.routes: dict[str, Route[UthState]] = {
             kind: route(partial(step, self.config), phases)
             for kind, (step, phases) in ROUTES.items()
