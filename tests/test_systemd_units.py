@@ -200,3 +200,41 @@ def test_tmpfiles_makes_the_state_directory_private(tmp_path: Path) -> None:
     if os.geteuid() == 0:  # only root can chown
         assert (state.st_uid, state.st_gid) == (990, 990)
     assert (root / "etc/tablectl").is_dir()
+
+
+def syscall_group(name: str) -> set[str]:
+    """The syscalls of a `@group` (nested groups expanded) as this systemd knows them."""
+    out = subprocess.run([analyze, "syscall-filter", name], capture_output=True, text=True,
+                         check=True).stdout
+    calls: set[str] = set()
+    for line in out.splitlines()[1:]:
+        item = line.strip()
+        if not item or item.startswith("#"):
+            continue
+        calls |= syscall_group(item) if item.startswith("@") else {item}
+    return calls
+
+
+def allowed_syscalls(unit: Path) -> set[str]:
+    """The unit's SystemCallFilter= lines folded in order, as systemd.exec(5) says: the first
+    (an allow list here) sets the list, a `~` line takes from it, a later plain line adds."""
+    allowed: set[str] = set()
+    for value in directives(unit)["Service.SystemCallFilter"]:
+        deny = value.startswith("~")
+        names: set[str] = set()
+        for item in value.lstrip("~").split():
+            names |= syscall_group(item) if item.startswith("@") else {item}
+        allowed = allowed - names if deny else allowed | names
+    return allowed
+
+
+@needs_analyze
+def test_the_background_verifier_may_lower_its_own_priority_and_nothing_more() -> None:
+    # controller/journal/background.py: nice 19 (setpriority) and the idle I/O class
+    # (ioprio_set). Refused by the filter (EPERM), the whole-chain pass ran at the daemon's
+    # priority beside the rounds. Nothing else of @resources or @privileged comes back.
+    allowed = allowed_syscalls(DAEMON_UNIT)
+    assert {"setpriority", "ioprio_set"} <= allowed
+    others = (syscall_group("@resources") | syscall_group("@privileged")) - {
+        "setpriority", "ioprio_set"}
+    assert not others & allowed, sorted(others & allowed)

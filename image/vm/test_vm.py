@@ -302,10 +302,9 @@ else:
 """
 
 
-def test_lgpio_opens_the_gpiochip_under_the_units_sandbox(table: Table) -> None:
-    """PL061's lines cannot be driven from the host: inputs are mock pins in play. This shows the
-    Pi's pin library claims and reads a real gpiochip as the daemon's user in its sandbox."""
-    g = table.guest
+def unit_sandbox(g: Guest) -> str:
+    """`systemd-run` arguments for tablectld.service's sandbox, as the booted image has it
+    (`systemctl cat`: the unit and its drop-ins), without what makes it the daemon."""
     unit = g.ssh("systemctl cat tablectld.service").stdout
     props: list[str] = []
     section = ""
@@ -326,13 +325,34 @@ def test_lgpio_opens_the_gpiochip_under_the_units_sandbox(table: Table) -> None:
                             .replace("link-local", "169.254.0.0/16 fe80::/64"))
                 props.append(line)
     assert any(p.startswith("DeviceAllow=char-gpiochip") for p in props), props
+    assert any(p.startswith("SystemCallFilter=") for p in props), props
+    return " ".join(f"-p '{p}'" for p in props)
+
+
+def test_lgpio_opens_the_gpiochip_under_the_units_sandbox(table: Table) -> None:
+    """PL061's lines cannot be driven from the host: inputs are mock pins in play. This shows the
+    Pi's pin library claims and reads a real gpiochip as the daemon's user in its sandbox."""
+    g = table.guest
     g.ssh(f"echo {base64.b64encode(LGPIO_CHECK.encode()).decode()} | base64 -d"
           " > /run/lgpio_check.py")
-    args = " ".join(f"-p '{p}'" for p in props)
-    r = g.ssh(f"cd / && systemd-run --quiet --wait --pipe --collect {args} "
+    r = g.ssh(f"cd / && systemd-run --quiet --wait --pipe --collect {unit_sandbox(g)} "
               "-p WorkingDirectory=/tmp /opt/tablectl/bin/python /run/lgpio_check.py", check=False)
     assert r.returncode == 0 and "chip" in r.stdout, r.stdout + r.stderr
     RESULTS["lgpio"] = r.stdout.strip()
+
+
+def test_the_journal_verifier_lowers_its_priority_under_the_units_sandbox(table: Table) -> None:
+    """The background pass (controller/journal/background.py) sets nice 19 and the idle I/O
+    class itself; the unit's syscall filter once refused both quietly (EPERM)."""
+    g = table.guest
+    code = ("import json; from controller.journal.background import lowest_priority; "
+            "print(json.dumps(lowest_priority()))")
+    r = g.ssh(f"cd / && systemd-run --quiet --wait --pipe --collect {unit_sandbox(g)} "
+              f"-p WorkingDirectory=/tmp /opt/tablectl/bin/python -c '{code}'", check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got == {"nice": 19, "io_class": "idle", "lowest": True}, got
+    RESULTS["background_priority"] = got
 
 
 def test_watchdog_restarts_a_stopped_daemon_and_the_round_resumes(table: Table) -> None:

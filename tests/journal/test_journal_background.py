@@ -7,11 +7,13 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from controller import logs
 from controller.config.journal import JournalConfig
 from controller.daemon.build import build_machine, simulation_config
 from controller.journal import Entry, Journal, checkpoint, segments, verify_dir
@@ -161,3 +163,39 @@ def test_the_daemon_logs_and_counts_each_refused_checkpoint(tmp_path: Path) -> N
     refused = [line for line in err.splitlines() if "E104" in line]
     assert len(refused) == 1, err[-2000:]
     assert f"checkpoint at seq {top} refused: MAC mismatch" in refused[0]
+
+
+def test_the_pass_runs_at_the_lowest_priority_and_says_so(
+        jdir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Read back in the child, not assumed: a unit's syscall filter once refused both quietly.
+    with Journal.open(jdir, table_id=TABLE, game=GAME, fast=True) as j:
+        assert run(j, caplog) == []
+    (rec,) = [r for r in caplog.records
+              if r.getMessage() == "journal verified in the background (the whole chain)"]
+    fields = getattr(rec, logs.FIELDS_ATTR)
+    assert fields["nice"] == 19
+    assert fields["io_class"] in {"idle", "unknown"}  # "unknown": no ioprio_get on this machine
+    assert not [r for r in caplog.records if "could not lower its priority" in r.getMessage()]
+
+
+def test_a_pass_left_at_the_daemons_priority_is_reported(
+        jdir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    # The child as a sandbox that refuses setpriority/ioprio_set leaves it: the journal still
+    # verifies, and the log says the pass competed with the rounds.
+    child = tmp_path / "refused.py"
+    child.write_text(
+        "import json, sys\n"
+        "from controller.journal import background\n"
+        "background.lowest_priority = lambda: {'nice': 0, 'io_class': 'best-effort',"
+        " 'lowest': False}\n"
+        "sys.exit(background.main(sys.argv[-1:]))\n")
+    real = sys.executable
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    (tmp_path / "python").write_text(f"#!/bin/sh\nexec {real} {child} \"$@\"\n")
+    (tmp_path / "python").chmod(0o755)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    with Journal.open(jdir, table_id=TABLE, game=GAME, fast=True) as j:
+        assert run(j, caplog) == []
+    assert ("journal background verification could not lower its priority (nice 0, I/O class "
+            "best-effort): it competes with the table's rounds") in caplog.messages
