@@ -300,7 +300,23 @@ def main() -> None:
     ap.add_argument("--generate-only", type=Path, default=None, metavar="DIR",
                     help="only generate a journal of --days (one figure) with --keep-days kept "
                     "in DIR/state (DIR must not exist)")
+    ap.add_argument("--keep-states", type=Path, default=None, metavar="DIR",
+                    help="also copy the state directory of each age to DIR/dayN (DIR must not "
+                    "exist), to re-time READY on it later (`--ready-only DIR/dayN`)")
+    ap.add_argument("--ready-only", type=Path, default=None, metavar="STATE",
+                    help="only time READY on STATE (a copy: the daemon writes to it) beside an "
+                    "empty state directory, --ready-runs pairs, each pair printed")
     args = ap.parse_args()
+    if args.ready_only is not None:
+        for i in range(args.ready_runs):
+            aged, fresh = ready_s(args.ready_only, 1)
+            print(f"pair {i + 1}: READY {aged:.2f} s (empty state dir {fresh:.2f} s, "
+                  f"x{aged / fresh:.2f}); load {os.getloadavg()[0]:.2f}", flush=True)
+        return
+    if args.keep_states is not None:
+        if args.keep_states.exists():
+            ap.error(f"{args.keep_states} exists")
+        args.keep_states.mkdir(parents=True)
     if args.generate_only is not None:
         if args.generate_only.exists():
             ap.error(f"{args.generate_only} exists")
@@ -336,10 +352,17 @@ def main() -> None:
             # Up to a snapshot: the daemon replays nothing after it (the generated rounds are
             # not the machine's own; the state is the next round's, as after a real one).
             target = d * args.rounds_per_day // SNAPSHOT_EVERY_ROUNDS * SNAPSHOT_EVERY_ROUNDS
-            gen.rounds(target - gen.done)
+            while gen.done < target:  # in steps, with progress: a year takes an hour or two
+                gen.rounds(min(8000, target - gen.done))
+                print(f"  {gen.done} rounds, {time.perf_counter() - t:.0f} s, load "
+                      f"{os.getloadavg()[0]:.2f}", flush=True)
             made = time.perf_counter() - t
             records = gen.j.last_seq
             gen.close()
+            if args.keep_states is not None:
+                import shutil
+
+                shutil.copytree(state, args.keep_states / f"day{d}")
             j_bytes, a_bytes = disk(state)
             t = time.perf_counter()
             rep = verify_dir(state)
@@ -350,8 +373,8 @@ def main() -> None:
                   f"{made:6.1f} s); READY {ready:.2f} s (empty state dir {fresh:.2f} s, "
                   f"x{ready / fresh:.2f}); verify {verify:6.2f} s "
                   f"({rep.records} records walked, pruned through seq {rep.pruned_through}); "
-                  f"journal {j_bytes / 2**20:7.1f} MB, archive {a_bytes / 2**20:7.1f} MB",
-                  flush=True)
+                  f"journal {j_bytes / 2**20:7.1f} MB, archive {a_bytes / 2**20:7.1f} MB; "
+                  f"load {os.getloadavg()[0]:.2f}", flush=True)
             gen.open()
         archive_per_round = disk(state)[1] / gen.done
         gen.close()
