@@ -204,6 +204,35 @@ def ready_s(state: Path, runs: int) -> tuple[float, float]:
     return statistics.median(aged), statistics.median(fresh)
 
 
+def ready_rounds(states: list[Path], runs: int) -> None:
+    """READY on an empty state directory and on a copy of each of `states`, in turn, `runs`
+    times (each round within a few seconds: the load moves them together); medians and the
+    ratios of each to the empty one and to the first state."""
+    import shutil
+
+    got: dict[str, list[float]] = {"empty": [], **{s.name: [] for s in states}}
+    for i in range(runs):
+        line = []
+        with tempfile.TemporaryDirectory(dir=states[0].parent) as tmp:
+            got["empty"].append(ready_once(Path(tmp) / "empty"))
+            line.append(f"empty {got['empty'][-1]:.2f}")
+            for state in states:
+                copy = Path(tmp) / state.name
+                shutil.copytree(state, copy, ignore=shutil.ignore_patterns(
+                    segments.ARCHIVE_DIR))
+                if (state / segments.ARCHIVE_DIR).is_dir():
+                    shutil.copytree(state / segments.ARCHIVE_DIR, copy / segments.ARCHIVE_DIR,
+                                    copy_function=os.link)
+                got[state.name].append(ready_once(copy))
+                line.append(f"{state.name} {got[state.name][-1]:.2f}")
+        print(f"round {i + 1}: READY s: {', '.join(line)}; load {os.getloadavg()[0]:.2f}",
+              flush=True)
+    med = {k: statistics.median(v) for k, v in got.items()}
+    first = states[0].name
+    print("medians: " + ", ".join(f"{k} {v:.2f} s (x{v / med['empty']:.2f} empty, "
+                                  f"x{v / med[first]:.2f} {first})" for k, v in med.items()))
+
+
 def long_run(state: Path, rounds: int) -> float:
     """Bytes the daemon writes per round playing `rounds` rounds on `state`."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -303,15 +332,13 @@ def main() -> None:
     ap.add_argument("--keep-states", type=Path, default=None, metavar="DIR",
                     help="also copy the state directory of each age to DIR/dayN (DIR must not "
                     "exist), to re-time READY on it later (`--ready-only DIR/dayN`)")
-    ap.add_argument("--ready-only", type=Path, default=None, metavar="STATE",
-                    help="only time READY on STATE (a copy: the daemon writes to it) beside an "
-                    "empty state directory, --ready-runs pairs, each pair printed")
+    ap.add_argument("--ready-only", type=Path, nargs="+", default=None, metavar="STATE",
+                    help="only time READY on each STATE (e.g. the --keep-states copies) and on "
+                    "an empty state directory, in turn, --ready-runs rounds; each on a fresh copy "
+                    "of STATE (archives hard-linked): a start writes to its journal")
     args = ap.parse_args()
     if args.ready_only is not None:
-        for i in range(args.ready_runs):
-            aged, fresh = ready_s(args.ready_only, 1)
-            print(f"pair {i + 1}: READY {aged:.2f} s (empty state dir {fresh:.2f} s, "
-                  f"x{aged / fresh:.2f}); load {os.getloadavg()[0]:.2f}", flush=True)
+        ready_rounds(args.ready_only, args.ready_runs)
         return
     if args.keep_states is not None:
         if args.keep_states.exists():
@@ -354,7 +381,9 @@ def main() -> None:
             target = d * args.rounds_per_day // SNAPSHOT_EVERY_ROUNDS * SNAPSHOT_EVERY_ROUNDS
             while gen.done < target:  # in steps, with progress: a year takes an hour or two
                 gen.rounds(min(8000, target - gen.done))
-                print(f"  {gen.done} rounds, {time.perf_counter() - t:.0f} s, load "
+                j_bytes, a_bytes = disk(state)  # the level-off, as the year goes
+                print(f"  {gen.done} rounds, {time.perf_counter() - t:.0f} s, journal "
+                      f"{j_bytes / 2**20:.1f} MB, archive {a_bytes / 2**20:.1f} MB, load "
                       f"{os.getloadavg()[0]:.2f}", flush=True)
             made = time.perf_counter() - t
             records = gen.j.last_seq
