@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -169,6 +170,72 @@ class Generator:
         self.j.close()
 
 
+def advance(gen: Generator, target: int, state: Path) -> None:
+    """Generate up to `target` rounds in steps, printing the disk used as the year goes (the
+    level-off) and the load."""
+    t = time.perf_counter()
+    while gen.done < target:
+        gen.rounds(min(8000, target - gen.done))
+        j_bytes, a_bytes = disk(state)
+        print(f"  {gen.done} rounds, {time.perf_counter() - t:.0f} s, journal "
+              f"{j_bytes / 2**20:.1f} MB, archive {a_bytes / 2**20:.1f} MB, load "
+              f"{os.getloadavg()[0]:.2f}", flush=True)
+
+
+def copy_state(state: Path, to: Path) -> None:
+    """A copy of a state directory to start a daemon on (it writes to its journal); the
+    archives, written once and never changed, hard-linked."""
+    shutil.copytree(state, to, ignore=shutil.ignore_patterns(segments.ARCHIVE_DIR))
+    if (state / segments.ARCHIVE_DIR).is_dir():
+        shutil.copytree(state / segments.ARCHIVE_DIR, to / segments.ARCHIVE_DIR,
+                        copy_function=os.link)
+
+
+def verify_archives(state: Path) -> None:
+    """What an auditor does with sqlite3, zlib and sha256 alone (docs/journal.md, "Checking an
+    archived segment"), for every archive of `state`: its sha256 is the digest the journal's
+    segment row holds, its records hash to its head, and each segment goes on from the one
+    before. Prints the records walked and the time."""
+    import hashlib
+    import json
+    import sqlite3
+    import zlib
+
+    t = time.perf_counter()
+    rows = sqlite3.connect(f"file:{state / 'journal.sqlite3'}?mode=ro", uri=True).execute(
+        "SELECT number, archive, digest FROM segments WHERE archive IS NOT NULL ORDER BY number"
+    ).fetchall()
+    walked, head, size = 0, None, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for number, name, digest in rows:
+            data = (state / segments.ARCHIVE_DIR / name).read_bytes()
+            size += len(data)
+            assert hashlib.sha256(data).hexdigest() == digest, f"segment {number}: digest"
+            db = Path(tmp) / "segment.sqlite3"
+            db.write_bytes(zlib.decompress(data))
+            c = sqlite3.connect(db)
+            meta = dict(c.execute("SELECT key, value FROM meta"))
+            seg = json.loads(meta["segment"])
+            assert head is None or seg["prev"] == head, f"segment {number}: not chained"
+            h, seq = seg["prev"], seg["first"] - 1
+            zdict = meta["deflate_dict"].encode()
+            for key, body, stored in c.execute("SELECT seq, body, hash FROM commits ORDER BY seq"):
+                d = zlib.decompressobj(-15, zdict=zdict)
+                for record in json.loads(d.decompress(body) + d.flush()):
+                    seq += 1
+                    h = hashlib.sha256((h + json.dumps(
+                        [seq, *record], sort_keys=True, separators=(",", ":"),
+                        ensure_ascii=False)).encode()).hexdigest()
+                assert (seq, h) == (key, stored.hex()), f"segment {number}: seq {key}"
+            assert (seq, h) == (seg["last"], seg["head"]), f"segment {number}: head"
+            walked += seq - seg["first"] + 1
+            head = seg["head"]
+            c.close()
+            db.unlink()
+    print(f"{len(rows)} archives ({size / 2**20:.1f} MB) verified: {walked} records walked in "
+          f"{time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.2f}")
+
+
 def ready_once(state: Path) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         addr = str(Path(tmp) / "notify.sock")
@@ -208,8 +275,6 @@ def ready_rounds(states: list[Path], runs: int) -> None:
     """READY on an empty state directory and on a copy of each of `states`, in turn, `runs`
     times (each round within a few seconds: the load moves them together); medians and the
     ratios of each to the empty one and to the first state."""
-    import shutil
-
     got: dict[str, list[float]] = {"empty": [], **{s.name: [] for s in states}}
     for i in range(runs):
         line = []
@@ -218,11 +283,7 @@ def ready_rounds(states: list[Path], runs: int) -> None:
             line.append(f"empty {got['empty'][-1]:.2f}")
             for state in states:
                 copy = Path(tmp) / state.name
-                shutil.copytree(state, copy, ignore=shutil.ignore_patterns(
-                    segments.ARCHIVE_DIR))
-                if (state / segments.ARCHIVE_DIR).is_dir():
-                    shutil.copytree(state / segments.ARCHIVE_DIR, copy / segments.ARCHIVE_DIR,
-                                    copy_function=os.link)
+                copy_state(state, copy)
                 got[state.name].append(ready_once(copy))
                 line.append(f"{state.name} {got[state.name][-1]:.2f}")
         print(f"round {i + 1}: READY s: {', '.join(line)}; load {os.getloadavg()[0]:.2f}",
@@ -287,8 +348,6 @@ def compare(base: Path, days: int, keep_days: int, per_day: int, rounds: int, ru
     commit before a change) and of this one, alternately, each on a fresh copy of one generated
     journal of `days` days with `keep_days` kept (pruning: freed pages being reused)."""
     import importlib.util
-    import shutil
-
     spec = importlib.util.spec_from_file_location("base_bench_year", base / "bench/bench_year.py")
     assert spec is not None and spec.loader is not None
     other = importlib.util.module_from_spec(spec)
@@ -336,7 +395,24 @@ def main() -> None:
                     help="only time READY on each STATE (e.g. the --keep-states copies) and on "
                     "an empty state directory, in turn, --ready-runs rounds; each on a fresh copy "
                     "of STATE (archives hard-linked): a start writes to its journal")
+    ap.add_argument("--long-only", type=Path, default=None, metavar="STATE",
+                    help="only bytes written per round: --long-rounds rounds played by the "
+                    "daemon on a fresh copy of STATE")
+    ap.add_argument("--verify-archives", type=Path, default=None, metavar="STATE",
+                    help="only check every archive of STATE as an auditor would (sqlite3, zlib, "
+                    "sha256), timed")
     args = ap.parse_args()
+    if args.verify_archives is not None:
+        verify_archives(args.verify_archives)
+        return
+    if args.long_only is not None:
+        with tempfile.TemporaryDirectory(dir=args.long_only.parent) as tmp:
+            copy_state(args.long_only, Path(tmp) / "state")
+            per_round = long_run(Path(tmp) / "state", args.long_rounds)
+        print(f"long run: {args.long_rounds} rounds on a copy of {args.long_only}: "
+              f"{per_round / 1024:.1f} KB written per round by the daemon; load "
+              f"{os.getloadavg()[0]:.2f}")
+        return
     if args.ready_only is not None:
         ready_rounds(args.ready_only, args.ready_runs)
         return
@@ -351,8 +427,8 @@ def main() -> None:
         gen = Generator(args.generate_only / "state",
                         template(args.template_rounds, args.generate_only / "template"),
                         args.rounds_per_day, args.keep_days * args.rounds_per_day)
-        gen.rounds(int(args.days) * args.rounds_per_day // SNAPSHOT_EVERY_ROUNDS
-                   * SNAPSHOT_EVERY_ROUNDS)
+        advance(gen, int(args.days) * args.rounds_per_day // SNAPSHOT_EVERY_ROUNDS
+                * SNAPSHOT_EVERY_ROUNDS, args.generate_only / "state")
         pruned = sum(s.pruned_utc is not None for s in gen.j.retention.states())
         gen.close()
         print(f"{gen.done} rounds generated in {args.generate_only / 'state'}, "
@@ -379,18 +455,11 @@ def main() -> None:
             # Up to a snapshot: the daemon replays nothing after it (the generated rounds are
             # not the machine's own; the state is the next round's, as after a real one).
             target = d * args.rounds_per_day // SNAPSHOT_EVERY_ROUNDS * SNAPSHOT_EVERY_ROUNDS
-            while gen.done < target:  # in steps, with progress: a year takes an hour or two
-                gen.rounds(min(8000, target - gen.done))
-                j_bytes, a_bytes = disk(state)  # the level-off, as the year goes
-                print(f"  {gen.done} rounds, {time.perf_counter() - t:.0f} s, journal "
-                      f"{j_bytes / 2**20:.1f} MB, archive {a_bytes / 2**20:.1f} MB, load "
-                      f"{os.getloadavg()[0]:.2f}", flush=True)
+            advance(gen, target, state)
             made = time.perf_counter() - t
             records = gen.j.last_seq
             gen.close()
             if args.keep_states is not None:
-                import shutil
-
                 shutil.copytree(state, args.keep_states / f"day{d}")
             j_bytes, a_bytes = disk(state)
             t = time.perf_counter()
