@@ -28,6 +28,15 @@ compares bytes written per round with another tree's daemon (`git archive BASE |
     .venv/bin/python bench/bench_year.py --generate-only /var/tmp/aged --days 45 --keep-days 15
 
 only generates that aged, pruned journal (STATE/state), e.g. for `bench/wal_pages.py --from`.
+
+    .venv/bin/python bench/bench_year.py --dir /var/tmp/y --keep-states /var/tmp/y/kept
+    .venv/bin/python bench/bench_year.py --ready-only /var/tmp/y/kept/day30 /var/tmp/y/kept/day365
+    .venv/bin/python bench/bench_year.py --long-only /var/tmp/y/kept/day365 --long-rounds 500
+    .venv/bin/python bench/bench_year.py --verify-archives /var/tmp/y/kept/day365
+
+keep each age's state directory, then re-time READY on copies of them beside an empty state
+directory in turn (e.g. in a quiet window), bytes per round on a copy, and the auditor's check
+of every archive (docs/journal.md, "A year unattended: the figures").
 """
 
 from __future__ import annotations
