@@ -28,6 +28,15 @@ compares bytes written per round with another tree's daemon (`git archive BASE |
     .venv/bin/python bench/bench_year.py --generate-only /var/tmp/aged --days 45 --keep-days 15
 
 only generates that aged, pruned journal (STATE/state), e.g. for `bench/wal_pages.py --from`.
+
+    .venv/bin/python bench/bench_year.py --dir /var/tmp/y --keep-states /var/tmp/y/kept
+    .venv/bin/python bench/bench_year.py --ready-only /var/tmp/y/kept/day30 /var/tmp/y/kept/day365
+    .venv/bin/python bench/bench_year.py --long-only /var/tmp/y/kept/day365 --long-rounds 500
+    .venv/bin/python bench/bench_year.py --verify-archives /var/tmp/y/kept/day365
+
+keep each age's state directory, then re-time READY on copies of them beside an empty state
+directory in turn (e.g. in a quiet window), bytes per round on a copy, and the auditor's check
+of every archive (docs/journal.md, "A year unattended: the figures").
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -169,6 +179,72 @@ class Generator:
         self.j.close()
 
 
+def advance(gen: Generator, target: int, state: Path) -> None:
+    """Generate up to `target` rounds in steps, printing the disk used as the year goes (the
+    level-off) and the load."""
+    t = time.perf_counter()
+    while gen.done < target:
+        gen.rounds(min(8000, target - gen.done))
+        j_bytes, a_bytes = disk(state)
+        print(f"  {gen.done} rounds, {time.perf_counter() - t:.0f} s, journal "
+              f"{j_bytes / 2**20:.1f} MB, archive {a_bytes / 2**20:.1f} MB, load "
+              f"{os.getloadavg()[0]:.2f}", flush=True)
+
+
+def copy_state(state: Path, to: Path) -> None:
+    """A copy of a state directory to start a daemon on (it writes to its journal); the
+    archives, written once and never changed, hard-linked."""
+    shutil.copytree(state, to, ignore=shutil.ignore_patterns(segments.ARCHIVE_DIR))
+    if (state / segments.ARCHIVE_DIR).is_dir():
+        shutil.copytree(state / segments.ARCHIVE_DIR, to / segments.ARCHIVE_DIR,
+                        copy_function=os.link)
+
+
+def verify_archives(state: Path) -> None:
+    """What an auditor does with sqlite3, zlib and sha256 alone (docs/journal.md, "Checking an
+    archived segment"), for every archive of `state`: its sha256 is the digest the journal's
+    segment row holds, its records hash to its head, and each segment goes on from the one
+    before. Prints the records walked and the time."""
+    import hashlib
+    import json
+    import sqlite3
+    import zlib
+
+    t = time.perf_counter()
+    rows = sqlite3.connect(f"file:{state / 'journal.sqlite3'}?mode=ro", uri=True).execute(
+        "SELECT number, archive, digest FROM segments WHERE archive IS NOT NULL ORDER BY number"
+    ).fetchall()
+    walked, head, size = 0, None, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for number, name, digest in rows:
+            data = (state / segments.ARCHIVE_DIR / name).read_bytes()
+            size += len(data)
+            assert hashlib.sha256(data).hexdigest() == digest, f"segment {number}: digest"
+            db = Path(tmp) / "segment.sqlite3"
+            db.write_bytes(zlib.decompress(data))
+            c = sqlite3.connect(db)
+            meta = dict(c.execute("SELECT key, value FROM meta"))
+            seg = json.loads(meta["segment"])
+            assert head is None or seg["prev"] == head, f"segment {number}: not chained"
+            h, seq = seg["prev"], seg["first"] - 1
+            zdict = meta["deflate_dict"].encode()
+            for key, body, stored in c.execute("SELECT seq, body, hash FROM commits ORDER BY seq"):
+                d = zlib.decompressobj(-15, zdict=zdict)
+                for record in json.loads(d.decompress(body) + d.flush()):
+                    seq += 1
+                    h = hashlib.sha256((h + json.dumps(
+                        [seq, *record], sort_keys=True, separators=(",", ":"),
+                        ensure_ascii=False)).encode()).hexdigest()
+                assert (seq, h) == (key, stored.hex()), f"segment {number}: seq {key}"
+            assert (seq, h) == (seg["last"], seg["head"]), f"segment {number}: head"
+            walked += seq - seg["first"] + 1
+            head = seg["head"]
+            c.close()
+            db.unlink()
+    print(f"{len(rows)} archives ({size / 2**20:.1f} MB) verified: {walked} records walked in "
+          f"{time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.2f}")
+
+
 def ready_once(state: Path) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         addr = str(Path(tmp) / "notify.sock")
@@ -202,6 +278,29 @@ def ready_s(state: Path, runs: int) -> tuple[float, float]:
             fresh.append(ready_once(Path(empty)))
         aged.append(ready_once(state))
     return statistics.median(aged), statistics.median(fresh)
+
+
+def ready_rounds(states: list[Path], runs: int) -> None:
+    """READY on an empty state directory and on a copy of each of `states`, in turn, `runs`
+    times (each round within a few seconds: the load moves them together); medians and the
+    ratios of each to the empty one and to the first state."""
+    got: dict[str, list[float]] = {"empty": [], **{s.name: [] for s in states}}
+    for i in range(runs):
+        line = []
+        with tempfile.TemporaryDirectory(dir=states[0].parent) as tmp:
+            got["empty"].append(ready_once(Path(tmp) / "empty"))
+            line.append(f"empty {got['empty'][-1]:.2f}")
+            for state in states:
+                copy = Path(tmp) / state.name
+                copy_state(state, copy)
+                got[state.name].append(ready_once(copy))
+                line.append(f"{state.name} {got[state.name][-1]:.2f}")
+        print(f"round {i + 1}: READY s: {', '.join(line)}; load {os.getloadavg()[0]:.2f}",
+              flush=True)
+    med = {k: statistics.median(v) for k, v in got.items()}
+    first = states[0].name
+    print("medians: " + ", ".join(f"{k} {v:.2f} s (x{v / med['empty']:.2f} empty, "
+                                  f"x{v / med[first]:.2f} {first})" for k, v in med.items()))
 
 
 def long_run(state: Path, rounds: int) -> float:
@@ -258,8 +357,6 @@ def compare(base: Path, days: int, keep_days: int, per_day: int, rounds: int, ru
     commit before a change) and of this one, alternately, each on a fresh copy of one generated
     journal of `days` days with `keep_days` kept (pruning: freed pages being reused)."""
     import importlib.util
-    import shutil
-
     spec = importlib.util.spec_from_file_location("base_bench_year", base / "bench/bench_year.py")
     assert spec is not None and spec.loader is not None
     other = importlib.util.module_from_spec(spec)
@@ -300,7 +397,38 @@ def main() -> None:
     ap.add_argument("--generate-only", type=Path, default=None, metavar="DIR",
                     help="only generate a journal of --days (one figure) with --keep-days kept "
                     "in DIR/state (DIR must not exist)")
+    ap.add_argument("--keep-states", type=Path, default=None, metavar="DIR",
+                    help="also copy the state directory of each age to DIR/dayN (DIR must not "
+                    "exist), to re-time READY on it later (`--ready-only DIR/dayN`)")
+    ap.add_argument("--ready-only", type=Path, nargs="+", default=None, metavar="STATE",
+                    help="only time READY on each STATE (e.g. the --keep-states copies) and on "
+                    "an empty state directory, in turn, --ready-runs rounds; each on a fresh copy "
+                    "of STATE (archives hard-linked): a start writes to its journal")
+    ap.add_argument("--long-only", type=Path, default=None, metavar="STATE",
+                    help="only bytes written per round: --long-rounds rounds played by the "
+                    "daemon on a fresh copy of STATE")
+    ap.add_argument("--verify-archives", type=Path, default=None, metavar="STATE",
+                    help="only check every archive of STATE as an auditor would (sqlite3, zlib, "
+                    "sha256), timed")
     args = ap.parse_args()
+    if args.verify_archives is not None:
+        verify_archives(args.verify_archives)
+        return
+    if args.long_only is not None:
+        with tempfile.TemporaryDirectory(dir=args.long_only.parent) as tmp:
+            copy_state(args.long_only, Path(tmp) / "state")
+            per_round = long_run(Path(tmp) / "state", args.long_rounds)
+        print(f"long run: {args.long_rounds} rounds on a copy of {args.long_only}: "
+              f"{per_round / 1024:.1f} KB written per round by the daemon; load "
+              f"{os.getloadavg()[0]:.2f}")
+        return
+    if args.ready_only is not None:
+        ready_rounds(args.ready_only, args.ready_runs)
+        return
+    if args.keep_states is not None:
+        if args.keep_states.exists():
+            ap.error(f"{args.keep_states} exists")
+        args.keep_states.mkdir(parents=True)
     if args.generate_only is not None:
         if args.generate_only.exists():
             ap.error(f"{args.generate_only} exists")
@@ -308,8 +436,8 @@ def main() -> None:
         gen = Generator(args.generate_only / "state",
                         template(args.template_rounds, args.generate_only / "template"),
                         args.rounds_per_day, args.keep_days * args.rounds_per_day)
-        gen.rounds(int(args.days) * args.rounds_per_day // SNAPSHOT_EVERY_ROUNDS
-                   * SNAPSHOT_EVERY_ROUNDS)
+        advance(gen, int(args.days) * args.rounds_per_day // SNAPSHOT_EVERY_ROUNDS
+                * SNAPSHOT_EVERY_ROUNDS, args.generate_only / "state")
         pruned = sum(s.pruned_utc is not None for s in gen.j.retention.states())
         gen.close()
         print(f"{gen.done} rounds generated in {args.generate_only / 'state'}, "
@@ -336,10 +464,12 @@ def main() -> None:
             # Up to a snapshot: the daemon replays nothing after it (the generated rounds are
             # not the machine's own; the state is the next round's, as after a real one).
             target = d * args.rounds_per_day // SNAPSHOT_EVERY_ROUNDS * SNAPSHOT_EVERY_ROUNDS
-            gen.rounds(target - gen.done)
+            advance(gen, target, state)
             made = time.perf_counter() - t
             records = gen.j.last_seq
             gen.close()
+            if args.keep_states is not None:
+                shutil.copytree(state, args.keep_states / f"day{d}")
             j_bytes, a_bytes = disk(state)
             t = time.perf_counter()
             rep = verify_dir(state)
@@ -350,8 +480,8 @@ def main() -> None:
                   f"{made:6.1f} s); READY {ready:.2f} s (empty state dir {fresh:.2f} s, "
                   f"x{ready / fresh:.2f}); verify {verify:6.2f} s "
                   f"({rep.records} records walked, pruned through seq {rep.pruned_through}); "
-                  f"journal {j_bytes / 2**20:7.1f} MB, archive {a_bytes / 2**20:7.1f} MB",
-                  flush=True)
+                  f"journal {j_bytes / 2**20:7.1f} MB, archive {a_bytes / 2**20:7.1f} MB; "
+                  f"load {os.getloadavg()[0]:.2f}", flush=True)
             gen.open()
         archive_per_round = disk(state)[1] / gen.done
         gen.close()
