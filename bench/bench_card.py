@@ -24,9 +24,17 @@ The sector count is of requests submitted to the loop device, i.e. the file syst
 whatever the loop then does with its backing file (buffered or, with `dio=1`, `losetup
 --direct-io=on`): run a case both ways to check.
 
-A case is `NAME[,opts=MOUNT_OPTS][,expire=CS][,writeback=CS][,dio=1]` (MOUNT_OPTS separated by
-`+`, e.g. `opts=lazytime+commit=60`; expire/writeback: vm.dirty_expire_centisecs and
-vm.dirty_writeback_centisecs, default this machine's). Cases with the same sysctls run at the
+A case is `NAME[,opts=MOUNT_OPTS][,expire=CS][,writeback=CS][,dio=1][,warm=N][,pace=S]
+[,rounds=N]` (MOUNT_OPTS separated by `+`, e.g. `opts=lazytime+commit=60`; expire/writeback:
+vm.dirty_expire_centisecs and vm.dirty_writeback_centisecs, default this machine's; warm=N: N
+rounds at full speed first, then SIGKILL, so the measured daemon finds the WAL file at its full
+size (below); pace/rounds: this case's, instead of --pace/--rounds).
+
+Why warm: SQLite deletes the WAL when the last connection closes cleanly, and a new WAL grows
+until the first checkpoint (4 000 frames, ~320 UTH rounds); every fsync that grows the file
+also commits ext4's journal (the new size and blocks), several blocks per fsync. A daemon that
+has run a day writes into a WAL of full size instead. Run a case without warm= for the first
+~320 rounds after each start. Cases with the same sysctls run at the
 same time (each its own loop device, so its own writeback); groups of different sysctls one
 after another, --runs times, alternately. The sysctls are set only while their group runs and
 restored in `finally`. Needs root. Everything (daemon, mount, loop device, image file) is
@@ -63,6 +71,8 @@ class Case:
     writeback: int | None = None  # vm.dirty_writeback_centisecs
     dio: bool = False
     warm: int = 0  # rounds played at full speed first, then SIGKILL (the WAL left wrapped)
+    pace: float | None = None  # this case's --pace and --rounds, instead of the run's
+    rounds: int | None = None
 
     @classmethod
     def parse(cls, text: str) -> Case:
@@ -70,14 +80,17 @@ class Case:
         kw: dict[str, str] = {}
         for field in fields:
             key, sep, value = field.partition("=")
-            if not sep or key not in ("opts", "expire", "writeback", "dio", "warm"):
+            if not sep or key not in ("opts", "expire", "writeback", "dio", "warm",
+                                               "pace", "rounds"):
                 raise SystemExit(f"--case {text!r}: {field!r} is not "
-                                 "opts=|expire=|writeback=|dio=|warm=")
+                                 "opts=|expire=|writeback=|dio=|warm=|pace=|rounds=")
             kw[key] = value
         return cls(name, kw.get("opts", "").replace("+", ","),
                    int(kw["expire"]) if "expire" in kw else None,
                    int(kw["writeback"]) if "writeback" in kw else None,
-                   kw.get("dio", "0") == "1", int(kw.get("warm", "0")))
+                   kw.get("dio", "0") == "1", int(kw.get("warm", "0")),
+                   float(kw["pace"]) if "pace" in kw else None,
+                   int(kw["rounds"]) if "rounds" in kw else None)
 
     @property
     def sysctls(self) -> tuple[int | None, int | None]:
@@ -263,7 +276,9 @@ def main() -> None:
             errors: dict[str, BaseException] = {}
             load0 = os.getloadavg()[0]
             with sysctls(expire, writeback):
-                threads = [threading.Thread(target=play, args=(c, args.rounds, args.pace or None,
+                threads = [threading.Thread(target=play, args=(c, c.rounds or args.rounds,
+                                                                (args.pace if c.pace is None
+                                                                 else c.pace) or None,
                                                                 args.size_mb, args.source,
                                                                 out, errors))
                            for c in group]
