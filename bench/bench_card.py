@@ -61,6 +61,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA_MOUNT_OPTS = "rw,noatime,nodev,nosuid"
 SYSCTL = Path("/proc/sys/vm")
 SECTOR = 512
+# The WAL at its autocheckpoint size: header + 4 000 frames of (24 + 512) bytes, and some slack.
+WAL_BYTES = 32 + 4200 * (24 + 512)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class Case:
     warm: int = 0  # rounds played at full speed first, then SIGKILL (the WAL left wrapped)
     pace: float | None = None  # this case's --pace and --rounds, instead of the run's
     rounds: int | None = None
+    term: bool = False  # end the warm-up with SIGTERM (a clean stop: SQLite deletes the WAL)
+    prefill: bool = False  # then a zero-filled WAL of full size put in its place
 
     @classmethod
     def parse(cls, text: str) -> Case:
@@ -81,16 +85,18 @@ class Case:
         for field in fields:
             key, sep, value = field.partition("=")
             if not sep or key not in ("opts", "expire", "writeback", "dio", "warm",
-                                               "pace", "rounds"):
+                                               "pace", "rounds", "term", "prefill"):
                 raise SystemExit(f"--case {text!r}: {field!r} is not "
-                                 "opts=|expire=|writeback=|dio=|warm=|pace=|rounds=")
+                                 "opts=|expire=|writeback=|dio=|warm=|pace=|rounds=|"
+                                 "term=|prefill=")
             kw[key] = value
         return cls(name, kw.get("opts", "").replace("+", ","),
                    int(kw["expire"]) if "expire" in kw else None,
                    int(kw["writeback"]) if "writeback" in kw else None,
                    kw.get("dio", "0") == "1", int(kw.get("warm", "0")),
                    float(kw["pace"]) if "pace" in kw else None,
-                   int(kw["rounds"]) if "rounds" in kw else None)
+                   int(kw["rounds"]) if "rounds" in kw else None,
+                   kw.get("term", "0") == "1", kw.get("prefill", "0") == "1")
 
     @property
     def sysctls(self) -> tuple[int | None, int | None]:
@@ -131,14 +137,15 @@ def syncfs(path: Path) -> None:
 def sysctls(expire: int | None, writeback: int | None) -> Iterator[None]:
     """Set the writeback sysctls for the block; the old values back in any case."""
     names = {"dirty_expire_centisecs": expire, "dirty_writeback_centisecs": writeback}
-    old = {name: (SYSCTL / name).read_text().strip() for name in names}
+    old: dict[str, str] = {}
     try:
         for name, value in names.items():
             if value is not None:
+                old[name] = (SYSCTL / name).read_text().strip()
                 (SYSCTL / name).write_text(str(value))
         yield
     finally:
-        for name, value in old.items():
+        for name, value in old.items():  # only what was set: leave the rest as others put it
             (SYSCTL / name).write_text(value)
 
 
@@ -220,8 +227,19 @@ def _play(case: Case, rounds: int, pace: float | None, size_mb: int, source: Pat
                 first = wait_started(warm, runtime, case.name)
                 wait_round(runtime, first + case.warm)
             finally:
-                warm.kill()
+                if case.term:
+                    warm.terminate()
+                else:
+                    warm.kill()
                 warm.wait()
+            if case.prefill:
+                wal = state / "journal.sqlite3-wal"
+                assert not wal.exists(), "a clean stop leaves no WAL"
+                # A WAL whose header is not valid is an empty one to SQLite; the first commit
+                # writes a new header at offset 0 and the file need not grow until it wraps.
+                with open(wal, "wb") as f:
+                    f.write(bytes(WAL_BYTES))
+                    os.fsync(f.fileno())
             syncfs(mnt)
         proc = daemon(state, runtime, pace)
         try:
@@ -297,7 +315,9 @@ def main() -> None:
                       f"{res.dev_sync / per:6.1f} KB  proc {res.proc / per:6.1f} KB per round"
                       f"  ({res.rounds} rounds, {res.seconds / res.rounds:.1f} s each; "
                       f"opts '{c.opts}', expire {expire}, writeback {writeback}, "
-                      f"dio {int(c.dio)}, warm {c.warm}; load {load0:.1f}-{load1:.1f})", flush=True)
+                      f"dio {int(c.dio)}, warm {c.warm}{' term' if c.term else ''}"
+                      f"{' prefill' if c.prefill else ''}; load {load0:.1f}-{load1:.1f})",
+                      flush=True)
 
 
 if __name__ == "__main__":
