@@ -55,6 +55,7 @@ from controller.journal.schema import (
 )
 from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3
 from controller.journal.verify import verify_conn
+from controller.journal.walfile import prefill_wal
 from controller.journal.walk import VerifyReport
 from controller.rounds.base import Effect, Event, Now
 
@@ -167,6 +168,8 @@ class Journal:
             # SQLite would happily turn an empty file into a new database: refuse first.
             raise JournalError(f"journal {path} is not an SQLite database (empty or damaged "
                                "header); refusing to use or replace it")
+        # Before SQLite opens it: a WAL of full size, so commits never grow it (walfile.py).
+        prefill_wal(path)
         try:
             # mode=rw: never let SQLite create an empty file in place of a vanished journal.
             conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None,
