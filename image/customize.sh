@@ -25,7 +25,8 @@ in_root() { chroot "$ROOT" "$@"; }
 pkgs=$(grep -v '^\s*#' "$HERE/packages.txt" | grep -v '^\s*$' | tr '\n' ' ')
 in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $pkgs
 
-# 2. The overlay: journald cap, chrony, the data-partition state directory, A/B health check.
+# 2. The overlay: journald cap, chrony, the writeback sysctls, the data-partition state
+#    directory, A/B health check.
 cp -a "$HERE/overlay/." "$ROOT/"
 chmod 0755 "$ROOT/usr/local/sbin/tablectl-slot"
 
@@ -149,6 +150,7 @@ includes="--include opt/tablectl --include usr/bin/python3.11 --include usr/lib/
 includes="$includes --include usr/lib/python3/dist-packages/systemd"
 for f in etc/systemd/system/tablectld.service etc/systemd/system/tablectld.service.d \
     etc/systemd/system/systemd-journal-flush.service.d etc/systemd/journald.conf.d/tablectl.conf \
+    etc/sysctl.d/60-tablectl-writeback.conf \
     etc/systemd/system/tablectl-headoffice.service etc/systemd/system/tablectl-health.service \
     etc/systemd/system/tablectl-journal-key.service etc/systemd/system/tablectl-journal-key.service.d \
     usr/lib/sysusers.d/tablectl.conf usr/lib/tmpfiles.d/tablectl.conf \

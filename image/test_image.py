@@ -91,6 +91,8 @@ def test_units_are_installed_and_enabled(rootfs: Path) -> None:
     users = (rootfs / "etc/passwd").read_text()
     assert any(line.startswith("tablectl:") for line in users.splitlines())
     assert (rootfs / "etc/systemd/journald.conf.d/tablectl.conf").is_file()
+    sysctl = "etc/sysctl.d/60-tablectl-writeback.conf"  # docs/daemon.md, "What reaches the card"
+    assert (rootfs / sysctl).read_bytes() == (REPO / "image/overlay" / sysctl).read_bytes()
     assert os.readlink(rootfs / "etc/tablectl/table.toml") == "/persistent/etc/tablectl/table.toml"
     # No journal key in the image (it is the same on every table): made on the first boot.
     key_link = os.readlink(rootfs / "etc/tablectl/journal-key")

@@ -26,6 +26,7 @@ def open_journal(cfg: TableConfig, log: logging.Logger) -> Journal:
             fast=True,  # from the latest checkpoint; the whole chain: look_after_journal
             segment_rounds=cfg.journal.segment_rounds,
             archive_dir=cfg.journal.archive_dir,
+            full_wal=True,  # commits never grow the WAL: fewer writes to the card (walfile.py)
         )
     except JournalError as exc:
         # A loss (JournalLossError) names the mark's seq and the journal's last seq.

@@ -7,9 +7,10 @@ seq, last outbox id and chain hash of the last commit, MAC'd with the journal's 
 rewritten in place (one `pwrite` of one 256-byte block at offset 0) after every commit and
 never fsync'd: the page stays dirty in the page cache and the kernel writes it back with its
 periodic writeback, so a burst of commits costs one page write, not one each. A process killed
-at any moment leaves the page cache (and the mark) current; a power cut may leave it some
-seconds behind the journal, which is safe (a lagging mark only narrows what is detected). It is
-never ahead: it is written after the commit returned.
+at any moment leaves the page cache (and the mark) current; a power cut may leave it behind
+the journal (on the image up to ~6 minutes: its writeback sysctls, image/overlay/etc/sysctl.d),
+which is safe (a lagging mark only narrows what is detected). It is never ahead: it is written
+after the commit returned.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ from controller.journal.schema import (
 )
 from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3
 from controller.journal.verify import verify_conn
+from controller.journal.walfile import prefill_wal
 from controller.journal.walk import VerifyReport
 from controller.rounds.base import Effect, Event, Now
 
@@ -105,7 +106,7 @@ class Journal:
     def open(cls, state_dir: Path | str, *, table_id: str, game: str, create: bool = True,
              verify: bool = True, key_file: Path | None = None, fast: bool = False,
              segment_rounds: int | None = None, archive_dir: Path | None = None,
-             _recovering: bool = False) -> Journal:
+             full_wal: bool = False, _recovering: bool = False) -> Journal:
         """Open (or, with `create`, make) the journal of this table and game; verify it, its
         MACs (with the key `find_key` finds, or `key_file`) and its high-water mark.
 
@@ -117,7 +118,9 @@ class Journal:
         `fast` (the daemon): verify only what follows the latest checkpoint that checks out
         (checkpoint.py), so that start-up does not grow with the journal's age; the whole chain
         is then verified in the background (background.py) and offline. `segment_rounds` and
-        `archive_dir`: the `[journal]` configuration's (default: segments.py's)."""
+        `archive_dir`: the `[journal]` configuration's (default: segments.py's). `full_wal`
+        (the daemon): a missing WAL is first made at its full size (walfile.py), ~2.2 MB
+        written once, so that its commits never grow the file."""
         if not table_id or not game:
             raise ValueError("table_id and game are required")
         state_dir = Path(state_dir)
@@ -138,7 +141,7 @@ class Journal:
                                f"tablectld or journal verify): {exc}") from exc
         try:
             j = cls._open_locked(path, lock_fd, table_id, game, create, verify, key_file,
-                                 fast, _recovering, segment_rounds)
+                                 fast, _recovering, segment_rounds, full_wal)
         except BaseException:
             os.close(lock_fd)
             raise
@@ -149,7 +152,7 @@ class Journal:
     @classmethod
     def _open_locked(cls, path: Path, lock_fd: int, table_id: str, game: str, create: bool,
                      verify: bool, key_file: Path | None, fast: bool, recovering: bool,
-                     segment_rounds: int | None = None) -> Journal:
+                     segment_rounds: int | None = None, full_wal: bool = False) -> Journal:
         state_dir = path.parent
         if not path.exists():
             if Path(f"{path}-wal").exists():
@@ -167,6 +170,9 @@ class Journal:
             # SQLite would happily turn an empty file into a new database: refuse first.
             raise JournalError(f"journal {path} is not an SQLite database (empty or damaged "
                                "header); refusing to use or replace it")
+        if full_wal:
+            # Before SQLite opens it: a WAL of full size, so commits never grow it (walfile.py).
+            prefill_wal(path)
         try:
             # mode=rw: never let SQLite create an empty file in place of a vanished journal.
             conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None,

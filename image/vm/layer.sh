@@ -19,8 +19,10 @@ cat >"$ROOT/etc/fstab" <<'FSTAB'
 # VM only (image/vm/layer.sh): vda = the system slot (read-only), vdb = the data partition.
 /dev/vda            /           ext4   ro,noatime                          0 1
 # 300 s: on a loaded 2-core host TCG took longer than systemd's default 90 s to show the disk
-# (one run went to emergency mode); a Pi's fstab keeps the default.
-LABEL=persistent    /persistent ext4   rw,noatime,nodev,nosuid,x-systemd.device-timeout=300s 0 2
+# (one run went to emergency mode); a Pi's fstab keeps the default. lazytime,commit=60 as the
+# Pi's persistent.mount has them (rpi-image-gen's image-rota slot-perst-generator): commit=60
+# is most of what keeps a table's writes to the card down (docs/daemon.md, "What reaches the card").
+LABEL=persistent    /persistent ext4   rw,noatime,lazytime,commit=60,nodev,nosuid,x-systemd.device-timeout=300s 0 2
 tmpfs               /var        tmpfs  mode=0755,nosuid,nodev              0 0
 tmpfs               /tmp        tmpfs  mode=1777,nosuid,nodev              0 0
 /persistent/log     /var/log    none   bind,x-systemd.requires-mounts-for=/persistent 0 0

@@ -45,6 +45,12 @@ from tests.support.link import journal_totals_at
 WORK = Path(os.environ.get("TABLECTL_VM_WORK", HERE / "work"))
 RESULTS: dict[str, Any] = {}
 DISCONNECT_S = 2.0  # the device shows `disconnected` within this after the unplug (issue 11)
+# `key = value` lines of the image's writeback drop-in (tests/test_image_writeback.py checks it).
+SHIPPED_SYSCTLS = dict(
+    (k.strip(), v.strip()) for k, _, v in (
+        line.partition("=") for line in
+        (REPO / "image/overlay/etc/sysctl.d/60-tablectl-writeback.conf").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith(("#", ";"))))
 
 pytestmark = [
     pytest.mark.slow,
@@ -226,6 +232,11 @@ def test_boots_systemd_with_a_read_only_root_and_the_data_partition(table: Table
     assert "ro" in root and "noatime" in root, root
     data = g.ssh("findmnt -no SOURCE,OPTIONS /persistent").stdout.strip()
     assert "/dev/vdb" in data and "rw" in data.split()[1].split(","), data
+    # What keeps a table's writes to the card down (docs/daemon.md, "What reaches the card"):
+    # the Pi's commit=60 on the data partition, the image's writeback sysctls applied at boot.
+    assert "commit=60" in data.split()[1].split(","), data
+    for key, value in SHIPPED_SYSCTLS.items():
+        assert g.ssh(f"cat /proc/sys/{key.replace('.', '/')}").stdout.strip() == value, key
     assert g.ssh("touch /etc/x", check=False).returncode != 0  # really read-only
     # READY of the daemon under systemd (Type=notify), and systemd's own timings once it is.
     table.wait_active()
