@@ -275,6 +275,7 @@ def test_meters_replayed_from_a_pruned_journal_say_what_they_lack(
     """Without meters.json, a journal pruned by retention replays only the rounds it kept:
     the meters say so (E105), the mark survives their checkpoint, and a shift close makes
     the next shift whole again (the lifetime stays marked)."""
+    from controller.cli.meters_cmd import closing_lacks
     from controller.daemon.accounting import load_meters, save_checkpoint
     from controller.journal import checkpoint, segments
     from controller.meters import CLOSE_SHIFT
@@ -306,7 +307,11 @@ def test_meters_replayed_from_a_pruned_journal_say_what_they_lack(
         assert closing["incomplete"] == {"missing_through": 40, "shift": True,
                                          "first_round_counted": 5}
         assert contract.check_outbox_payload("shift_meters", {"table": TABLE, **closing})
+        assert closing_lacks(closing) == ("INCOMPLETE: rounds before 5 not counted (journal"
+                                          " pruned through seq 40); head office is told so")
         assert again.incomplete() == {"pruned_through_seq": 40, "lifetime": True,
                                       "shift": False}
         closing = again.record(now(j.last_seq + 2).utc, CLOSE_SHIFT, [])
         assert closing is not None and closing["incomplete"]["shift"] is False
+        assert "this shift's figures are whole" in (closing_lacks(closing) or "")
+        assert closing_lacks(Meters().record("t", CLOSE_SHIFT, []) or {}) is None
