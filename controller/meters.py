@@ -230,6 +230,9 @@ class Meters:
             "figures": self.shift.as_json(),
             "lifetime": _headline(self.lifetime),
         }
+        lacking = self.close_incomplete()
+        if lacking is not None:  # absent when whole: the form older tables sent
+            closing["incomplete"] = lacking
         self.last_close = closing
         self.shift_incomplete = False
         self.shift = Figures()
@@ -256,6 +259,16 @@ class Meters:
             return None
         return {"pruned_through_seq": self.missing_through, "lifetime": True,
                 "shift": self.shift_incomplete}
+
+    def close_incomplete(self) -> dict[str, Any] | None:
+        """What a shift close sends about the rounds these meters lack (None: nothing): the
+        journal records pruned before the replay (1..missing_through), the first round counted
+        since, and whether the closing shift lacks them (`shift`; else only the lifetime
+        figures it carries do). Head office shows the shift as INCOMPLETE (docs/mqtt.md)."""
+        if not self.missing_through:
+            return None
+        return {"missing_through": self.missing_through, "shift": self.shift_incomplete,
+                "first_round_counted": self.lifetime.first_round}
 
     def headline(self) -> dict[str, Any]:
         """The shift's and the lifetime's totals without the per-box detail (for status)."""

@@ -112,6 +112,7 @@ def format_shift(s: dict[str, Any]) -> str:
     ]
     return "\n".join([f"table {h['table']} shift {h['shift']} (message {h['seq']}):"
                       f" {h['opened_utc'] or '-'} .. {h['closed_utc']}"]
+                     + ([f"  {h['incomplete']}"] if h["incomplete"] else [])
                      + [f"  {k:<16} {v}" for k, v in rows])
 
 

@@ -55,4 +55,25 @@ def headline(s: dict[str, Any]) -> dict[str, Any]:
         "jackpot_awards": f["jackpot_awards"], "house_win": f["house_win"],
         "by_type": [(kind, f["wagers"].get(kind, 0), f["payouts"].get(kind, 0))
                     for kind in sorted(set(f["wagers"]) | set(f["payouts"]))],
+        "incomplete": lacking(s),
     }
+
+
+def lacking(s: dict[str, Any]) -> str | None:
+    """What a closed shift's figures lack, in words (None: the table sent them as whole).
+
+    A table that replayed its meters from a journal pruned by retention counts no round of the
+    pruned records (docs/operations.md "Meters"); its close says so (`incomplete`, checked by
+    the contract), and this is the line the console and the command show beside the figures,
+    so that nobody reads such a shift as whole."""
+    d = s.get("incomplete")
+    if d is None:
+        return None
+    first, pruned = d["first_round_counted"], d["missing_through"]
+    why = f"the table's journal records 1..{pruned} were pruned before its meters were replayed"
+    if not d["shift"]:
+        return (f"lifetime figures INCOMPLETE: rounds before {first} not counted ({why});"
+                " this shift's figures are whole")
+    if first is None:
+        return f"INCOMPLETE: no round of this shift counted ({why})"
+    return f"INCOMPLETE: rounds before {first} not counted ({why})"

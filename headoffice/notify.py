@@ -28,18 +28,29 @@ from typing import Any
 
 from headoffice.db import Database
 
+# The channel keeps its first name (it carried held-hit decisions first): a worker of the older
+# version LISTENs on it, and both versions' triggers NOTIFY it, so a fleet upgraded one worker
+# at a time never misses a notice.
 CHANNEL = "tablectl_held_hits"
 POLL_S = 0.1  # SQLite: how often data_version is read
 _TRIGGER_LOCK = 0x7AB1EC7D  # pg advisory lock key: the trigger is (re)made by one worker at a time
+# The trigger function was first named tablectl_held_hits_notify, though param_log's trigger
+# runs it too. Installing re-points both triggers at tablectl_ledger_notify and then drops the
+# old function (no CASCADE: nothing else of ours depends on it, and nothing else is dropped).
+# An older worker starting later makes the old one again and points the triggers back at it;
+# both NOTIFY the same CHANNEL, so either way every decision is heard.
+NOTIFY_FUNCTION = "tablectl_ledger_notify"
+OLD_NOTIFY_FUNCTION = "tablectl_held_hits_notify"
 _TRIGGER = (
-    f"""CREATE OR REPLACE FUNCTION tablectl_held_hits_notify() RETURNS trigger AS $$
+    f"""CREATE OR REPLACE FUNCTION {NOTIFY_FUNCTION}() RETURNS trigger AS $$
     BEGIN PERFORM pg_notify('{CHANNEL}', ''); RETURN NULL; END $$ LANGUAGE plpgsql""",
     "DROP TRIGGER IF EXISTS tablectl_held_hits_decided ON held_hits",
-    """CREATE TRIGGER tablectl_held_hits_decided AFTER UPDATE ON held_hits
-    FOR EACH STATEMENT EXECUTE FUNCTION tablectl_held_hits_notify()""",
+    f"""CREATE TRIGGER tablectl_held_hits_decided AFTER UPDATE ON held_hits
+    FOR EACH STATEMENT EXECUTE FUNCTION {NOTIFY_FUNCTION}()""",
     "DROP TRIGGER IF EXISTS tablectl_param_log_entered ON param_log",
-    """CREATE TRIGGER tablectl_param_log_entered AFTER INSERT ON param_log
-    FOR EACH STATEMENT EXECUTE FUNCTION tablectl_held_hits_notify()""",
+    f"""CREATE TRIGGER tablectl_param_log_entered AFTER INSERT ON param_log
+    FOR EACH STATEMENT EXECUTE FUNCTION {NOTIFY_FUNCTION}()""",
+    f"DROP FUNCTION IF EXISTS {OLD_NOTIFY_FUNCTION}()",
 )
 
 Run = Callable[..., Awaitable[Any]]

@@ -10,14 +10,24 @@ killed at will. Never touches the machine's own broker on 1883.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import datetime
+import ipaddress
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
+import threading
 import time
 from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from controller.link.transport import BrokerSettings, Tls, Will
 
@@ -28,7 +38,7 @@ ACL = REPO / "headoffice" / "mosquitto" / "acl"
 
 
 def available() -> bool:
-    return Path(MOSQUITTO).exists() and shutil.which("openssl") is not None
+    return Path(MOSQUITTO).exists()
 
 
 def free_port() -> int:
@@ -37,39 +47,106 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+class _Issuer:
+    """The session's CA and every certificate issued under it, once per CN per process.
+
+    Issued in-process (`cryptography`, a dependency of the table) rather than by two `openssl`
+    processes per certificate: `Broker.settings` is called from inside async tests, and a
+    blocking subprocess there held the event loop for seconds under load (the cause of a flaky
+    lease test, tests/test_headoffice_scale.py). Now a first certificate for a CN costs one EC
+    key and one signature (~1 ms), and every later one a copy of two small files."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="tablectl-test-pki-"))
+        atexit.register(shutil.rmtree, self.dir, True)
+        self.lock = threading.Lock()
+        self.ca_key = ec.generate_private_key(ec.SECP256R1())
+        self.ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tablectl test CA")])
+        self.ca_cert = (
+            _builder(self.ca_name, self.ca_name, self.ca_key.public_key())
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(
+                digital_signature=False, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+            .sign(self.ca_key, hashes.SHA256())
+        )
+        (self.dir / "ca.crt").write_bytes(self.ca_cert.public_bytes(serialization.Encoding.PEM))
+        (self.dir / "ca.key").write_bytes(_pem_key(self.ca_key))
+
+    def issue(self, name: str, cn: str, server: bool = False) -> tuple[Path, Path]:
+        """`name`.crt and `name`.key in the session's directory (made the first time)."""
+        crt, key = self.dir / f"{name}.crt", self.dir / f"{name}.key"
+        with self.lock:
+            if crt.exists():
+                return crt, key
+            private = ec.generate_private_key(ec.SECP256R1())
+            builder = (
+                _builder(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]),
+                         self.ca_name, private.public_key())
+                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                    self.ca_key.public_key()), critical=False)
+            )
+            if server:
+                builder = builder.add_extension(x509.SubjectAlternativeName([
+                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                    x509.DNSName("localhost")]), critical=False)
+            cert = builder.sign(self.ca_key, hashes.SHA256())
+            key.write_bytes(_pem_key(private))
+            crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+            return crt, key
+
+
+def _builder(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey
+             ) -> x509.CertificateBuilder:
+    """Valid from an hour ago (a clock a little behind) for two days, as `openssl -days 2`."""
+    now = datetime.datetime.now(datetime.UTC)
+    return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+            .public_key(public_key).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False))
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+_SESSION: _Issuer | None = None
+_SESSION_LOCK = threading.Lock()
+
+
+def _issuer() -> _Issuer:
+    global _SESSION
+    with _SESSION_LOCK:
+        if _SESSION is None:
+            _SESSION = _Issuer()
+        return _SESSION
 
 
 class Pki:
-    """A throwaway CA, a server certificate for 127.0.0.1/localhost, and client certificates
-    whose CN is the MQTT user name and client id (a table id, or headoffice-1 ... -8)."""
+    """The session's CA (one per test process), a server certificate for 127.0.0.1/localhost,
+    and client certificates whose CN is the MQTT user name and client id (a table id, or
+    headoffice-1 ... -8), copied into `root` so each broker's files are its own."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
-        self.ca = root / "ca.crt"
-        if not self.ca.exists():
-            _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                     "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
-                     "-subj", "/CN=tablectl test CA", cwd=root)
-        self.server_cert, self.server_key = self._issue("server", "localhost",
-                                                        "subjectAltName=IP:127.0.0.1,DNS:localhost")
+        self.issuer = _issuer()
+        self.ca = self._copy(self.issuer.dir / "ca.crt")
+        self.server_cert, self.server_key = self._issue("server", "localhost", server=True)
 
-    def _issue(self, name: str, cn: str, ext: str | None = None) -> tuple[Path, Path]:
-        crt, key = self.root / f"{name}.crt", self.root / f"{name}.key"
-        if crt.exists():
-            return crt, key
-        _openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                 "-nodes", "-keyout", key.name, "-out", f"{name}.csr", "-subj", f"/CN={cn}",
-                 cwd=self.root)
-        args = ["x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-                "-CAcreateserial", "-out", crt.name, "-days", "2"]
-        if ext:
-            (self.root / f"{name}.ext").write_text(ext + "\n")
-            args += ["-extfile", f"{name}.ext"]
-        _openssl(*args, cwd=self.root)
-        return crt, key
+    def _copy(self, src: Path) -> Path:
+        dst = self.root / src.name
+        if not dst.exists():
+            shutil.copyfile(src, dst)
+        return dst
+
+    def _issue(self, name: str, cn: str, server: bool = False) -> tuple[Path, Path]:
+        crt, key = self.issuer.issue(name, cn, server)
+        return self._copy(crt), self._copy(key)
 
     def client(self, cn: str) -> Tls:
         crt, key = self._issue(f"client-{cn}", cn)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def office(tmp_path: Path) -> Office:
 
 
 def cells(html: str, row_id: str) -> list[str]:
-    m = re.search(rf'<tr id="{re.escape(row_id)}">(.*?)</tr>', html, re.S)
+    m = re.search(rf'<tr id="{re.escape(row_id)}"[^>]*>(.*?)</tr>', html, re.S)
     assert m, f"no row {row_id}"
     return [re.sub(r"<[^>]+>", "", c).strip()
             for c in re.findall(r"<td[^>]*>(.*?)</td>", m[1], re.S)]
@@ -178,3 +179,35 @@ def test_the_command_shows_the_same_figures(office: Office,
     assert "--limit must be 1..500" in capsys.readouterr().err
     assert cli.main(["meters", "--db", str(office.db), "--table", "T1\n; x"]) == 2
     assert "is no table id" in capsys.readouterr().err
+
+
+def test_an_incomplete_shift_is_shown_as_such(office: Office,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A shift closed by a table whose meters were replayed from a pruned journal (its close
+    says so: `incomplete`) is marked on the page and by the command, never shown as whole."""
+    lacking = {"missing_through": 400, "shift": True, "first_round_counted": 41}
+    payload = {**table_shift_closes()[1], "shift": 3, "incomplete": lacking}
+    led = office.ledger()
+    try:
+        body = contract.outbox_message(TABLE, 3, 300, SHIFT_METERS, "2026-03-03T00:00:00Z",
+                                       payload)
+        assert not led.apply_batch([Incoming("outbox", TABLE, body)]).refused
+        client = TestClient(Console(office.ho, office.console, led).app(),
+                            base_url="http://127.0.0.1", follow_redirects=False)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/login").text)
+        assert csrf
+        client.post("/login", data={"csrf": csrf[1], "name": "victor",
+                                    "password": PASSWORDS["victor"]})
+        html = client.get("/meters").text
+        assert f'<tr id="shift-{TABLE}-3" class="incomplete">' in html
+        said = [unescape(c) for c in cells(html, f"shift-{TABLE}-3-incomplete")]
+        assert said == ["INCOMPLETE: rounds before 41 not counted (the table's journal records"
+                        " 1..400 were pruned before its meters were replayed)"]
+        assert f'id="shift-{TABLE}-2-incomplete"' not in html  # the whole shifts: no mark
+        client.close()
+    finally:
+        led.close()
+    assert cli.main(["meters", "--db", str(office.db), "--table", TABLE, "--limit", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == ("  INCOMPLETE: rounds before 41 not counted (the table's journal records"
+                      " 1..400 were pruned before its meters were replayed)")

@@ -15,6 +15,7 @@ import pytest
 from controller.link import contract
 from controller.link.transport import LinkError, connect
 from headoffice.ledger import Incoming, Ledger
+from headoffice.notify import CHANNEL, NOTIFY_FUNCTION, LedgerWatch
 from tests.support.link import POOL, head_office, run, wait_for
 from tests.test_headoffice_ledger import ROYAL, body, hit, inc
 
@@ -114,3 +115,67 @@ def test_pool_set_and_resume_from_another_process_reach_the_meters_before_any_he
             reader.cancel()
 
     run(main())
+
+
+# The trigger function as the previous version installed it (headoffice/notify.py before
+# tablectl_ledger_notify): named for held hits, run by param_log's trigger too.
+OLD_TRIGGER = (
+    f"""CREATE OR REPLACE FUNCTION tablectl_held_hits_notify() RETURNS trigger AS $$
+    BEGIN PERFORM pg_notify('{CHANNEL}', ''); RETURN NULL; END $$ LANGUAGE plpgsql""",
+    """CREATE TRIGGER tablectl_held_hits_decided AFTER UPDATE ON held_hits
+    FOR EACH STATEMENT EXECUTE FUNCTION tablectl_held_hits_notify()""",
+    """CREATE TRIGGER tablectl_param_log_entered AFTER INSERT ON param_log
+    FOR EACH STATEMENT EXECUTE FUNCTION tablectl_held_hits_notify()""",
+)
+
+
+def test_a_ledger_with_the_old_trigger_function_is_upgraded_and_still_notifies(
+    ledger_url: str,
+) -> None:
+    """PostgreSQL: a worker's watch re-points both triggers at `tablectl_ledger_notify`, drops
+    the old `tablectl_held_hits_notify`, and a param_log entry still wakes it."""
+    if not ledger_url.startswith("postgres"):
+        pytest.skip("PostgreSQL's triggers; SQLite has none")
+    old = Ledger.open(ledger_url)  # the ledger as the previous version left it
+    for statement in OLD_TRIGGER:
+        old.db.execute(statement)
+    led = Ledger.open(ledger_url)
+
+    def triggers() -> dict[str, str]:
+        rows = led.db.execute(
+            "SELECT t.tgname AS name, p.proname AS fn FROM pg_trigger t JOIN pg_proc p"
+            " ON p.oid = t.tgfoid WHERE starts_with(t.tgname, 'tablectl_') AND NOT t.tgisinternal"
+            " AND t.tgrelid IN (SELECT c.oid FROM pg_class c WHERE c.relnamespace ="
+            " (SELECT oid FROM pg_namespace WHERE nspname = current_schema()))")
+        return {r["name"]: r["fn"] for r in rows}
+
+    def functions() -> set[str]:
+        return {r["proname"] for r in led.db.execute(
+            "SELECT proname FROM pg_proc WHERE starts_with(proname, 'tablectl_') AND pronamespace ="
+            " (SELECT oid FROM pg_namespace WHERE nspname = current_schema())")}
+
+    assert set(triggers().values()) == {"tablectl_held_hits_notify"}
+    try:
+        async def main() -> None:
+            async def run_(fn, *args):  # type: ignore[no-untyped-def]
+                return await asyncio.to_thread(fn, *args)
+
+            watch = LedgerWatch(led.db, run_)
+            try:
+                waiting = asyncio.ensure_future(watch.changed())  # installs, then LISTENs
+                await wait_for(lambda: watch._notices is not None, 10, "LISTEN")
+                assert triggers() == {"tablectl_held_hits_decided": NOTIFY_FUNCTION,
+                                      "tablectl_param_log_entered": NOTIFY_FUNCTION}
+                assert functions() == {NOTIFY_FUNCTION}
+                old.db.execute(
+                    "INSERT INTO param_log (pool_id, entry_no, utc, operator, action, forced,"
+                    " outcome, live_tables) VALUES ('p9', 1, '2026-01-01T00:00:00Z', 'alice',"
+                    " 'set', FALSE, 'applied', '')")
+                await asyncio.wait_for(waiting, 10)  # the entry's NOTIFY woke it
+            finally:
+                await watch.close()
+
+        run(main())
+    finally:
+        old.close()
+        led.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from controller.cli.common import emit
 from controller.cli.show import figures_lines
@@ -61,7 +62,23 @@ def cmd_close_shift(args: argparse.Namespace) -> int:
             f"shift {closing['shift']} closed at {closing['closed_utc']} (journal"
             f" #{closing['seq']}); its figures go to head office",
             *figures_lines(closing["figures"]),
+            *([said] if (said := closing_lacks(closing)) else []),
         ])
 
     emit(closing, args.json, human)
     return 0
+
+
+def closing_lacks(closing: dict[str, Any]) -> str | None:
+    """The line a shift close shows when its meters lacked rounds (what head office is told:
+    the `incomplete` of the `shift_meters` message, docs/mqtt.md); None when whole."""
+    d = closing.get("incomplete")
+    if not d:
+        return None
+    first = d["first_round_counted"]
+    counted = "no round counted" if first is None else f"rounds before {first} not counted"
+    if not d["shift"]:
+        return (f"lifetime figures INCOMPLETE: {counted} (journal pruned through seq"
+                f" {d['missing_through']}); this shift's figures are whole")
+    return (f"INCOMPLETE: {counted} (journal pruned through seq {d['missing_through']});"
+            " head office is told so")

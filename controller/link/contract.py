@@ -345,7 +345,26 @@ def _shift_meters(payload: JSON, what: str) -> JSON:
         _str(payload, "opened_utc", what)
     _meter_figures(_dict(payload, "figures", what), f"{what} figures", boxes=True)
     _meter_figures(_dict(payload, "lifetime", what), f"{what} lifetime", boxes=False)
+    if "incomplete" in payload:  # absent: whole (and every message of an older table)
+        _meter_lacking(_dict(payload, "incomplete", what), f"{what} incomplete")
     return payload
+
+
+INCOMPLETE_KEYS = frozenset({"missing_through", "shift", "first_round_counted"})
+
+
+def _meter_lacking(d: JSON, what: str) -> None:
+    """What a shift close's meters lack (controller/meters.py `close_incomplete`): the table
+    replayed them from a journal whose records 1..missing_through were pruned, so they count
+    no round before first_round_counted (null: none counted since); `shift`: the closing
+    shift's figures lack them too, not only the lifetime's."""
+    if set(d) != INCOMPLETE_KEYS:
+        raise SchemaError(f"{what}: must have exactly {sorted(INCOMPLETE_KEYS)}")
+    _int(d, "missing_through", what, lo=1, hi=MAX_SEQ)
+    if not isinstance(d["shift"], bool):
+        raise SchemaError(f"{what}: 'shift' must be a boolean")
+    if d["first_round_counted"] is not None:
+        _int(d, "first_round_counted", what, lo=1, hi=MAX_SEQ)
 
 
 def _meter_figures(f: JSON, what: str, *, boxes: bool) -> None:

@@ -158,6 +158,20 @@ def test_shift_meters_payload_is_bounded_by_the_contract() -> None:
     bad(lambda p: p.update(shift=0))
     bad(lambda p: p.pop("lifetime"))
     bad(lambda p: p["figures"]["boxes"]["1"].update(player_net=True))
+    assert "incomplete" not in good  # whole: absent, as older tables send it
+
+    # A close of meters replayed from a journal pruned through seq 40 says what they lack.
+    lacking = {"missing_through": 40, "shift": True, "first_round_counted": 5}
+    marked = {**good, "incomplete": lacking}
+    assert contract.check_outbox_payload("shift_meters", marked) == marked
+    assert contract.check_outbox_payload(
+        "shift_meters", {**good, "incomplete": {**lacking, "first_round_counted": None}})
+    for wrong in (None, [], "yes", {**lacking, "missing_through": 0},
+                  {**lacking, "missing_through": 2**62 + 1}, {**lacking, "shift": 1},
+                  {**lacking, "first_round_counted": 0}, {**lacking, "first_round_counted": "5"},
+                  {**lacking, "note": "x" * 4000}, {"missing_through": 40, "shift": True}):
+        with pytest.raises(contract.SchemaError):
+            contract.check_outbox_payload("shift_meters", {**good, "incomplete": wrong})
 
 
 def test_head_office_stores_each_shift_close(tmp_path: Path) -> None:
@@ -261,6 +275,7 @@ def test_meters_replayed_from_a_pruned_journal_say_what_they_lack(
     """Without meters.json, a journal pruned by retention replays only the rounds it kept:
     the meters say so (E105), the mark survives their checkpoint, and a shift close makes
     the next shift whole again (the lifetime stays marked)."""
+    from controller.cli.meters_cmd import closing_lacks
     from controller.daemon.accounting import load_meters, save_checkpoint
     from controller.journal import checkpoint, segments
     from controller.meters import CLOSE_SHIFT
@@ -287,6 +302,16 @@ def test_meters_replayed_from_a_pruned_journal_say_what_they_lack(
         assert how == f"checkpoint at seq {j.last_seq}"
         assert again.incomplete() == meters.incomplete()
         assert again.as_json()["incomplete"] == again.headline()["incomplete"]
-        again.record(now(j.last_seq + 1).utc, CLOSE_SHIFT, [])
+        closing = again.record(now(j.last_seq + 1).utc, CLOSE_SHIFT, [])
+        assert closing is not None  # the shift's close says what it lacks (docs/mqtt.md)
+        assert closing["incomplete"] == {"missing_through": 40, "shift": True,
+                                         "first_round_counted": 5}
+        assert contract.check_outbox_payload("shift_meters", {"table": TABLE, **closing})
+        assert closing_lacks(closing) == ("INCOMPLETE: rounds before 5 not counted (journal"
+                                          " pruned through seq 40); head office is told so")
         assert again.incomplete() == {"pruned_through_seq": 40, "lifetime": True,
                                       "shift": False}
+        closing = again.record(now(j.last_seq + 2).utc, CLOSE_SHIFT, [])
+        assert closing is not None and closing["incomplete"]["shift"] is False
+        assert "this shift's figures are whole" in (closing_lacks(closing) or "")
+        assert closing_lacks(Meters().record("t", CLOSE_SHIFT, []) or {}) is None

@@ -212,6 +212,10 @@ def test_two_tables_hit_a_royal_flush_10ms_apart(broker, ledger_url, tmp_path) -
             a.service.emit(event("dealer.dealer_hand"))
             await asyncio.sleep(0.010)
             b.service.emit(event("dealer.dealer_hand"))
+            # Both hands journaled first: drain() alone could look before B's event was
+            # processed (no outbox, no hit pending yet) and return with B's hit never sent.
+            for t in tables:
+                await t.service.idle()
             await drain(tables, 20)  # every hit answered, PENDING resolved
             hits = worker.ledger.db.execute(
                 "SELECT hit_no, table_id, paid, pool_before, pool_after, award FROM hits"
