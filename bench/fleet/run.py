@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -49,7 +50,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from bench.fleet.cpuquota import CpuGroup, CpuQuotas, unavailable_reason, verdict  # noqa: E402
 from bench.fleet.nagle import allow_nagle  # noqa: E402
+from bench.fleet.pgwaits import WaitSampler  # noqa: E402
 from controller.link import contract  # noqa: E402
 from controller.link.transport import Connection, connect  # noqa: E402
 from tests.mqtt_broker import ACL, Broker, Pki  # noqa: E402
@@ -172,7 +175,9 @@ def ledger_urls(root: Path, pg: str | None) -> Iterator[Callable[[str], str]]:
         admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         admin.execute(f'CREATE SCHEMA "{schema}"')
         schemas.append(schema)
-        return f"{pg}{'&' if '?' in pg else '?'}options=-csearch_path%3D{schema}"
+        # application_name: --pg-waits finds this run's backends by it
+        return (f"{pg}{'&' if '?' in pg else '?'}options=-csearch_path%3D{schema}"
+                f"&application_name={schema}")
 
     try:
         yield new
@@ -433,6 +438,12 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         groups = {f"publishers({k})": [p.pid for p in publishers]}
         if args.pg_run:  # the server's processes (anyone else's queries on it count too)
             groups["postgres"] = postgres_pids()
+        quota_groups: list[CpuGroup] = args.worker_groups
+        throttled0 = [g.throttling() for g in quota_groups]
+        waits = None
+        if args.pg_run and args.pg_waits:
+            app = urllib.parse.parse_qs(urllib.parse.urlsplit(args.ledger_url).query)
+            waits = WaitSampler(args.pg, app["application_name"][0]).start()
         cpu = CpuMeter(pids, groups)
         t0 = time.perf_counter()
         for p, lines in zip(publishers, bursts, strict=True):
@@ -447,6 +458,11 @@ async def fleet(args: argparse.Namespace, broker: Broker,
                 deliveries += msg[3]
         elapsed = max(ends) - t0
         cpu_burst = cpu.shares()
+        pg_waits = waits.stop() if waits else None
+        throttled = []
+        for g, (periods0, hit0) in zip(quota_groups, throttled0, strict=True):
+            periods, hit = g.throttling()
+            throttled.append(round((hit - hit0) / max(1, periods - periods0), 2))
     finally:
         for c in cmds:
             c.put(("stop",))
@@ -459,6 +475,13 @@ async def fleet(args: argparse.Namespace, broker: Broker,
                 pub.kill()
             pub.wait()
     latencies.sort()
+    workers_cores = [cpu_burst[f"headoffice{w}"] for w in range(len(hos))]
+    increments_per_s = per_table * k / elapsed
+    quota = {}
+    if quota_groups:
+        quota = {"worker_cpu_quota": args.worker_cpu,
+                 "worker_throttled_periods": throttled,
+                 "workers_at_quota": verdict(args.worker_cpu, workers_cores, throttled)}
     return {
         "tables": k,
         "meter_processes": nproc,
@@ -468,10 +491,16 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         "latency_p99_ms": round(latencies[min(len(latencies) - 1,
                                               int(len(latencies) * 0.99))] * 1000, 1),
         "increments": per_table * k,
-        "increments_per_s": round(per_table * k / elapsed),
+        "increments_per_s": round(increments_per_s),
         "meter_deliveries_per_increment": round(deliveries / (per_table * k), 2),
         "cpu_cores_latency_phase": cpu_latency,
         "cpu_cores_burst_phase": cpu_burst,
+        "cpu_cores_burst_all_measured": round(sum(cpu_burst.values()), 2),
+        "workers_cores_burst": round(sum(workers_cores), 2),
+        # what a worker-core turns into: comparable across worker counts and quotas
+        "increments_per_worker_core": round(increments_per_s / max(0.01, sum(workers_cores))),
+        **quota,
+        **({"pg_backends_per_sample": pg_waits} if pg_waits is not None else {}),
     }
 
 
@@ -502,7 +531,8 @@ def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, worke
     processes, `tables` tables. `nagle`: TCP_NODELAY off everywhere (broker, C clients, the
     link's sockets in head office and in the meter processes): the "before" of issue 17."""
     run = argparse.Namespace(**{**vars(args), "tables": tables, "workers": workers,
-                                "pg_run": pg is not None})
+                                "pg_run": pg is not None, "worker_groups": []})
+    load_at_start = os.getloadavg()
     for i in range(tables):
         pki.client(f"T{i}")
         pki.client(f"M{i}")
@@ -523,6 +553,10 @@ def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, worke
         urls = stack.enter_context(ledger_urls(here, pg))
         alone, alone_cpu = ledger_alone(urls("alone"), args.increments, 500)
         ledger_url = run.ledger_url = urls("ledger")
+        quotas = None
+        if args.worker_cpu:
+            # Removed after the workers have ended (ExitStack: last in, first out).
+            quotas = stack.enter_context(CpuQuotas(args.worker_cpu, str(os.getpid())))
         hos: list[subprocess.Popen[bytes]] = []
         for w in range(workers):
             # Several workers share one ledger, each reading its partitions' tables.
@@ -541,9 +575,13 @@ hidden_bp = 500
                 module = ["bench.fleet.profiled", f"{args.profile_worker}.{name}.{w}"]
             else:
                 module = ["bench.fleet.nagle" if nagle else "headoffice.cli"]
+            argv = [sys.executable, "-m", *module, "--config", str(here / f"ho{w}.toml"), "run"]
+            if quotas is not None:
+                group = quotas.new(f"{name}-w{w}")
+                run.worker_groups.append(group)
+                argv = group.wrap(argv)
             hos.append(subprocess.Popen(
-                [sys.executable, "-m", *module, "--config", str(here / f"ho{w}.toml"), "run"],
-                cwd=REPO, stdout=subprocess.DEVNULL,
+                argv, cwd=REPO, stdout=subprocess.DEVNULL,
                 stderr=open(here / f"ho{w}.log", "wb"),  # noqa: SIM115
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             ))
@@ -559,8 +597,13 @@ hidden_bp = 500
             for ho in hos:
                 ho.terminate()
             for ho in hos:
-                ho.wait(10)
+                try:
+                    ho.wait(10)
+                except subprocess.TimeoutExpired:
+                    ho.kill()  # its cgroup cannot be removed while it lives
+                    ho.wait()
     result["ledger"] = "postgresql" if pg else "sqlite"
+    result["load_average_at_start"] = " ".join(f"{x:.2f}" for x in load_at_start)
     result["tcp_nodelay"] = not nagle
     result["mosquitto_raw_publish_per_s"] = round(raw)
     result["increments_vs_mosquitto_raw"] = round(result["increments_per_s"] / raw, 3)
@@ -582,6 +625,21 @@ def crossing(points: list[tuple[int, float]], limit: float) -> str:
     if points and points[0][1] > limit:
         return f"below {points[0][0]} tables"
     return f"above {points[-1][0]} tables" if points else "not measured"
+
+
+def matrix_line(rep: int, workers: int, r: dict[str, Any], base: float) -> str:
+    line = (f"[{rep}] {r['ledger']:>10} {workers} worker(s): {r['increments_per_s']:>6}/s"
+            f" (x{r['increments_per_s'] / base:.2f}) p50 {r['latency_p50_ms']}"
+            f" p99 {r['latency_p99_ms']}; per worker-core {r['increments_per_worker_core']}/s"
+            f" (workers {r['workers_cores_burst']} cores); ledger alone"
+            f" {r['ledger_alone_increments_per_s']}/s; load {r['load_average_at_start']};"
+            f" cpu {r['cpu_cores_burst_phase']} (all measured"
+            f" {r['cpu_cores_burst_all_measured']})")
+    if "workers_at_quota" in r:
+        line += f"; {r['workers_at_quota']}"
+    if "pg_backends_per_sample" in r:
+        line += f"; pg backends per sample {r['pg_backends_per_sample']}"
+    return line
 
 
 def print_result(result: dict[str, Any]) -> None:
@@ -614,10 +672,27 @@ def main() -> int:
                     help="e.g. 250,500,1000: lock -> every meter at each table count, and"
                          " where p99 crosses --limit-ms")
     ap.add_argument("--limit-ms", type=float, default=250.0)
+    ap.add_argument("--worker-cpu", metavar="F", type=float,
+                    help="each head-office worker in a cgroup of its own held to F of a core"
+                         " (e.g. 0.2): whether workers' rates add up when each has CPU of its"
+                         " own (bench/fleet/cpuquota.py; needs a writable cgroup cpu controller)")
+    ap.add_argument("--pg-waits", action="store_true",
+                    help="with --pg: sample pg_stat_activity during the burst (the run's"
+                         " backends' states and wait events, bench/fleet/pgwaits.py)")
     ap.add_argument("--profile-worker", metavar="FILE",
                     help="run each head-office worker under cProfile, its stats written to"
                          " FILE.<run>.<worker> when stopped (python -m pstats to read)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --matrix: run the whole matrix this many times, the ledgers"
+                         " alternately")
     args = ap.parse_args()
+    if args.worker_cpu is not None:
+        if not 0.01 <= args.worker_cpu <= (os.cpu_count() or 1):
+            ap.error(f"--worker-cpu {args.worker_cpu}: a fraction of a core, 0.01 to"
+                     f" {os.cpu_count()}")
+        why = unavailable_reason()
+        if why:
+            ap.error(why)
     logging.getLogger("mqtt").disabled = True  # aiomqtt warns about every queued publish
     most = max([args.tables, *(args.sweep or [])])
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -643,17 +718,16 @@ def main() -> int:
         if args.matrix:
             ledgers = [None, *([args.pg] if args.pg else [])]
             print(f"# {args.tables} tables: increments/s, lock -> every meter p50/p99 ms"
-                  " (x: against 1 worker on the same ledger, this run)")
-            for pg in ledgers:
-                base = None
-                for w in args.matrix:
-                    r = run_fleet(args, root, pki, args.tables, w, pg, args.nagle)
-                    base = base or r["increments_per_s"]
-                    print(f"{r['ledger']:>10} {w} worker(s): {r['increments_per_s']:>6}/s"
-                          f" (x{r['increments_per_s'] / base:.2f}) p50 {r['latency_p50_ms']}"
-                          f" p99 {r['latency_p99_ms']}; ledger alone"
-                          f" {r['ledger_alone_increments_per_s']}/s; cpu"
-                          f" {r['cpu_cores_burst_phase']}", flush=True)
+                  " (x: against the first worker count on the same ledger, this repetition)"
+                  + (f"; each worker held to {args.worker_cpu:g} of a core"
+                     if args.worker_cpu else ""))
+            for rep in range(1, args.repeat + 1):
+                for pg in ledgers:  # SQLite and PostgreSQL alternately, each repetition
+                    base = None
+                    for w in args.matrix:
+                        r = run_fleet(args, root, pki, args.tables, w, pg, args.nagle)
+                        base = base or r["increments_per_s"]
+                        print(matrix_line(rep, w, r, base), flush=True)
             return 0
         if args.sweep:
             points = []
