@@ -6,8 +6,9 @@ F × 100 ms of CPU per 100 ms period), N workers get N × F cores while the rest
 the remainder, so whether the workers' rates add up shows as long as each worker sits at its
 quota (a worker below it was waiting for something: the run then says nothing about scaling).
 
-cgroup v1's `cpu` controller (`/sys/fs/cgroup/cpu`: cpu.cfs_period_us, cpu.cfs_quota_us) is
-tried first, then any cgroup v2 hierarchy whose root offers `cpu` (cpu.max). A worker joins its
+cgroup v1's `cpu` controller (`/sys/fs/cgroup/cpu`: cpu.cfs_period_us, cpu.cfs_quota_us, and
+cpu.shares 10× the default) is tried first, then any cgroup v2 hierarchy whose root offers
+`cpu` (cpu.max, cpu.weight 1000). A worker joins its
 group before it runs a line of its own: it is started as `sh -c 'echo $$ > cgroup.procs; exec
 worker...'`, so every thread it later starts is in the group. The groups are removed on exit.
 """
@@ -33,6 +34,21 @@ class QuotaUnavailable(RuntimeError):
 class CpuGroup:
     path: Path
     version: int  # 1 or 2
+    root: Path  # the hierarchy's mount point
+
+    def holds(self, pid: int) -> bool:
+        """Every thread of `pid` is in this group (/proc/PID/task/*/cgroup)."""
+        want = "/" + str(self.path.relative_to(self.root))
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        for task in tasks:
+            lines = (task / "cgroup").read_text().splitlines()
+            # v1: "N:cpu[,cpuacct]:/path"; v2: "0::/path"
+            found = [line.split(":", 2)[2] for line in lines
+                     if (self.version == 1 and "cpu" in line.split(":")[1].split(","))
+                     or (self.version == 2 and line.startswith("0::"))]
+            if found != [want]:
+                return False
+        return bool(tasks)
 
     def wrap(self, argv: list[str]) -> list[str]:
         """`argv` started inside this group: the shell writes its own pid, then execs (the same
@@ -119,13 +135,18 @@ class CpuQuotas:
             path.mkdir()
         except OSError as e:
             raise QuotaUnavailable(f"cannot make the cgroup {path}: {e}") from e
-        group = CpuGroup(path, self.version)
+        group = CpuGroup(path, self.version, self.root)
         self.groups.append(group)
+        # The quota caps the worker; the weight (10× a plain process's) lets it have that
+        # much first when other processes (other people's, on a shared machine) want the
+        # cores too: F of a core of its own, as far as the scheduler can give it.
         if self.version == 1:
             (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
             (path / "cpu.cfs_quota_us").write_text(str(quota))
+            (path / "cpu.shares").write_text(str(10 * 1024))
         else:
             (path / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+            (path / "cpu.weight").write_text("1000")
         return group
 
     def close(self) -> None:

@@ -459,6 +459,8 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         elapsed = max(ends) - t0
         cpu_burst = cpu.shares()
         pg_waits = waits.stop() if waits else None
+        # the wrapper really put each worker, every thread of it, in its group
+        in_groups = all(g.holds(ho.pid) for g, ho in zip(quota_groups, hos, strict=True))
         throttled = []
         for g, (periods0, hit0) in zip(quota_groups, throttled0, strict=True):
             periods, hit = g.throttling()
@@ -481,6 +483,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
     if quota_groups:
         quota = {"worker_cpu_quota": args.worker_cpu,
                  "worker_throttled_periods": throttled,
+                 "workers_in_their_cgroups": in_groups,
                  "workers_at_quota": verdict(args.worker_cpu, workers_cores, throttled)}
     return {
         "tables": k,
@@ -637,6 +640,8 @@ def matrix_line(rep: int, workers: int, r: dict[str, Any], base: float) -> str:
             f" {r['cpu_cores_burst_all_measured']})")
     if "workers_at_quota" in r:
         line += f"; {r['workers_at_quota']}"
+        if not r["workers_in_their_cgroups"]:
+            line += "; A WORKER WAS NOT (WHOLLY) IN ITS CGROUP: the quota did not hold it"
     if "pg_backends_per_sample" in r:
         line += f"; pg backends per sample {r['pg_backends_per_sample']}"
     return line
