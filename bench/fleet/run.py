@@ -541,6 +541,10 @@ def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, worke
         pki.client(f"M{i}")
     name = f"{'pg' if pg else 'sqlite'}-{tables}t-{workers}w{'-nagle' if nagle else ''}"
     here = root / name
+    for again in itertools.count(2):  # the same run repeated (--repeat) gets a directory of its own
+        if not here.exists():
+            break
+        here = root / f"{name}-{again}"
     here.mkdir()
     # The repo's ACL, and for the meter clients (certificates M<i>) T<i>'s acks to read.
     acl = here / "acl"
@@ -575,12 +579,12 @@ increment_bp = 2500
 hidden_bp = 500
 """ + "".join(f'[[tables]]\nid = "T{i}"\npool = "{POOL}"\n' for i in range(tables)))
             if args.profile_worker and not nagle:
-                module = ["bench.fleet.profiled", f"{args.profile_worker}.{name}.{w}"]
+                module = ["bench.fleet.profiled", f"{args.profile_worker}.{here.name}.{w}"]
             else:
                 module = ["bench.fleet.nagle" if nagle else "headoffice.cli"]
             argv = [sys.executable, "-m", *module, "--config", str(here / f"ho{w}.toml"), "run"]
             if quotas is not None:
-                group = quotas.new(f"{name}-w{w}")
+                group = quotas.new(f"{here.name}-w{w}")
                 run.worker_groups.append(group)
                 argv = group.wrap(argv)
             hos.append(subprocess.Popen(
@@ -634,7 +638,9 @@ def matrix_line(rep: int, workers: int, r: dict[str, Any], base: float) -> str:
     line = (f"[{rep}] {r['ledger']:>10} {workers} worker(s): {r['increments_per_s']:>6}/s"
             f" (x{r['increments_per_s'] / base:.2f}) p50 {r['latency_p50_ms']}"
             f" p99 {r['latency_p99_ms']}; per worker-core {r['increments_per_worker_core']}/s"
-            f" (workers {r['workers_cores_burst']} cores); ledger alone"
+            f" (workers {r['workers_cores_burst']} cores); messages per transaction"
+            f" {r['messages_per_transaction']}; meter deliveries per increment"
+            f" {r['meter_deliveries_per_increment']}; ledger alone"
             f" {r['ledger_alone_increments_per_s']}/s; load {r['load_average_at_start']};"
             f" cpu {r['cpu_cores_burst_phase']} (all measured"
             f" {r['cpu_cores_burst_all_measured']})")
