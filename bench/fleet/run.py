@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import multiprocessing as mp
 import os
@@ -190,7 +191,6 @@ def ledger_urls(root: Path, pg: str | None) -> Iterator[Callable[[str], str]]:
 def ledger_alone(url: str, n: int, batch: int) -> tuple[float, float]:
     """The durable ledger without MQTT: increments applied per second in fsync'd batches, and
     the CPU microseconds this process spent per increment (less noisy on a shared machine)."""
-    import json
 
     from headoffice.ledger import Incoming, Ledger
     from headoffice.pools import Params
@@ -693,6 +693,8 @@ def main() -> int:
     ap.add_argument("--profile-worker", metavar="FILE",
                     help="run each head-office worker under cProfile, its stats written to"
                          " FILE.<run>.<worker> when stopped (python -m pstats to read)")
+    ap.add_argument("--json-lines", action="store_true",
+                    help="with --matrix: also each run's whole result, one JSON line each")
     ap.add_argument("--repeat", type=int, default=1,
                     help="with --matrix: run the whole matrix this many times, the ledgers"
                          " alternately")
@@ -739,6 +741,8 @@ def main() -> int:
                         r = run_fleet(args, root, pki, args.tables, w, pg, args.nagle)
                         base = base or r["increments_per_s"]
                         print(matrix_line(rep, w, r, base), flush=True)
+                        if args.json_lines:
+                            print("#json", json.dumps(r), flush=True)
             return 0
         if args.sweep:
             points = []
