@@ -191,7 +191,6 @@ def ledger_urls(root: Path, pg: str | None) -> Iterator[Callable[[str], str]]:
 def ledger_alone(url: str, n: int, batch: int) -> tuple[float, float]:
     """The durable ledger without MQTT: increments applied per second in fsync'd batches, and
     the CPU microseconds this process spent per increment (less noisy on a shared machine)."""
-
     from headoffice.ledger import Incoming, Ledger
     from headoffice.pools import Params
 
