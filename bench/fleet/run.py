@@ -224,10 +224,12 @@ def messages_per_transaction(url: str) -> float:
     return round(int(row["n"]) / max(1, int(row["tx"])), 1)
 
 
-def cpu_s(pid: int) -> float | None:
+def cpu_s(pid: int, field: int = 0) -> float | None:
     """CPU seconds a process (all its threads) has run so far, to the nanosecond: the
     scheduler's own count (/proc/PID/schedstat), where /proc/PID/stat counts 10 ms ticks and
-    500 publishers of a few ms each would read as zero. None: the process is gone."""
+    500 publishers of a few ms each would read as zero. None: the process is gone.
+    `field` 1: the seconds its threads were runnable but waited for a CPU instead (for a
+    process in a CPU-quota cgroup this includes the time it was throttled)."""
     total = 0
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
@@ -235,7 +237,7 @@ def cpu_s(pid: int) -> float | None:
         return None
     for task in tasks:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-            total += int((task / "schedstat").read_text().split()[0])
+            total += int((task / "schedstat").read_text().split()[field])
     return total / 1e9
 
 
@@ -257,16 +259,19 @@ class CpuMeter:
 
     def __init__(self, pids: dict[str, int], groups: dict[str, list[int]] | None = None) -> None:
         self.pids = {**{name: [pid] for name, pid in pids.items()}, **(groups or {})}
-        self.start = {pid: cpu_s(pid) for pids in self.pids.values() for pid in pids}
+        self.start = [{pid: cpu_s(pid, f) for pids in self.pids.values() for pid in pids}
+                      for f in (0, 1)]
         self.t0 = time.perf_counter()
 
-    def shares(self) -> dict[str, float]:
+    def shares(self, field: int = 0) -> dict[str, float]:
+        """Cores used (field 0), or cores' worth of waiting for a CPU while runnable (field 1:
+        a process starved by the machine's load shows it)."""
         wall = time.perf_counter() - self.t0
         used = {}
         for name, pids in self.pids.items():
             total = 0.0
             for pid in pids:
-                start, end = self.start[pid], cpu_s(pid)
+                start, end = self.start[field][pid], cpu_s(pid, field)
                 if start is not None and end is not None:
                     total += end - start
             used[name] = round(total / wall, 2)
@@ -456,7 +461,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
                 ends.append(msg[2])
                 deliveries += msg[3]
         elapsed = max(ends) - t0
-        cpu_burst = cpu.shares()
+        cpu_burst, cpu_wait_burst = cpu.shares(), cpu.shares(1)
         pg_waits = waits.stop() if waits else None
         # the wrapper really put each worker, every thread of it, in its group
         in_groups = all(g.holds(ho.pid) for g, ho in zip(quota_groups, hos, strict=True))
@@ -498,6 +503,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         "cpu_cores_latency_phase": cpu_latency,
         "cpu_cores_burst_phase": cpu_burst,
         "cpu_cores_burst_all_measured": round(sum(cpu_burst.values()), 2),
+        "cpu_wait_for_a_core_burst_phase": cpu_wait_burst,
         "workers_cores_burst": round(sum(workers_cores), 2),
         # what a worker-core turns into: comparable across worker counts and quotas
         "increments_per_worker_core": round(increments_per_s / max(0.01, sum(workers_cores))),
@@ -642,7 +648,8 @@ def matrix_line(rep: int, workers: int, r: dict[str, Any], base: float) -> str:
             f" {r['meter_deliveries_per_increment']}; ledger alone"
             f" {r['ledger_alone_increments_per_s']}/s; load {r['load_average_at_start']};"
             f" cpu {r['cpu_cores_burst_phase']} (all measured"
-            f" {r['cpu_cores_burst_all_measured']})")
+            f" {r['cpu_cores_burst_all_measured']}); waited for a core"
+            f" {r['cpu_wait_for_a_core_burst_phase']}")
     if "workers_at_quota" in r:
         line += f"; {r['workers_at_quota']}"
         if not r["workers_in_their_cgroups"]:
