@@ -389,7 +389,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         # A lock published before head office reads its table is lost: wait for the workers
         # to share the partitions (headoffice/routing.py), and for the released ones to be
         # dropped by their former holders (a claim period later).
-        await asyncio.to_thread(wait_routed, args.ledger_url, len(hos))
+        tables_per_worker = await asyncio.to_thread(wait_routed, args.ledger_url, len(hos), k)
         t_connect = time.perf_counter() - t_connect
         current = [0]
         async with connect(broker.settings("T0", "bench-T0-lock", session_expiry_s=0)) as pub:
@@ -499,6 +499,8 @@ async def fleet(args: argparse.Namespace, broker: Broker,
                                               int(len(latencies) * 0.99))] * 1000, 1),
         "increments": per_table * k,
         "increments_per_s": round(increments_per_s),
+        # T0's lock publisher counts for its worker too
+        "tables_per_worker": tables_per_worker,
         "meter_deliveries_per_increment": round(deliveries / (per_table * k), 2),
         "cpu_cores_latency_phase": cpu_latency,
         "cpu_cores_burst_phase": cpu_burst,
@@ -512,25 +514,35 @@ async def fleet(args: argparse.Namespace, broker: Broker,
     }
 
 
-def wait_routed(ledger_url: str, workers: int, timeout_s: float = 120) -> None:
-    """Every partition held, by `workers` distinct workers; then one claim period more."""
+def wait_routed(ledger_url: str, workers: int, tables: int,
+                timeout_s: float = 120) -> list[int]:
+    """Every partition held, by `workers` distinct workers; then one claim period more. The
+    tables each worker then reads, most first: the slowest worker's share bounds how far the
+    workers' rates can add up (a worker whose tables are done idles while the others work)."""
     from headoffice.db import open_database
-    from headoffice.routing import PARTITIONS
+    from headoffice.routing import PARTITIONS, partition_of
 
     db = open_database(ledger_url)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
-            rows = db.execute("SELECT owner, expires_epoch FROM ho_partitions")
+            rows = db.execute("SELECT part, owner, expires_epoch FROM ho_partitions")
             held = [r["owner"] for r in rows if r["owner"] and r["expires_epoch"] > time.time()]
             if len(held) == PARTITIONS and len(set(held)) == workers:
                 break
             if time.monotonic() > deadline:
                 raise SystemExit(f"partitions not shared by {workers} workers: {set(held)}")
             time.sleep(0.2)
+        time.sleep(2.0)  # heartbeat_s 1.0: claims every second
+        owner = {int(r["part"]): r["owner"]
+                 for r in db.execute("SELECT part, owner FROM ho_partitions")}
     finally:
         db.close()
-    time.sleep(2.0)  # heartbeat_s 1.0: claims every second
+    count: dict[str, int] = {}
+    for i in range(tables):
+        who = owner[partition_of(f"T{i}")]
+        count[who] = count.get(who, 0) + 1
+    return sorted(count.values(), reverse=True)
 
 
 def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, workers: int,
@@ -643,7 +655,8 @@ def matrix_line(rep: int, workers: int, r: dict[str, Any], base: float) -> str:
     line = (f"[{rep}] {r['ledger']:>10} {workers} worker(s): {r['increments_per_s']:>6}/s"
             f" (x{r['increments_per_s'] / base:.2f}) p50 {r['latency_p50_ms']}"
             f" p99 {r['latency_p99_ms']}; per worker-core {r['increments_per_worker_core']}/s"
-            f" (workers {r['workers_cores_burst']} cores); messages per transaction"
+            f" (workers {r['workers_cores_burst']} cores); tables per worker"
+            f" {r['tables_per_worker']}; messages per transaction"
             f" {r['messages_per_transaction']}; meter deliveries per increment"
             f" {r['meter_deliveries_per_increment']}; ledger alone"
             f" {r['ledger_alone_increments_per_s']}/s; load {r['load_average_at_start']};"
