@@ -712,6 +712,9 @@ def main() -> int:
     ap.add_argument("--profile-worker", metavar="FILE",
                     help="run each head-office worker under cProfile, its stats written to"
                          " FILE.<run>.<worker> when stopped (python -m pstats to read)")
+    ap.add_argument("--pki", metavar="DIR",
+                    help="keep the throwaway CA and the tables' certificates (valid 2 days) in"
+                         " DIR, to reuse in the next run; default: made afresh each run")
     ap.add_argument("--json-lines", action="store_true",
                     help="with --matrix: also each run's whole result, one JSON line each")
     ap.add_argument("--repeat", type=int, default=1,
@@ -732,7 +735,8 @@ def main() -> int:
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # the broker inherits it
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        pki = Pki(root / "pki")
+        # 2 certificates per table, made by openssl one by one: minutes at 500 tables
+        pki = Pki(Path(args.pki) if args.pki else root / "pki")
         if args.compare_nagle:
             # TCP_NODELAY first: Nagle, once allowed, stays allowed in this process (and in
             # the meter processes it forks).
