@@ -241,6 +241,15 @@ def cpu_s(pid: int, field: int = 0) -> float | None:
     return total / 1e9
 
 
+def loop_thread_s(pid: int) -> float:
+    """CPU seconds of a process's main thread alone (/proc/PID/task/PID): head office's event
+    loop (receive, parse, acks, pool values); its other threads are the ledger's (the
+    transactions, asyncio.to_thread) and the database driver's."""
+    with contextlib.suppress(OSError):
+        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0]) / 1e9
+    return 0.0
+
+
 def postgres_pids() -> list[int]:
     """Every process of the machine's PostgreSQL server (the postmaster and its backends)."""
     found = []
@@ -448,6 +457,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         if args.pg_run and args.pg_waits:
             app = urllib.parse.parse_qs(urllib.parse.urlsplit(args.ledger_url).query)
             waits = WaitSampler(args.pg, app["application_name"][0]).start()
+        loop0 = [loop_thread_s(ho.pid) for ho in hos]
         cpu = CpuMeter(pids, groups)
         t0 = time.perf_counter()
         for p, lines in zip(publishers, bursts, strict=True):
@@ -462,6 +472,8 @@ async def fleet(args: argparse.Namespace, broker: Broker,
                 deliveries += msg[3]
         elapsed = max(ends) - t0
         cpu_burst, cpu_wait_burst = cpu.shares(), cpu.shares(1)
+        loop_cores = [round((loop_thread_s(ho.pid) - c0) / elapsed, 2)
+                      for ho, c0 in zip(hos, loop0, strict=True)]
         pg_waits = waits.stop() if waits else None
         # the wrapper really put each worker, every thread of it, in its group
         in_groups = all(g.holds(ho.pid) for g, ho in zip(quota_groups, hos, strict=True))
@@ -507,6 +519,8 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         "cpu_cores_burst_all_measured": round(sum(cpu_burst.values()), 2),
         "cpu_wait_for_a_core_burst_phase": cpu_wait_burst,
         "workers_cores_burst": round(sum(workers_cores), 2),
+        # of the workers' cores, their event loops' threads (the rest: the ledger's threads)
+        "workers_loop_thread_cores_burst": loop_cores,
         # what a worker-core turns into: comparable across worker counts and quotas
         "increments_per_worker_core": round(increments_per_s / max(0.01, sum(workers_cores))),
         **quota,
