@@ -31,12 +31,15 @@ class WaitSampler:
         with psycopg.connect(self.url, autocommit=True) as conn:
             while not self._stop.wait(self.period_s):
                 rows = conn.execute(
-                    "SELECT state, wait_event_type, wait_event FROM pg_stat_activity"
+                    "SELECT state, wait_event_type, wait_event, left(query, 48)"
+                    " FROM pg_stat_activity"
                     " WHERE application_name = %s AND pid <> pg_backend_pid()",
                     (self.name,)).fetchall()
                 self.samples += 1
-                for state, kind, event in rows:
+                for state, kind, event, query in rows:
                     what = f"{kind}:{event}" if kind else "on CPU"
+                    if kind == "Lock":  # which statement waits on a row or transaction
+                        what += f" [{query}]"
                     self.counts[f"{state}/{what}"] += 1
 
     def stop(self) -> dict[str, float]:
