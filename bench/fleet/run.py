@@ -479,7 +479,8 @@ async def fleet(args: argparse.Namespace, broker: Broker,
                       for ho, c0 in zip(hos, loop0, strict=True)]
         pg_waits = waits.stop() if waits else None
         # the wrapper really put each worker, every thread of it, in its group
-        in_groups = all(g.holds(ho.pid) for g, ho in zip(quota_groups, hos, strict=True))
+        in_groups = bool(quota_groups) and all(
+            g.holds(ho.pid) for g, ho in zip(quota_groups, hos, strict=True))
         throttled = []
         for g, (periods0, hit0) in zip(quota_groups, throttled0, strict=True):
             periods, hit = g.throttling()
