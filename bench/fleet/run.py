@@ -17,12 +17,16 @@ Head office runs as its own process (`tablectl-headoffice run`), as it would in 
 The K meter clients are spread over `--procs` processes; the tables' burst publishers are
 `mosquitto_pub` processes (C, connected before the burst), because on a small machine a
 Python load generator takes the CPU head office needs: in production each table is its own
-computer. The CPU each process used per phase is printed (where the time goes);
-`--profile-worker FILE` runs each worker under cProfile (bench/fleet/profiled.py).
+computer. The CPU each process used per phase is printed (where the time goes), and the time
+each waited for a CPU; `--profile-worker FILE` runs each worker under cProfile
+(bench/fleet/profiled.py); `--worker-cpu F` holds each worker to F of a core in a cgroup of its
+own (bench/fleet/cpuquota.py), so that the workers' rates can be seen to add up on a machine
+whose cores the rest of the fleet fills; `--pg-waits` samples what the PostgreSQL backends
+wait on (bench/fleet/pgwaits.py).
 
-~650 lines because one run measures the baselines, the fleet, the worker matrix and the p99
+~800 lines because one run measures the baselines, the fleet, the worker matrix and the p99
 sweep with the same broker, PKI and process meters, and its figures are read as ratios to each
-other (the worker's profiler is a module of its own, profiled.py).
+other (the profiler, the quotas and the database sampler are modules of their own).
 """
 
 from __future__ import annotations
