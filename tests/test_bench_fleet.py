@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.fleet import cpuquota
 from tests import mqtt_broker
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,3 +65,39 @@ def test_the_ledger_alone_applies_every_increment_once() -> None:
     assert applied["pool_wagers_in"] == str(120 * 100)  # each increment's wager, once
     built = run("--build-only")
     assert built["increments_applied"] == "0" and built["pool_wagers_in"] == "0"
+
+
+@pytest.mark.skipif(cpuquota.unavailable_reason() is not None,
+                    reason=f"--worker-cpu needs cgroups: {cpuquota.unavailable_reason()}")
+def test_worker_cpu_holds_each_worker_in_a_quota_cgroup_of_its_own() -> None:
+    # bench.fleet.run --worker-cpu: both workers ran, every thread of each, in a cgroup held to
+    # 0.5 of a core; the run reports their cores, throttling and verdict; the cgroups are gone.
+    def ours() -> set[str]:
+        return {p.name for p in cpuquota.V1_CPU.glob("tablectl-bench-*")} if \
+            cpuquota.V1_CPU.exists() else set()
+
+    before = ours()
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.fleet.run", "--tables", "6", "--procs", "2",
+         "--samples", "4", "--increments", "300", "--raw", "500", "--workers", "2",
+         "--worker-cpu", "0.5"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = dict(line.strip().split(": ", 1) for line in out.stdout.splitlines()
+                  if ": " in line)
+    assert report["headoffice_workers"] == "2"
+    assert report["worker_cpu_quota"] == "0.5"
+    assert report["workers_in_their_cgroups"] == "True"
+    assert len(report["worker_throttled_periods"].strip("[]").split(",")) == 2
+    assert "at quota" in report["workers_at_quota"]  # a verdict either way
+    assert float(report["increments_per_worker_core"]) > 0
+    assert ours() == before
+
+
+def test_worker_cpu_out_of_range_is_refused_with_a_reason() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.fleet.run", "--worker-cpu", "999"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 2
+    assert "--worker-cpu 999.0: a fraction of a core" in out.stderr

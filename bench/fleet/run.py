@@ -17,12 +17,16 @@ Head office runs as its own process (`tablectl-headoffice run`), as it would in 
 The K meter clients are spread over `--procs` processes; the tables' burst publishers are
 `mosquitto_pub` processes (C, connected before the burst), because on a small machine a
 Python load generator takes the CPU head office needs: in production each table is its own
-computer. The CPU each process used per phase is printed (where the time goes);
-`--profile-worker FILE` runs each worker under cProfile (bench/fleet/profiled.py).
+computer. The CPU each process used per phase is printed (where the time goes), and the time
+each waited for a CPU; `--profile-worker FILE` runs each worker under cProfile
+(bench/fleet/profiled.py); `--worker-cpu F` holds each worker to F of a core in a cgroup of its
+own (bench/fleet/cpuquota.py), so that the workers' rates can be seen to add up on a machine
+whose cores the rest of the fleet fills; `--pg-waits` samples what the PostgreSQL backends
+wait on (bench/fleet/pgwaits.py).
 
-~650 lines because one run measures the baselines, the fleet, the worker matrix and the p99
+~800 lines because one run measures the baselines, the fleet, the worker matrix and the p99
 sweep with the same broker, PKI and process meters, and its figures are read as ratios to each
-other (the worker's profiler is a module of its own, profiled.py).
+other (the profiler, the quotas and the database sampler are modules of their own).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import multiprocessing as mp
 import os
@@ -41,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -49,7 +55,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from bench.fleet.cpuquota import CpuGroup, CpuQuotas, unavailable_reason, verdict  # noqa: E402
 from bench.fleet.nagle import allow_nagle  # noqa: E402
+from bench.fleet.pgwaits import WaitSampler  # noqa: E402
 from controller.link import contract  # noqa: E402
 from controller.link.transport import Connection, connect  # noqa: E402
 from tests.mqtt_broker import ACL, Broker, Pki  # noqa: E402
@@ -172,7 +180,9 @@ def ledger_urls(root: Path, pg: str | None) -> Iterator[Callable[[str], str]]:
         admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         admin.execute(f'CREATE SCHEMA "{schema}"')
         schemas.append(schema)
-        return f"{pg}{'&' if '?' in pg else '?'}options=-csearch_path%3D{schema}"
+        # application_name: --pg-waits finds this run's backends by it
+        return (f"{pg}{'&' if '?' in pg else '?'}options=-csearch_path%3D{schema}"
+                f"&application_name={schema}")
 
     try:
         yield new
@@ -185,8 +195,6 @@ def ledger_urls(root: Path, pg: str | None) -> Iterator[Callable[[str], str]]:
 def ledger_alone(url: str, n: int, batch: int) -> tuple[float, float]:
     """The durable ledger without MQTT: increments applied per second in fsync'd batches, and
     the CPU microseconds this process spent per increment (less noisy on a shared machine)."""
-    import json
-
     from headoffice.ledger import Incoming, Ledger
     from headoffice.pools import Params
 
@@ -205,25 +213,30 @@ def ledger_alone(url: str, n: int, batch: int) -> tuple[float, float]:
     return n / elapsed, cpu / n * 1e6
 
 
-def messages_per_transaction(url: str) -> float:
-    """The ledger's mean batch over the run: a transaction stamps its messages with one `utc`
-    (to the millisecond; a transaction takes longer), so messages ÷ distinct stamps. What one
-    hand-off to the ledger's thread is spread over."""
+def messages_per_transaction(url: str, samples: int) -> float:
+    """The ledger's mean batch in the burst: a transaction stamps its messages with one `utc`
+    (to the millisecond; a transaction takes longer), so messages ÷ distinct stamps, without
+    the latency phase's `samples` one-message transactions (T0's first seqs), which dragged
+    the mean down (a burst of ~13 transactions of 1,500 read as 607). What one hand-off to the
+    ledger's thread, and a transaction's own costs, are spread over."""
     from headoffice.db import open_database
 
     db = open_database(url)
     try:
-        row = db.one("SELECT COUNT(*) AS n, COUNT(DISTINCT utc) AS tx FROM messages")
+        row = db.one("SELECT COUNT(*) AS n, COUNT(DISTINCT utc) AS tx FROM messages"
+                     " WHERE NOT (table_id = 'T0' AND seq <= ?)", (samples,))
     finally:
         db.close()
     assert row is not None
     return round(int(row["n"]) / max(1, int(row["tx"])), 1)
 
 
-def cpu_s(pid: int) -> float | None:
+def cpu_s(pid: int, field: int = 0) -> float | None:
     """CPU seconds a process (all its threads) has run so far, to the nanosecond: the
     scheduler's own count (/proc/PID/schedstat), where /proc/PID/stat counts 10 ms ticks and
-    500 publishers of a few ms each would read as zero. None: the process is gone."""
+    500 publishers of a few ms each would read as zero. None: the process is gone.
+    `field` 1: the seconds its threads were runnable but waited for a CPU instead (for a
+    process in a CPU-quota cgroup this includes the time it was throttled)."""
     total = 0
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
@@ -231,8 +244,17 @@ def cpu_s(pid: int) -> float | None:
         return None
     for task in tasks:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-            total += int((task / "schedstat").read_text().split()[0])
+            total += int((task / "schedstat").read_text().split()[field])
     return total / 1e9
+
+
+def loop_thread_s(pid: int) -> float:
+    """CPU seconds of a process's main thread alone (/proc/PID/task/PID): head office's event
+    loop (receive, parse, acks, pool values); its other threads are the ledger's (the
+    transactions, asyncio.to_thread) and the database driver's."""
+    with contextlib.suppress(OSError):
+        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0]) / 1e9
+    return 0.0
 
 
 def postgres_pids() -> list[int]:
@@ -253,16 +275,19 @@ class CpuMeter:
 
     def __init__(self, pids: dict[str, int], groups: dict[str, list[int]] | None = None) -> None:
         self.pids = {**{name: [pid] for name, pid in pids.items()}, **(groups or {})}
-        self.start = {pid: cpu_s(pid) for pids in self.pids.values() for pid in pids}
+        self.start = [{pid: cpu_s(pid, f) for pids in self.pids.values() for pid in pids}
+                      for f in (0, 1)]
         self.t0 = time.perf_counter()
 
-    def shares(self) -> dict[str, float]:
+    def shares(self, field: int = 0) -> dict[str, float]:
+        """Cores used (field 0), or cores' worth of waiting for a CPU while runnable (field 1:
+        a process starved by the machine's load shows it)."""
         wall = time.perf_counter() - self.t0
         used = {}
         for name, pids in self.pids.items():
             total = 0.0
             for pid in pids:
-                start, end = self.start[pid], cpu_s(pid)
+                start, end = self.start[field][pid], cpu_s(pid, field)
                 if start is not None and end is not None:
                     total += end - start
             used[name] = round(total / wall, 2)
@@ -380,7 +405,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         # A lock published before head office reads its table is lost: wait for the workers
         # to share the partitions (headoffice/routing.py), and for the released ones to be
         # dropped by their former holders (a claim period later).
-        await asyncio.to_thread(wait_routed, args.ledger_url, len(hos))
+        tables_per_worker = await asyncio.to_thread(wait_routed, args.ledger_url, len(hos), k)
         t_connect = time.perf_counter() - t_connect
         current = [0]
         async with connect(broker.settings("T0", "bench-T0-lock", session_expiry_s=0)) as pub:
@@ -433,6 +458,13 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         groups = {f"publishers({k})": [p.pid for p in publishers]}
         if args.pg_run:  # the server's processes (anyone else's queries on it count too)
             groups["postgres"] = postgres_pids()
+        quota_groups: list[CpuGroup] = args.worker_groups
+        throttled0 = [g.throttling() for g in quota_groups]
+        waits = None
+        if args.pg_run and args.pg_waits:
+            app = urllib.parse.parse_qs(urllib.parse.urlsplit(args.ledger_url).query)
+            waits = WaitSampler(args.pg, app["application_name"][0]).start()
+        loop0 = [loop_thread_s(ho.pid) for ho in hos]
         cpu = CpuMeter(pids, groups)
         t0 = time.perf_counter()
         for p, lines in zip(publishers, bursts, strict=True):
@@ -446,7 +478,17 @@ async def fleet(args: argparse.Namespace, broker: Broker,
                 ends.append(msg[2])
                 deliveries += msg[3]
         elapsed = max(ends) - t0
-        cpu_burst = cpu.shares()
+        cpu_burst, cpu_wait_burst = cpu.shares(), cpu.shares(1)
+        loop_cores = [round((loop_thread_s(ho.pid) - c0) / elapsed, 2)
+                      for ho, c0 in zip(hos, loop0, strict=True)]
+        pg_waits = waits.stop() if waits else None
+        # the wrapper really put each worker, every thread of it, in its group
+        in_groups = bool(quota_groups) and all(
+            g.holds(ho.pid) for g, ho in zip(quota_groups, hos, strict=True))
+        throttled = []
+        for g, (periods0, hit0) in zip(quota_groups, throttled0, strict=True):
+            periods, hit = g.throttling()
+            throttled.append(round((hit - hit0) / max(1, periods - periods0), 2))
     finally:
         for c in cmds:
             c.put(("stop",))
@@ -459,6 +501,14 @@ async def fleet(args: argparse.Namespace, broker: Broker,
                 pub.kill()
             pub.wait()
     latencies.sort()
+    workers_cores = [cpu_burst[f"headoffice{w}"] for w in range(len(hos))]
+    increments_per_s = per_table * k / elapsed
+    quota = {}
+    if quota_groups:
+        quota = {"worker_cpu_quota": args.worker_cpu,
+                 "worker_throttled_periods": throttled,
+                 "workers_in_their_cgroups": in_groups,
+                 "workers_at_quota": verdict(args.worker_cpu, workers_cores, throttled)}
     return {
         "tables": k,
         "meter_processes": nproc,
@@ -468,32 +518,53 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         "latency_p99_ms": round(latencies[min(len(latencies) - 1,
                                               int(len(latencies) * 0.99))] * 1000, 1),
         "increments": per_table * k,
-        "increments_per_s": round(per_table * k / elapsed),
+        "increments_per_s": round(increments_per_s),
+        # T0's lock publisher counts for its worker too
+        "tables_per_worker": tables_per_worker,
         "meter_deliveries_per_increment": round(deliveries / (per_table * k), 2),
         "cpu_cores_latency_phase": cpu_latency,
         "cpu_cores_burst_phase": cpu_burst,
+        "cpu_cores_burst_all_measured": round(sum(cpu_burst.values()), 2),
+        "cpu_wait_for_a_core_burst_phase": cpu_wait_burst,
+        "workers_cores_burst": round(sum(workers_cores), 2),
+        # of the workers' cores, their event loops' threads (the rest: the ledger's threads)
+        "workers_loop_thread_cores_burst": loop_cores,
+        # what a worker-core turns into: comparable across worker counts and quotas
+        "increments_per_worker_core": round(increments_per_s / max(0.01, sum(workers_cores))),
+        **quota,
+        **({"pg_backends_per_sample": pg_waits} if pg_waits is not None else {}),
     }
 
 
-def wait_routed(ledger_url: str, workers: int, timeout_s: float = 120) -> None:
-    """Every partition held, by `workers` distinct workers; then one claim period more."""
+def wait_routed(ledger_url: str, workers: int, tables: int,
+                timeout_s: float = 120) -> list[int]:
+    """Every partition held, by `workers` distinct workers; then one claim period more. The
+    tables each worker then reads, most first: the slowest worker's share bounds how far the
+    workers' rates can add up (a worker whose tables are done idles while the others work)."""
     from headoffice.db import open_database
-    from headoffice.routing import PARTITIONS
+    from headoffice.routing import PARTITIONS, partition_of
 
     db = open_database(ledger_url)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
-            rows = db.execute("SELECT owner, expires_epoch FROM ho_partitions")
+            rows = db.execute("SELECT part, owner, expires_epoch FROM ho_partitions")
             held = [r["owner"] for r in rows if r["owner"] and r["expires_epoch"] > time.time()]
             if len(held) == PARTITIONS and len(set(held)) == workers:
                 break
             if time.monotonic() > deadline:
                 raise SystemExit(f"partitions not shared by {workers} workers: {set(held)}")
             time.sleep(0.2)
+        time.sleep(2.0)  # heartbeat_s 1.0: claims every second
+        owner = {int(r["part"]): r["owner"]
+                 for r in db.execute("SELECT part, owner FROM ho_partitions")}
     finally:
         db.close()
-    time.sleep(2.0)  # heartbeat_s 1.0: claims every second
+    count: dict[str, int] = {}
+    for i in range(tables):
+        who = owner[partition_of(f"T{i}")]
+        count[who] = count.get(who, 0) + 1
+    return sorted(count.values(), reverse=True)
 
 
 def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, workers: int,
@@ -502,12 +573,17 @@ def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, worke
     processes, `tables` tables. `nagle`: TCP_NODELAY off everywhere (broker, C clients, the
     link's sockets in head office and in the meter processes): the "before" of issue 17."""
     run = argparse.Namespace(**{**vars(args), "tables": tables, "workers": workers,
-                                "pg_run": pg is not None})
+                                "pg_run": pg is not None, "worker_groups": []})
+    load_at_start = os.getloadavg()
     for i in range(tables):
         pki.client(f"T{i}")
         pki.client(f"M{i}")
     name = f"{'pg' if pg else 'sqlite'}-{tables}t-{workers}w{'-nagle' if nagle else ''}"
     here = root / name
+    for again in itertools.count(2):  # the same run repeated (--repeat) gets a directory of its own
+        if not here.exists():
+            break
+        here = root / f"{name}-{again}"
     here.mkdir()
     # The repo's ACL, and for the meter clients (certificates M<i>) T<i>'s acks to read.
     acl = here / "acl"
@@ -523,6 +599,10 @@ def run_fleet(args: argparse.Namespace, root: Path, pki: Pki, tables: int, worke
         urls = stack.enter_context(ledger_urls(here, pg))
         alone, alone_cpu = ledger_alone(urls("alone"), args.increments, 500)
         ledger_url = run.ledger_url = urls("ledger")
+        quotas = None
+        if args.worker_cpu:
+            # Removed after the workers have ended (ExitStack: last in, first out).
+            quotas = stack.enter_context(CpuQuotas(args.worker_cpu, str(os.getpid())))
         hos: list[subprocess.Popen[bytes]] = []
         for w in range(workers):
             # Several workers share one ledger, each reading its partitions' tables.
@@ -538,18 +618,22 @@ increment_bp = 2500
 hidden_bp = 500
 """ + "".join(f'[[tables]]\nid = "T{i}"\npool = "{POOL}"\n' for i in range(tables)))
             if args.profile_worker and not nagle:
-                module = ["bench.fleet.profiled", f"{args.profile_worker}.{name}.{w}"]
+                module = ["bench.fleet.profiled", f"{args.profile_worker}.{here.name}.{w}"]
             else:
                 module = ["bench.fleet.nagle" if nagle else "headoffice.cli"]
+            argv = [sys.executable, "-m", *module, "--config", str(here / f"ho{w}.toml"), "run"]
+            if quotas is not None:
+                group = quotas.new(f"{here.name}-w{w}")
+                run.worker_groups.append(group)
+                argv = group.wrap(argv)
             hos.append(subprocess.Popen(
-                [sys.executable, "-m", *module, "--config", str(here / f"ho{w}.toml"), "run"],
-                cwd=REPO, stdout=subprocess.DEVNULL,
+                argv, cwd=REPO, stdout=subprocess.DEVNULL,
                 stderr=open(here / f"ho{w}.log", "wb"),  # noqa: SIM115
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             ))
         try:
             result = asyncio.run(fleet(run, broker, hos))
-            result["messages_per_transaction"] = messages_per_transaction(ledger_url)
+            result["messages_per_transaction"] = messages_per_transaction(ledger_url, args.samples)
         except BaseException:
             for w in range(workers):  # what head office said, before the directory goes
                 print(f"--- ho{w}.log (tail)\n{(here / f'ho{w}.log').read_text()[-3000:]}",
@@ -559,8 +643,13 @@ hidden_bp = 500
             for ho in hos:
                 ho.terminate()
             for ho in hos:
-                ho.wait(10)
+                try:
+                    ho.wait(10)
+                except subprocess.TimeoutExpired:
+                    ho.kill()  # its cgroup cannot be removed while it lives
+                    ho.wait()
     result["ledger"] = "postgresql" if pg else "sqlite"
+    result["load_average_at_start"] = " ".join(f"{x:.2f}" for x in load_at_start)
     result["tcp_nodelay"] = not nagle
     result["mosquitto_raw_publish_per_s"] = round(raw)
     result["increments_vs_mosquitto_raw"] = round(result["increments_per_s"] / raw, 3)
@@ -582,6 +671,27 @@ def crossing(points: list[tuple[int, float]], limit: float) -> str:
     if points and points[0][1] > limit:
         return f"below {points[0][0]} tables"
     return f"above {points[-1][0]} tables" if points else "not measured"
+
+
+def matrix_line(rep: int, workers: int, r: dict[str, Any], base: float) -> str:
+    line = (f"[{rep}] {r['ledger']:>10} {workers} worker(s): {r['increments_per_s']:>6}/s"
+            f" (x{r['increments_per_s'] / base:.2f}) p50 {r['latency_p50_ms']}"
+            f" p99 {r['latency_p99_ms']}; per worker-core {r['increments_per_worker_core']}/s"
+            f" (workers {r['workers_cores_burst']} cores); tables per worker"
+            f" {r['tables_per_worker']}; messages per transaction"
+            f" {r['messages_per_transaction']}; meter deliveries per increment"
+            f" {r['meter_deliveries_per_increment']}; ledger alone"
+            f" {r['ledger_alone_increments_per_s']}/s; load {r['load_average_at_start']};"
+            f" cpu {r['cpu_cores_burst_phase']} (all measured"
+            f" {r['cpu_cores_burst_all_measured']}); waited for a core"
+            f" {r['cpu_wait_for_a_core_burst_phase']}")
+    if "workers_at_quota" in r:
+        line += f"; {r['workers_at_quota']}"
+        if not r["workers_in_their_cgroups"]:
+            line += "; A WORKER WAS NOT (WHOLLY) IN ITS CGROUP: the quota did not hold it"
+    if "pg_backends_per_sample" in r:
+        line += f"; pg backends per sample {r['pg_backends_per_sample']}"
+    return line
 
 
 def print_result(result: dict[str, Any]) -> None:
@@ -614,10 +724,32 @@ def main() -> int:
                     help="e.g. 250,500,1000: lock -> every meter at each table count, and"
                          " where p99 crosses --limit-ms")
     ap.add_argument("--limit-ms", type=float, default=250.0)
+    ap.add_argument("--worker-cpu", metavar="F", type=float,
+                    help="each head-office worker in a cgroup of its own held to F of a core"
+                         " (e.g. 0.2): whether workers' rates add up when each has CPU of its"
+                         " own (bench/fleet/cpuquota.py; needs a writable cgroup cpu controller)")
+    ap.add_argument("--pg-waits", action="store_true",
+                    help="with --pg: sample pg_stat_activity during the burst (the run's"
+                         " backends' states and wait events, bench/fleet/pgwaits.py)")
     ap.add_argument("--profile-worker", metavar="FILE",
                     help="run each head-office worker under cProfile, its stats written to"
                          " FILE.<run>.<worker> when stopped (python -m pstats to read)")
+    ap.add_argument("--pki", metavar="DIR",
+                    help="keep the throwaway CA and the tables' certificates (valid 2 days) in"
+                         " DIR, to reuse in the next run; default: made afresh each run")
+    ap.add_argument("--json-lines", action="store_true",
+                    help="with --matrix: also each run's whole result, one JSON line each")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --matrix: run the whole matrix this many times, the ledgers"
+                         " alternately")
     args = ap.parse_args()
+    if args.worker_cpu is not None:
+        if not 0.01 <= args.worker_cpu <= (os.cpu_count() or 1):
+            ap.error(f"--worker-cpu {args.worker_cpu}: a fraction of a core, 0.01 to"
+                     f" {os.cpu_count()}")
+        why = unavailable_reason()
+        if why:
+            ap.error(why)
     logging.getLogger("mqtt").disabled = True  # aiomqtt warns about every queued publish
     most = max([args.tables, *(args.sweep or [])])
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -625,7 +757,8 @@ def main() -> int:
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # the broker inherits it
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        pki = Pki(root / "pki")
+        # 2 certificates per table, made by openssl one by one: minutes at 500 tables
+        pki = Pki(Path(args.pki) if args.pki else root / "pki")
         if args.compare_nagle:
             # TCP_NODELAY first: Nagle, once allowed, stays allowed in this process (and in
             # the meter processes it forks).
@@ -643,17 +776,18 @@ def main() -> int:
         if args.matrix:
             ledgers = [None, *([args.pg] if args.pg else [])]
             print(f"# {args.tables} tables: increments/s, lock -> every meter p50/p99 ms"
-                  " (x: against 1 worker on the same ledger, this run)")
-            for pg in ledgers:
-                base = None
-                for w in args.matrix:
-                    r = run_fleet(args, root, pki, args.tables, w, pg, args.nagle)
-                    base = base or r["increments_per_s"]
-                    print(f"{r['ledger']:>10} {w} worker(s): {r['increments_per_s']:>6}/s"
-                          f" (x{r['increments_per_s'] / base:.2f}) p50 {r['latency_p50_ms']}"
-                          f" p99 {r['latency_p99_ms']}; ledger alone"
-                          f" {r['ledger_alone_increments_per_s']}/s; cpu"
-                          f" {r['cpu_cores_burst_phase']}", flush=True)
+                  " (x: against the first worker count on the same ledger, this repetition)"
+                  + (f"; each worker held to {args.worker_cpu:g} of a core"
+                     if args.worker_cpu else ""))
+            for rep in range(1, args.repeat + 1):
+                for pg in ledgers:  # SQLite and PostgreSQL alternately, each repetition
+                    base = None
+                    for w in args.matrix:
+                        r = run_fleet(args, root, pki, args.tables, w, pg, args.nagle)
+                        base = base or r["increments_per_s"]
+                        print(matrix_line(rep, w, r, base), flush=True)
+                        if args.json_lines:
+                            print("#json", json.dumps(r), flush=True)
             return 0
         if args.sweep:
             points = []
