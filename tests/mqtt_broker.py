@@ -74,8 +74,10 @@ class _Issuer:
         (self.dir / "ca.crt").write_bytes(self.ca_cert.public_bytes(serialization.Encoding.PEM))
         (self.dir / "ca.key").write_bytes(_pem_key(self.ca_key))
 
-    def issue(self, name: str, cn: str, server: bool = False) -> tuple[Path, Path]:
-        """`name`.crt and `name`.key in the session's directory (made the first time)."""
+    def issue(self, name: str, cn: str, server_ips: tuple[str, ...] = ()
+              ) -> tuple[Path, Path]:
+        """`name`.crt and `name`.key in the session's directory (made the first time); with
+        `server_ips`, a server certificate for those addresses and localhost."""
         crt, key = self.dir / f"{name}.crt", self.dir / f"{name}.key"
         with self.lock:
             if crt.exists():
@@ -88,9 +90,9 @@ class _Issuer:
                 .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
                     self.ca_key.public_key()), critical=False)
             )
-            if server:
+            if server_ips:
                 builder = builder.add_extension(x509.SubjectAlternativeName([
-                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                    *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in server_ips),
                     x509.DNSName("localhost")]), critical=False)
             cert = builder.sign(self.ca_key, hashes.SHA256())
             key.write_bytes(_pem_key(private))
@@ -136,7 +138,7 @@ class Pki:
         root.mkdir(parents=True, exist_ok=True)
         self.issuer = _issuer()
         self.ca = self._copy(self.issuer.dir / "ca.crt")
-        self.server_cert, self.server_key = self._issue("server", "localhost", server=True)
+        self.server_cert, self.server_key = self._issue("server", "localhost", ("127.0.0.1",))
 
     def _copy(self, src: Path) -> Path:
         dst = self.root / src.name
@@ -144,8 +146,9 @@ class Pki:
             shutil.copyfile(src, dst)
         return dst
 
-    def _issue(self, name: str, cn: str, server: bool = False) -> tuple[Path, Path]:
-        crt, key = self.issuer.issue(name, cn, server)
+    def _issue(self, name: str, cn: str, server_ips: tuple[str, ...] = ()
+               ) -> tuple[Path, Path]:
+        crt, key = self.issuer.issue(name, cn, server_ips)
         return self._copy(crt), self._copy(key)
 
     def client(self, cn: str) -> Tls:

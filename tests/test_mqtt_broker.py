@@ -67,3 +67,15 @@ def test_one_ca_per_session_and_each_pki_has_its_own_files(tmp_path: Path) -> No
     ca = x509.load_pem_x509_certificate(a.ca.read_bytes())
     cert.verify_directly_issued_by(ca)
     assert cert.subject.rfc4514_string() == "CN=T3"
+
+
+def test_a_server_certificate_names_the_addresses_asked_for(tmp_path: Path) -> None:
+    # The VM test's broker is reached from the guest as 10.0.2.2 (image/vm/test_vm.py): a
+    # certificate without that address fails the guest's hostname check.
+    pki = mqtt_broker.Pki(tmp_path / "pki")
+    crt, _key = pki._issue("server-vm", "10.0.2.2", ("10.0.2.2", "127.0.0.1"))
+    cert = x509.load_pem_x509_certificate(crt.read_bytes())
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert {str(ip) for ip in san.get_values_for_type(x509.IPAddress)} == {"10.0.2.2",
+                                                                          "127.0.0.1"}
+    assert san.get_values_for_type(x509.DNSName) == ["localhost"]
