@@ -41,6 +41,7 @@ import multiprocessing as mp
 import os
 import queue
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -750,6 +751,8 @@ def main() -> int:
         why = unavailable_reason()
         if why:
             ap.error(why)
+        # SIGTERM (a stopped run) unwinds like ^C: the workers end and their cgroups go.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     logging.getLogger("mqtt").disabled = True  # aiomqtt warns about every queued publish
     most = max([args.tables, *(args.sweep or [])])
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
