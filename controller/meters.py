@@ -193,6 +193,16 @@ def _list(data: Any, key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def incomplete_words(d: Mapping[str, Any], source: str) -> str:
+    """A shift close's `incomplete` (Meters.close_incomplete) in words, `source` saying where
+    the rounds went: the one phrasing of the table's CLI and head office's console and CLI."""
+    first = d["first_round_counted"]
+    counted = "no round counted" if first is None else f"rounds before {first} not counted"
+    if not d["shift"]:
+        return f"lifetime figures INCOMPLETE: {counted} ({source}); this shift's figures are whole"
+    return f"INCOMPLETE: {counted} ({source})"
+
+
 @dataclass
 class Meters:
     """The table's lifetime figures and the open shift's, fed with the journal's records."""

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from controller.link.contract import SchemaError, check_outbox_payload
-from controller.meters import SHIFT_METERS
+from controller.meters import SHIFT_METERS, incomplete_words
 from headoffice.db import Database
 
 MAX_SHIFTS = 500  # shifts one query returns at most
@@ -69,11 +69,5 @@ def lacking(s: dict[str, Any]) -> str | None:
     d = s.get("incomplete")
     if d is None:
         return None
-    first, pruned = d["first_round_counted"], d["missing_through"]
-    why = f"the table's journal records 1..{pruned} were pruned before its meters were replayed"
-    if not d["shift"]:
-        return (f"lifetime figures INCOMPLETE: rounds before {first} not counted ({why});"
-                " this shift's figures are whole")
-    if first is None:
-        return f"INCOMPLETE: no round of this shift counted ({why})"
-    return f"INCOMPLETE: rounds before {first} not counted ({why})"
+    return incomplete_words(d, f"the table's journal records 1..{d['missing_through']} were "
+                               "pruned before its meters were replayed")

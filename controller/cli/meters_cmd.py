@@ -15,6 +15,7 @@ from typing import Any
 from controller.cli.common import emit
 from controller.cli.show import figures_lines
 from controller.cli.table_cmd import _ask
+from controller.meters import incomplete_words
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,10 +76,5 @@ def closing_lacks(closing: dict[str, Any]) -> str | None:
     d = closing.get("incomplete")
     if not d:
         return None
-    first = d["first_round_counted"]
-    counted = "no round counted" if first is None else f"rounds before {first} not counted"
-    if not d["shift"]:
-        return (f"lifetime figures INCOMPLETE: {counted} (journal pruned through seq"
-                f" {d['missing_through']}); this shift's figures are whole")
-    return (f"INCOMPLETE: {counted} (journal pruned through seq {d['missing_through']});"
-            " head office is told so")
+    said = incomplete_words(d, f"journal pruned through seq {d['missing_through']}")
+    return said + "; head office is told so" if d["shift"] else said
