@@ -130,12 +130,22 @@ class MarkWriter:
 
 
 def hash_at(conn: sqlite3.Connection, seq: int, genesis: str) -> str | None:
-    """The chain hash after record `seq` if it is stored (a commit's last record, a schema-1
-    row, or 0: the genesis); None otherwise."""
+    """The chain hash after record `seq` if it ends a commit (stored, or recomputed where
+    schema 4 does not store it: anchor.py), is a schema-1 row, or is 0 (the genesis); None
+    otherwise."""
     if seq == 0:
         return genesis
     row = conn.execute("SELECT hash FROM commits WHERE seq = ?", (seq,)).fetchone()
     if row is not None:
+        if row[0] == b"":
+            from controller.journal.anchor import ChainHashes  # (anchor imports checkpoint)
+            from controller.journal.codec import Codec
+
+            meta = dict(conn.execute("SELECT key, value FROM meta"))
+            try:
+                return ChainHashes(conn, meta, Codec(meta.get("deflate_dict", ""))).after(seq)
+            except ValueError:
+                return None
         return row[0].hex() if isinstance(row[0], bytes) else None
     row = conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
     return None if row is None else str(row[0])

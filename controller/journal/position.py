@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from controller.journal.chain import genesis_hash
+from controller.journal.chain import chain_hash, genesis_hash
 from controller.journal.codec import Codec, parse_body
 from controller.journal.records import ROUND_STATUSES, fx_items
-from controller.journal.schema import read_acked_upto, read_meta
+from controller.journal.schema import KEYED_SCHEMAS, read_acked_upto, read_meta
 from controller.journal.verify import prune_base
 from controller.journal.walk import VerifyReport
 
@@ -27,17 +27,28 @@ def load_state(conn: sqlite3.Connection, table_id: str, game: str) -> VerifyRepo
     st.acked_upto = read_acked_upto(conn)
     top = int(conn.execute("SELECT coalesce(max(id), 0) FROM outbox").fetchone()[0])
     meta = read_meta(conn)
-    base = prune_base(conn, meta, None, VerifyReport()) if meta.get("schema") == "3" else None
+    keyed = meta.get("schema") in KEYED_SCHEMAS
+    base = prune_base(conn, meta, None, VerifyReport()) if keyed else None
     if base is not None:  # the counts of what was pruned
         st.rounds_completed, st.rounds_voided = base.completed, base.voided
         st.pruned_through, st.pruned_hash, top = base.seq, base.hash, base.out
+        # Where the chain stands before the first commit that remains.
+        st.last_seq, st.last_hash, st.last_event_round = base.seq, base.hash, base.round
     if meta.get("schema") != "1":
         codec = Codec(meta["deflate_dict"])
         for key, rnd, out, body, h in conn.execute(
                 "SELECT seq, round, out, body, hash FROM commits ORDER BY seq"):
-            st.last_seq, st.last_hash, st.last_event_round = key, h.hex(), rnd
+            records = parse_body(codec.unpack(body))
+            if h:
+                chain = h.hex()
+            else:  # schema 4 stores none: recomputed on from where the chain stood
+                chain, first = st.last_hash, key - len(records) + 1
+                for i, (text, _record) in enumerate(records):
+                    if first + i > st.last_seq:
+                        chain = chain_hash(chain, first + i, text)
+            st.last_seq, st.last_hash, st.last_event_round = key, chain, rnd
             top = max(top, out)
-            for _text, record in parse_body(codec.unpack(body)):
+            for _text, record in records:
                 for _n, status, _summary in fx_items(record[5] or {})[1]:
                     if status in ROUND_STATUSES:
                         setattr(st, f"rounds_{status}", getattr(st, f"rounds_{status}") + 1)

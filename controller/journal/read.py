@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from controller.journal.anchor import ChainHashes
 from controller.journal.chain import chain_hash, genesis_hash
 from controller.journal.codec import Codec, parse_body
 from controller.journal.errors import JournalError
@@ -28,6 +29,8 @@ class Reader:
         self._last_seq = last_seq
         meta = read_meta(conn)
         self.codec = Codec(meta["deflate_dict"])
+        # The chain hash after a commit: stored in rows before schema 4, else recomputed.
+        self.hashes = ChainHashes(conn, meta, self.codec)
         # Records up to this seq are schema-1 rows (`events`); the chain goes on in `commits`.
         self.v1_last_seq = int(meta["v1_last_seq"])
         row = conn.execute("SELECT hash FROM events WHERE seq = ?",
@@ -57,12 +60,13 @@ class Reader:
                     if prev is None:
                         prev = self.commit_before(nxt)
                     rows = self._conn.execute(
-                        "SELECT seq, body, hash FROM commits WHERE seq >= ? ORDER BY seq "
+                        "SELECT seq, body FROM commits WHERE seq >= ? ORDER BY seq "
                         "LIMIT 32", (nxt,)).fetchall()
                     page = []
-                    for key, body, stored in rows:
-                        page += self._decode(key, body, prev)
-                        prev = (key, stored.hex())
+                    for key, body in rows:
+                        events = self._decode(key, body, prev)
+                        page += events
+                        prev = (key, events[-1].hash)
                         if key >= end:
                             break
                     page = [e for e in page if nxt <= e.seq <= end]
@@ -73,10 +77,14 @@ class Reader:
 
     def commit_before(self, seq: int) -> tuple[int, str]:
         """(seq, hash) where the chain stands before the commit holding `seq`."""
-        row = self._conn.execute("SELECT seq, hash FROM commits WHERE seq < ? ORDER BY seq "
+        row = self._conn.execute("SELECT seq FROM commits WHERE seq < ? ORDER BY seq "
                                  "DESC LIMIT 1", (seq,)).fetchone()
         if row is not None and row[0] >= max(self.v1_last_seq, self.pruned[0]):
-            return row[0], row[1].hex()
+            try:
+                return row[0], self.hashes.after(row[0])
+            except ValueError as exc:
+                raise JournalError(f"journal {self.path}: the chain hash after seq {row[0]} "
+                                   f"cannot be recomputed: {exc}") from exc
         if self.pruned[0] > self.v1_last_seq:
             return self.pruned
         return self.v1_last_seq, self._v1_last_hash

@@ -1,4 +1,4 @@
-"""The journal's SQLite layout, its three schema versions, pragmas, and making a new journal
+"""The journal's SQLite layout, its four schema versions, pragmas, and making a new journal
 (docs/journal.md, "Storage"). Upgrades of older journals: upgrade.py."""
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ JOURNAL_FILE = "journal.sqlite3"
 LOCK_FILE = "journal.lock"
 
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 
-# 1 and 2: journals of older formats, upgraded when a writer opens them (1 -> 2 -> 3).
-SCHEMAS_READ = ("1", "2", "3")
+# 1, 2 and 3: journals of older formats, upgraded when a writer opens them (1 -> 2 -> 3 -> 4).
+SCHEMAS_READ = ("1", "2", "3", "4")
+
+
+KEYED_SCHEMAS = ("3", "4")  # the schemas whose rows carry MACs (mac.py)
 
 
 # Small pages: each commit appends every page it modified to the WAL, so the page size sets the
@@ -93,6 +96,27 @@ V3_COLUMNS = (
 
 
 V3_META = frozenset({"mac_since", "mac_since_mac", "acked_at_mac", "key_id"})
+
+
+# Schema 4 stores no chain hash in the commits it writes: `hash` is an empty BLOB in every row
+# after seq `hash_stored_through` (meta; 0 for a journal created as schema 4), recomputed from the
+# records (anchor.py). 32 of a row's ~175 bytes: with 512-byte pages a round then allocates fewer
+# pages, and each page allocated costs its parent's and page 1's frames (and, in a pruned
+# journal, a freelist trunk's): docs/daemon.md, "Schema 4". Integrity is unchanged: verification
+# always recomputed the chain, each commit's MAC covers the recomputed hash, and each checkpoint
+# (every 16 rounds), segment head and the high-water mark carry it.
+HASH_STORED_THROUGH = "hash_stored_through"
+
+
+def hash_stored_through(meta: Mapping[str, str]) -> int | None:
+    """The last seq whose commit row stores its chain hash; None: every row does (schema < 4).
+    ValueError for a schema-4 journal whose meta does not say it as a number."""
+    if meta.get("schema") != "4":
+        return None
+    value = meta.get(HASH_STORED_THROUGH, "")
+    if not value.isdigit():
+        raise ValueError(f"meta {HASH_STORED_THROUGH} is {value!r}, not a number")
+    return int(value)
 
 
 def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -163,7 +187,7 @@ def create_journal(path: Path, table_id: str, game: str, key: JournalKey) -> Non
             ("schema", SCHEMA_VERSION), ("table_id", table_id), ("game", game),
             ("created_utc", utc_now()), ("genesis", genesis),
             ("v1_last_seq", "0"), ("deflate_dict", deflate_dict(game)),
-            *mac_meta(key, table_id, game, 0, genesis, 0)])
+            (HASH_STORED_THROUGH, "0"), *mac_meta(key, table_id, game, 0, genesis, 0)])
         conn.execute("COMMIT")
     finally:
         conn.close()  # checkpoints and removes tmp's WAL

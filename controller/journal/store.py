@@ -47,13 +47,14 @@ from controller.journal.records import (
 from controller.journal.retention import PrunePlan, Retention
 from controller.journal.schema import (
     JOURNAL_FILE,
+    KEYED_SCHEMAS,
     LOCK_FILE,
     SCHEMAS_READ,
     create_journal,
     read_meta,
     set_pragmas,
 )
-from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3
+from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3, upgrade_to_v4
 from controller.journal.verify import verify_conn
 from controller.journal.walfile import prefill_wal
 from controller.journal.walk import VerifyReport
@@ -191,11 +192,11 @@ class Journal:
                     f"{meta.get('game')!r}, not table {table_id!r} game {game!r}; refusing "
                     "to use it")
             # A key is made (development only) for a journal that has no MACs yet.
-            key = find_journal_key(path, key_file, create=create and schema != "3",
+            key = find_journal_key(path, key_file, create=create and schema not in KEYED_SCHEMAS,
                                    key_id=meta.get("key_id"))
             set_pragmas(conn, path)
             start, refused = None, {}
-            if verify and fast and schema == "3":
+            if verify and fast and schema in KEYED_SCHEMAS:
                 start, refused = checkpoint.latest(conn, key, table_id, game,
                                                    int(meta["v1_last_seq"]))
             if verify:
@@ -209,7 +210,7 @@ class Journal:
             else:
                 state = load_state(conn, table_id, game)
             problem = None
-            if schema != "3":
+            if schema not in KEYED_SCHEMAS:
                 # The mark first: a crash before the upgrade commits leaves a schema-1/2 journal
                 # (upgraded again next time) with a mark, never a schema-3 one without.
                 create_mark(state_dir / MARK_FILE, key, table_id, game, state.last_seq,
@@ -218,6 +219,7 @@ class Journal:
                 if schema == "1":
                     upgrade_to_v2(conn, path, game, state.last_seq)
                 upgrade_to_v3(conn, path, key, table_id, game, state)
+                upgrade_to_v4(conn, path, state.last_seq)
             else:
                 problem = mark_problem(conn, state_dir / MARK_FILE, key, read_meta(conn),
                                        state.last_seq)
@@ -227,6 +229,8 @@ class Journal:
                         "a copy of the journal that holds those records, or record the loss: "
                         f"`tablectl journal accept-loss --state-dir {state_dir} --reason TEXT` "
                         "(docs/journal.md, \"Recovering\").", problem[1], state.last_seq)
+                if schema == "3":
+                    upgrade_to_v4(conn, path, state.last_seq)
             conn.execute(checkpoint.TABLE_CHECKPOINTS)
             conn.execute(segments.TABLE_SEGMENTS)
         except sqlite3.DatabaseError as exc:
@@ -340,10 +344,11 @@ class Journal:
             body = self.reader.codec.pack("[" + ",".join(r.element for r in rows) + "]")
             with self._guard.transaction(f"append of seq {rows[0].seq}..{rows[-1].seq}",
                                          fsync=durable) as c:
+                # Schema 4: no stored chain hash (schema.HASH_STORED_THROUGH); the MAC covers it.
                 c.execute("INSERT INTO commits(seq, round, rec, out, body, hash, mac) "
                           "VALUES (?,?,?,?,?,?,?)",
-                          (seq, last_round, next_round - 1, next_id - 1, body,
-                           bytes.fromhex(last_hash), self._mac("commit", seq, last_hash)))
+                          (seq, last_round, next_round - 1, next_id - 1, body, b"",
+                           self._mac("commit", seq, last_hash)))
                 for row in rows:
                     if row.snapshot is not None:
                         insert_snapshot(c, row, self._mac)
@@ -351,6 +356,7 @@ class Journal:
                     checkpoint.insert(c, self.key, self.table_id, self.game, cp)
                     self.retention.close_if_due(c, cp)
             self._last_seq, self._last_hash = seq, last_hash
+            self.reader.hashes.remember(seq, last_hash)
             if self._mark is not None and durable:
                 # After the commit: never ahead of it (nor of what a power cut may take).
                 self._mark.advance(seq, next_id - 1, last_hash)

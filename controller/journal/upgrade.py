@@ -1,4 +1,4 @@
-"""In-place upgrades of journals written by older code: schema 1 -> 2 -> 3. No record is
+"""In-place upgrades of journals written by older code: schema 1 -> 2 -> 3 -> 4. No record is
 rewritten; each upgrade is one transaction."""
 
 from __future__ import annotations
@@ -58,3 +58,19 @@ def upgrade_to_v3(conn: sqlite3.Connection, path: Path, key: JournalKey, table_i
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise JournalError(f"journal {path}: upgrade to schema 3 failed: {exc}") from exc
+
+
+def upgrade_to_v4(conn: sqlite3.Connection, path: Path, last_seq: int) -> None:
+    """Schema 3 -> 4, in one transaction: the commits after `last_seq` store no chain hash
+    (schema.HASH_STORED_THROUGH); every row already there keeps its own. Nothing else changes:
+    the MACs, the mark and the checkpoints were already over the recomputed chain."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
+            (schema.HASH_STORED_THROUGH, str(last_seq)), ("upgraded4_utc", utc_now())])
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise JournalError(f"journal {path}: upgrade to schema 4 failed: {exc}") from exc

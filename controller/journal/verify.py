@@ -22,9 +22,11 @@ from controller.journal.mark import MARK_FILE, MarkError, mark_problem, read_mar
 from controller.journal.records import LOSS_KIND, outbox_next
 from controller.journal.schema import (
     JOURNAL_FILE,
+    KEYED_SCHEMAS,
     LOCK_FILE,
     SCHEMAS_READ,
     V3_META,
+    hash_stored_through,
     read_acked_upto,
     read_meta,
     v1_last_seq,
@@ -79,10 +81,15 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str,
                           or "deflate_dict" not in meta):
         rep.error(f"not a tablectl journal of schema {schema}: commits table or meta missing")
         return
-    keyed = schema == "3"
+    keyed = schema in KEYED_SCHEMAS
     if keyed and not meta.keys() >= V3_META:
-        rep.error(f"not a tablectl journal of schema 3: meta {sorted(V3_META - meta.keys())} "
-                  "missing")
+        rep.error(f"not a tablectl journal of schema {schema}: meta "
+                  f"{sorted(V3_META - meta.keys())} missing")
+        return
+    try:
+        stored_through = hash_stored_through(meta)  # None: every commit stores its hash
+    except ValueError as exc:
+        rep.error(f"not a tablectl journal of schema 4: {exc}")
         return
     table_id, game = meta.get("table_id", ""), meta.get("game", "")
     if expect is not None and (table_id, game) != expect:
@@ -134,26 +141,36 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str,
     if rep.last_seq < v1_last or (start is None and rep.last_seq != v1_last):
         rep.error(f"schema-1 rows end at seq {rep.last_seq}, the upgrade recorded seq {v1_last}")
 
-    # Schema-2 records: one row per commit, its records deflated, the hash after the last one.
+    # Schema-2 records: one row per commit, its records deflated, the hash after the last one
+    # (schema 4: after seq `stored_through`, no hash stored: the recomputed one is MAC'd).
     codec = Codec(meta["deflate_dict"])
     last = conn.execute("SELECT coalesce(max(seq), 0) FROM commits").fetchone()[0]
+    drift = _Drift(rep)
     for n, (key_seq, c_round, c_rec, c_out, body, stored, mac) in enumerate(conn.execute(
             f"SELECT seq, round, rec, out, body, hash, {'mac' if keyed else 'NULL'} FROM commits "
             "WHERE seq > ? ORDER BY seq", (after,))):
         if progress is not None and n % PROGRESS_EVERY == 0:
             progress(key_seq, last)
-        stored_hex = stored.hex() if isinstance(stored, bytes) else repr(stored)
-        if key_seq == since:
-            _check_since(meta, macs, stored_hex, rep)
+        # (A hash stored where schema 4 stores none is compared, as in the rows before it.)
+        hashless = stored_through is not None and key_seq > stored_through and stored == b""
+        stored_hex = None if hashless else (
+            stored.hex() if isinstance(stored, bytes) else repr(stored))
         try:
             records = parse_body(codec.unpack(body))
         except ValueError as exc:
             if key_seq < walk.expected:
                 walk.gap(key_seq, key_seq)
             rep.error(f"seq {walk.expected}..{key_seq}: commit unreadable ({exc})")
-            # Carry on from its stored hash and columns: the next commits are checked as usual.
             walk.next_round = max(walk.next_round, int(c_rec) + 1)
             walk.next_out = max(walk.next_out, int(c_out) + 1)
+            if stored_hex is None:
+                # Nothing to carry the chain on from: what follows is not verified.
+                rep.error(f"seq {key_seq + 1}..{last}: not verified (the chain cannot be "
+                          "recomputed past an unreadable commit)")
+                return
+            # Carry on from its stored hash and columns: the next commits are checked as usual.
+            if key_seq == since:
+                _check_since(meta, macs, stored_hex, rep)
             walk.prev, walk.expected = stored_hex, key_seq + 1
             rep.last_seq, rep.last_hash = key_seq, stored_hex
             _check_commit_mac(macs, since, key_seq, stored_hex, mac, rep)
@@ -162,15 +179,28 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str,
         if first <= after < key_seq:  # the checkpoint is inside this commit: walk on from it
             records, first = records[after - first + 1:], after + 1
         walk.gap(first, key_seq)
-        h = walk.prev
+        h, resynced = walk.prev, None
+        walk.may_resync = hashless
         for i, (text, (_utc, _mono, kind, rnd, data, fx)) in enumerate(records):
             h = chain_hash(h, first + i, text)
             if kind == LOSS_KIND:  # the outbox ids lost with the records are skipped
                 walk.next_out = max(walk.next_out, outbox_next(data) or 0)
             walk.record(first + i, rnd, fx, h, indexed=False)
-        if h != stored_hex:
+            if walk.resync is not None:
+                # A checkpoint that checks out where the recomputed chain went wrong: go on from
+                # its hash, so that an altered commit is not one error per commit after it.
+                # (Rows that store their hash go on from it instead, below.)
+                h, resynced = walk.resync, first + i
+        if stored_hex is None:
+            stored_hex = h
+        elif h != stored_hex:
             what = f"seq {key_seq}" if first == key_seq else f"seq {first}..{key_seq}"
             rep.error(f"{what}: hash mismatch (record altered, reordered or chain broken)")
+        if stored_through is not None and key_seq <= stored_through and stored == b"":
+            rep.error(f"seq {key_seq}: its stored chain hash was removed (rows up to seq "
+                      f"{stored_through} store theirs)")
+        if key_seq == since:
+            _check_since(meta, macs, stored_hex, rep)
         if (c_round, c_rec, c_out) != (records[-1][1][3], walk.next_round - 1,
                                        walk.next_out - 1):
             rep.error(f"seq {key_seq}: commit columns round/rec/out {c_round}/{c_rec}/{c_out} "
@@ -178,7 +208,13 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str,
                       f"{walk.next_out - 1})")
         walk.prev, walk.expected = stored_hex, key_seq + 1
         rep.last_seq, rep.last_hash = key_seq, stored_hex
-        _check_commit_mac(macs, since, key_seq, stored_hex, mac, rep)
+        if hashless:
+            if resynced is not None:
+                drift.resynced(resynced, first)
+            drift.check(macs, since, key_seq, first, stored_hex, mac, resynced is not None)
+        else:
+            _check_commit_mac(macs, since, key_seq, stored_hex, mac, rep)
+    drift.finish()
     if progress is not None:
         progress(rep.last_seq, last)
     if since == 0 and start is None:  # MACs from creation: checked last, after the chain
@@ -219,6 +255,76 @@ def _check_commit_mac(macs: Macs | None, since: int, seq: int, chain: str, mac: 
     if macs is not None and seq > since and not macs.check(mac, "commit", seq, chain):
         what = "has no MAC" if mac is None else "MAC mismatch"
         rep.error(f"seq {seq}: commit {what} (written or rewritten without the table's key)")
+
+
+class _Drift:
+    """The MACs of commits that store no chain hash (schema 4), checked over the recomputed
+    chain. A commit whose MAC fails is judged by the next one: if that one checks out, only
+    the MAC was rewritten; if not, the chain went wrong there (a record altered, reordered or
+    missing), and the commits after it cannot be verified until the chain is back in step (a
+    checkpoint that checks out): one error for the commit, one line for that span."""
+
+    def __init__(self, rep: VerifyReport) -> None:
+        self.rep = rep
+        self.pending: tuple[int, int, bool] | None = None  # (first, key, no MAC) to judge
+        self.broken = False
+        self.span: tuple[int, int] | None = None  # seqs not verifiable since the break
+        self.good = -1  # the last commit whose MAC checked out (-1: none)
+
+    def check(self, macs: Macs | None, since: int, key: int, first: int, chain: str,
+              mac: Any, resynced: bool) -> None:
+        ok = macs is None or key <= since or macs.check(mac, "commit", key, chain)
+        if ok and macs is not None:
+            self.good = key
+        if self.pending is not None:
+            p_first, p_key, no_mac = self.pending
+            self.pending = None
+            if ok and not resynced:
+                self.rep.error(f"seq {p_key}: commit {'has no MAC' if no_mac else 'MAC mismatch'}"
+                               " (written or rewritten without the table's key)")
+            else:
+                what = f"seq {p_key}" if p_first == p_key else f"seq {p_first}..{p_key}"
+                self.rep.error(f"{what}: hash mismatch (record altered, reordered or chain "
+                               "broken)")
+                self.broken = True
+        if ok:
+            self._flush(first - 1)
+        elif self.broken:
+            self.span = (first if self.span is None else self.span[0], key)
+        else:
+            self.pending = (first, key, mac is None)
+
+    def resynced(self, seq: int, first: int) -> None:
+        """The checkpoint at `seq` (in the commit of seq `first`..) set the recomputed chain
+        right: said here unless a commit before it already failed its MAC (`check` then says
+        where the chain went wrong)."""
+        if self.pending is not None or self.broken:
+            return
+        if self.good == first - 1:  # the commit before checked out: the fault is in this one
+            what = f"seq {seq}" if first == seq else f"seq {first}..{seq}"
+            self.rep.error(f"{what}: hash mismatch (record altered, reordered or chain broken)")
+        else:
+            self.rep.error(f"seq {seq}: checkpoint does not match the recomputed chain (a record "
+                           "at or before it altered, reordered or the chain broken, after the "
+                           "last checkpoint or MAC that checks out)")
+
+    def finish(self) -> None:
+        if self.pending is not None:
+            first, key, no_mac = self.pending
+            what = f"seq {key}" if first == key else f"seq {first}..{key}"
+            self.rep.error(f"{what}: hash mismatch (record altered, reordered or chain broken) "
+                           f"or commit {'has no MAC' if no_mac else 'MAC mismatch'} (the last "
+                           "commit: no commit after it tells which)")
+            self.pending = None
+        self._flush(0)
+
+    def _flush(self, upto: int) -> None:
+        if self.span is not None:
+            a, b = self.span
+            self.rep.error(f"seq {a}..{max(b, upto)}: not verified (the chain is recomputed "
+                           "from the records and after the error above no longer matches "
+                           "their MACs, until a checkpoint that checks out)")
+        self.broken, self.span = False, None
 
 
 def _int_meta(meta: Mapping[str, str], name: str, rep: VerifyReport) -> int:
@@ -329,7 +435,7 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None,
                 rep.macs = key_note
             with contextlib.suppress(sqlite3.Error):
                 meta = read_meta(conn)
-                if meta.get("schema") == "3":
+                if meta.get("schema") in KEYED_SCHEMAS:
                     _verify_mark(conn, state_dir / MARK_FILE, key, meta, rep)
             return rep
         finally:

@@ -26,6 +26,11 @@ from controller.rounds.base import Effect, Event, Now
 from tests.support.journal import GAME, TABLE, errors_of, fill, now, raw
 
 
+def j_last(d: Path) -> int:
+    with raw(d) as c:
+        return int(c.execute("SELECT max(seq) FROM commits").fetchone()[0])
+
+
 @pytest.fixture
 def jdir(tmp_path: Path) -> Path:
     with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
@@ -315,15 +320,23 @@ def batched(tmp_path: Path) -> Path:
 def test_flipped_byte_in_event_data(jdir: Path) -> None:
     rewrite(jdir, 13, '"i":13', '"i":14')
     errs = errors_of(jdir)
-    assert errs == ["seq 13: hash mismatch (record altered, reordered or chain broken)"]
+    # Schema 4 stores no chain hash: the recomputed one goes wrong at seq 13 and stays wrong,
+    # so the commits after it cannot be checked against their MACs (until a checkpoint).
+    assert errs[0] == "seq 13: hash mismatch (record altered, reordered or chain broken)"
+    # (the checkpoint at seq 20, which checks out, puts it back in step)
+    assert len(errs) == 2 and errs[1].startswith("seq 14..19: not verified"), errs
     with pytest.raises(JournalError, match=r"journal .*journal\.sqlite3 is corrupt.*seq 13"):
         Journal.open(jdir, table_id=TABLE, game=GAME)
 
 
 def test_altered_record_in_a_batch_names_the_commit(batched: Path) -> None:
     rewrite(batched, 9, '"i":7', '"i":70')
-    assert errors_of(batched) == [
-        "seq 5..9: hash mismatch (record altered, reordered or chain broken)"]
+    errs = errors_of(batched)
+    assert errs[0] == "seq 5..9: hash mismatch (record altered, reordered or chain broken)"
+    assert errs[1].startswith("seq 10..12: not verified"), errs
+    # ... and the chain recomputed at the mark's seq is not the one it names.
+    assert errs[2:] == ["journal: it does not hold the commit its high-water mark names (seq 12, "
+                        "journal ends at seq 12): replaced or rewritten"]
 
 
 def test_flipped_byte_in_the_file(jdir: Path) -> None:
@@ -344,7 +357,8 @@ def test_deleted_commit(batched: Path) -> None:
         c.execute("DELETE FROM commits WHERE seq=9")
     errs = errors_of(batched)
     assert errs[0] == "seq 5..9 missing (records deleted or reordered; next is seq 10)"
-    assert errs[1] == "seq 10..12: hash mismatch (record altered, reordered or chain broken)"
+    assert "seq 10..12: hash mismatch (record altered, reordered or chain broken) or commit " \
+        "MAC mismatch (the last commit: no commit after it tells which)" in errs, errs
 
 
 def test_reordered_commits(jdir: Path) -> None:
@@ -366,7 +380,9 @@ def test_records_moved_between_commits(batched: Path) -> None:
 
 def test_altered_outbox_payload(jdir: Path) -> None:
     rewrite(jdir, 12, '"cents":12', '"cents":99')
-    assert errors_of(jdir) == ["seq 12: hash mismatch (record altered, reordered or chain broken)"]
+    errs = errors_of(jdir)
+    assert errs[0] == "seq 12: hash mismatch (record altered, reordered or chain broken)"
+    assert len(errs) == 2 and errs[1].startswith("seq 13..19: not verified"), errs
 
 
 def test_stray_outbox_and_rounds_rows(jdir: Path) -> None:
@@ -392,8 +408,11 @@ def test_unreadable_commit(batched: Path) -> None:
         c.execute("UPDATE commits SET body=x'00ff' WHERE seq=9")
     errs = errors_of(batched)
     assert errs[0].startswith("seq 5..9: commit unreadable"), errs
-    # The next commit is checked from the stored hash and columns: only the count is off.
-    assert errs[1:] == ["rounds counted 0, recorded 1"]
+    # Schema 4 stores no chain hash to go on from: what follows is said to be unverified.
+    assert errs[1:] == ["seq 10..12: not verified (the chain cannot be recomputed past an "
+                        "unreadable commit)",
+                        "journal: it does not hold the commit its high-water mark names (seq 12, "
+                        "journal ends at seq 12): replaced or rewritten"]
 
 
 def test_altered_dictionary(jdir: Path) -> None:
@@ -423,23 +442,45 @@ def test_altered_meta_table_id(jdir: Path) -> None:
         Journal.open(jdir, table_id="T99", game=GAME)
 
 
-def test_records_can_be_checked_with_zlib_and_sha256_alone(batched: Path) -> None:
-    """docs/journal.md: the chain needs nothing of this code."""
+def test_records_can_be_checked_with_zlib_and_sha256_alone(jdir: Path) -> None:
+    """docs/journal.md: the chain needs nothing of this code (the snippet there, run as is)."""
     import hashlib
+    import os
     import zlib
 
-    with raw(batched) as c:
-        meta = dict(c.execute("SELECT key, value FROM meta"))
-        h = hashlib.sha256(f"tablectl:{meta['table_id']}:{meta['game']}".encode()).hexdigest()
-        seq = 0
-        for key, body, stored in c.execute("SELECT seq, body, hash FROM commits ORDER BY seq"):
-            d = zlib.decompressobj(-15, zdict=meta["deflate_dict"].encode())
-            for rec in json.loads(d.decompress(body) + d.flush()):
-                seq += 1
-                text = json.dumps([seq, *rec], sort_keys=True, separators=(",", ":"),
-                                  ensure_ascii=False)
-                h = hashlib.sha256((h + text).encode()).hexdigest()
-            assert (seq, h) == (key, stored.hex())
+    os.chdir(jdir)
+    c = raw(jdir)
+    # -- docs/journal.md, "Reading one needs nothing of this code" --
+    meta = dict(c.execute("SELECT key, value FROM meta"))
+    h = hashlib.sha256(f"tablectl:{meta['table_id']}:{meta['game']}".encode()).hexdigest()
+    mark = Path("journal.mark").read_text().split()  # tablectl-journal-mark 1 SEQ OUT HASH MAC
+    known = {s: json.loads(b)["hash"] for s, b in c.execute("SELECT seq, body FROM checkpoints")}
+    known[int(mark[2])] = mark[4]          # checkpoints and the mark carry the chain hash
+    seq = 0                                     # a journal created as schema 2 or later
+    for key, body, stored in c.execute("SELECT seq, body, hash FROM commits ORDER BY seq"):
+        d = zlib.decompressobj(-15, zdict=meta["deflate_dict"].encode())
+        for record in json.loads(d.decompress(body) + d.flush()):
+            seq += 1
+            h = hashlib.sha256((h + json.dumps([seq, *record], sort_keys=True,
+                                separators=(",", ":"), ensure_ascii=False)).encode()).hexdigest()
+            assert known.get(seq, h) == h
+        assert seq == key and stored in (b"", bytes.fromhex(h))  # schema 4 stores none
+    # -- end of the snippet --
+    assert seq == j_last(jdir) and len(known) >= 2
+    c.close()
+    # It fails on an altered record (a checkpoint after it no longer matches).
+    rewrite(jdir, 13, '"i":13', '"i":14')
+    c = raw(jdir)
+    h, seq, caught = genesis_hash(TABLE, GAME), 0, False
+    for (body,) in c.execute("SELECT body FROM commits ORDER BY seq"):
+        d = zlib.decompressobj(-15, zdict=meta["deflate_dict"].encode())
+        for record in json.loads(d.decompress(body) + d.flush()):
+            seq += 1
+            h = hashlib.sha256((h + json.dumps([seq, *record], sort_keys=True,
+                                separators=(",", ":"), ensure_ascii=False)).encode()).hexdigest()
+            caught = caught or known.get(seq, h) != h
+    c.close()
+    assert caught
 
 
 # ---- property: exact round trip -----------------------------------------------------------

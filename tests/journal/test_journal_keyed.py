@@ -46,12 +46,9 @@ def rechain(c: sqlite3.Connection, from_seq: int, edit: dict[int, object]) -> No
     chain verifies again."""
     meta = dict(c.execute("SELECT key, value FROM meta"))
     codec = Codec(meta["deflate_dict"])
-    prev_row = c.execute("SELECT hash FROM commits WHERE seq < ? ORDER BY seq DESC LIMIT 1",
-                         (from_seq,)).fetchone()
-    h = prev_row[0].hex() if prev_row else jmod.genesis_hash(TABLE, GAME)
-    rows = c.execute("SELECT seq, body FROM commits WHERE seq >= ? ORDER BY seq",
-                     (from_seq,)).fetchall()
-    for key, body in rows:
+    h = jmod.genesis_hash(TABLE, GAME)
+    rows = c.execute("SELECT seq, body, hash FROM commits ORDER BY seq").fetchall()
+    for key, body, stored in rows:
         records = json.loads(codec.unpack(body))
         first = key - len(records) + 1
         texts = []
@@ -61,13 +58,23 @@ def rechain(c: sqlite3.Connection, from_seq: int, edit: dict[int, object]) -> No
             text = jmod.canonical(rec)
             h = chain_hash(h, first + i, text)
             texts.append(text)
+        if key < from_seq:
+            continue
+        # A stored hash is rewritten; schema 4's rows store none (b"").
         c.execute("UPDATE commits SET body = ?, hash = ? WHERE seq = ?",
-                  (codec.pack("[" + ",".join(texts) + "]"), bytes.fromhex(h), key))
+                  (codec.pack("[" + ",".join(texts) + "]"),
+                   stored and bytes.fromhex(h), key))
         snap = c.execute("SELECT state FROM snapshots WHERE seq = ?", (key,)).fetchone()
         if snap is not None:
             state = snapshot_text(snap[0])
             c.execute("UPDATE snapshots SET hash = ? WHERE seq = ?",
                       (snapshot_hash(h, state), key))
+        cp = c.execute("SELECT body FROM checkpoints WHERE seq = ?", (key,)).fetchone()
+        if cp is not None:  # its MAC cannot be remade without the key
+            body = json.loads(cp[0])
+            body.update(hash=h, snapshot=snapshot_hash(h, state))
+            c.execute("UPDATE checkpoints SET body = ? WHERE seq = ?",
+                      (jmod.canonical(body), key))
 
 
 def plain_chain_ok(d: Path) -> bool:
@@ -75,6 +82,7 @@ def plain_chain_ok(d: Path) -> bool:
     c = sqlite3.connect(d / JOURNAL_FILE)
     meta = dict(c.execute("SELECT key, value FROM meta"))
     h = hashlib.sha256(f"tablectl:{meta['table_id']}:{meta['game']}".encode()).hexdigest()
+    known = {s: json.loads(b)["hash"] for s, b in c.execute("SELECT seq, body FROM checkpoints")}
     seq = 0
     for key, body, stored in c.execute("SELECT seq, body, hash FROM commits ORDER BY seq"):
         dec = zlib.decompressobj(-15, zdict=meta["deflate_dict"].encode())
@@ -82,7 +90,9 @@ def plain_chain_ok(d: Path) -> bool:
             seq += 1
             h = hashlib.sha256((h + json.dumps([seq, *record], sort_keys=True,
                                 separators=(",", ":"), ensure_ascii=False)).encode()).hexdigest()
-        if (seq, h) != (key, stored.hex()):
+            if known.get(seq, h) != h:
+                return False
+        if seq != key or stored not in (b"", bytes.fromhex(h)):
             return False
     return True
 
@@ -92,7 +102,8 @@ def test_a_new_journal_is_keyed_and_verifies(jdir: Path) -> None:
         meta = dict(c.execute("SELECT key, value FROM meta"))
         macs = c.execute("SELECT count(*) FROM commits WHERE length(mac) = 16").fetchone()[0]
         snaps = c.execute("SELECT count(*) FROM snapshots WHERE length(mac) = 16").fetchone()[0]
-    assert meta["schema"] == "3" and meta["mac_since"] == "0"
+    assert meta["schema"] == "4" and meta["mac_since"] == "0"
+    assert meta["hash_stored_through"] == "0"
     assert macs == 30 and snaps == 3
     rep = verify_dir(jdir)
     assert rep.ok, rep.errors
@@ -107,18 +118,19 @@ def test_amount_edit_with_the_chain_recomputed_is_detected(jdir: Path) -> None:
     # The plain chain verifies (what the old code checked) ...
     assert plain_chain_ok(jdir)
     rep = verify_dir(jdir)
-    # ... the MACs do not, from the edited commit on; nothing else is wrong with it.
+    # ... the MACs do not: schema 4 stores no chain hash, so the chain recomputed from the
+    # records goes wrong at the edited commit and the commits after it cannot be checked; the
+    # checkpoints the attacker rewrote to match are refused (their MACs), the mark does not match.
     assert not rep.ok
-    assert rep.errors[0] == ("seq 12: commit MAC mismatch (written or rewritten without the "
-                             "table's key)")
-    commit = "commit MAC mismatch (written or rewritten without the table's key)"
-    snap = "snapshot MAC mismatch (snapshot rewritten without the table's key)"
-    assert rep.errors[1:] == [
-        *(f"seq {k}: {what}" for k in range(13, 31)
-          for what in ((snap, commit) if k in (20, 30) else (commit,))),
-        "journal: it does not hold the commit its high-water mark names (seq 30, journal ends "
-        "at seq 30): replaced or rewritten"]
-    with pytest.raises(JournalError, match="seq 12: commit MAC mismatch"):
+    assert rep.errors[0] == "seq 12: hash mismatch (record altered, reordered or chain broken)"
+    assert [e for e in rep.errors if "not verified" in e] == [
+        "seq 13..30: not verified (the chain is recomputed from the records and after the error "
+        "above no longer matches their MACs, until a checkpoint that checks out)"]
+    assert {"seq 20: checkpoint refused: MAC mismatch (written without the table's key)",
+            "seq 30: checkpoint refused: MAC mismatch (written without the table's key)",
+            "journal: it does not hold the commit its high-water mark names (seq 30, journal "
+            "ends at seq 30): replaced or rewritten"} <= set(rep.errors), rep.errors
+    with pytest.raises(JournalError, match="seq 12: hash mismatch"):
         Journal.open(jdir, table_id=TABLE, game=GAME)
 
 
@@ -126,7 +138,8 @@ def test_snapshot_rewritten_with_its_hash_recomputed_is_detected(jdir: Path) -> 
     with raw(jdir) as c:
         seq, state = c.execute("SELECT seq, state FROM snapshots ORDER BY seq DESC LIMIT 1"
                                ).fetchone()
-        event_hash = c.execute("SELECT hash FROM commits WHERE seq = ?", (seq,)).fetchone()[0]
+        event_hash = bytes.fromhex(json.loads(c.execute(  # (schema 4: no stored hash)
+            "SELECT body FROM checkpoints WHERE seq = ?", (seq,)).fetchone()[0])["hash"])
         forged = json.loads(snapshot_text(state))
         forged["pool"] = 100_000_000  # cents: $1,000,000
         text = jmod.canonical(forged)
@@ -244,8 +257,13 @@ def test_schema_2_journal_is_upgraded_in_place_and_keeps_its_hashes(v2: Path) ->
         meta = dict(c.execute("SELECT key, value FROM meta"))
         unmaced = c.execute("SELECT max(seq) FROM commits WHERE mac IS NULL").fetchone()[0]
         maced = c.execute("SELECT min(seq) FROM commits WHERE mac IS NOT NULL").fetchone()[0]
-    assert (meta["schema"], meta["mac_since"], meta["acked_at_mac"]) == ("3", "30", "2")
+    assert (meta["schema"], meta["mac_since"], meta["acked_at_mac"]) == ("4", "30", "2")
     assert (unmaced, maced) == (30, 31)
+    # ... and on to schema 4: the rows before keep their hashes, the new ones store none.
+    assert meta["hash_stored_through"] == "30"
+    with raw(v2) as c:
+        assert c.execute("SELECT max(seq) FROM commits WHERE hash != x''").fetchone()[0] == 30
+        assert c.execute("SELECT min(seq) FROM commits WHERE hash = x''").fetchone()[0] == 31
     rep = verify_dir(v2)
     assert rep.ok, rep.errors
     assert rep.records == 40 and rep.mark == "seq 40 (journal ends at seq 40)"
@@ -287,10 +305,19 @@ def test_upgrade_is_all_or_nothing(v2: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def test_an_auditor_with_the_key_recomputes_the_macs_with_hmac_and_json_alone(jdir: Path) -> None:
     import hmac
+    import zlib
 
     key = bytes.fromhex((jdir / DEV_KEY_FILE).read_text().strip())
     with raw(jdir) as c:
-        rows = c.execute("SELECT seq, hash, mac FROM commits ORDER BY seq").fetchall()
-    for seq, chain, mac in rows:
-        text = json.dumps(["commit", TABLE, GAME, seq, chain.hex()], separators=(",", ":"))
+        meta = dict(c.execute("SELECT key, value FROM meta"))
+        rows = c.execute("SELECT seq, body, mac FROM commits ORDER BY seq").fetchall()
+    # The chain hash each MAC covers is recomputed from the records (schema 4 stores none).
+    h, n = hashlib.sha256(f"tablectl:{TABLE}:{GAME}".encode()).hexdigest(), 0
+    for seq, body, mac in rows:
+        dec = zlib.decompressobj(-15, zdict=meta["deflate_dict"].encode())
+        for record in json.loads(dec.decompress(body) + dec.flush()):
+            n += 1
+            h = hashlib.sha256((h + json.dumps([n, *record], sort_keys=True,
+                                separators=(",", ":"), ensure_ascii=False)).encode()).hexdigest()
+        text = json.dumps(["commit", TABLE, GAME, seq, h], separators=(",", ":"))
         assert hmac.new(key, text.encode(), hashlib.sha256).digest()[:16] == mac
