@@ -4,6 +4,7 @@ running daemon; `verify`, `accept-loss` and `keygen` work offline, without it.
     tablectl journal tail [-n N] | summary | verify --state-dir DIR | accept-loss ... | keygen
     tablectl journal segments | archive | prune [--keep-rounds N] [--keep-days D] [--dry-run]
         (--state-dir DIR; prune's retention defaults to [journal] of --config)
+    tablectl journal downgrade --state-dir DIR   (schema 4 -> 3 for a rollback; daemon stopped)
 """
 
 from __future__ import annotations
@@ -84,6 +85,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         if p is not segs:
             p.add_argument("--archive-dir", type=Path, help="default STATE_DIR/archive")
         p.set_defaults(func=func)
+    dg = jsub.add_parser("downgrade", help="root only, daemon stopped: give every row of a "
+                         "schema-4 journal its chain hash back and mark it schema 3, for the "
+                         "software from before schema 4 (tablectl-slot rollback runs it)")
+    dg.add_argument("--state-dir", type=Path, required=True)
+    dg.add_argument("--key-file", type=Path)
+    dg.add_argument("--json", action="store_true")
+    dg.set_defaults(func=cmd_downgrade)
     k = jsub.add_parser("keygen", help="make the table's journal key once (never replaces one; "
                         "default /etc/tablectl/journal-key, root); tablectl-journal-key.service "
                         "runs it on first start")
@@ -233,8 +241,9 @@ def cmd_segments(args: argparse.Namespace) -> int:
 
 def _writer(args: argparse.Namespace) -> Journal:
     meta, _states, _last, _macs = _read_only(args)
+    # A tool never changes the journal's format: the daemon upgrades it (docs/journal.md).
     return Journal.open(args.state_dir, table_id=meta["table_id"], game=meta["game"],
-                        create=False, fast=True, key_file=args.key_file)
+                        create=False, fast=True, key_file=args.key_file, upgrade=False)
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
@@ -249,6 +258,24 @@ def cmd_archive(args: argparse.Namespace) -> int:
     emit(out, args.json, lambda: "\n".join(
         [f"{len(out)} segments archived"]
         + [f"  segment {o['segment']}: {o['archive']} sha256 {o['sha256']}" for o in out]))
+    return 0
+
+
+def cmd_downgrade(args: argparse.Namespace) -> int:
+    try:
+        with _writer(args) as j:
+            was4 = j.hashless
+            filled = j.downgrade_to_v3()
+    except JournalError as exc:
+        print(f"tablectl: journal downgrade: {exc}", file=sys.stderr)
+        return 1
+    out = {"state_dir": str(args.state_dir), "was_schema": 4 if was4 else 3,
+           "rows_given_their_hash": filled}
+    emit(out, args.json, lambda: (
+        f"journal {args.state_dir} downgraded to schema 3: {filled} rows given their chain hash "
+        "back; the software before schema 4 reads it, and this software's daemon upgrades it "
+        "again at its next start outside a trial boot" if was4 else
+        f"journal {args.state_dir} is schema 3 already: nothing to do"))
     return 0
 
 

@@ -5,12 +5,14 @@ journal, never a guessed state)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from controller.config import TableConfig
 from controller.journal import Journal, JournalError
 from controller.logs import event as log_event
 from controller.rounds.base import RoundMachine
+from controller.trialboot import BOOTLOADER, in_trial_boot
 
 
 class Unusable(Exception):
@@ -19,7 +21,11 @@ class Unusable(Exception):
         self.reason, self.code = reason, code
 
 
-def open_journal(cfg: TableConfig, log: logging.Logger) -> Journal:
+def open_journal(cfg: TableConfig, log: logging.Logger, *,
+                 bootloader: Path = BOOTLOADER) -> Journal:
+    # On the trial boot of an update the old software may boot again: the journal's format
+    # stays what it can read (docs/journal.md, "Schema 4"); unknown counts as a trial.
+    trial = in_trial_boot(bootloader)
     try:
         journal = Journal.open(
             cfg.service.state_dir, table_id=cfg.table_id, game=cfg.game,
@@ -27,12 +33,18 @@ def open_journal(cfg: TableConfig, log: logging.Logger) -> Journal:
             segment_rounds=cfg.journal.segment_rounds,
             archive_dir=cfg.journal.archive_dir,
             full_wal=True,  # commits never grow the WAL: fewer writes to the card (walfile.py)
+            upgrade=trial is False,
         )
     except JournalError as exc:
         # A loss (JournalLossError) names the mark's seq and the journal's last seq.
         raise Unusable(f"journal unusable: {exc}", "E101") from exc
     except OSError as exc:  # e.g. the state directory cannot be made on a read-only disk
         raise Unusable(f"journal unusable: {exc.filename}: {exc.strerror}", "E101") from exc
+    if not journal.hashless:  # only when `trial` is not False
+        why = ("a trial boot of an update: upgraded at the first start after it is committed"
+               if trial else "the firmware's tryboot flag is unreadable: taken as a trial boot")
+        log_event(log, logging.INFO if trial else logging.WARNING,
+                  f"journal kept at schema 3 (its rows store their chain hash): {why}", schema=3)
     for why in journal.refused_checkpoints:  # damage or tampering: never trusted
         log_event(log, logging.WARNING, f"journal {why}; verified from an older one",
                   code="E104", verified_from=journal.verified_from)

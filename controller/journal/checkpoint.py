@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from controller.journal.chain import canonical, snapshot_hash
-from controller.journal.codec import snapshot_text
+from controller.journal.codec import Codec, snapshot_text
 from controller.journal.mac import JournalKey
+from controller.journal.records import Row
 
 TABLE_CHECKPOINTS = """
 CREATE TABLE IF NOT EXISTS checkpoints(
@@ -120,3 +121,23 @@ def latest(conn: sqlite3.Connection, key: JournalKey, table_id: str, game: str,
             continue
         return cp, refused
     return None, refused
+
+
+_SNAPSHOT_CODEC = Codec("")
+
+
+def insert_snapshot(c: sqlite3.Connection, row: Row, mac: Any) -> None:
+    """Deflated (no dictionary), and never deleted: a deleted snapshot's freed pages would be
+    reused at the price of a freelist page written with each; they are ~300 bytes each.
+    MAC'd over its seq and hash (which covers the event's chain hash and the state)."""
+    assert row.snapshot is not None
+    digest = snapshot_hash(row.hash, row.snapshot)
+    c.execute("INSERT INTO snapshots(seq, state, hash, mac) VALUES (?,?,?,?)",
+              (row.seq, _SNAPSHOT_CODEC.pack(row.snapshot), digest,
+               mac("snapshot", row.seq, digest)))
+
+
+def hash_at(conn: sqlite3.Connection, seq: int) -> str:
+    """The chain hash the checkpoint at `seq` names ("" if there is none)."""
+    row = conn.execute("SELECT body FROM checkpoints WHERE seq = ?", (seq,)).fetchone()
+    return "" if row is None else Checkpoint.parse(row[0]).hash

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import TablectlError
+from controller.journal.errors import JournalError
 
 CREDENTIAL_NAME = "journal-key"  # LoadCredential=journal-key:/etc/tablectl/journal-key
 SYSTEM_KEY_FILE = Path("/etc/tablectl/journal-key")
@@ -142,3 +143,18 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def find_journal_key(path: Path, key_file: Path | None, *, create: bool, key_id: str | None
+                     ) -> JournalKey:
+    """The key of the journal at `path` (`find_key`); JournalError naming where it looked."""
+    try:
+        key = find_key(path.parent, key_file=key_file, create=create)
+    except KeyFileError as exc:
+        raise JournalError(f"journal {path}: {exc}") from exc
+    if key is None:
+        raise JournalError(
+            f"journal {path}: no journal key (looked for $CREDENTIALS_DIRECTORY/journal-key, "
+            f"/etc/tablectl/journal-key and {path.parent}/journal.key); its MACs were made with "
+            f"key id {key_id}")
+    return key

@@ -64,7 +64,7 @@ class Reader:
                         "LIMIT 32", (nxt,)).fetchall()
                     page = []
                     for key, body in rows:
-                        events = self._decode(key, body, prev)
+                        events = self.decode(key, body, prev)
                         page += events
                         prev = (key, events[-1].hash)
                         if key >= end:
@@ -89,7 +89,7 @@ class Reader:
             return self.pruned
         return self.v1_last_seq, self._v1_last_hash
 
-    def _decode(self, key: int, body: bytes, prev: tuple[int, str]) -> list[StoredEvent]:
+    def decode(self, key: int, body: bytes, prev: tuple[int, str]) -> list[StoredEvent]:
         """The records of one commit, given where the chain stood before it."""
         try:
             records = parse_body(self.codec.unpack(body))
@@ -110,7 +110,7 @@ class Reader:
         with self._mutex:
             body = self._conn.execute("SELECT body FROM commits WHERE seq = ?",
                                       (key,)).fetchone()[0]
-            return self._decode(key, body, self.commit_before(key))
+            return self.decode(key, body, self.commit_before(key))
 
     def first_commit_where(self, column: str, value: int) -> int | None:
         """The first commit whose `column` (non-decreasing along the chain) is >= value, by

@@ -46,7 +46,7 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
     except sqlite3.Error as exc:
         raise JournalError(f"journal {path} unreadable: {exc}") from exc
     table_id, game = meta.get("table_id", ""), meta.get("game", "")
-    with Journal.open(state_dir, table_id=table_id, game=game, create=False,
+    with Journal.open(state_dir, table_id=table_id, game=game, create=False, upgrade=False,
                       key_file=key_file, _recovering=True) as j:
         last_out = j._next_outbox_id - 1
         text, mark_seq = j.mark_problem or (None, None)

@@ -165,9 +165,11 @@ def mac_meta(key: JournalKey, table_id: str, game: str, since: int, chain: str,
             ("acked_at_mac", str(acked)), ("key_id", key.key_id)]
 
 
-def create_journal(path: Path, table_id: str, game: str, key: JournalKey) -> None:
+def create_journal(path: Path, table_id: str, game: str, key: JournalKey, *,
+                   hashless: bool = True) -> None:
     """Build a new journal beside the target and link it into place: `journal.sqlite3` exists
-    only complete, so an empty or half-made one is always corruption, never 'new'."""
+    only complete, so an empty or half-made one is always corruption, never 'new'. Schema 4, or
+    with `hashless=False` schema 3 (a trial boot: the software before may have to read it)."""
     tmp = path.with_name(path.name + ".new")
     for suffix in ("", "-wal", "-shm", "-journal"):
         with contextlib.suppress(FileNotFoundError):
@@ -183,11 +185,12 @@ def create_journal(path: Path, table_id: str, game: str, key: JournalKey) -> Non
             if stmt.strip():
                 conn.execute(stmt)
         genesis = genesis_hash(table_id, game)
+        schema4 = [(HASH_STORED_THROUGH, "0")] if hashless else []
         conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
-            ("schema", SCHEMA_VERSION), ("table_id", table_id), ("game", game),
-            ("created_utc", utc_now()), ("genesis", genesis),
+            ("schema", SCHEMA_VERSION if hashless else "3"), ("table_id", table_id),
+            ("game", game), ("created_utc", utc_now()), ("genesis", genesis),
             ("v1_last_seq", "0"), ("deflate_dict", deflate_dict(game)),
-            (HASH_STORED_THROUGH, "0"), *mac_meta(key, table_id, game, 0, genesis, 0)])
+            *schema4, *mac_meta(key, table_id, game, 0, genesis, 0)])
         conn.execute("COMMIT")
     finally:
         conn.close()  # checkpoints and removes tmp's WAL

@@ -26,10 +26,10 @@ from typing import Any
 
 from controller.journal import checkpoint, segments
 from controller.journal.chain import genesis_hash, snapshot_hash
-from controller.journal.codec import Codec, snapshot_text
+from controller.journal.codec import snapshot_text
 from controller.journal.errors import JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
-from controller.journal.mac import JournalKey, KeyFileError, find_key
+from controller.journal.mac import JournalKey, find_journal_key
 from controller.journal.mark import MARK_FILE, MarkWriter, create_mark, mark_problem
 from controller.journal.outbox import Outbox
 from controller.journal.position import load_state
@@ -54,7 +54,12 @@ from controller.journal.schema import (
     read_meta,
     set_pragmas,
 )
-from controller.journal.upgrade import upgrade_to_v2, upgrade_to_v3, upgrade_to_v4
+from controller.journal.upgrade import (
+    downgrade_to_v3,
+    upgrade_to_v2,
+    upgrade_to_v3,
+    upgrade_to_v4,
+)
 from controller.journal.verify import verify_conn
 from controller.journal.walfile import prefill_wal
 from controller.journal.walk import VerifyReport
@@ -89,6 +94,9 @@ class Journal:
         self._last_event_round = state.last_event_round
         self._rounds = {"completed": state.rounds_completed, "voided": state.rounds_voided}
         self.reader = Reader(path, conn, self._mutex, table_id, game, lambda: self._last_seq)
+        # Schema 4 stores no chain hash in its rows; a schema-3 journal left so (`upgrade=False`)
+        # goes on storing it.
+        self.hashless = self.reader.hashes.stored_through is not None
         self.outbox = Outbox(conn, self._mutex, self._guard, self.reader, self._mac,
                              state.next_outbox_id, state.acked_upto)
         self.retention = Retention(path, conn, self._mutex, self._guard, key, table_id, game,
@@ -107,7 +115,8 @@ class Journal:
     def open(cls, state_dir: Path | str, *, table_id: str, game: str, create: bool = True,
              verify: bool = True, key_file: Path | None = None, fast: bool = False,
              segment_rounds: int | None = None, archive_dir: Path | None = None,
-             full_wal: bool = False, _recovering: bool = False) -> Journal:
+             full_wal: bool = False, upgrade: bool = True,
+             _recovering: bool = False) -> Journal:
         """Open (or, with `create`, make) the journal of this table and game; verify it, its
         MACs (with the key `find_key` finds, or `key_file`) and its high-water mark.
 
@@ -121,7 +130,10 @@ class Journal:
         is then verified in the background (background.py) and offline. `segment_rounds` and
         `archive_dir`: the `[journal]` configuration's (default: segments.py's). `full_wal`
         (the daemon): a missing WAL is first made at its full size (walfile.py), ~2.2 MB
-        written once, so that its commits never grow the file."""
+        written once, so that its commits never grow the file. `upgrade=False` (a trial boot
+        of an update, the technician's tools): a schema-3 journal stays schema 3, its new rows
+        storing their chain hash as before, so that the software it came from still reads it
+        (a new journal is made as schema 3 then too); schema 1 and 2 are still upgraded to 3."""
         if not table_id or not game:
             raise ValueError("table_id and game are required")
         state_dir = Path(state_dir)
@@ -142,7 +154,7 @@ class Journal:
                                f"tablectld or journal verify): {exc}") from exc
         try:
             j = cls._open_locked(path, lock_fd, table_id, game, create, verify, key_file,
-                                 fast, _recovering, segment_rounds, full_wal)
+                                 fast, _recovering, segment_rounds, full_wal, upgrade)
         except BaseException:
             os.close(lock_fd)
             raise
@@ -153,7 +165,8 @@ class Journal:
     @classmethod
     def _open_locked(cls, path: Path, lock_fd: int, table_id: str, game: str, create: bool,
                      verify: bool, key_file: Path | None, fast: bool, recovering: bool,
-                     segment_rounds: int | None = None, full_wal: bool = False) -> Journal:
+                     segment_rounds: int | None = None, full_wal: bool = False,
+                     upgrade: bool = True) -> Journal:
         state_dir = path.parent
         if not path.exists():
             if Path(f"{path}-wal").exists():
@@ -162,7 +175,7 @@ class Journal:
             if not create:
                 raise JournalError(f"journal {path} does not exist")
             key = find_journal_key(path, key_file, create=True, key_id=None)
-            create_journal(path, table_id, game, key)
+            create_journal(path, table_id, game, key, hashless=upgrade)
             create_mark(state_dir / MARK_FILE, key, table_id, game, 0, 0,
                         genesis_hash(table_id, game))
         with open(path, "rb") as f:
@@ -219,7 +232,8 @@ class Journal:
                 if schema == "1":
                     upgrade_to_v2(conn, path, game, state.last_seq)
                 upgrade_to_v3(conn, path, key, table_id, game, state)
-                upgrade_to_v4(conn, path, state.last_seq)
+                if upgrade:
+                    upgrade_to_v4(conn, path, state.last_seq)
             else:
                 problem = mark_problem(conn, state_dir / MARK_FILE, key, read_meta(conn),
                                        state.last_seq)
@@ -229,7 +243,7 @@ class Journal:
                         "a copy of the journal that holds those records, or record the loss: "
                         f"`tablectl journal accept-loss --state-dir {state_dir} --reason TEXT` "
                         "(docs/journal.md, \"Recovering\").", problem[1], state.last_seq)
-                if schema == "3":
+                if schema == "3" and upgrade:
                     upgrade_to_v4(conn, path, state.last_seq)
             conn.execute(checkpoint.TABLE_CHECKPOINTS)
             conn.execute(segments.TABLE_SEGMENTS)
@@ -347,11 +361,12 @@ class Journal:
                 # Schema 4: no stored chain hash (schema.HASH_STORED_THROUGH); the MAC covers it.
                 c.execute("INSERT INTO commits(seq, round, rec, out, body, hash, mac) "
                           "VALUES (?,?,?,?,?,?,?)",
-                          (seq, last_round, next_round - 1, next_id - 1, body, b"",
+                          (seq, last_round, next_round - 1, next_id - 1, body,
+                           b"" if self.hashless else bytes.fromhex(last_hash),
                            self._mac("commit", seq, last_hash)))
                 for row in rows:
                     if row.snapshot is not None:
-                        insert_snapshot(c, row, self._mac)
+                        checkpoint.insert_snapshot(c, row, self._mac)
                 for cp in cps:
                     checkpoint.insert(c, self.key, self.table_id, self.game, cp)
                     self.retention.close_if_due(c, cp)
@@ -364,6 +379,15 @@ class Journal:
             self.outbox.next_id = next_id
             self._rounds = done
             return [row.seq for row in rows]
+
+    def downgrade_to_v3(self) -> int:
+        """Schema 4 -> 3 for the software before it (upgrade.downgrade_to_v3): how many rows
+        were given their chain hash. This writer then stores hashes as schema 3 does."""
+        with self._mutex:
+            self._guard.check()
+            filled = downgrade_to_v3(self._conn, self._guard, self.reader)
+            self.hashless = False
+            return filled
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
         """Head office acknowledged every message up to `upto_id` (`Outbox.ack`)."""
@@ -387,7 +411,7 @@ class Journal:
                                     self.last_round_number, keep_days=keep_days)
         if not dry_run and self.retention.prune(plans):
             base = self.retention.pruned_through()
-            self.reader.pruned = (base, checkpoint_hash(self._conn, base))
+            self.reader.pruned = (base, checkpoint.hash_at(self._conn, base))
         return plans
 
     def expire_archives(self, keep_days: int, archive_dir: Path | None = None) -> list[int]:
@@ -463,36 +487,3 @@ class Journal:
         """Re-walk the whole chain (e.g. `tablectl selftest`); does not change the journal."""
         with self._mutex:
             return verify_conn(self._conn, (self.table_id, self.game))
-
-
-def find_journal_key(path: Path, key_file: Path | None, *, create: bool, key_id: str | None
-                     ) -> JournalKey:
-    try:
-        key = find_key(path.parent, key_file=key_file, create=create)
-    except KeyFileError as exc:
-        raise JournalError(f"journal {path}: {exc}") from exc
-    if key is None:
-        raise JournalError(
-            f"journal {path}: no journal key (looked for $CREDENTIALS_DIRECTORY/journal-key, "
-            f"/etc/tablectl/journal-key and {path.parent}/journal.key); its MACs were made with "
-            f"key id {key_id}")
-    return key
-
-
-_SNAPSHOT_CODEC = Codec("")
-
-
-def insert_snapshot(c: sqlite3.Connection, row: Row, mac: Any) -> None:
-    """Deflated (no dictionary), and never deleted: a deleted snapshot's freed pages would be
-    reused at the price of a freelist page written with each; they are ~300 bytes each.
-    MAC'd over its seq and hash (which covers the event's chain hash and the state)."""
-    assert row.snapshot is not None
-    digest = snapshot_hash(row.hash, row.snapshot)
-    c.execute("INSERT INTO snapshots(seq, state, hash, mac) VALUES (?,?,?,?)",
-              (row.seq, _SNAPSHOT_CODEC.pack(row.snapshot), digest,
-               mac("snapshot", row.seq, digest)))
-
-
-def checkpoint_hash(conn: sqlite3.Connection, seq: int) -> str:
-    row = conn.execute("SELECT body FROM checkpoints WHERE seq = ?", (seq,)).fetchone()
-    return "" if row is None else checkpoint.Checkpoint.parse(row[0]).hash

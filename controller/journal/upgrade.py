@@ -1,5 +1,6 @@
 """In-place upgrades of journals written by older code: schema 1 -> 2 -> 3 -> 4. No record is
-rewritten; each upgrade is one transaction."""
+rewritten; each upgrade is one transaction. And the one way back, 4 -> 3, for a rollback to
+the software before schema 4."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from controller.journal import schema
 from controller.journal.chain import genesis_hash
 from controller.journal.dicts import deflate_dict
 from controller.journal.errors import JournalError
+from controller.journal.lock import WriteGuard
 from controller.journal.mac import JournalKey
+from controller.journal.read import Reader
 from controller.journal.schema import mac_meta, utc_now
 from controller.journal.walk import VerifyReport
 
@@ -74,3 +77,32 @@ def upgrade_to_v4(conn: sqlite3.Connection, path: Path, last_seq: int) -> None:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise JournalError(f"journal {path}: upgrade to schema 4 failed: {exc}") from exc
+
+
+def downgrade_to_v3(conn: sqlite3.Connection, guard: WriteGuard, reader: Reader) -> int:
+    """Schema 4 -> 3 (`tablectl journal downgrade`, which `tablectl-slot rollback` runs): every
+    row that stores no chain hash is given it, and the meta says schema 3, in one transaction;
+    returns how many rows. The next start that may upgrade (the daemon, outside a trial boot)
+    upgrades again. The caller holds the writer's mutex."""
+    through = reader.hashes.stored_through
+    if through is None:
+        return 0
+    fill: list[tuple[bytes, int]] = []
+    prev: tuple[int, str] | None = None
+    for key, body, stored in conn.execute(
+            "SELECT seq, body, hash FROM commits WHERE seq > ? ORDER BY seq",
+            (through,)).fetchall():
+        if prev is None:
+            prev = reader.commit_before(key)
+        prev = (key, reader.decode(key, body, prev)[-1].hash)
+        if stored == b"":
+            fill.append((bytes.fromhex(prev[1]), key))
+    with guard.transaction("downgrade to schema 3") as c:
+        c.executemany("UPDATE commits SET hash = ? WHERE seq = ?", fill)
+        c.execute("DELETE FROM meta WHERE key IN (?, 'upgraded4_utc')",
+                  (schema.HASH_STORED_THROUGH,))
+        c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('downgraded3_utc', ?)",
+                  (utc_now(),))
+        c.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+    reader.hashes.stored_through = None
+    return len(fill)

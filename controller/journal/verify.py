@@ -191,14 +191,15 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str,
                 # its hash, so that an altered commit is not one error per commit after it.
                 # (Rows that store their hash go on from it instead, below.)
                 h, resynced = walk.resync, first + i
+        if stored == b"" and not hashless:
+            upto = "every row" if stored_through is None else f"rows up to seq {stored_through}"
+            rep.error(f"seq {key_seq}: its stored chain hash was removed ({upto} store theirs)")
+            stored_hex = h  # the recomputed one, which its MAC checks
         if stored_hex is None:
             stored_hex = h
         elif h != stored_hex:
             what = f"seq {key_seq}" if first == key_seq else f"seq {first}..{key_seq}"
             rep.error(f"{what}: hash mismatch (record altered, reordered or chain broken)")
-        if stored_through is not None and key_seq <= stored_through and stored == b"":
-            rep.error(f"seq {key_seq}: its stored chain hash was removed (rows up to seq "
-                      f"{stored_through} store theirs)")
         if key_seq == since:
             _check_since(meta, macs, stored_hex, rep)
         if (c_round, c_rec, c_out) != (records[-1][1][3], walk.next_round - 1,
