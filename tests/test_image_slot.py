@@ -35,6 +35,7 @@ if PY311 is None and shutil.which("python3.11"):
 pytestmark = pytest.mark.skipif(PY311 is None, reason="no python3.11 (the image's interpreter)")
 
 AUTOBOOT = "[all]\ntryboot_a_b=1\nboot_partition=2\n[tryboot]\nboot_partition=3\n"
+COMMITTED_3 = "[all]\ntryboot_a_b=1\nboot_partition=3\n[tryboot]\nboot_partition=2\n"
 
 
 def _dt(root: Path, partition: int, tryboot: int) -> Path:
@@ -168,6 +169,42 @@ def test_not_a_tryboot_commits_nothing(table: Table) -> None:
     assert "not a tryboot" in result.stderr
     assert table.autoboot.read_text() == AUTOBOOT
     assert table.systemctl_calls() == []
+
+
+def test_rollback_gives_the_journal_back_to_the_software_before_schema_4(table: Table) -> None:
+    """`tablectl-slot rollback` stops tablectld and downgrades the journal (schema 4 -> 3,
+    docs/journal.md "Schema 4") before it makes the other slot the default and reboots."""
+    import sqlite3
+
+    table.autoboot.write_text(COMMITTED_3)  # the update on partition 3 was committed
+    table.start()
+    time.sleep(0.5)  # a few rounds in the journal, stored as schema 4 (no tryboot here)
+    table.stop()  # what the stubbed `systemctl stop tablectld.service` stands for
+    db = table.state / "journal.sqlite3"
+
+    def schema_and_empty_hashes() -> tuple[str, int]:
+        with sqlite3.connect(db) as c:
+            return (c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0],
+                    c.execute("SELECT count(*) FROM commits WHERE hash = x''").fetchone()[0])
+
+    schema, empty = schema_and_empty_hashes()
+    assert schema == "4" and empty > 0
+    result = table.slot("rollback", tryboot=0)
+    assert result.returncode == 0, result.stderr
+    assert f"downgraded to schema 3: {empty} rows given their chain hash" in result.stderr
+    assert schema_and_empty_hashes() == ("3", 0)
+    assert table.systemctl_calls() == ["stop tablectld.service", "reboot"]
+    assert table.autoboot.read_text() == AUTOBOOT  # partition 2 the default again
+
+
+def test_a_rollback_whose_journal_cannot_be_downgraded_changes_nothing(table: Table) -> None:
+    table.autoboot.write_text(COMMITTED_3)
+    table.state.joinpath("journal.sqlite3").write_bytes(b"not a journal")
+    result = table.slot("rollback", tryboot=0)
+    assert result.returncode == 1
+    assert "journal downgrade failed: not rolled back" in result.stderr
+    assert table.systemctl_calls() == ["stop tablectld.service"]
+    assert table.autoboot.read_text() == COMMITTED_3
 
 
 def test_script_looks_for_the_journal_where_the_daemon_keeps_it() -> None:
