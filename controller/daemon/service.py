@@ -52,7 +52,9 @@ WATCH_BACKLOG = 256  # events a slow `tablectl watch` may fall behind before it 
 STALL_S = 5.0  # an event older than this in the queue means the loop is not healthy
 DEFAULT_WATCHDOG_S = 2.0
 MAX_BATCH = 64  # events journaled in one transaction at most
-SNAPSHOT_EVERY_ROUNDS = 16
+SNAPSHOT_EVERY_ROUNDS = 32
+# The meters' checkpoint (accounting.py) with every this many snapshots (and each shift close).
+METERS_EVERY_SNAPSHOTS = 2
 MODES = ("production", "simulation", "development")
 
 
@@ -115,6 +117,7 @@ class TableService:
         self._last_progress = time.monotonic()
         self._exit_code = 0
         self._rounds_unsnapshotted = SNAPSHOT_EVERY_ROUNDS  # the first round closed snapshots
+        self._snapshots_unmetered = METERS_EVERY_SNAPSHOTS  # ... and checkpoints the meters
         self._stopping = False
         self.ignored = IgnoredEvents(log, self.stats)
         self.supervisor = Supervisor(
@@ -372,7 +375,9 @@ class TableService:
             if any(e.kind == "round" for e in effects):
                 # A snapshot every few rounds bounds replay to those rounds' events and keeps
                 # the bytes written per round down (a snapshot is ~0.6 KB of JSON, deflated to
-                # ~0.3 KB; every 16 rounds rather than 8: -0.1 KB a round, replay <= 16 rounds).
+                # ~0.3 KB, with its checkpoint row; every 32 rounds rather than 16, and the
+                # meters' checkpoint every 64: -0.3 KB a round, replay <= 32 rounds, the meters'
+                # <= 64: docs/daemon.md, "Schema 4").
                 self._rounds_unsnapshotted += 1
                 if self._rounds_unsnapshotted >= SNAPSHOT_EVERY_ROUNDS:
                     snapshot = self.machine.to_json(state)
@@ -391,7 +396,10 @@ class TableService:
         self.state = state
         if meters is not None:
             self.meters = meters
-            if any(e.snapshot is not None or e.event.kind == CLOSE_SHIFT for e in entries):
+            self._snapshots_unmetered += sum(e.snapshot is not None for e in entries)
+            if self._snapshots_unmetered >= METERS_EVERY_SNAPSHOTS or any(
+                    e.event.kind == CLOSE_SHIFT for e in entries):
+                self._snapshots_unmetered = 0
                 self._checkpoint_meters()
         result: list[int | None] = [None] * len(events)
         for (index, entry), seq in zip(stepped, seqs, strict=True):

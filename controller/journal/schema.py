@@ -104,7 +104,7 @@ V3_META = frozenset({"mac_since", "mac_since_mac", "acked_at_mac", "key_id"})
 # pages, and each page allocated costs its parent's and page 1's frames (and, in a pruned
 # journal, a freelist trunk's): docs/daemon.md, "Schema 4". Integrity is unchanged: verification
 # always recomputed the chain, each commit's MAC covers the recomputed hash, and each checkpoint
-# (every 16 rounds), segment head and the high-water mark carry it.
+# (every 32 rounds), segment head and the high-water mark carry it.
 HASH_STORED_THROUGH = "hash_stored_through"
 
 
