@@ -8,7 +8,7 @@ retention on.
 The generator replays the rounds of a seeded simulation (`TableService`, UTH) as the daemon
 committed them (the same events, effects and commit boundaries), renumbered and re-timed, through
 `Journal.append_batch` with synchronous=OFF (fsync is what makes a real table slow, not what is
-measured here); a snapshot (the machine's state for the next round) and its checkpoint every 16
+measured here); a snapshot (the machine's state for the next round) and its checkpoint every 32
 rounds, and the meters' checkpoint (`meters.json`) with each snapshot, as the daemon writes them
 (without it the daemon replays the meters of every record at start: READY at a month was ~100 s).
 Segments close every SEGMENT_ROUNDS rounds; each closed one is archived, acknowledged as head

@@ -227,11 +227,11 @@ def test_meters_take_any_summary_without_raising(rounds: list[tuple[str, Any]]) 
 def test_a_checkpoint_saves_the_replay_and_a_forged_one_is_not_taken(tmp_path: Path) -> None:
     from controller.daemon.accounting import CHECKPOINT, MAX_STATE_BYTES, load_meters
 
-    played = start_daemon(tmp_path, "--game", "uth", "--autoplay", "20", "--seed", "4", "--quiet")
+    played = start_daemon(tmp_path, "--game", "uth", "--autoplay", "70", "--seed", "4", "--quiet")
     _out, err = played.communicate(timeout=120)
     assert played.returncode == 0, err
     checkpoint = tmp_path / CHECKPOINT
-    assert checkpoint.is_file()  # written with the journal's snapshots
+    assert checkpoint.is_file()  # written with every second snapshot (64 rounds)
     with Journal.open(tmp_path, table_id="SIM-UTH-NSW", game="uth") as journal:
         full = meters_of(journal).as_json()
         meters, how = load_meters(journal, tmp_path)
