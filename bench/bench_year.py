@@ -9,7 +9,7 @@ The generator replays the rounds of a seeded simulation (`TableService`, UTH) as
 committed them (the same events, effects and commit boundaries), renumbered and re-timed, through
 `Journal.append_batch` with synchronous=OFF (fsync is what makes a real table slow, not what is
 measured here); a snapshot (the machine's state for the next round) and its checkpoint every 32
-rounds, and the meters' checkpoint (`meters.json`) with each snapshot, as the daemon writes them
+rounds, and the meters' checkpoint (`meters.json`) with each (the daemon: every second one)
 (without it the daemon replays the meters of every record at start: READY at a month was ~100 s).
 Segments close every SEGMENT_ROUNDS rounds; each closed one is archived, acknowledged as head
 office would (`Journal.ack_segment`) and pruned once more than --keep-days of rounds follow it.
