@@ -4,10 +4,11 @@ figures with a `shift_meters` outbox message for head office (controller/meters.
 
 A replay of the whole journal grows with the table's life (1,500 UTH rounds: 2.7 s on a PC),
 so the daemon keeps a checkpoint beside the journal (`meters.json`, written with every second
-journal snapshot, i.e. every 64 rounds, and each shift close): the meters up to a record, with that record's seq and chain
-hash, MAC'd with the journal's key. At start a checkpoint whose MAC, seq and hash match the
-journal is taken and only the records after it are replayed; anything else (no file, another
-journal, an edited file) means a full replay. It is a cache: the journal stays the record.
+journal snapshot, i.e. every 64 rounds, and each shift close): the meters up to a record, with
+that record's seq and chain hash, MAC'd with the journal's key. At start a checkpoint whose
+MAC, seq and hash match the journal is taken and only the records after it are replayed;
+anything else (no file, another journal, an edited file) means a full replay. It is a cache:
+the journal stays the record.
 
 The meters' JSON is stored deflated (`state_z`, base64): a UTH table's is ~3.9 KB, ~4.5 KB once
 quoted inside the file, two 4 KiB pages; deflated it is ~0.8 KB, one

@@ -3,8 +3,9 @@
 Recomputed from the nearest point before it whose hash is known: a checkpoint (the daemon
 writes one every 32 rounds; the one at the last pruned seq always stays), else the last row that
 stores its hash (the upgrade to schema 4), else the genesis; by decoding the commits in between
-(at most one checkpoint interval, ~190 commits: ~5 ms on this x86 VM). For readers: verification recomputes the whole
-chain itself and checks every commit's MAC against it (verify.py).
+(at most one checkpoint interval, ~190 commits: ~5 ms on this x86 VM). For readers:
+verification recomputes the whole chain itself and checks every commit's MAC against it
+(verify.py).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from controller.journal import schema
@@ -19,12 +20,26 @@ from controller.journal.schema import mac_meta, utc_now
 from controller.journal.walk import VerifyReport
 
 
+@contextlib.contextmanager
+def _to_schema(conn: sqlite3.Connection, path: Path, version: str) -> Iterator[None]:
+    """One transaction that ends by setting meta `schema` to `version`; rolled back whole,
+    JournalError, if any statement fails."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        yield
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (version,))
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise JournalError(f"journal {path}: upgrade to schema {version} failed: {exc}") from exc
+
+
 def upgrade_to_v2(conn: sqlite3.Connection, path: Path, game: str, last_seq: int) -> None:
     """Schema 1 -> 2, in one transaction: the records stay in `events`; `commits` takes the next
     ones. `snapshots` loses its foreign key to `events` (later snapshots are of commits).
     `upgrade_to_v3` follows at once."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
+    with _to_schema(conn, path, "2"):
         conn.execute(schema.TABLE_COMMITS)
         conn.execute("CREATE TABLE snapshots_v2(seq INTEGER PRIMARY KEY, state BLOB NOT NULL, "
                      "hash TEXT NOT NULL)")
@@ -34,12 +49,6 @@ def upgrade_to_v2(conn: sqlite3.Connection, path: Path, game: str, last_seq: int
         conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
             ("v1_last_seq", str(last_seq)), ("deflate_dict", deflate_dict(game)),
             ("upgraded_utc", utc_now())])
-        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise JournalError(f"journal {path}: upgrade to schema 2 failed: {exc}") from exc
 
 
 def upgrade_to_v3(conn: sqlite3.Connection, path: Path, key: JournalKey, table_id: str,
@@ -48,35 +57,21 @@ def upgrade_to_v3(conn: sqlite3.Connection, path: Path, key: JournalKey, table_i
     `outbox_acked` (NULL in the rows already there) and the MAC of the chain head now, which
     covers every record before it. No record is rewritten."""
     chain = state.last_hash or genesis_hash(table_id, game)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
+    with _to_schema(conn, path, "3"):
         for stmt in schema.V3_COLUMNS:
             conn.execute(stmt)
         conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
             *mac_meta(key, table_id, game, state.last_seq, chain, state.acked_upto),
             ("upgraded3_utc", utc_now())])
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise JournalError(f"journal {path}: upgrade to schema 3 failed: {exc}") from exc
 
 
 def upgrade_to_v4(conn: sqlite3.Connection, path: Path, last_seq: int) -> None:
     """Schema 3 -> 4, in one transaction: the commits after `last_seq` store no chain hash
     (schema.HASH_STORED_THROUGH); every row already there keeps its own. Nothing else changes:
     the MACs, the mark and the checkpoints were already over the recomputed chain."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
+    with _to_schema(conn, path, "4"):
         conn.executemany("INSERT INTO meta(key, value) VALUES (?,?)", [
             (schema.HASH_STORED_THROUGH, str(last_seq)), ("upgraded4_utc", utc_now())])
-        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        raise JournalError(f"journal {path}: upgrade to schema 4 failed: {exc}") from exc
 
 
 def downgrade_to_v3(conn: sqlite3.Connection, guard: WriteGuard, reader: Reader) -> int:
