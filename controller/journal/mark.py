@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.errors import TablectlError
+from controller.journal.anchor import ChainHashes
 from controller.journal.chain import genesis_hash
+from controller.journal.codec import Codec
 from controller.journal.mac import MAC_BYTES, JournalKey
 
 MARK_FILE = "journal.mark"
@@ -137,10 +139,7 @@ def hash_at(conn: sqlite3.Connection, seq: int, genesis: str) -> str | None:
         return genesis
     row = conn.execute("SELECT hash FROM commits WHERE seq = ?", (seq,)).fetchone()
     if row is not None:
-        if row[0] == b"":
-            from controller.journal.anchor import ChainHashes  # (anchor imports checkpoint)
-            from controller.journal.codec import Codec
-
+        if row[0] == b"":  # schema 4: recomputed
             meta = dict(conn.execute("SELECT key, value FROM meta"))
             try:
                 return ChainHashes(conn, meta, Codec(meta.get("deflate_dict", ""))).after(seq)
