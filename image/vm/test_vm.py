@@ -294,6 +294,11 @@ def test_paigow_plays_through_the_usb_serial_devices_under_the_shipped_sandbox(
     plain = g.ssh("tablectl status", user="tech").stdout
     assert "paigow" in plain, plain
     RESULTS["paigow_rounds"] = s["rounds_this_run"]
+    # Not a trial boot, and the daemon could tell in its sandbox: its journal is schema 4 (a
+    # trial boot, or a tryboot flag it cannot read, would have kept or made schema 3).
+    assert run_python(g, SCHEMA_CHECK).stdout.strip() == "4"
+    log = g.ssh("journalctl -b -u tablectld --no-pager -o cat").stdout
+    assert "journal kept at schema 3" not in log, log
 
 
 LGPIO_CHECK = """
@@ -311,6 +316,28 @@ for line in range(info[1]):
 else:
     raise SystemExit(f"no free line on {info}")
 """
+
+
+SCHEMA_CHECK = """
+import sqlite3
+c = sqlite3.connect("file:/persistent/tablectl/journal.sqlite3?mode=ro", uri=True)
+print(c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0])
+"""
+
+
+def run_python(g: Guest, code: str, sandbox: str = "", check: bool = True
+               ) -> subprocess.CompletedProcess[str]:
+    """`code` run by the image's Python, as root or (`sandbox`: unit_sandbox's arguments) as
+    the daemon's user in its unit's sandbox."""
+    g.ssh(f"echo {base64.b64encode(code.encode()).decode()} | base64 -d > /run/check.py")
+    if sandbox:
+        return g.ssh(f"cd / && systemd-run --quiet --wait --pipe --collect {sandbox} "
+                     "-p WorkingDirectory=/tmp /opt/tablectl/bin/python /run/check.py",
+                     check=check)
+    return g.ssh("/opt/tablectl/bin/python /run/check.py", check=check)
+
+
+TRIAL_CHECK = "from controller.trialboot import in_trial_boot\nprint(in_trial_boot())\n"
 
 
 def unit_sandbox(g: Guest) -> str:
@@ -344,10 +371,7 @@ def test_lgpio_opens_the_gpiochip_under_the_units_sandbox(table: Table) -> None:
     """PL061's lines cannot be driven from the host: inputs are mock pins in play. This shows the
     Pi's pin library claims and reads a real gpiochip as the daemon's user in its sandbox."""
     g = table.guest
-    g.ssh(f"echo {base64.b64encode(LGPIO_CHECK.encode()).decode()} | base64 -d"
-          " > /run/lgpio_check.py")
-    r = g.ssh(f"cd / && systemd-run --quiet --wait --pipe --collect {unit_sandbox(g)} "
-              "-p WorkingDirectory=/tmp /opt/tablectl/bin/python /run/lgpio_check.py", check=False)
+    r = run_python(g, LGPIO_CHECK, unit_sandbox(g), check=False)
     assert r.returncode == 0 and "chip" in r.stdout, r.stdout + r.stderr
     RESULTS["lgpio"] = r.stdout.strip()
 
@@ -593,6 +617,9 @@ def test_ab_slot_commits_a_healthy_tryboot_and_refuses_an_unhealthy_one(table: T
             "journalctl -b --no-pager | grep -i -e bootfs -e vdc", check=False).stdout)
     assert g.ssh("od -An -tu4 --endian=big /proc/device-tree/chosen/bootloader/tryboot"
                  ).stdout.strip() == "1"
+    # The daemon reads the same flag in its sandbox (controller/trialboot.py): on this boot it
+    # would not upgrade its journal's schema (docs/journal.md, "Schema 4").
+    assert run_python(g, TRIAL_CHECK, unit_sandbox(g)).stdout.strip() == "True"
     # tablectl-health.service (WantedBy=multi-user.target, only on a tryboot) decides.
     wait_for("tablectl-health.service finished", lambda: g.ssh(
         "systemctl show -p ExecMainExitTimestampMonotonic --value tablectl-health"
@@ -615,6 +642,7 @@ def test_ab_slot_commits_a_healthy_tryboot_and_refuses_an_unhealthy_one(table: T
     g.dtb = None
     RESULTS["after_rollback"] = g.boot()
     assert g.ssh("tablectl-slot status").stdout.split("\n")[2].endswith("no")
+    assert run_python(g, TRIAL_CHECK, unit_sandbox(g)).stdout.strip() == "False"
     table.wait_active()
 
 
