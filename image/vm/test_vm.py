@@ -318,9 +318,9 @@ else:
 """
 
 
-SCHEMA_CHECK = """
+SCHEMA_CHECK = """  # examples/vm-paigow.toml: state_dir /var/lib/tablectl/paigow
 import sqlite3
-c = sqlite3.connect("file:/persistent/tablectl/journal.sqlite3?mode=ro", uri=True)
+c = sqlite3.connect("file:/persistent/tablectl/paigow/journal.sqlite3?mode=ro", uri=True)
 print(c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0])
 """
 
