@@ -318,7 +318,8 @@ else:
 """
 
 
-SCHEMA_CHECK = """  # examples/vm-paigow.toml: state_dir /var/lib/tablectl/paigow
+# The Pai Gow table's journal (examples/vm-paigow.toml: state_dir /var/lib/tablectl/paigow).
+SCHEMA_CHECK = """
 import sqlite3
 c = sqlite3.connect("file:/persistent/tablectl/paigow/journal.sqlite3?mode=ro", uri=True)
 print(c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0])
