@@ -21,52 +21,25 @@ from headoffice.console.accounts import FAILS_ALLOWED, ConsoleConfigError, valid
 from headoffice.console.app import Console
 from headoffice.ledger import Incoming, Ledger
 from tests.test_headoffice_console_support import (
+    BASE,
     FLUSH_ROUNDS,
     LEDGERED,
     PARKED_SEQ,
     PASSWORDS,
+    Browser,
     Office,
     P,
     body,
+    csrf_of,
     decisions,
     inc,
     make_office,
 )
 
-BASE = "http://127.0.0.1"  # an allowed host: the console refuses any other Host header
-
 
 @pytest.fixture
 def office(tmp_path: Path) -> Office:
     return make_office(tmp_path / "office")
-
-
-class Browser:
-    """One operator's browser on the console (cookies kept, redirects not followed)."""
-
-    def __init__(self, office: Office) -> None:
-        self.ledger = office.ledger()
-        self.console = Console(office.ho, office.console, self.ledger)
-        self.client = TestClient(self.console.app(), base_url=BASE, follow_redirects=False)
-
-    def close(self) -> None:
-        self.client.close()
-        self.ledger.close()
-
-    def login(self, name: str, password: str | None = None) -> Any:
-        page = self.client.get("/login")
-        return self.client.post("/login", data={
-            "csrf": csrf_of(page.text), "name": name,
-            "password": PASSWORDS[name] if password is None else password})
-
-    def csrf(self) -> str:
-        return csrf_of(self.client.get("/hits").text)
-
-
-def csrf_of(html: str) -> str:
-    m = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert m, "no CSRF field on the page"
-    return m[1]
 
 
 @pytest.fixture

@@ -14,13 +14,17 @@ What is in it, by construction (the figures the pages must show):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from starlette.testclient import TestClient
+
 from controller.link import contract
 from headoffice.config import HeadOfficeConfig, load_config
 from headoffice.console.accounts import ConsoleConfig, hash_password, load_console_config
+from headoffice.console.app import Console
 from headoffice.ledger import Incoming, Ledger
 
 P = "p1"
@@ -152,3 +156,34 @@ def decisions(db: Path) -> dict[str, Any]:
         return {"held": held, "hits": hits, "pool": pool.row(), "alarms": alarms}
     finally:
         led.close()
+
+
+BASE = "http://127.0.0.1"  # an allowed host: the console refuses any other Host header
+
+
+class Browser:
+    """One operator's browser on the console (cookies kept, redirects not followed)."""
+
+    def __init__(self, office: Office) -> None:
+        self.ledger = office.ledger()
+        self.console = Console(office.ho, office.console, self.ledger)
+        self.client = TestClient(self.console.app(), base_url=BASE, follow_redirects=False)
+
+    def close(self) -> None:
+        self.client.close()
+        self.ledger.close()
+
+    def login(self, name: str, password: str | None = None) -> Any:
+        page = self.client.get("/login")
+        return self.client.post("/login", data={
+            "csrf": csrf_of(page.text), "name": name,
+            "password": PASSWORDS[name] if password is None else password})
+
+    def csrf(self) -> str:
+        return csrf_of(self.client.get("/hits").text)
+
+
+def csrf_of(html: str) -> str:
+    m = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert m, "no CSRF field on the page"
+    return m[1]

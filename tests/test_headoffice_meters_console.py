@@ -13,16 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from controller.daemon.accounting import close_effects
 from controller.link import contract
 from controller.meters import CLOSE_SHIFT, SHIFT_METERS, Meters
 from headoffice import cli
-from headoffice.console.app import Console
 from headoffice.console.views import SHIFTS_PER_TABLE
 from headoffice.ledger import Incoming, Ledger
-from tests.test_headoffice_console_support import PASSWORDS, Office, make_office
+from tests.test_headoffice_console_support import Browser, Office, make_office
 
 TABLE = "T2"  # enrolled in the console's test office, and no other message from it
 
@@ -102,17 +100,11 @@ def cells(html: str, row_id: str) -> list[str]:
 
 @pytest.mark.parametrize("who", ["alice", "victor"])  # an approver and a viewer
 def test_the_page_shows_each_tables_closed_shifts(office: Office, who: str) -> None:
-    led = office.ledger()
+    b = Browser(office)
     try:
-        client = TestClient(Console(office.ho, office.console, led).app(),
-                            base_url="http://127.0.0.1", follow_redirects=False)
-        assert client.get("/meters").status_code == 303  # no session: to the login form
-        form = client.get("/login").text
-        csrf = re.search(r'name="csrf" value="([^"]+)"', form)
-        assert csrf
-        assert client.post("/login", data={"csrf": csrf[1], "name": who,
-                                           "password": PASSWORDS[who]}).status_code == 303
-        page = client.get("/meters")
+        assert b.client.get("/meters").status_code == 303  # no session: to the login form
+        assert b.login(who).status_code == 303
+        page = b.client.get("/meters")
         assert page.status_code == 200
         html = page.text
         assert '<a href="/meters" class="here">Shift meters</a>' in html
@@ -126,32 +118,25 @@ def test_the_page_shows_each_tables_closed_shifts(office: Office, who: str) -> N
         assert [row1[0], *row1[3:]] == SHIFT1
         t1 = html.split('id="meters-T1"')[1].split("</table>")[0]
         assert "No shift closed." in t1 and 'id="shift-T1-' not in t1
-        client.close()
     finally:
-        led.close()
+        b.close()
 
 
 def test_the_page_lists_at_most_its_bound_per_table(office: Office) -> None:
-    led = office.ledger()
+    b = Browser(office)
     try:
         payload = table_shift_closes()[0]
         extra = [contract.outbox_message(TABLE, n, n * 100, SHIFT_METERS,
                                          f"2026-04-01T00:{n:02d}:00Z", {**payload, "shift": n})
                  for n in range(3, SHIFTS_PER_TABLE + 6)]
-        assert not led.apply_batch([Incoming("outbox", TABLE, b) for b in extra]).refused
-        client = TestClient(Console(office.ho, office.console, led).app(),
-                            base_url="http://127.0.0.1", follow_redirects=False)
-        csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/login").text)
-        assert csrf
-        client.post("/login", data={"csrf": csrf[1], "name": "victor",
-                                    "password": PASSWORDS["victor"]})
+        assert not b.ledger.apply_batch([Incoming("outbox", TABLE, m) for m in extra]).refused
+        b.login("victor")
         shown = [int(n) for n in re.findall(rf'id="shift-{TABLE}-(\d+)"',
-                                            client.get("/meters").text)]
+                                            b.client.get("/meters").text)]
         top = SHIFTS_PER_TABLE + 5
         assert shown == list(range(top, top - SHIFTS_PER_TABLE, -1))
-        client.close()
     finally:
-        led.close()
+        b.close()
 
 
 def test_the_command_shows_the_same_figures(office: Office,
@@ -187,26 +172,20 @@ def test_an_incomplete_shift_is_shown_as_such(office: Office,
     says so: `incomplete`) is marked on the page and by the command, never shown as whole."""
     lacking = {"missing_through": 400, "shift": True, "first_round_counted": 41}
     payload = {**table_shift_closes()[1], "shift": 3, "incomplete": lacking}
-    led = office.ledger()
+    b = Browser(office)
     try:
         body = contract.outbox_message(TABLE, 3, 300, SHIFT_METERS, "2026-03-03T00:00:00Z",
                                        payload)
-        assert not led.apply_batch([Incoming("outbox", TABLE, body)]).refused
-        client = TestClient(Console(office.ho, office.console, led).app(),
-                            base_url="http://127.0.0.1", follow_redirects=False)
-        csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/login").text)
-        assert csrf
-        client.post("/login", data={"csrf": csrf[1], "name": "victor",
-                                    "password": PASSWORDS["victor"]})
-        html = client.get("/meters").text
+        assert not b.ledger.apply_batch([Incoming("outbox", TABLE, body)]).refused
+        b.login("victor")
+        html = b.client.get("/meters").text
         assert f'<tr id="shift-{TABLE}-3" class="incomplete">' in html
         said = [unescape(c) for c in cells(html, f"shift-{TABLE}-3-incomplete")]
         assert said == ["INCOMPLETE: rounds before 41 not counted (the table's journal records"
                         " 1..400 were pruned before its meters were replayed)"]
         assert f'id="shift-{TABLE}-2-incomplete"' not in html  # the whole shifts: no mark
-        client.close()
     finally:
-        led.close()
+        b.close()
     assert cli.main(["meters", "--db", str(office.db), "--table", TABLE, "--limit", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1] == ("  INCOMPLETE: rounds before 41 not counted (the table's journal records"

@@ -222,8 +222,7 @@ def test_pool_set_wager_from_the_console(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_the_web_console_sets_the_wager_as_pool_set_does(tmp_path: Path) -> None:
-    from tests.test_headoffice_console import Browser, csrf_of
-    from tests.test_headoffice_console_support import make_office
+    from tests.test_headoffice_console_support import Browser, csrf_of, make_office
 
     office = make_office(tmp_path / "office")
     b = Browser(office)

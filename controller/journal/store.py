@@ -94,9 +94,6 @@ class Journal:
         self._last_event_round = state.last_event_round
         self._rounds = {"completed": state.rounds_completed, "voided": state.rounds_voided}
         self.reader = Reader(path, conn, self._mutex, table_id, game, lambda: self._last_seq)
-        # Schema 4 stores no chain hash in its rows; a schema-3 journal left so (`upgrade=False`)
-        # goes on storing it.
-        self.hashless = self.reader.hashes.stored_through is not None
         self.outbox = Outbox(conn, self._mutex, self._guard, self.reader, self._mac,
                              state.next_outbox_id, state.acked_upto)
         self.retention = Retention(path, conn, self._mutex, self._guard, key, table_id, game,
@@ -275,6 +272,12 @@ class Journal:
     # ---- writing -------------------------------------------------------------------------
 
     @property
+    def hashless(self) -> bool:
+        """Schema 4: its rows store no chain hash. A schema-3 journal left so (`upgrade=False`,
+        or downgraded) goes on storing it."""
+        return self.reader.hashes.stored_through is not None
+
+    @property
     def last_seq(self) -> int:
         return self._last_seq
 
@@ -385,9 +388,7 @@ class Journal:
         were given their chain hash. This writer then stores hashes as schema 3 does."""
         with self._mutex:
             self._guard.check()
-            filled = downgrade_to_v3(self._conn, self._guard, self.reader)
-            self.hashless = False
-            return filled
+            return downgrade_to_v3(self._conn, self._guard, self.reader)
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
         """Head office acknowledged every message up to `upto_id` (`Outbox.ack`)."""

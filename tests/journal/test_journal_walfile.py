@@ -54,14 +54,20 @@ def test_a_new_journal_gets_one_too(tmp_path: Path) -> None:
         assert wal(tmp_path).stat().st_size == WAL_BYTES
 
 
-def test_a_wal_left_by_a_crash_is_kept_with_its_commits(tmp_path: Path) -> None:
+def crash_copy(tmp_path: Path) -> Path:
+    """A journal of 31 records as a power cut leaves it: its files copied while the writer
+    that made the last commit is still open (a clean close of the first 30 before it)."""
     with Journal.open(tmp_path, table_id=TABLE, game=GAME, full_wal=True) as j:
         fill(j)
     crashed = tmp_path / "crashed"
     with Journal.open(tmp_path, table_id=TABLE, game=GAME, full_wal=True) as j:
         j.append(Event("last", {}), now(31), round=4)
-        # What a power cut leaves: the files as they are while the writer is open.
         shutil.copytree(tmp_path, crashed, ignore=shutil.ignore_patterns("crashed"))
+    return crashed
+
+
+def test_a_wal_left_by_a_crash_is_kept_with_its_commits(tmp_path: Path) -> None:
+    crashed = crash_copy(tmp_path)
     before = wal(crashed).read_bytes()
     assert not prefill_wal(crashed / JOURNAL_FILE)
     assert wal(crashed).read_bytes() == before
@@ -70,12 +76,7 @@ def test_a_wal_left_by_a_crash_is_kept_with_its_commits(tmp_path: Path) -> None:
 
 
 def test_a_lost_wal_is_still_a_loss(tmp_path: Path) -> None:
-    with Journal.open(tmp_path, table_id=TABLE, game=GAME, full_wal=True) as j:
-        fill(j)
-    crashed = tmp_path / "crashed"
-    with Journal.open(tmp_path, table_id=TABLE, game=GAME, full_wal=True) as j:
-        j.append(Event("last", {}), now(31), round=4)
-        shutil.copytree(tmp_path, crashed, ignore=shutil.ignore_patterns("crashed"))
+    crashed = crash_copy(tmp_path)
     wal(crashed).unlink()  # the commit after the clean close is gone; the mark names it
     (crashed / (JOURNAL_FILE + "-shm")).unlink()
     with pytest.raises(JournalLossError) as exc:
