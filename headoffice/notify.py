@@ -6,7 +6,8 @@ owes the table its award; without a word from the ledger the worker would see bo
 next heartbeat. So with a pool's parameters changed or a stopped pool resumed
 (`tablectl-headoffice pool set|resume`: each writes its `param_log` entry), which changes the
 value every meter shows. `LedgerWatch.changed()` returns as soon as such a decision has
-committed:
+committed, and at once on its first call, when the watch is armed: a decision committed
+before then (the worker was starting) woke nothing, so the caller reads the ledger then:
 
 * PostgreSQL: LISTEN on `CHANNEL`; statement triggers on `held_hits` (updated) and `param_log`
   (inserted), installed here under an advisory lock so workers starting together take turns,
@@ -68,6 +69,7 @@ class LedgerWatch:
         self._version: int | None = None
 
     async def changed(self) -> None:
+        """Until a decision commits; the first call arms the watch and returns at once."""
         if self.db.dialect == "postgresql":
             await self._pg_changed()
         else:
@@ -86,14 +88,15 @@ class LedgerWatch:
         return int(next(iter(row.values())))
 
     async def _sqlite_changed(self) -> None:
+        if self._version is None:
+            self._version = await self.run(self._data_version)  # the baseline: armed
+            return
         while True:
+            await asyncio.sleep(POLL_S)
             version = await self.run(self._data_version)
-            if self._version is None:
-                self._version = version  # the first read: the baseline, not a change
-            elif version != self._version:
+            if version != self._version:
                 self._version = version
                 return
-            await asyncio.sleep(POLL_S)
 
     # -- PostgreSQL -----------------------------------------------------------------------------
     def _install_trigger(self) -> None:
@@ -110,4 +113,5 @@ class LedgerWatch:
             self._listener = await psycopg.AsyncConnection.connect(self.db.url, autocommit=True)
             await self._listener.execute(f"LISTEN {CHANNEL}")
             self._notices = self._listener.notifies()
+            return  # armed: what committed before the LISTEN is read by the caller now
         await anext(self._notices)

@@ -337,15 +337,16 @@ class Worker:
         watch = LedgerWatch(self.ledger.db, self._db)
         seen = await self._db(self.ledger.param_entries)
         try:
+            await watch.changed()  # armed; a decision since `seen` (while we started) is read now
             while True:
-                await watch.changed()
-                self.counters["ledger_notices"] += 1
                 # Only an approval or a parameter action owes the meters anything: other
                 # writers' commits (SQLite wakes on any) cost these two queries, no republish.
                 entries = await self._db(self.ledger.param_entries)
                 if entries != seen or await self._db(self.ledger.undelivered_awards):
                     seen = entries
                     await self._send_decided(conn)
+                await watch.changed()
+                self.counters["ledger_notices"] += 1
         finally:
             await watch.close()
 

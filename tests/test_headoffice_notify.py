@@ -15,7 +15,7 @@ import pytest
 from controller.link import contract
 from controller.link.transport import LinkError, connect
 from headoffice.ledger import Incoming, Ledger
-from headoffice.notify import CHANNEL, NOTIFY_FUNCTION, LedgerWatch
+from headoffice.notify import _TRIGGER_LOCK, CHANNEL, NOTIFY_FUNCTION, LedgerWatch
 from tests.support.link import POOL, head_office, run, wait_for
 from tests.test_headoffice_ledger import ROYAL, body, hit, inc
 
@@ -117,6 +117,52 @@ def test_pool_set_and_resume_from_another_process_reach_the_meters_before_any_he
     run(main())
 
 
+def test_a_decision_committed_while_the_worker_arms_its_watch_still_reaches_the_meters(
+    broker, ledger_url: str  # type: ignore[no-untyped-def]
+) -> None:
+    """A worker is connected (and serving tables) before its ledger watch is armed. A pool set
+    committed in between woke nothing (PostgreSQL: no trigger, no LISTEN yet); the worker reads
+    the ledger once armed, so the new value is still on the meter long before a heartbeat. The
+    window is held open deterministically: another session holds the advisory lock under which
+    the watch installs its trigger (CI once lost this race and the test above waited 10 s)."""
+    if not ledger_url.startswith("postgres"):
+        pytest.skip("the PostgreSQL watch's arming can be held open; SQLite's is one pragma")
+    blocker = Ledger.open(ledger_url)
+    blocker.db.execute("SELECT pg_advisory_lock(?)", (_TRIGGER_LOCK,))
+    locked = True
+
+    async def main() -> None:
+        nonlocal locked
+        async with head_office(ledger_url, broker, heartbeat_s=HEARTBEAT_S), \
+                connect(broker.settings("T2")) as meter:
+            await meter.subscribe([contract.pool_topic(POOL)])
+            pools: list[tuple[float, dict]] = []
+            reader = asyncio.create_task(watch(meter, pools, contract.parse_pool))
+            other = Ledger.open(ledger_url)  # the operator's process
+            try:
+                other.set_params(POOL, {"wager": 500}, operator="alice", authorised=["alice"],
+                                 force=True)
+                after_set = other.pool(POOL) or pytest.fail("no pool")
+            finally:
+                other.close()
+            await asyncio.sleep(0.5)
+            assert not any(p["version"] == after_set.version for _, p in pools)  # not yet armed
+            blocker.db.execute("SELECT pg_advisory_unlock(?)", (_TRIGGER_LOCK,))
+            locked = False
+            await wait_for(lambda: any(p["version"] == after_set.version for _, p in pools), 10,
+                           "the parameters set while the watch was arming, on the meter")
+            value = next(p for _, p in pools if p["version"] == after_set.version)
+            assert value["wager"] == 500
+            reader.cancel()
+
+    try:
+        run(main())
+    finally:
+        if locked:
+            blocker.db.execute("SELECT pg_advisory_unlock(?)", (_TRIGGER_LOCK,))
+        blocker.close()
+
+
 # The trigger function as the previous version installed it (headoffice/notify.py before
 # tablectl_ledger_notify): named for held hits, run by param_log's trigger too.
 OLD_TRIGGER = (
@@ -162,8 +208,8 @@ def test_a_ledger_with_the_old_trigger_function_is_upgraded_and_still_notifies(
 
             watch = LedgerWatch(led.db, run_)
             try:
-                waiting = asyncio.ensure_future(watch.changed())  # installs, then LISTENs
-                await wait_for(lambda: watch._notices is not None, 10, "LISTEN")
+                await asyncio.wait_for(watch.changed(), 10)  # installs, LISTENs: armed
+                waiting = asyncio.ensure_future(watch.changed())
                 assert triggers() == {"tablectl_held_hits_decided": NOTIFY_FUNCTION,
                                       "tablectl_param_log_entered": NOTIFY_FUNCTION}
                 assert functions() == {NOTIFY_FUNCTION}
