@@ -7,18 +7,27 @@ integer comparisons. Suits never rank (8.1) and an ace plays high or low in a st
 
 How it is fast: each card maps to one integer holding a 4-bit count for its rank (bits 0..51)
 and a 4-bit count for its suit (bits 52..67). Summing the cards' integers gives the rank
-multiset and the suit counts at once; no suit holding five cards -> one dict lookup on the rank
-multiset. A flush suit -> one list lookup on the 13-bit rank mask of that suit. With five of one
-suit among at most seven cards there is no room for quads or a full house, so the flush table
-alone decides those hands. Both tables are built once, on first use (or by `build_tables`), from
-the 7,462 classes of five-card hands (about 0.6 s) by taking, for six and seven cards, the best
-table entry after removing one card.
+multiset and the suit counts at once; no suit holding five cards -> the rank multiset's entry
+in a flat table. A flush suit -> one list lookup on the 13-bit rank mask of that suit. With
+five of one suit among at most seven cards there is no room for quads or a full house, so the
+flush table alone decides those hands. Both tables are built once, on first use (or by
+`build_tables`), from the 7,462 classes of five-card hands (about 0.6 s) by taking, for six and
+seven cards, the best table entry after removing one card.
+
+The rank-multiset table is compact rather than a dict (a dict of its 73,775 multisets held
+~5.9 MB of the daemon's ~45 MB; this one ~0.5 MB, docs/uth.md "Benchmark"): a multiset of at
+most seven cards splits into its low ranks (2-8, key bits 0..27) and high ranks (9-A, bits
+28..51). `_HIGH` numbers the high parts in order of their card count, so those of at most t
+cards come first; `_LOW` gives each low part of n cards an offset to a block of as many entries
+as there are high parts of at most 7 - n cards. Entry = `_LOW[low] + _HIGH[high]`: one per
+multiset of at most seven cards (~76,000), in an array of 16-bit ranks.
 """
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from itertools import combinations, combinations_with_replacement
@@ -56,7 +65,6 @@ class Category(IntEnum):
 
 _ACE = 12
 _WHEEL = (1 << 12) | 0b1111  # A-2-3-4-5: the ace plays low (3.3.1.2)
-_RANK_FIELD = (1 << 52) - 1
 _SUIT_SHIFT = 52
 
 # Per-card integer: +1 in the card's rank nibble and +1 in its suit nibble.
@@ -103,35 +111,66 @@ def _score5(counts: Sequence[int], flush: bool) -> tuple[int, tuple[int, ...]]:
     return category, order
 
 
-def _multisets(size: int) -> list[tuple[int, ...]]:
-    """Rank count vectors of ``size`` cards from one deck (at most four of a rank)."""
-    out = []
-    for combo in combinations_with_replacement(range(13), size):
-        counts = [0] * 13
+def _multisets(size: int, ranks: int = 13) -> Iterator[tuple[int, ...]]:
+    """Rank count vectors of ``size`` cards over the lowest ``ranks`` ranks of one deck (at most
+    four of a rank). A generator: the build never holds the 49,205 seven-card ones at once."""
+    for combo in combinations_with_replacement(range(ranks), size):
+        counts = [0] * ranks
         for r in combo:
             counts[r] += 1
-        if max(counts) <= 4:
-            out.append(tuple(counts))
-    return out
+        if max(counts, default=0) <= 4:
+            yield tuple(counts)
 
 
 def _key(counts: Sequence[int]) -> int:
     return sum(n << (4 * r) for r, n in enumerate(counts))
 
 
-def _build() -> tuple[dict[int, int], list[int], list[int]]:
-    five = _multisets(5)
+_LOW_RANKS = 7  # 2..8: key bits 0..27
+_LOW_MASK = (1 << (4 * _LOW_RANKS)) - 1
+_HIGH_SHIFT = 4 * _LOW_RANKS
+_HIGH_MASK = (1 << (4 * (13 - _LOW_RANKS))) - 1
+_MOST = 7  # cards in a hand, at most
+
+
+def _index() -> tuple[dict[int, int], dict[int, int], int]:
+    """(_LOW, _HIGH, entries): see the module's docstring."""
+    high: dict[int, int] = {}
+    up_to = [0] * (_MOST + 1)  # up_to[t]: high parts of at most t cards
+    for n in range(_MOST + 1):
+        for counts in _multisets(n, 13 - _LOW_RANKS):
+            high[_key(counts)] = len(high)
+        up_to[n] = len(high)
+    low: dict[int, int] = {}
+    entries = 0
+    for n in range(_MOST + 1):
+        for counts in _multisets(n, _LOW_RANKS):
+            low[_key(counts)] = entries
+            entries += up_to[_MOST - n]
+    return low, high, entries
+
+
+def _build() -> tuple[dict[int, int], dict[int, int], array[int], list[int], list[int]]:
+    five = list(_multisets(5))
     flush_masks = [m for m in range(1 << 13) if m.bit_count() == 5]
     scores = {_score5(c, False) for c in five}
     scores.update(_score5([(m >> r) & 1 for r in range(13)], True) for m in flush_masks)
     ordered = sorted(scores)
     dense = {score: i + 1 for i, score in enumerate(ordered)}
 
-    nonflush: dict[int, int] = {_key(c): dense[_score5(c, False)] for c in five}
+    low, high, entries = _index()
+    nonflush = array("H", bytes(2 * entries))  # 0: fewer than five cards, never looked up
+
+    def at(key: int) -> int:
+        return low[key & _LOW_MASK] + high[key >> _HIGH_SHIFT]
+
+    for counts in five:
+        nonflush[at(_key(counts))] = dense[_score5(counts, False)]
     for size in (6, 7):  # best five of six / seven: best after removing any one card
         for counts in _multisets(size):
             key = _key(counts)
-            nonflush[key] = max(nonflush[key - (1 << (4 * r))] for r in range(13) if counts[r])
+            nonflush[at(key)] = max(nonflush[at(key - (1 << (4 * r)))]
+                                    for r in range(13) if counts[r])
 
     flush = [0] * (1 << 13)
     for m in flush_masks:
@@ -144,13 +183,15 @@ def _build() -> tuple[dict[int, int], list[int], list[int]]:
     starts = [0] * len(Category)
     for i in range(len(ordered) - 1, -1, -1):
         starts[ordered[i][0]] = i + 1
-    return nonflush, flush, starts
+    return low, high, nonflush, flush, starts
 
 
 # Built on first use, not at import (~0.6 s): head office imports this module for `Category`
 # and evaluates a hand only when a jackpot hit arrives. Filled in place, so every reference
 # to these objects sees them once built.
-_NONFLUSH: dict[int, int] = {}
+_LOW: dict[int, int] = {}
+_HIGH: dict[int, int] = {}
+_NONFLUSH: array[int] = array("H")
 _FLUSH: list[int] = []
 _CATEGORY_START: list[int] = []
 MAX_RANK = 7462  # the royal flush: distinct five-card hand values (checked when built)
@@ -158,9 +199,11 @@ MAX_RANK = 7462  # the royal flush: distinct five-card hand values (checked when
 
 def _tables() -> None:
     if not _FLUSH:
-        nonflush, flush, starts = _build()
+        low, high, nonflush, flush, starts = _build()
         assert max(flush) == MAX_RANK, max(flush)
-        _NONFLUSH.update(nonflush)
+        _LOW.update(low)
+        _HIGH.update(high)
+        _NONFLUSH.extend(nonflush)
         _CATEGORY_START.extend(starts)
         _FLUSH.extend(flush)  # last: a non-empty _FLUSH means every table is built
 
@@ -172,7 +215,9 @@ def build_tables() -> None:
 
 
 def hand_rank(cards: Sequence[Card]) -> int:
-    """Rank of the best five of 5-7 distinct cards. Hot path: no validation (see ``evaluate``)."""
+    """Rank of the best five of 5-7 distinct cards. Hot path: no validation (``evaluate`` checks;
+    every caller passes cards it has checked): more than seven cards may rank as some other
+    multiset's entry, fewer than five rank 0, which ``category_of`` refuses."""
     total = sum(map(_CARD_VALUE.__getitem__, cards))
     suits = total >> _SUIT_SHIFT
     try:  # free in 3.11 unless raised: the tables' first use builds them
@@ -184,7 +229,7 @@ def hand_rank(cards: Sequence[Card]) -> int:
                         if c & 3 == suit:
                             mask |= 1 << (c >> 2)
                     return _FLUSH[mask]
-        return _NONFLUSH[total & _RANK_FIELD]
+        return _NONFLUSH[_LOW[total & _LOW_MASK] + _HIGH[(total >> _HIGH_SHIFT) & _HIGH_MASK]]
     except LookupError:
         if _FLUSH:
             raise
@@ -266,13 +311,16 @@ __all__ = [
 
 def rank_multisets(size: int) -> list[tuple[int, ...]]:
     """Every rank-count vector of ``size`` cards from one deck (counts per rank 2..A, <= 4)."""
-    return _multisets(size)
+    return list(_multisets(size))
 
 
 def nonflush_rank(counts: Sequence[int]) -> int:
     """Rank of 5-7 cards with these rank counts when no suit holds five of them."""
+    if not 5 <= sum(counts) <= _MOST:
+        raise InputError(f"need 5 to 7 cards, got {sum(counts)}")
     _tables()
-    return _NONFLUSH[_key(counts)]
+    key = _key(counts)
+    return _NONFLUSH[_LOW[key & _LOW_MASK] + _HIGH[key >> _HIGH_SHIFT]]
 
 
 def flush_rank(mask: int) -> int:

@@ -19,6 +19,7 @@ from controller.games.uth.evaluator import (
     category_of,
     evaluate,
     hand_rank,
+    nonflush_rank,
 )
 from tests.support.uth_cards import cards, rank, to_text
 
@@ -243,3 +244,25 @@ def test_rank_is_the_best_five_and_best_five_achieves_it(hand):
 @given(st.lists(st.integers(0, 51), min_size=6, max_size=7, unique=True))
 def test_more_cards_never_make_a_worse_hand(hand):
     assert hand_rank(hand) >= hand_rank(hand[:-1])
+
+
+def test_every_rank_multiset_of_five_to_seven_cards_has_an_entry_of_its_own():
+    """The compact rank-multiset table (evaluator's docstring): all 73,775 multisets of 5-7
+    cards (at most four of a rank, rule 3.1's one deck) land on distinct entries inside the
+    array, each holding a real rank; a pattern of other sizes is refused, not looked up."""
+    from controller.games.uth import evaluator as ev
+
+    ev.build_tables()
+    slots: dict[int, tuple[int, ...]] = {}
+    for size in (5, 6, 7):
+        for counts in ev.rank_multisets(size):
+            key = ev._key(counts)
+            slot = ev._LOW[key & ev._LOW_MASK] + ev._HIGH[key >> ev._HIGH_SHIFT]
+            assert slot not in slots, (counts, slots.get(slot))
+            slots[slot] = counts
+            assert 1 <= ev._NONFLUSH[slot] <= MAX_RANK
+    assert len(slots) == 6_175 + 18_395 + 49_205
+    assert max(slots) < len(ev._NONFLUSH)
+    for counts in ((4, 4) + (0,) * 11, (1,) * 4 + (0,) * 9):
+        with pytest.raises(InputError, match="need 5 to 7 cards"):
+            nonflush_rank(counts)
