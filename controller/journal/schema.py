@@ -151,6 +151,13 @@ def set_pragmas(conn: sqlite3.Connection, path: Path) -> None:
     # Checkpoint less often than SQLite's 1000 pages: a page changed by many commits is copied
     # to the main file once per checkpoint, so rarer checkpoints write fewer bytes per round.
     conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+    # Debian's SQLite (so Raspberry Pi OS's) defaults to secure_delete=ON: a prune would write
+    # every page it frees, zeroed (a segment's worth of writes to the card for rows already
+    # archived; 2.1 MB of WAL instead of 0.55 for 1,280 rounds of a year's journal). FAST zeroes
+    # deleted content only where the page is written anyway; nothing here is secret.
+    conn.execute("PRAGMA secure_delete=FAST")
+    if conn.execute("PRAGMA secure_delete").fetchone()[0] != 2:
+        raise JournalError(f"journal {path}: secure_delete=FAST did not take")
 
 
 def read_acked_upto(conn: sqlite3.Connection) -> int:
