@@ -33,6 +33,7 @@ DELAY_ENV = "TABLECTL_JOURNAL_VERIFY_DELAY_S"  # seconds after READY; tests set 
 DEFAULT_DELAY_S = 60.0
 MAX_DELAY_S = 86_400.0
 UPKEEP_EVERY_S = 3600.0
+UPKEEP_ENV = "TABLECTL_JOURNAL_UPKEEP_S"  # seconds between upkeeps; the linked bench sets it low
 MAX_OUTPUT_BYTES = 1 << 20
 # ioprio_set(2)/ioprio_get(2): IOPRIO_WHO_PROCESS (1), the class in the top bits (<< 13), IDLE
 # is 3; syscall numbers by machine (glibc has no wrapper).
@@ -45,9 +46,9 @@ _IO_CLASSES = {0: "none", 1: "realtime", 2: "best-effort", 3: "idle"}
 LOWEST_NICE = 19
 
 
-def _env_number(name: str, default: float | None, top: float, log: logging.Logger
-                ) -> float | None:
-    """The environment's `name` if it is a number within 0..top; else `default` (logged)."""
+def _env_number(name: str, default: float | None, top: float, log: logging.Logger,
+                least: float = 0.0) -> float | None:
+    """The environment's `name` if it is a number within least..top; else `default` (logged)."""
     text = os.environ.get(name)
     if text is None:
         return default
@@ -55,9 +56,9 @@ def _env_number(name: str, default: float | None, top: float, log: logging.Logge
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 <= value <= top:
-        log_event(log, logging.WARNING, f"{name}={text[:40]!r} is not 0..{top:.0f}; using "
-                  f"{default}")
+    if not least <= value <= top:
+        log_event(log, logging.WARNING, f"{name}={text[:40]!r} is not {least:.0f}..{top:.0f};"
+                  f" using {default}")
         return default
     return value
 
@@ -65,6 +66,11 @@ def _env_number(name: str, default: float | None, top: float, log: logging.Logge
 def delay_s(log: logging.Logger) -> float:
     """The delay after READY, seconds: DELAY_ENV's, or DEFAULT_DELAY_S."""
     return _env_number(DELAY_ENV, DEFAULT_DELAY_S, MAX_DELAY_S, log) or 0.0
+
+
+def upkeep_every_s(log: logging.Logger) -> float:
+    """Seconds between upkeeps: UPKEEP_ENV's (1 s .. a day), or UPKEEP_EVERY_S."""
+    return _env_number(UPKEEP_ENV, UPKEEP_EVERY_S, MAX_DELAY_S, log, least=1.0) or UPKEEP_EVERY_S
 
 
 def upkeep(journal: Journal, cfg: JournalConfig) -> tuple[list[int], list[int], list[int]]:
@@ -85,12 +91,13 @@ def upkeep(journal: Journal, cfg: JournalConfig) -> tuple[list[int], list[int], 
 async def look_after_journal(journal: Journal | None, on_failure: Callable[[str], None],
                              log: logging.Logger, cfg: JournalConfig | None = None) -> None:
     """The daemon's background care of its journal: the whole chain verified once, a while
-    after READY (`verify_in_background`); then, every UPKEEP_EVERY_S, `upkeep` with the
+    after READY (`verify_in_background`); then, every `upkeep_every_s`, `upkeep` with the
     `[journal]` configuration `cfg`. Each in a worker thread; the journal's lock is held only
     for the few rows each changes."""
     if journal is None:
         return
     cfg = cfg or JournalConfig()
+    every = upkeep_every_s(log)
     if not await verify_in_background(journal, on_failure, log):
         return
     while True:
@@ -102,7 +109,7 @@ async def look_after_journal(journal: Journal | None, on_failure: Callable[[str]
             if archived or pruned or expired:
                 log_event(log, logging.INFO, "journal segments archived and pruned",
                           archived=archived, pruned=pruned, archives_deleted=expired)
-        await asyncio.sleep(UPKEEP_EVERY_S)
+        await asyncio.sleep(every)
 
 
 async def verify_in_background(journal: Journal | None, on_failure: Callable[[str], None],

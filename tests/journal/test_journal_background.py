@@ -20,8 +20,11 @@ from controller.journal import Entry, Journal, checkpoint, segments, verify_dir
 from controller.journal.background import (
     DEFAULT_DELAY_S,
     DELAY_ENV,
+    UPKEEP_ENV,
+    UPKEEP_EVERY_S,
     delay_s,
     look_after_journal,
+    upkeep_every_s,
     verify_in_background,
 )
 from controller.rounds.base import Event
@@ -75,6 +78,19 @@ def test_the_delay_comes_from_the_environment_within_bounds(
         with caplog.at_level(logging.WARNING, logger="test.background"):
             assert delay_s(log) == DEFAULT_DELAY_S
         assert caplog.messages[-1].startswith(f"{DELAY_ENV}={bad!r} is not 0..")
+
+
+def test_the_upkeep_interval_comes_from_the_environment_within_bounds(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    log = logging.getLogger("test.background")
+    assert upkeep_every_s(log) == UPKEEP_EVERY_S == 3600
+    monkeypatch.setenv(UPKEEP_ENV, "5")
+    assert upkeep_every_s(log) == 5
+    for bad in ("0", "0.5", "-1", "nan", "1e9", "hourly"):  # 0 would archive in a busy loop
+        monkeypatch.setenv(UPKEEP_ENV, bad)
+        with caplog.at_level(logging.WARNING, logger="test.background"):
+            assert upkeep_every_s(log) == UPKEEP_EVERY_S
+        assert caplog.messages[-1].startswith(f"{UPKEEP_ENV}={bad!r} is not 1..")
 
 
 def test_offline_verify_reports_progress(jdir: Path) -> None:
