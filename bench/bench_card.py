@@ -76,6 +76,7 @@ import argparse
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -485,6 +486,9 @@ def linked_main(args: argparse.Namespace) -> None:
     if not args.no_card and os.geteuid() != 0:
         raise SystemExit("bench_card.py --linked needs root (mkfs, losetup, mount); "
                          "--no-card: the process counter only")
+    # SIGTERM as Ctrl-C: the `finally`s stop the daemon, head office and the broker, and
+    # unmount and detach the card (children get Ctrl-C's SIGINT too; they are stopped anyway).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rounds = args.rounds or args.segment_rounds
     every = (f"{args.segments_every:g} s" if args.segments_every > 0 else "60 s (the link's own)")
     print(f"# --linked: UTH at full speed, [journal] segment_rounds {args.segment_rounds} "

@@ -1,0 +1,59 @@
+"""bench_card.py --linked end to end at a tiny size (no loop device, no root), so that it keeps
+working: a linked table with retention on prunes a segment inside the measured window and a
+positive figure is printed. No figure is asserted beyond that (they are the benchmark's to
+print)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bench import bench_card
+from controller.config import validate_text
+from tests import mqtt_broker
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
+
+LINE = re.compile(r"run 1 (?P<name>\w+) +proc +(?P<proc>[\d.]+) KB.*segments in the window: "
+                  r"closed (?P<closed>\d+) archived (?P<archived>\d+) acknowledged (?P<acked>\d+)"
+                  r" pruned (?P<pruned>\d+);")
+
+
+def test_linked_mode_prunes_inside_the_window_and_reports_bytes_per_round() -> None:
+    # 100 rounds a segment (the config's least), 300 measured: the window, which starts half a
+    # segment after the first prune, spans three segments, so a prune falls in it whatever the
+    # second-long upkeep and segment-send ticks do.
+    out = subprocess.run(
+        [sys.executable, "bench/bench_card.py", "--linked", "--no-card", "--no-baseline",
+         "--segment-rounds", "100", "--keep-rounds", "100", "--rounds", "300"],
+        cwd=REPO, capture_output=True, text=True, timeout=180, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [m] = [m for line in out.stdout.splitlines() if (m := LINE.match(line))]
+    assert m["name"] == "linked"
+    assert float(m["proc"]) > 0
+    assert int(m["pruned"]) >= 1 and int(m["closed"]) >= 1, out.stdout
+
+
+def test_the_baseline_is_the_same_table_unlinked(tmp_path: Path) -> None:
+    # What the unlinked baseline runs: the linked table's file with only the link turned off,
+    # valid, with the same retention.
+    pki = mqtt_broker.Pki(tmp_path / "pki")
+    broker = mqtt_broker.Broker(tmp_path / "broker", pki)  # not started: only its port and PKI
+    from tests.support.link import table_toml
+
+    text = table_toml(bench_card.LINKED_TABLE, tmp_path, broker)
+    linked = validate_text(bench_card.with_journal(text, 100, 100, True), "linked.toml")
+    unlinked = validate_text(bench_card.with_journal(text, 100, 100, False), "unlinked.toml")
+    assert linked.link.enabled and not unlinked.link.enabled
+    for cfg in (linked, unlinked):
+        assert (cfg.journal.segment_rounds, cfg.journal.keep_rounds) == (100, 100)
+    # the jackpot and the rest of the game alike; only whether its pool is head office's differs
+    assert linked.uth is not None and unlinked.uth is not None
+    assert replace(unlinked.uth, linked=True) == linked.uth
