@@ -16,8 +16,12 @@ from controller.journal.store import MONEY_EFFECTS
 # locked, until the first card out of the shuffler (5.5), whose commit is fsync'd; the deal only
 # asks the shuffler for that card. Any other event, or one of these whose effects include an
 # outbox message or a round record (or a snapshot, or a shift's close), is fsync'd.
+# Head office's pool value (`ho.pool`) and the pool timeout's `tick` move no money either: what
+# the meter shows, and whether the jackpot is online; lost in a power cut, the reboot's clock
+# makes the held value stale anyway (jackpot.live) until head office's next one.
 UNSYNCED_EVENTS: dict[str, frozenset[str]] = {
-    "uth": frozenset({"dealer.wager", "bet.on", "bet.off", "shuffler.ready", "dealer.deal"}),
+    "uth": frozenset({"dealer.wager", "bet.on", "bet.off", "shuffler.ready", "dealer.deal",
+                      "ho.pool", "tick"}),
 }
 
 

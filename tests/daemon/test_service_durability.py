@@ -84,3 +84,8 @@ def test_only_uth_wagers_and_the_deal_skip_their_own_fsync() -> None:
     assert needs_fsync("uth", [entry("dealer.wager", "round")], meters_changed=False)
     assert needs_fsync("uth", [entry("dealer.deal", snapshot={})], meters_changed=False)
     assert needs_fsync("uth", [], meters_changed=False)
+    # Head office's pool value and the pool timeout's tick: the meter and the jackpot's online
+    # state, no money (issue 16: a linked idle table fsync'd one every ~2 s).
+    pool = [entry("ho.pool", "display", "log"), entry("tick", "alarm", "display")]
+    assert not needs_fsync("uth", pool, meters_changed=False)
+    assert needs_fsync("uth", [*pool, entry("ho.award")], meters_changed=False)

@@ -109,8 +109,10 @@ def test_a_linked_meter_comes_down_to_the_pool_after_another_tables_hit(
             assert b.status()["jackpot"] == "online"
             # What B journaled: the value with the pool's awards and wager.
             pools = [r.data for r in b.service.journal.iter_events() if r.kind == "ho.pool"]  # type: ignore[union-attr]
+            # fresh_ms: the link's horizon for the value (LinkOptions.pool_refresh_s + timeout).
             assert pools[-1] == {"pool": POOL, "amount": after.amount,
-                                 "version": after.version, "awards": 1, "wager": 100}
+                                 "version": after.version, "awards": 1, "wager": 100,
+                                 "fresh_ms": 62_000}
             assert all(p["amount"] <= before.amount for p in pools)
             for t in tables:
                 await t.stop()

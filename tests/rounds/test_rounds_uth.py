@@ -426,6 +426,45 @@ def test_linked_jackpot_offline_until_a_pool_value_and_after_the_timeout() -> No
     assert t.status()["jackpot"] == "online"
 
 
+def test_a_value_holds_for_the_links_fresh_ms_until_head_office_is_said_quiet() -> None:
+    """11.11 with the link's horizon: a value journaled with fresh_ms (the link journals an
+    unchanged value only every pool_refresh_s) holds past the pool timeout up to fresh_ms, and a
+    tick saying head office has been quiet for the timeout takes the jackpot offline at once."""
+    t = Table(LINKED)
+    t.step("ho.pool", pool="p1", amount=7_000_000, version=3, fresh_ms=65_000)
+    t.ms = 60_000
+    t.step("tick")
+    assert t.status()["jackpot"] == "online"  # 60 s on: the link has not said quiet
+    t.ms = 65_001
+    out = t.step("tick")
+    assert t.status()["jackpot"] == "offline"  # past the horizon (the link itself went silent)
+    assert of(out, "alarm")[0]["rule"] == "11.11"
+    t.ms = 70_000
+    t.step("ho.pool", pool="p1", amount=7_000_000, version=4, fresh_ms=65_000)
+    assert t.status()["jackpot"] == "online"
+    t.ms = 76_000
+    out = t.step("tick", pool_quiet_ms=5_200)  # head office quiet past the timeout
+    assert t.status()["jackpot"] == "offline"
+    assert of(out, "alarm")[0]["rule"] == "11.11" and "5200 ms" in texts(out)
+    t.ms = 77_000
+    t.step("ho.pool", pool="p1", amount=7_000_000, version=4, fresh_ms=65_000)
+    assert t.status()["jackpot"] == "online"  # the next value: at once
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("fresh_ms", 4_999), ("fresh_ms", 600_001), ("fresh_ms", "65000"), ("fresh_ms", True),
+    ("pool_quiet_ms", 4_999), ("pool_quiet_ms", "5200"),
+])
+def test_a_horizon_or_quiet_spell_out_of_bounds_is_refused(field: str, value: object) -> None:
+    t = Table(LINKED)
+    t.step("ho.pool", pool="p1", amount=100, version=1)
+    before = t.state
+    kind, data = (("ho.pool", {"pool": "p1", "amount": 100, "version": 2}) if field == "fresh_ms"
+                  else ("tick", {}))
+    out = t.step(kind, **data, **{field: value})
+    assert field in texts(out) and t.state == before
+
+
 def test_clock_going_backwards_means_stale_pool() -> None:
     t = Table(LINKED)
     t.ms = 10_000

@@ -96,7 +96,7 @@ def table_config(table_id: str, root: Path, broker: Broker, *, port: int | None 
 
 
 FAST = LinkOptions(resend_s=1.0, status_every_s=5.0, tick_every_s=0.2, backoff_base_s=0.05,
-                   backoff_cap_s=0.5)
+                   backoff_cap_s=0.5, pool_show_every_s=0.2)
 
 
 @dataclass

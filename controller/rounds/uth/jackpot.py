@@ -39,9 +39,17 @@ Result = tuple[UthState, list[Effect]]
 
 
 # -- link status (11.11) ------------------------------------------------------------------------
+# The longest a journaled pool value may say it stays valid (`fresh_ms`): the link journals the
+# same value again at most every LinkOptions.pool_refresh_s (60 s) and says quiet at once.
+MAX_FRESH_MS = 600_000
+
+
 def live(config: UthConfig, state: UthState, now: Now) -> bool:
     """Whether new jackpot wagers are accepted at `now`. With the link: a valid ho.pool within
-    the timeout. A monotonic clock that went backwards means a reboot: stale until a fresh one."""
+    its `fresh_ms` (the link's horizon: it journals an unchanged value only that often, and a
+    `tick` saying head office went quiet ends it early), or within pool_timeout_ms for a value
+    journaled without one (before 2026-11-27). A monotonic clock that went backwards means a
+    reboot: stale until a fresh one."""
     jp = state.jackpot
     if jp["disabled"] or "meter_failed" in jp:  # 11.11: supervisor's switch, failed meter
         return False
@@ -50,7 +58,26 @@ def live(config: UthConfig, state: UthState, now: Now) -> bool:
     if not config.linked:
         return True
     last = jp["last_pool_ms"]
-    return last is not None and 0 <= now.mono_ms - last <= config.pool_timeout_ms
+    horizon = jp.get("fresh_ms") or config.pool_timeout_ms
+    return last is not None and 0 <= now.mono_ms - last <= horizon
+
+
+def on_quiet(config: UthConfig, state: UthState, data: Any) -> Result:
+    """tick {pool_quiet_ms?}: the link has heard no pool value for that long (>= the timeout):
+    the value held is stale (11.11) whatever its `fresh_ms`; refresh() then takes the jackpot
+    offline. A plain tick (no field) only lets refresh() look at the clock."""
+    quiet = fields.integer(data, "pool_quiet_ms", None)
+    if quiet is None or not config.linked:
+        return state, []
+    if quiet < config.pool_timeout_ms:
+        raise InputError(f"pool_quiet_ms {quiet} is under the pool timeout"
+                         f" {config.pool_timeout_ms} ms")
+    if state.jackpot["last_pool_ms"] is None:
+        return state, []
+    jp = {**state.jackpot, "last_pool_ms": None}
+    return replace(state, jackpot=jp), [
+        fx.log(f"no pool value from head office for {quiet} ms: the meter's value is stale"
+               " (11.11)")]
 
 
 def meter(config: UthConfig, state: UthState) -> int:
@@ -373,8 +400,13 @@ def on_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         raise InputError(f"ho.pool version {version} older than {state.jackpot['version']}")
     awards = fields.integer(data, "awards", None)
     wager = fields.cents(data, "wager", None)
+    fresh = fields.integer(data, "fresh_ms", None)  # the link's, never head office's
+    if fresh is not None and not config.pool_timeout_ms <= fresh <= MAX_FRESH_MS:
+        raise InputError(f"ho.pool fresh_ms {fresh} is not {config.pool_timeout_ms}.."
+                         f"{MAX_FRESH_MS}")
     effects: list[Effect] = []
-    jp = {**state.jackpot, "amount": amount, "version": version, "last_pool_ms": now.mono_ms}
+    jp = {**state.jackpot, "amount": amount, "version": version, "last_pool_ms": now.mono_ms,
+          "fresh_ms": fresh}
     if awards is not None:
         if amount < state.jackpot["amount"] and awards <= state.jackpot.get("awards", -1):
             # Not an alarm: a linked table's void cancels its jackpot wagers (15.3.1) and an

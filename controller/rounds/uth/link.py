@@ -78,6 +78,8 @@ def meter_ready(config: UthConfig, state: UthState, data: Any, now: Now) -> Resu
 
 
 def tick(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return state, []  # step() refreshes the jackpot's link status after every event
+    # step() refreshes the jackpot's link status after every event; a tick saying head office
+    # went quiet first marks the pool's value stale (11.11).
+    return jackpot.on_quiet(config, state, data)
 
 
