@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import bench_card
+from bench import card_linked
 from controller.config import validate_text
 from tests import mqtt_broker
 
@@ -48,9 +48,9 @@ def test_the_baseline_is_the_same_table_unlinked(tmp_path: Path) -> None:
     broker = mqtt_broker.Broker(tmp_path / "broker", pki)  # not started: only its port and PKI
     from tests.support.link import table_toml
 
-    text = table_toml(bench_card.LINKED_TABLE, tmp_path, broker)
-    linked = validate_text(bench_card.with_journal(text, 100, 100, True), "linked.toml")
-    unlinked = validate_text(bench_card.with_journal(text, 100, 100, False), "unlinked.toml")
+    text = table_toml(card_linked.LINKED_TABLE, tmp_path, broker)
+    linked = validate_text(card_linked.with_journal(text, 100, 100, True), "linked.toml")
+    unlinked = validate_text(card_linked.with_journal(text, 100, 100, False), "unlinked.toml")
     assert linked.link.enabled and not unlinked.link.enabled
     for cfg in (linked, unlinked):
         assert (cfg.journal.segment_rounds, cfg.journal.keep_rounds) == (100, 100)

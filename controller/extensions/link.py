@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.clock import utc_now
 from controller.extensions.base import Table
+from controller.extensions.pool_values import PoolValues
 from controller.journal import AckBeyondJournal, JournalError
 from controller.link import contract
 from controller.link.relay import OutboxRelay
@@ -51,13 +52,8 @@ class LinkOptions:
     backoff_base_s: float = 0.2
     backoff_cap_s: float = 30.0
     segments_every_s: float = 60.0  # archived segments not acknowledged: sent (again)
-    # Head office republishes its pool values every second and a new one after each batch of
-    # any table on the pool; journaling each cost an fsync'd commit every ~2 s on an idle table
-    # (~60 GB of writes a year) and one per contribution of the whole group in play. Journaled
-    # now: a lower value, an award or a new qualifying wager at once; a higher one at most every
-    # pool_show_every_s (the newest then); the same one at most every pool_refresh_s, with
-    # fresh_ms = refresh + pool timeout so that the machine holds it that long; a quiet head
-    # office is a `tick` after pool_timeout_s, as before (docs/rounds-uth.md, 11.11).
+    # Head office's pool values: a higher one journaled at most this often, the same one at
+    # most every pool_refresh_s (controller/extensions/pool_values.py).
     pool_show_every_s: float = 2.0
     pool_refresh_s: float = 60.0
 
@@ -111,11 +107,8 @@ class LinkExtension:
         self.last_error: str | None = None
         self.counters: Counter[str] = Counter()
         self._tasks: list[asyncio.Task[None]] = []
-        self._last_pool: dict[str, Any] | None = None  # the pool value last journaled
-        self._last_pool_mono = 0.0  # when it was journaled
-        self._pool_heard = time.monotonic()  # a valid value last came (journaled or not)
-        self._pool_held: dict[str, Any] | None = None  # a higher value waiting its turn
-        self._pool_quiet = True  # since start, or since head office went quiet: next one at once
+        self._pool = PoolValues(self.options.pool_show_every_s, self.options.pool_refresh_s,
+                                self.pool_timeout_s, time.monotonic())
         self._log = logging.getLogger("tablectl.link")
         self._outage_logged = False  # an outage's first failure (or link down) was logged
         self._failed_attempts = 0  # connection attempts failed since the link was last up
@@ -446,33 +439,15 @@ class LinkExtension:
             raise contract.SchemaError(f"unexpected topic {topic}")
 
     def _on_pool(self, data: dict[str, Any]) -> None:
-        now = time.monotonic()
-        newest = self._pool_held or self._last_pool
-        if newest is not None and data["version"] < newest["version"]:
+        if self._pool.stale(data):
             self.counters["pool_stale"] += 1
             return  # an older value (two workers' publishes crossed): the meter never goes back
-        self._pool_heard = now  # head office is there (11.11), whatever is journaled
-        last = self._last_pool
-        since = now - self._last_pool_mono
-        # The first value, or the first after a quiet spell, goes at once.
-        if not self._pool_quiet and last is not None:
-            same = (data["version"], data["amount"]) == (last["version"], last["amount"])
-            higher = (not same and data["amount"] >= last["amount"]
-                      and data.get("awards") == last.get("awards")
-                      and data.get("wager") == last.get("wager"))
-            if same and since < self.options.pool_refresh_s:
-                return  # the same value: it only keeps the machine's copy fresh
-            if higher and since < self.options.pool_show_every_s:
-                self._pool_held = data  # a higher value: the newest goes at the next turn
-                return
-        self._journal_pool(data, now)  # lower, an award, a new wager: at once
+        self._journal_pool(self._pool.heard(data, time.monotonic()))
 
-    def _journal_pool(self, data: dict[str, Any], now: float) -> None:
-        self._last_pool, self._last_pool_mono = data, now
-        self._pool_held, self._pool_quiet = None, False
-        self.counters["pool_values"] += 1
-        fresh_ms = round(1000 * (self.options.pool_refresh_s + self.pool_timeout_s))
-        self._emit(Event("ho.pool", {**data, "fresh_ms": fresh_ms}))
+    def _journal_pool(self, event: dict[str, Any] | None) -> None:
+        if event is not None:
+            self.counters["pool_values"] += 1
+            self._emit(Event("ho.pool", event))
 
     def _award_pending(self, round_: int) -> bool:
         table = self.table
@@ -515,13 +490,9 @@ class LinkExtension:
             if table.out_of_service is not None:
                 continue
             now = time.monotonic()
-            if (self._pool_held is not None
-                    and now - self._last_pool_mono >= self.options.pool_show_every_s):
-                self._journal_pool(self._pool_held, now)
-            quiet = now - self._pool_heard
-            if quiet > self.pool_timeout_s:
-                self._pool_quiet = True
-                if table.game_status().get("jackpot") == "online":
-                    table.emit(Event("tick", {"pool_quiet_ms": round(1000 * quiet)}))
+            self._journal_pool(self._pool.due(now))
+            quiet = self._pool.quiet_ms(now)
+            if quiet is not None and table.game_status().get("jackpot") == "online":
+                table.emit(Event("tick", {"pool_quiet_ms": quiet}))
 
 
