@@ -15,6 +15,7 @@ checks in verify.py, the high-water mark beside the file in mark.py.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -258,6 +259,8 @@ class Journal:
         with self._mutex:
             if self._guard.closed:
                 return
+            with contextlib.suppress(JournalError, sqlite3.Error):
+                self.outbox.write_held()  # an ack held for the next commit: there is none
             self._conn.close()  # checkpoints the WAL into the file
             if self._mark is not None:
                 self._mark.close()
@@ -373,6 +376,8 @@ class Journal:
                 for cp in cps:
                     checkpoint.insert(c, self.key, self.table_id, self.game, cp)
                     self.retention.close_if_due(c, cp)
+                held = self.outbox.insert_held(c)  # an ack held back rides this commit
+            self.outbox.held_written(held)
             self._last_seq, self._last_hash = seq, last_hash
             self.reader.hashes.remember(seq, last_hash)
             if self._mark is not None and durable:

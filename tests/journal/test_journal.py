@@ -547,3 +547,28 @@ def test_append_batch_is_one_transaction_in_order(tmp_path: Path) -> None:
         assert j.last_seq == 5
         assert [e.event.data["n"] for e in j.iter_events()] == [0, 1, 2, 3, 4]
     assert verify_dir(tmp_path).ok
+
+
+def test_an_ack_soon_after_the_last_written_rides_the_next_commit(tmp_path: Path) -> None:
+    """outbox.ACK_WRITE_EVERY_S: head office's acks came ~1.75 a round, each its own commit;
+    one within 10 s of the last written is held for the next commit (or the close). Held, it
+    already counts (nothing resent while the table runs); written, it verifies as before."""
+    def written() -> list[int]:
+        db = raw(tmp_path)
+        try:
+            return [r[0] for r in db.execute("SELECT upto_id FROM outbox_acked ORDER BY 1")]
+        finally:
+            db.close()
+
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=2)  # an outbox message every 4th record: ids 1..5
+        assert j.ack_outbox(1) == 1 and written() == [1]  # the first: a commit of its own
+        assert j.ack_outbox(2) == 1 and written() == [1]  # 10 s have not passed: held
+        assert j.outbox.acked_upto == 2 and [m.id for m in j.pending_outbox()][:1] == [3]
+        fill(j, rounds=1)
+        assert written() == [1, 2]  # rode the round's commit
+        assert j.ack_outbox(3) == 1 and written() == [1, 2]
+    assert written() == [1, 2, 3]  # the close wrote it
+    assert verify_dir(tmp_path).ok
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        assert j.outbox.acked_upto == 3

@@ -334,3 +334,4 @@ def test_a_prune_does_not_write_the_pages_it_frees(tmp_path: Path,
     # With ON every freed page is a frame (206 frames for 181 pages freed here); with FAST only
     # the pages the prune changes and keep (102).
     assert frames < 0.75 * freed, (frames, freed)
+

@@ -38,9 +38,11 @@ def test_the_link_journals_pool_values_only_as_often_as_the_meter_needs(broker, 
 
         async with connect(broker.settings("headoffice-1")) as ho:
             async def publish(amount: int, version: int, **kw: int) -> None:
+                # Retained, as head office publishes them: a table subscribing later gets it.
                 await ho.publish(contract.pool_topic(POOL), contract.dumps(
-                    contract.pool_message(POOL, amount, version, UTC, **kw)))
+                    contract.pool_message(POOL, amount, version, UTC, **kw)), retain=True)
 
+            await wait_for(lambda: t.link.connected, 10, "the table's link up")
             await publish(500_000, 1)
             await wait_for(lambda: len(journaled()) == 1, 10, "the first value")
             assert journaled()[0]["fresh_ms"] == 2_500  # pool_refresh_s + pool_timeout_s
