@@ -288,6 +288,8 @@ def main() -> None:
                     help="--linked: no loop device (no root needed): the process counter only")
     ap.add_argument("--no-baseline", action="store_true",
                     help="--linked: the linked table only")
+    ap.add_argument("--idle", type=float, default=None, metavar="S",
+                    help="--linked: no players; what the idle table writes a minute, over S s")
     ap.add_argument("--segments-every", type=float, default=1.0,
                     help="--linked: seconds between sends of an archived segment not "
                     "acknowledged yet (default 1; 0: the link's own 60)")

@@ -2,6 +2,7 @@
 
     sudo .venv/bin/python bench/bench_card.py --linked [--segment-rounds 2000]
         [--keep-rounds 2000] [--rounds N] [--no-card]
+    sudo .venv/bin/python bench/bench_card.py --linked --idle 60 [--no-card]
 
 A table without head office (every bench_card case, bench_year's long run) archives its closed
 segments but never hears them acknowledged, so it never prunes, and the link's own writes
@@ -18,6 +19,11 @@ acknowledged and pruned inside the window beside the bytes per round. The baseli
 the same run: the same config with `[link] enabled = false` (archives, never prunes), the same
 warm-up length in rounds and window. --no-card: no loop device (no root needed), the state
 directory in /var/tmp, the process counter only (what the test runs).
+
+--idle S: no players instead: what a linked table writes a minute while nobody plays, head
+office republishing its pool every second (the link journals the same value every 60 s,
+controller/extensions/pool_values.py; before 2026-11-27 every ~2 s, fsync'd), over S seconds
+after IDLE_SETTLE_S.
 
 --segments-every S (default 1): the link sends the oldest archived segment not acknowledged on
 connecting, then every 60 s (LinkOptions.segments_every_s, which neither the config nor the
@@ -159,20 +165,54 @@ runpy.run_module("controller.daemon", run_name="__main__", alter_sys=True)
 
 
 def linked_daemon(conf: Path, state: Path, runtime: Path, log: Path,
-                  segments_every: float) -> subprocess.Popen[bytes]:
-    """The daemon from `conf`, simulated devices and players, full speed. Upkeep every second
-    (hourly on a table, ~120 rounds; at full speed a second is a few dozen) and the first
-    whole-chain verify at once (upkeep starts after it). `segments_every` > 0: the link sends
-    an archived segment not acknowledged yet every that many seconds instead of 60 (see
-    --segments-every)."""
+                  segments_every: float, players: bool = True) -> subprocess.Popen[bytes]:
+    """The daemon from `conf`, simulated devices and players, full speed (`players=False`: no
+    players, no rounds: an idle table). Upkeep every second (hourly on a table, ~120 rounds; at
+    full speed a second is a few dozen) and the first whole-chain verify at once (upkeep starts
+    after it). `segments_every` > 0: the link sends an archived segment not acknowledged yet
+    every that many seconds instead of 60 (see --segments-every)."""
     env = {**os.environ, "TABLECTL_JOURNAL_UPKEEP_S": "1", "TABLECTL_JOURNAL_VERIFY_DELAY_S": "0"}
     start = (["-c", LAUNCH, str(segments_every)] if segments_every > 0 else
              ["-m", "controller.daemon"])
+    play = ["--autoplay", "0"] if players else ["--no-players"]
     with open(log, "ab") as err:
         return subprocess.Popen(
-            [sys.executable, *start, "--config", str(conf), "--simulate",
-             "--autoplay", "0", "--quiet", "--state-dir", str(state), "--runtime-dir",
-             str(runtime)], stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, env=env)
+            [sys.executable, *start, "--config", str(conf), "--simulate", *play, "--quiet",
+             "--state-dir", str(state), "--runtime-dir", str(runtime)],
+            stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, env=env)
+
+
+IDLE_SETTLE_S = 10.0  # after READY: the link up, the first pool value journaled
+
+
+def idle_linked(conf: Path, work: Path, seconds: float, use_card: bool, size_mb: int
+                ) -> tuple[float | None, float]:
+    """An idle linked table (head office republishing its pool every second): what it writes
+    a minute, (at the device or None with no card, the daemon's counter)."""
+    with contextlib.ExitStack() as stack:
+        if use_card:
+            loop, mnt = stack.enter_context(card(work, Case("idle"), size_mb))
+        else:
+            loop, mnt = "", work / "disk"
+            mnt.mkdir()
+        runtime = work / "run"
+        proc = linked_daemon(conf, mnt / "state", runtime, work / "idle.err", 0, players=False)
+        try:
+            wait_started(proc, runtime, "idle")
+            time.sleep(IDLE_SETTLE_S)
+            if use_card:
+                syncfs(mnt)
+            dev0 = sectors_written(loop) if use_card else 0
+            proc0 = write_bytes(proc.pid)
+            time.sleep(seconds)
+            if use_card:
+                syncfs(mnt)
+            dev1 = sectors_written(loop) if use_card else 0
+            proc1 = write_bytes(proc.pid)
+        finally:
+            stop(proc)
+    per_min = 60 / seconds / 1024
+    return ((dev1 - dev0) * SECTOR * per_min if use_card else None), (proc1 - proc0) * per_min
 
 
 def with_journal(text: str, segment_rounds: int, keep_rounds: int, linked: bool) -> str:
@@ -251,14 +291,28 @@ def linked_main(args: argparse.Namespace) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rounds = args.rounds or args.segment_rounds
     every = (f"{args.segments_every:g} s" if args.segments_every > 0 else "60 s (the link's own)")
-    print(f"# --linked: UTH at full speed, [journal] segment_rounds {args.segment_rounds} "
-          f"keep_rounds {args.keep_rounds}, upkeep every 1 s, segments sent every {every}; "
-          f"{rounds} rounds measured; "
-          + ("no card (process counter only)" if args.no_card else
-             f"card: ext4 on a loop device, mount {DATA_MOUNT_OPTS}"), flush=True)
+    if args.idle:
+        print("# --linked --idle: a linked UTH table, no players, head office republishing its"
+              " pool every second; " + ("no card (process counter only)" if args.no_card else
+                                       f"card: ext4 on a loop device, mount {DATA_MOUNT_OPTS}"),
+              flush=True)
+    else:
+        print(f"# --linked: UTH at full speed, [journal] segment_rounds {args.segment_rounds} "
+              f"keep_rounds {args.keep_rounds}, upkeep every 1 s, segments sent every {every}; "
+              f"{rounds} rounds measured; "
+              + ("no card (process counter only)" if args.no_card else
+                 f"card: ext4 on a loop device, mount {DATA_MOUNT_OPTS}"), flush=True)
     with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="bench_card.linked.") as tmp:
         work = Path(tmp)
         with head_office(work / "ho") as conf:
+            if args.idle:
+                for r in range(args.runs):
+                    dev, proc = idle_linked(conf, _fresh(work / f"idle{r + 1}"), args.idle,
+                                            not args.no_card, args.size_mb)
+                    shown = "" if dev is None else f"dev+sync {dev:.1f} KB  "
+                    print(f"run {r + 1} idle, {args.idle:g} s: {shown}proc {proc:.1f} KB a "
+                          "minute", flush=True)
+                return
             text = conf.read_text()
             for r in range(args.runs):
                 runs = work / f"run{r + 1}"

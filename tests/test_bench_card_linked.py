@@ -41,6 +41,19 @@ def test_linked_mode_prunes_inside_the_window_and_reports_bytes_per_round() -> N
     assert int(m["pruned"]) >= 1 and int(m["closed"]) >= 1, out.stdout
 
 
+def test_an_idle_linked_table_writes_little() -> None:
+    # Head office republishes the pool every second. The link journaled the same value every
+    # ~2 s, each an fsync'd commit: 320 KB a minute by this counter (2d4f5a6); now once a minute
+    # (pool_values.py), so a 10 s window holds at most that one commit and the log's lines.
+    out = subprocess.run(
+        [sys.executable, "bench/bench_card.py", "--linked", "--no-card", "--idle", "10"],
+        cwd=REPO, capture_output=True, text=True, timeout=180, check=False)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [m] = [m for line in out.stdout.splitlines()
+           if (m := re.match(r"run 1 idle, 10 s: proc ([\d.]+) KB a minute", line))]
+    assert float(m[1]) < 60, out.stdout
+
+
 def test_the_baseline_is_the_same_table_unlinked(tmp_path: Path) -> None:
     # What the unlinked baseline runs: the linked table's file with only the link turned off,
     # valid, with the same retention.

@@ -1,7 +1,8 @@
 """Which of head office's pool values the link journals (UTH 2.4.3, 11.11; issue 16, the SD
 card). Head office republishes each pool every second and publishes a new value after every
 batch of any table on the pool. Journaling each cost an fsync'd commit every ~2 s on an idle
-table (~320 KB a minute, ~170 GB a year) and one per contribution of the whole group in play.
+table (528 KB a minute at the device, `bench_card.py --linked --idle 60`) and one per
+contribution of the whole group in play.
 Journaled now: a lower value, an award or a new qualifying wager at once; a higher one at most
 every `show_every_s` (the newest then, at the next tick); the same one at most every
 `refresh_s`, carrying `fresh_ms` (refresh + the pool timeout) so that the round machine holds it
