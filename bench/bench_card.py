@@ -178,6 +178,18 @@ def card(work: Path, case: Case, size_mb: int) -> Iterator[tuple[str, Path]]:
         image.unlink(missing_ok=True)
 
 
+def stop(proc: subprocess.Popen[bytes] | None, timeout: float = 60) -> None:
+    """SIGTERM (the daemon's clean close), SIGKILL if it does not go in `timeout`."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def play(case: Case, rounds: int, pace: float | None, size_mb: int, source: Path | None,
          out: dict[str, Result], errors: dict[str, BaseException]) -> None:
     try:
@@ -257,12 +269,7 @@ def _play(case: Case, rounds: int, pace: float | None, size_mb: int, source: Pat
             syncfs(mnt)
             dev2 = sectors_written(loop)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
     return Result(rounds, t1 - t0, (dev1 - dev0) * SECTOR, (dev2 - dev0) * SECTOR,
                   proc1 - proc0)
 

@@ -55,6 +55,7 @@ from bench.bench_card import (
     Case,
     card,
     sectors_written,
+    stop,
     syncfs,
     wait_round,
     wait_started,
@@ -116,18 +117,6 @@ class LinkedResult:
     total: Segments  # at the window's end
 
 
-def stop(proc: subprocess.Popen[bytes] | None, timeout: float = 60) -> None:
-    """SIGTERM (the daemon's clean close), SIGKILL if it does not go in `timeout`."""
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @contextlib.contextmanager
 def head_office(work: Path) -> Iterator[Path]:
     """A Mosquitto with TLS and the ACL, and a head-office worker process with a SQLite ledger
@@ -182,6 +171,34 @@ def linked_daemon(conf: Path, state: Path, runtime: Path, log: Path,
             stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, env=env)
 
 
+@dataclass
+class Disk:
+    """Where the table's state lives: a fresh card (loop device, its sectors counted) or, with
+    no card, a directory (nothing counted)."""
+
+    loop: str
+    mnt: Path
+
+    def sectors(self) -> int:
+        """Sectors written to the card so far, after a syncfs (what was still dirty)."""
+        if not self.loop:
+            return 0
+        syncfs(self.mnt)
+        return sectors_written(self.loop)
+
+    def sectors_now(self) -> int:
+        """Sectors written so far, without a sync (what the kernel wrote by itself)."""
+        return sectors_written(self.loop) if self.loop else 0
+
+
+def disk(stack: contextlib.ExitStack, work: Path, name: str, use_card: bool, size_mb: int
+         ) -> Disk:
+    if use_card:
+        return Disk(*stack.enter_context(card(work, Case(name), size_mb)))
+    (work / "disk").mkdir()
+    return Disk("", work / "disk")
+
+
 IDLE_SETTLE_S = 10.0  # after READY: the link up, the first pool value journaled
 
 
@@ -190,25 +207,15 @@ def idle_linked(conf: Path, work: Path, seconds: float, use_card: bool, size_mb:
     """An idle linked table (head office republishing its pool every second): what it writes
     a minute, (at the device or None with no card, the daemon's counter)."""
     with contextlib.ExitStack() as stack:
-        if use_card:
-            loop, mnt = stack.enter_context(card(work, Case("idle"), size_mb))
-        else:
-            loop, mnt = "", work / "disk"
-            mnt.mkdir()
+        d = disk(stack, work, "idle", use_card, size_mb)
         runtime = work / "run"
-        proc = linked_daemon(conf, mnt / "state", runtime, work / "idle.err", 0, players=False)
+        proc = linked_daemon(conf, d.mnt / "state", runtime, work / "idle.err", 0, players=False)
         try:
             wait_started(proc, runtime, "idle")
             time.sleep(IDLE_SETTLE_S)
-            if use_card:
-                syncfs(mnt)
-            dev0 = sectors_written(loop) if use_card else 0
-            proc0 = write_bytes(proc.pid)
+            dev0, proc0 = d.sectors(), write_bytes(proc.pid)
             time.sleep(seconds)
-            if use_card:
-                syncfs(mnt)
-            dev1 = sectors_written(loop) if use_card else 0
-            proc1 = write_bytes(proc.pid)
+            dev1, proc1 = d.sectors(), write_bytes(proc.pid)
         finally:
             stop(proc)
     per_min = 60 / seconds / 1024
@@ -228,12 +235,8 @@ def play_linked(name: str, conf_text: str, work: Path, rounds: int, segment_roun
     """Warm up (`warm` rounds; None: until a segment was pruned, then half a segment more),
     then measure `rounds` rounds."""
     with contextlib.ExitStack() as stack:
-        if use_card:
-            loop, mnt = stack.enter_context(card(work, Case(name), size_mb))
-        else:
-            loop, mnt = "", work / "disk"
-            mnt.mkdir()
-        state, runtime = mnt / "state", work / "run"
+        d = disk(stack, work, name, use_card, size_mb)
+        state, runtime = d.mnt / "state", work / "run"
         conf = work / f"{name}.toml"
         conf.write_text(conf_text)
         log = work / f"{name}.err"
@@ -249,18 +252,14 @@ def play_linked(name: str, conf_text: str, work: Path, rounds: int, segment_roun
             except BaseException:
                 print(f"{name}: {log.read_text(errors='replace')[-2000:]}", file=sys.stderr)
                 raise
-            if use_card:
-                syncfs(mnt)
             seg0 = segment_counts(state)
-            dev0 = sectors_written(loop) if use_card else 0
+            dev0 = d.sectors()
             proc0, t0 = write_bytes(proc.pid), time.monotonic()
             wait_round(runtime, start + rounds)
-            dev1 = sectors_written(loop) if use_card else 0
+            dev1 = d.sectors_now()
             proc1, t1 = write_bytes(proc.pid), time.monotonic()
             seg1 = segment_counts(state)
-            if use_card:
-                syncfs(mnt)
-            dev2 = sectors_written(loop) if use_card else 0
+            dev2 = d.sectors()
         finally:
             stop(proc)
     return LinkedResult(name, start - first, rounds, t1 - t0,

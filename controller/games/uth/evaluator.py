@@ -133,6 +133,11 @@ _HIGH_MASK = (1 << (4 * (13 - _LOW_RANKS))) - 1
 _MOST = 7  # cards in a hand, at most
 
 
+def _slot(key: int, low: dict[int, int], high: dict[int, int]) -> int:
+    """The entry of a rank-multiset key (at most seven cards) in the compact table."""
+    return low[key & _LOW_MASK] + high[key >> _HIGH_SHIFT]
+
+
 def _index() -> tuple[dict[int, int], dict[int, int], int]:
     """(_LOW, _HIGH, entries): see the module's docstring."""
     high: dict[int, int] = {}
@@ -161,16 +166,14 @@ def _build() -> tuple[dict[int, int], dict[int, int], array[int], list[int], lis
     low, high, entries = _index()
     nonflush = array("H", bytes(2 * entries))  # 0: fewer than five cards, never looked up
 
-    def at(key: int) -> int:
-        return low[key & _LOW_MASK] + high[key >> _HIGH_SHIFT]
-
     for counts in five:
-        nonflush[at(_key(counts))] = dense[_score5(counts, False)]
+        nonflush[_slot(_key(counts), low, high)] = dense[_score5(counts, False)]
     for size in (6, 7):  # best five of six / seven: best after removing any one card
         for counts in _multisets(size):
             key = _key(counts)
-            nonflush[at(key)] = max(nonflush[at(key - (1 << (4 * r)))]
-                                    for r in range(13) if counts[r])
+            nonflush[_slot(key, low, high)] = max(
+                nonflush[_slot(key - (1 << (4 * r)), low, high)]
+                for r in range(13) if counts[r])
 
     flush = [0] * (1 << 13)
     for m in flush_masks:
@@ -229,6 +232,7 @@ def hand_rank(cards: Sequence[Card]) -> int:
                         if c & 3 == suit:
                             mask |= 1 << (c >> 2)
                     return _FLUSH[mask]
+        # _slot inlined (the hot path), the suit counts above the rank field masked off.
         return _NONFLUSH[_LOW[total & _LOW_MASK] + _HIGH[(total >> _HIGH_SHIFT) & _HIGH_MASK]]
     except LookupError:
         if _FLUSH:
@@ -319,8 +323,7 @@ def nonflush_rank(counts: Sequence[int]) -> int:
     if not 5 <= sum(counts) <= _MOST:
         raise InputError(f"need 5 to 7 cards, got {sum(counts)}")
     _tables()
-    key = _key(counts)
-    return _NONFLUSH[_LOW[key & _LOW_MASK] + _HIGH[key >> _HIGH_SHIFT]]
+    return _NONFLUSH[_slot(_key(counts), _LOW, _HIGH)]
 
 
 def flush_rank(mask: int) -> int:
