@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -29,6 +30,7 @@ from controller.control import Refused, current_peer
 from controller.daemon.logbook import RING_LINES
 from controller.errorlog import ERROR_DAYS, LEVELS, read_history
 from controller.events import Kind
+from controller.journal.errors import RoundPruned
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT
 from controller.rounds.base import Event
@@ -110,8 +112,20 @@ class TableCommands:
         if journal is None:
             raise Refused("journal unavailable")
         number = int(args["number"])
+        try:
+            events = journal.round_events(number)
+        except RoundPruned:
+            # Pruned: read back from its archive if that is still here and checks out; if not,
+            # RoundPruned again says where it went and why it cannot be read.
+            got = await asyncio.to_thread(journal.archived_round, number)
+            return {
+                "round": number,
+                "record": None if got.record is None else got.record.as_json(),
+                "events": [e.as_json() for e in got.events],
+                "archive": {"path": str(got.path), "segment": got.segment,
+                            "sha256": got.digest},
+            }
         record = journal.round_record(number)
-        events = journal.round_events(number)
         if record is None and not events:
             raise Refused(f"no round {number} in the journal")
         return {

@@ -111,18 +111,21 @@ class Retention:
                                                st.segment, digest, utc), number))
             return True
 
+    def pruned_segment(self, number: int) -> SegmentState | None:
+        """The pruned segment that held round `number` (None: the round was not pruned)."""
+        return next((st for st in self.states() if st.pruned_utc is not None
+                     and st.segment.first_round <= number <= st.segment.last_round), None)
+
     def where_pruned(self, number: int, archive_dir: Path) -> str | None:
         """Where round `number` went, if it was pruned (None: it was not)."""
-        for st in self.states():
-            seg = st.segment
-            if st.pruned_utc is not None and seg.first_round <= number <= seg.last_round:
-                path = archive_dir / str(st.archive)
-                where = (f"its records are in the archive {path}" if path.exists() else
-                         f"its archive {path} was deleted after retention; head office holds "
-                         "it")
-                return (f"round {number} was pruned from the table's journal (seq {seg.first}.."
-                        f"{seg.last}, segment {seg.number}); {where} (sha256 {st.digest})")
-        return None
+        st = self.pruned_segment(number)
+        if st is None:
+            return None
+        seg, path = st.segment, archive_dir / str(st.archive)
+        where = (f"its records are in the archive {path}" if path.exists() else
+                 f"its archive {path} was deleted after retention; head office holds it")
+        return (f"round {number} was pruned from the table's journal (seq {seg.first}.."
+                f"{seg.last}, segment {seg.number}); {where} (sha256 {st.digest})")
 
     def plan(self, keep_rounds: int | None, archive_dir: Path, last_round: int, *,
              keep_days: int | None = None) -> list[PrunePlan]:

@@ -16,6 +16,7 @@ checks in verify.py, the high-water mark beside the file in mark.py.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -25,7 +26,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from controller.journal import checkpoint, segments
+from controller.journal import archived, checkpoint, segments
+from controller.journal.archived import ArchivedRound
 from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import snapshot_text
 from controller.journal.errors import JournalError, JournalLossError, RoundPruned
@@ -458,6 +460,30 @@ class Journal:
         if where is not None:
             raise RoundPruned(where)
         return self.reader.round_events(number)
+
+    def archived_round(self, number: int) -> ArchivedRound:
+        """Round `number`, pruned by retention, read back from its segment's archive while the
+        archive is on the table (archived.py: trusted only once its digest, meta and chain to
+        the segment's MAC'd head check out), with any of its events still in the journal.
+        RoundPruned saying where it went, and why it cannot be read, if the archive is gone or
+        does not check out; ValueError if the round was not pruned."""
+        st = self.retention.pruned_segment(number)
+        where = self.retention.where_pruned(number, self.archive_dir)
+        if st is None or where is None:
+            raise ValueError(f"round {number} was not pruned from the journal")
+        path = self.archive_dir / str(st.archive)
+        if st.archive is None or not path.exists():
+            raise RoundPruned(where)
+        if not st.mac_ok:
+            raise RoundPruned(f"{where}; its segment row's MAC does not check out")
+        try:
+            got = archived.read_round(path, st, number, self.table_id, self.game)
+        except archived.ArchiveRefused as exc:
+            raise RoundPruned(f"{where}; it cannot be read back: {exc}") from exc
+        with self._mutex:  # a round never spans segments today; were it to, the rest is here
+            rest = [e for e in self.reader.round_events(number) if e.seq > st.segment.last]
+            record = got.record or (self.reader.round_record(number) if rest else None)
+        return dataclasses.replace(got, events=got.events + rest, record=record)
 
     def pending_outbox(self, limit: int = 100) -> list[OutboxMessage]:
         return self.outbox.pending(limit)

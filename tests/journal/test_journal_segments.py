@@ -335,3 +335,81 @@ def test_a_prune_does_not_write_the_pages_it_frees(tmp_path: Path,
     # the pages the prune changes and keep (102).
     assert frames < 0.75 * freed, (frames, freed)
 
+
+
+def _rewrite_archive(path: Path, sql: str) -> str:
+    """Inflate an archive, change it with `sql`, deflate it back; its new sha256."""
+    work = path.with_suffix(".work")
+    work.write_bytes(zlib.decompress(path.read_bytes()))
+    with sqlite3.connect(work) as c:
+        c.execute(sql)
+    c.close()
+    data = zlib.compress(work.read_bytes(), 9)
+    work.unlink()
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_a_pruned_round_is_read_back_from_its_archive(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        before = {n: (j.round_events(n), j.round_record(n)) for n in (1, 2, 3)}
+        acked(j, 1)
+        j.prune(0)
+        with pytest.raises(ValueError, match="round 2 was pruned"):
+            j.round_events(2)
+        for n in (1, 2):  # round 2 voided, round 1 completed: both in segment 1
+            got = j.archived_round(n)
+            assert (got.events, got.record) == before[n]
+            assert [e.round for e in got.events] == [n] * 10
+            assert (got.segment, got.path.name) == (1, "segment-000001.sqlite3.z")
+        with pytest.raises(ValueError, match="round 3 was not pruned"):
+            j.archived_round(3)
+
+
+def test_an_archive_that_does_not_check_out_is_not_read(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        acked(j, 1)
+        j.prune(0)
+        path = j.archive_dir / "segment-000001.sqlite3.z"
+        good = path.read_bytes()
+        # Another file in its place: not the digest recorded (and acknowledged).
+        path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+        with pytest.raises(ValueError, match=r"round 1 was pruned .* cannot be read back: "
+                                             r"archive .* is not the one recorded"):
+            j.archived_round(1)
+        # A record dropped, and the row's digest made to match without the key: the chain
+        # no longer reaches the segment's MAC'd head.
+        path.write_bytes(good)
+        digest = _rewrite_archive(path, "DELETE FROM commits WHERE seq = (SELECT max(seq) "
+                                        "FROM commits)")
+        with raw(jdir) as c:
+            c.execute("UPDATE segments SET digest = ? WHERE number = 1", (digest,))
+        with pytest.raises(ValueError, match=r"cannot be read back: .* end at seq 19 with chain "
+                                             r"hash [0-9a-f]{16}\.\.\., not at the segment's "
+                                             r"seq 20 .* \(records altered"):
+            j.archived_round(1)
+        # A record altered, its commit re-deflated with the journal's dictionary.
+        path.write_bytes(good)
+        with raw(jdir) as c:
+            zdict = c.execute("SELECT value FROM meta WHERE key = 'deflate_dict'").fetchone()[0]
+        inflated = zlib.decompress(good)
+        mem = sqlite3.connect(":memory:")
+        mem.deserialize(inflated)
+        key, body = mem.execute("SELECT seq, body FROM commits ORDER BY seq LIMIT 1").fetchone()
+        mem.close()
+        d = zlib.decompressobj(-15, zdict=zdict.encode())
+        text = (d.decompress(body) + d.flush()).decode()
+        assert '"box":0' in text  # seq 1: box 0 -> box 7
+        c = zlib.compressobj(9, zlib.DEFLATED, -15, zdict=zdict.encode())
+        forged = c.compress(text.replace('"box":0', '"box":7', 1).encode()) + c.flush()
+        digest = _rewrite_archive(path, f"UPDATE commits SET body = x'{forged.hex()}' "
+                                        f"WHERE seq = {key}")
+        with raw(jdir) as c2:
+            c2.execute("UPDATE segments SET digest = ? WHERE number = 1", (digest,))
+        with pytest.raises(ValueError, match=r"\(records altered, added or dropped\)"):
+            j.archived_round(1)
+        # Gone (retention deleted it, or a technician did): says where it went, as before.
+        path.unlink()
+        with pytest.raises(ValueError, match=r"round 1 was pruned .* was deleted after "
+                                             r"retention; head office holds it"):
+            j.archived_round(1)

@@ -154,3 +154,34 @@ def test_head_office_refuses_a_broken_chain_alarms_and_answers_refused(
                 ledger.close()
 
     run(main())
+
+
+def test_round_show_of_a_pruned_round_reads_its_archive(broker: Broker, ledger_url: str,
+                                                         tmp_path: Path) -> None:
+    """`tablectl round show N` (the control socket's round_show) of a round retention pruned
+    once head office held its segment: the same events and record as before the prune, read
+    back from the archive; with the archive gone, where it went."""
+    from controller.journal.errors import RoundPruned
+
+    async def main() -> None:
+        table = await start(small_segments(make_table("T1", tmp_path / "T1", broker,
+                                                      options=OPTIONS)))
+        show = table.service.commands.round
+        async with head_office(ledger_url, broker):
+            await archived(table, 2)
+            await wait_for(lambda: len(acked(table)) >= 2, 30, "segments held")
+        before = await show({"number": 1})
+        assert before["events"] and before["record"]["number"] == 1
+        assert "archive" not in before
+        plans = await asyncio.to_thread(journal(table).prune, 0)
+        assert [p.number for p in plans if p.prune][:1] == [1]
+        after = await show({"number": 1})
+        assert (after["events"], after["record"]) == (before["events"], before["record"])
+        assert after["archive"]["segment"] == 1
+        assert Path(after["archive"]["path"]).name == "segment-000001.sqlite3.z"
+        Path(after["archive"]["path"]).unlink()
+        with pytest.raises(RoundPruned, match="was deleted after retention"):
+            await show({"number": 1})
+        await table.stop()
+
+    run(main())

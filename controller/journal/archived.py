@@ -1,0 +1,124 @@
+"""A pruned round read back from its segment's archive (segments.py), while the archive is still
+on the table: `tablectl round show N` after retention pruned round N from the journal.
+
+The archive is a file on the data partition, so it is trusted only as far as it checks out:
+its sha256 must be the digest the segment row records (the one head office acknowledged), it
+must inflate within MAX_INFLATED bytes to an SQLite database whose meta names this table, game
+and segment, and its records, chained from the segment's `prev`, must reach the segment's
+`head` at its `last` seq: the segment row is MAC'd with the table's key, so a record altered,
+added or dropped in the archive shows there. Anything else is refused, naming what failed
+(`ArchiveRefused`); nothing in the journal changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from controller.journal.chain import chain_hash
+from controller.journal.codec import Codec, parse_body
+from controller.journal.records import RoundRecord, StoredEvent, stored_event
+from controller.journal.segments import SegmentState
+
+# A segment of 2,000 UTH rounds inflates to ~3 MB; far beyond that is not an archive we wrote.
+MAX_COMPRESSED = 64 << 20
+MAX_INFLATED = 256 << 20
+
+
+class ArchiveRefused(ValueError):
+    """The archive is missing, is not the one recorded, or does not check out."""
+
+
+@dataclass(frozen=True)
+class ArchivedRound:
+    path: Path
+    digest: str
+    segment: int
+    events: list[StoredEvent]  # the round's events in the segment, in order
+    record: RoundRecord | None  # how it ended, if it ended in this segment
+
+
+def read_round(path: Path, st: SegmentState, number: int, table_id: str, game: str
+               ) -> ArchivedRound:
+    """Round `number`'s events and record from the archive `path` of segment `st`, after the
+    checks above. ArchiveRefused naming the first check that failed."""
+    seg = st.segment
+    if not (seg.first_round <= number <= seg.last_round):
+        raise ArchiveRefused(f"round {number} is not in segment {seg.number} (rounds "
+                             f"{seg.first_round}..{seg.last_round})")
+    conn = _open(path, st, table_id, game)
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        codec = Codec(str(meta.get("deflate_dict", "")))
+        h, seq = seg.prev, seg.first - 1
+        events: list[StoredEvent] = []
+        for key, body in conn.execute("SELECT seq, body FROM commits ORDER BY seq"):
+            try:
+                records = parse_body(codec.unpack(body))
+            except ValueError as exc:
+                raise ArchiveRefused(f"archive {path}: commit at seq {key} unreadable: {exc}"
+                                     ) from exc
+            first = key - len(records) + 1
+            if first > seq + 1 or key <= seq:
+                raise ArchiveRefused(f"archive {path}: commit at seq {key} ({len(records)} "
+                                     f"records) does not follow seq {seq}")
+            for i, (text, (utc, mono, kind, rnd, data, fx)) in enumerate(records):
+                if first + i <= seq:  # a commit begun in the segment before: chained there
+                    continue
+                seq += 1
+                h = chain_hash(h, seq, text)
+                if rnd == number:
+                    events.append(stored_event(seq, utc, mono, kind, rnd, data, fx, h))
+    except sqlite3.DatabaseError as exc:
+        raise ArchiveRefused(f"archive {path} is not a readable segment archive: {exc}"
+                             ) from exc
+    finally:
+        conn.close()
+    if (seq, h) != (seg.last, seg.head):
+        raise ArchiveRefused(
+            f"archive {path}: its records, chained from the segment's start, end at seq {seq} "
+            f"with chain hash {h[:16]}..., not at the segment's seq {seg.last} with its head "
+            f"{seg.head[:16]}... (records altered, added or dropped)")
+    record = next((r for ev in events for r in ev.rounds if r.number == number), None)
+    return ArchivedRound(path, str(st.digest), seg.number, events, record)
+
+
+def _open(path: Path, st: SegmentState, table_id: str, game: str) -> sqlite3.Connection:
+    """The archive inflated into an in-memory database, once its digest and meta check out."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_COMPRESSED:
+            raise ArchiveRefused(f"archive {path} is {size} bytes, more than a segment's "
+                                 f"archive can be ({MAX_COMPRESSED})")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ArchiveRefused(f"archive {path} cannot be read: {exc.strerror or exc}") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != st.digest:
+        raise ArchiveRefused(f"archive {path} is not the one recorded for segment "
+                             f"{st.segment.number}: sha256 {digest}, recorded {st.digest}")
+    d = zlib.decompressobj()
+    try:
+        raw = d.decompress(data, MAX_INFLATED)
+    except zlib.error as exc:
+        raise ArchiveRefused(f"archive {path} does not inflate: {exc}") from exc
+    if d.unconsumed_tail:
+        raise ArchiveRefused(f"archive {path} inflates past {MAX_INFLATED} bytes")
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.deserialize(raw)
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise ArchiveRefused(f"archive {path} is not a readable segment archive: {exc}"
+                             ) from exc
+    want = {"table_id": table_id, "game": game, "segment": st.segment.text()}
+    wrong = sorted(k for k, v in want.items() if meta.get(k) != v)
+    if wrong:
+        conn.close()
+        raise ArchiveRefused(f"archive {path}: its meta {', '.join(wrong)} do not match "
+                             f"segment {st.segment.number} of table {table_id} game {game}")
+    return conn
