@@ -291,6 +291,10 @@ def main() -> None:
                     "table unlinked (the baseline); --rounds default: --segment-rounds")
     ap.add_argument("--segment-rounds", type=int, default=2000, help="--linked: [journal]")
     ap.add_argument("--keep-rounds", type=int, default=2000, help="--linked: [journal]")
+    ap.add_argument("--warm", type=int, default=None, metavar="ROUNDS",
+                    help="--linked: measure after this many rounds instead of after the first "
+                    "prune and half a segment (with a --keep-rounds nothing reaches: the cost "
+                    "of the link and of segments without the prune's)")
     ap.add_argument("--no-card", action="store_true",
                     help="--linked: no loop device (no root needed): the process counter only")
     ap.add_argument("--no-baseline", action="store_true",

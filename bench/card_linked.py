@@ -325,7 +325,7 @@ def linked_main(args: argparse.Namespace) -> None:
 
                 # Linked first: its warm-up (to a prune and half a segment on) is the
                 # baseline's, so both windows start at the same round.
-                linked = play("linked", None)
+                linked = play("linked", args.warm)
                 base = linked if args.no_baseline else play("unlinked", linked.warm)
                 for res in (base, linked)[1 if args.no_baseline else 0:]:
                     print(f"run {r + 1} {linked_line(res, base)}", flush=True)
