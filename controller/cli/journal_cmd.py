@@ -51,6 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--state-dir", type=Path, required=True)
     v.add_argument("--key-file", type=Path, help="the journal key (default: as the daemon finds "
                    "it; without one the MACs are not checked)")
+    v.add_argument("--archive-dir", type=Path, help="where the archives of segments moved out of "
+                   "the file are (default STATE_DIR/archive; [journal] archive_dir)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
     a = jsub.add_parser("accept-loss", help="root only, daemon stopped: record that the journal "
@@ -124,7 +126,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"\rverifying: seq {seq} of {last} ({100 * seq // max(last, 1)} %)", end="",
               file=sys.stderr, flush=True)
 
-    rep = verify_dir(args.state_dir, key_file=args.key_file, progress=progress if show else None)
+    rep = verify_dir(args.state_dir, key_file=args.key_file, progress=progress if show else None,
+                     archive_dir=args.archive_dir)
     if show:
         print(file=sys.stderr)
     report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark}
@@ -227,6 +230,7 @@ def cmd_segments(args: argparse.Namespace) -> int:
         lines = [f"{len(rows)} closed segments (MACs {macs}); the open one follows the last"]
         for r in rows:
             state = ("pruned " + str(r["pruned_utc"]) if r["pruned_utc"] else
+                     "moved to its archive " + str(r["moved_utc"]) if r["moved_utc"] else
                      "acknowledged" if r["acknowledged_utc"] else
                      "archived" if r["archive"] else "closed")
             lines.append(f"  segment {r['number']}: seq {r['first']}..{r['last']}, rounds "

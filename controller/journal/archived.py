@@ -49,6 +49,22 @@ def read_round(path: Path, st: SegmentState, number: int, table_id: str, game: s
     if not (seg.first_round <= number <= seg.last_round):
         raise ArchiveRefused(f"round {number} is not in segment {seg.number} (rounds "
                              f"{seg.first_round}..{seg.last_round})")
+    events = _walk(path, st, table_id, game, number)
+    record = next((r for ev in events for r in ev.rounds if r.number == number), None)
+    return ArchivedRound(path, str(st.digest), seg.number, events, record)
+
+
+def check(path: Path, st: SegmentState, table_id: str, game: str) -> None:
+    """The archive `path` of segment `st` checks out (the checks above), or ArchiveRefused:
+    what `journal verify` and the background pass ask of a segment moved out of the file."""
+    _walk(path, st, table_id, game, None)
+
+
+def _walk(path: Path, st: SegmentState, table_id: str, game: str, number: int | None
+          ) -> list[StoredEvent]:
+    """The archive's chain walked from the segment's `prev` to its `head`; round `number`'s
+    events on the way (None: none kept)."""
+    seg = st.segment
     conn = _open(path, st, table_id, game)
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
@@ -82,8 +98,7 @@ def read_round(path: Path, st: SegmentState, number: int, table_id: str, game: s
             f"archive {path}: its records, chained from the segment's start, end at seq {seq} "
             f"with chain hash {h[:16]}..., not at the segment's seq {seg.last} with its head "
             f"{seg.head[:16]}... (records altered, added or dropped)")
-    record = next((r for ev in events for r in ev.rounds if r.number == number), None)
-    return ArchivedRound(path, str(st.digest), seg.number, events, record)
+    return events
 
 
 def _open(path: Path, st: SegmentState, table_id: str, game: str) -> sqlite3.Connection:

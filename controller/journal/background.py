@@ -7,7 +7,7 @@ commit, and in its own process it never holds the daemon's interpreter either. A
 the table out of service, as at start. Then, hourly, closed segments are archived and retention
 prunes what head office acknowledged.
 
-    python -m controller.journal.background STATE_DIR    (what the daemon runs; JSON on stdout)
+    python -m controller.journal.background STATE_DIR [ARCHIVE_DIR]   (what the daemon runs; JSON)
 """
 
 from __future__ import annotations
@@ -73,11 +73,15 @@ def upkeep_every_s(log: logging.Logger) -> float:
     return _env_number(UPKEEP_ENV, UPKEEP_EVERY_S, MAX_DELAY_S, log, least=1.0) or UPKEEP_EVERY_S
 
 
-def upkeep(journal: Journal, cfg: JournalConfig) -> tuple[list[int], list[int], list[int]]:
-    """One round of care: archive the closed segments, prune what `[journal]` retention allows
-    (only what head office acknowledged), delete the archives past keep_archives_days (only
-    pruned, acknowledged ones). The segments archived, pruned, and whose archive was deleted."""
+def upkeep(journal: Journal, cfg: JournalConfig
+           ) -> tuple[list[int], list[int], list[int], list[int]]:
+    """One round of care: archive the closed segments, move those head office holds out of
+    the journal file (their archives keep them on the table), prune what `[journal]` retention
+    allows (only what head office acknowledged), delete the archives past keep_archives_days
+    (only pruned, acknowledged ones). The segments archived, moved, pruned, and whose archive
+    was deleted."""
     archived = [n for n, _name, _digest in journal.archive()]
+    moved = journal.move()
     pruned: list[int] = []
     expired: list[int] = []
     if cfg.prunes:
@@ -85,7 +89,7 @@ def upkeep(journal: Journal, cfg: JournalConfig) -> tuple[list[int], list[int], 
                   if p.prune]
         if cfg.keep_archives_days is not None:
             expired = journal.expire_archives(cfg.keep_archives_days)
-    return archived, pruned, expired
+    return archived, moved, pruned, expired
 
 
 async def look_after_journal(journal: Journal | None, on_failure: Callable[[str], None],
@@ -102,13 +106,14 @@ async def look_after_journal(journal: Journal | None, on_failure: Callable[[str]
         return
     while True:
         try:
-            archived, pruned, expired = await asyncio.to_thread(upkeep, journal, cfg)
+            archived, moved, pruned, expired = await asyncio.to_thread(upkeep, journal, cfg)
         except (JournalError, OSError) as exc:
             log_event(log, logging.ERROR, f"journal upkeep failed: {exc}")
         else:
-            if archived or pruned or expired:
-                log_event(log, logging.INFO, "journal segments archived and pruned",
-                          archived=archived, pruned=pruned, archives_deleted=expired)
+            if archived or moved or pruned or expired:
+                log_event(log, logging.INFO, "journal segments archived, moved and pruned",
+                          archived=archived, moved=moved, pruned=pruned,
+                          archives_deleted=expired)
         await asyncio.sleep(every)
 
 
@@ -122,6 +127,7 @@ async def verify_in_background(journal: Journal | None, on_failure: Callable[[st
     await asyncio.sleep(delay_s(log) if delay is None else delay)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "controller.journal.background", str(journal.path.parent),
+        str(journal.archive_dir),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await proc.communicate()
@@ -184,12 +190,13 @@ def lowest_priority() -> dict[str, object]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m controller.journal.background STATE_DIR", file=sys.stderr)
+    if len(argv) not in (1, 2):
+        print("usage: python -m controller.journal.background STATE_DIR [ARCHIVE_DIR]",
+              file=sys.stderr)
         return 2
     priority = lowest_priority()
     start = time.monotonic()
-    rep = verify_dir(Path(argv[0]))
+    rep = verify_dir(Path(argv[0]), archive_dir=Path(argv[1]) if len(argv) == 2 else None)
     print(json.dumps({**rep.as_json(), "macs": rep.macs, "mark": rep.mark,
                       "seconds": round(time.monotonic() - start, 3), "priority": priority}))
     return 0 if rep.ok else 1

@@ -117,7 +117,8 @@ class Reader:
         bisection on the primary key: no index that every append would pay for."""
         assert column in INDEX_COLUMNS
         with self._mutex:
-            lo, hi = self.v1_last_seq + 1, self._last_seq() + 1
+            # After the pruned (or moved) seq: the commit ending there may stay in the file.
+            lo, hi = max(self.v1_last_seq, self.pruned[0]) + 1, self._last_seq() + 1
             while lo < hi:
                 mid = (lo + hi) // 2
                 row = self._conn.execute(f"SELECT {column} FROM commits WHERE seq >= ? "

@@ -3,6 +3,7 @@ closed ones, recording head office's acknowledgement, and pruning what retention
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -12,10 +13,14 @@ from typing import Any
 
 from controller.journal import segments
 from controller.journal.checkpoint import Checkpoint
+from controller.journal.errors import JournalError
 from controller.journal.lock import WriteGuard
 from controller.journal.mac import JournalKey, fsync_dir
 from controller.journal.schema import read_meta, utc_now
 from controller.journal.segments import Segment, SegmentState
+
+MOVED_SCHEMA = "5"  # a segment moved out of the file: code before it must refuse the file
+_COMMITS_NAME = re.compile(r'CREATE TABLE\s+(IF NOT EXISTS\s+)?"?commits"?', re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -111,9 +116,73 @@ class Retention:
                                                st.segment, digest, utc), number))
             return True
 
+    def move(self, archive_dir: Path, acked_upto: int, marked: int) -> list[int]:
+        """Move out of the journal file, oldest first, each closed segment head office holds:
+        genuine (its MAC), archived with its file still of that digest, acknowledged, every
+        outbox message up to its end acknowledged too (the link never reads it again), no
+        schema-1 rows, every older one out of the file already. Its archive is then its copy on
+        the table until retention prunes it (`prune` marks it, `expire_archives` deletes the
+        file). In one transaction each: the commits after it are copied into a fresh `commits`
+        table and the old table dropped (a drop frees pages without writing them, where a
+        delete rewrote every leaf it emptied), the snapshots, checkpoints and acks before its
+        last seq deleted (the checkpoint and snapshot at it stay: the start of what remains),
+        the segment marked moved, the meta schema 5. Then a VACUUM of what remains (the
+        dictionary, the segment rows, the few commits since): a file with no free pages, which
+        grows as a new one does, so that no commit after it pays for a freed page's reuse
+        (docs/daemon.md, "What the prune itself costs"). The commit that ends at its last seq
+        stays, and none moves past `marked` (the high-water mark's seq): the mark must go on
+        naming a commit in the file. The segments moved."""
+        moved: list[int] = []
+        for st in self.states():
+            if st.out_of_file:
+                continue
+            seg = st.segment
+            if (not (st.mac_ok and st.ack_ok) or st.archive is None or seg.first <= self._v1_last
+                    or seg.last > marked
+                    or segments.file_digest(archive_dir / st.archive) != st.digest):
+                break
+            with self._mutex:
+                self._guard.check()
+                cp = self._conn.execute("SELECT body FROM checkpoints WHERE seq = ?",
+                                        (seg.last,)).fetchone()
+                try:
+                    out = Checkpoint.parse(cp[0] if cp and isinstance(cp[0], str) else "").out
+                except ValueError:
+                    break  # verification says what is wrong with it
+                if out > acked_upto:
+                    break
+                with self._guard.transaction(f"move of segment {seg.number}") as c:
+                    ddl = c.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND "
+                                    "name = 'commits'").fetchone()[0]
+                    c.execute(_COMMITS_NAME.sub("CREATE TABLE commits_next", ddl, count=1))
+                    c.execute("INSERT INTO commits_next SELECT * FROM commits WHERE seq >= ?",
+                              (seg.last,))
+                    c.execute("DROP TABLE commits")
+                    c.execute("ALTER TABLE commits_next RENAME TO commits")
+                    c.execute("DELETE FROM snapshots WHERE seq < ?", (seg.last,))
+                    c.execute("DELETE FROM checkpoints WHERE seq < ?", (seg.last,))
+                    c.execute("DELETE FROM outbox_acked WHERE upto_id < (SELECT "
+                              "coalesce(max(upto_id), 0) FROM outbox_acked)")
+                    if not segments.has_moved(c):
+                        c.execute(segments.ADD_MOVED)
+                    c.execute("UPDATE segments SET moved_utc = ? WHERE number = ?",
+                              (utc_now(), seg.number))
+                    c.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (MOVED_SCHEMA,))
+            moved.append(seg.number)
+        if moved:
+            with self._mutex:
+                self._guard.check()
+                try:
+                    self._conn.execute("VACUUM")
+                except sqlite3.Error as exc:  # e.g. no room: the journal is whole, only larger
+                    raise JournalError(f"journal {self.path}: segments {moved} moved to their "
+                                       f"archives, but the VACUUM after failed: {exc}") from exc
+        return moved
+
     def pruned_segment(self, number: int) -> SegmentState | None:
-        """The pruned segment that held round `number` (None: the round was not pruned)."""
-        return next((st for st in self.states() if st.pruned_utc is not None
+        """The segment that held round `number` if its rows are out of the journal file,
+        pruned or moved to its archive (None: the round is in the file)."""
+        return next((st for st in self.states() if st.out_of_file
                      and st.segment.first_round <= number <= st.segment.last_round), None)
 
     def where_pruned(self, number: int, archive_dir: Path) -> str | None:
@@ -124,8 +193,10 @@ class Retention:
         seg, path = st.segment, archive_dir / str(st.archive)
         where = (f"its records are in the archive {path}" if path.exists() else
                  f"its archive {path} was deleted after retention; head office holds it")
-        return (f"round {number} was pruned from the table's journal (seq {seg.first}.."
-                f"{seg.last}, segment {seg.number}); {where} (sha256 {st.digest})")
+        what = ("pruned from the table's journal" if st.pruned_utc is not None else
+                "moved out of the journal file to its archive once head office held it")
+        return (f"round {number} was {what} (seq {seg.first}..{seg.last}, segment "
+                f"{seg.number}); {where} (sha256 {st.digest})")
 
     def plan(self, keep_rounds: int | None, archive_dir: Path, last_round: int, *,
              keep_days: int | None = None) -> list[PrunePlan]:

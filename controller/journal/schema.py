@@ -25,10 +25,10 @@ SCHEMA_VERSION = "4"
 
 
 # 1, 2 and 3: journals of older formats, upgraded when a writer opens them (1 -> 2 -> 3 -> 4).
-SCHEMAS_READ = ("1", "2", "3", "4")
+SCHEMAS_READ = ("1", "2", "3", "4", "5")  # 5: schema 4 with a segment moved out
 
 
-KEYED_SCHEMAS = ("3", "4")  # the schemas whose rows carry MACs (mac.py)
+KEYED_SCHEMAS = ("3", "4", "5")  # the schemas whose rows carry MACs (mac.py)
 
 
 # Small pages: each commit appends every page it modified to the WAL, so the page size sets the
@@ -111,7 +111,7 @@ HASH_STORED_THROUGH = "hash_stored_through"
 def hash_stored_through(meta: Mapping[str, str]) -> int | None:
     """The last seq whose commit row stores its chain hash; None: every row does (schema < 4).
     ValueError for a schema-4 journal whose meta does not say it as a number."""
-    if meta.get("schema") != "4":
+    if meta.get("schema") not in ("4", "5"):
         return None
     value = meta.get(HASH_STORED_THROUGH, "")
     if not value.isdigit():

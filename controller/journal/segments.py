@@ -36,9 +36,13 @@ CREATE TABLE IF NOT EXISTS segments(
     digest TEXT,
     ack_utc TEXT,
     ack_mac BLOB,
-    pruned_utc TEXT
+    pruned_utc TEXT,
+    moved_utc TEXT
 )
 """
+# Schema 5 (a segment moved out of the journal file: retention.py): the column a schema-4 file
+# is given when its first segment moves.
+ADD_MOVED = "ALTER TABLE segments ADD COLUMN moved_utc TEXT"
 _ARCHIVE_TABLES = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE commits(seq INTEGER PRIMARY KEY, body BLOB NOT NULL, hash BLOB NOT NULL,
@@ -76,11 +80,20 @@ class SegmentState:
     pruned_utc: str | None
     mac_ok: bool
     ack_ok: bool
+    # Its rows moved out of the journal file once head office held it (its archive is then
+    # their copy on the table until retention prunes it): retention.py, `Retention.move`.
+    moved_utc: str | None = None
+
+    @property
+    def out_of_file(self) -> bool:
+        """Its rows are no longer in the journal file (pruned, or moved to its archive)."""
+        return self.pruned_utc is not None or self.moved_utc is not None
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self.segment), "archive": self.archive, "digest": self.digest,
                 "acknowledged_utc": self.ack_utc if self.ack_ok else None,
-                "pruned_utc": self.pruned_utc, "mac_ok": self.mac_ok}
+                "pruned_utc": self.pruned_utc, "moved_utc": self.moved_utc,
+                "mac_ok": self.mac_ok}
 
 
 def has_table(conn: sqlite3.Connection) -> bool:
@@ -103,9 +116,10 @@ def read_all(conn: sqlite3.Connection, key: JournalKey | None, table_id: str, ga
     if not has_table(conn):
         return []
     out = []
-    for number, body, mac, archive, digest, ack_utc, a_mac, pruned in conn.execute(
-            "SELECT number, body, mac, archive, digest, ack_utc, ack_mac, pruned_utc FROM "
-            "segments ORDER BY number"):
+    moved_col = "moved_utc" if has_moved(conn) else "NULL"
+    for number, body, mac, archive, digest, ack_utc, a_mac, pruned, moved in conn.execute(
+            "SELECT number, body, mac, archive, digest, ack_utc, ack_mac, pruned_utc, "
+            f"{moved_col} FROM segments ORDER BY number"):
         try:
             seg = Segment(**json.loads(body))
         except (TypeError, ValueError):
@@ -117,22 +131,29 @@ def read_all(conn: sqlite3.Connection, key: JournalKey | None, table_id: str, ga
         acked = ok and ack_utc is not None and digest is not None and (
             key is None or key.check(a_mac, "segment_ack", table_id, game, number, seg.head,
                                      digest, ack_utc))
-        out.append(SegmentState(seg, archive, digest, ack_utc, pruned, ok, acked))
+        out.append(SegmentState(seg, archive, digest, ack_utc, pruned, ok, acked, moved))
     return out
 
 
+def has_moved(conn: sqlite3.Connection) -> bool:
+    """The segments table has the schema-5 column (a segment may have moved)."""
+    return any(row[1] == "moved_utc" for row in conn.execute("PRAGMA table_info(segments)"))
+
+
 def pruned_through(states: list[SegmentState]) -> tuple[int, list[str]]:
-    """The last seq pruned (0: none) and what is wrong with the pruned segments: each must be
-    genuine and acknowledged, and they must be the oldest ones."""
+    """The last seq whose rows are out of the journal file, pruned or moved (0: none), and
+    what is wrong with those segments: each must be genuine and acknowledged by head office,
+    and they must be the oldest ones."""
     errors, last, done = [], 0, False
     for st in states:
-        if st.pruned_utc is None:
+        if not st.out_of_file:
             done = True
             continue
+        what = "pruned" if st.pruned_utc is not None else "moved out of the journal"
         if done:
-            errors.append(f"segment {st.segment.number} is pruned after one that is not")
+            errors.append(f"segment {st.segment.number} is {what} after one that is not")
         if not (st.mac_ok and st.ack_ok):
-            errors.append(f"segment {st.segment.number} is marked pruned but its MAC or head "
+            errors.append(f"segment {st.segment.number} is marked {what} but its MAC or head "
                           "office's acknowledgement does not check out")
         last = max(last, st.segment.last)
     return last, errors

@@ -33,7 +33,14 @@ from controller.journal.codec import snapshot_text
 from controller.journal.errors import JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
 from controller.journal.mac import JournalKey, find_journal_key
-from controller.journal.mark import MARK_FILE, MarkWriter, create_mark, mark_problem
+from controller.journal.mark import (
+    MARK_FILE,
+    MarkError,
+    MarkWriter,
+    create_mark,
+    mark_problem,
+    read_mark,
+)
 from controller.journal.outbox import Outbox
 from controller.journal.position import load_state
 from controller.journal.read import Reader
@@ -47,7 +54,7 @@ from controller.journal.records import (
     outbox_next,
     prepare,
 )
-from controller.journal.retention import PrunePlan, Retention
+from controller.journal.retention import MOVED_SCHEMA, PrunePlan, Retention
 from controller.journal.schema import (
     JOURNAL_FILE,
     KEYED_SCHEMAS,
@@ -108,6 +115,7 @@ class Journal:
         # the checkpoints it refused (each a sign of damage or tampering, for the log).
         self.verified_from = 0
         self.refused_checkpoints: list[str] = []
+        self._may_move = False  # set by `open`: a writer that may upgrade, of schema 4 or 5
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -254,6 +262,7 @@ class Journal:
             conn.close()
             raise
         j = cls(path, conn, lock_fd, table_id, game, state, key, problem, segment_rounds)
+        j._may_move = upgrade and read_meta(conn).get("schema") in ("4", "5")
         j.verified_from, j.refused_checkpoints = state.checkpoint_seq, list(refused.values())
         return j
 
@@ -395,6 +404,11 @@ class Journal:
         were given their chain hash. This writer then stores hashes as schema 3 does."""
         with self._mutex:
             self._guard.check()
+            if read_meta(self._conn).get("schema") == MOVED_SCHEMA:
+                raise JournalError(
+                    f"journal {self.path}: segments have moved out of the file to their "
+                    "archives (schema 5); the software before schema 5 cannot read it, and "
+                    "it is not downgraded")
             return downgrade_to_v3(self._conn, self._guard, self.reader)
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
@@ -406,6 +420,23 @@ class Journal:
     def archive(self, archive_dir: Path | None = None) -> list[tuple[int, str, str]]:
         """Archive the closed segments not archived yet (`Retention.archive`)."""
         return self.retention.archive(archive_dir or self.archive_dir)
+
+    def move(self, archive_dir: Path | None = None) -> list[int]:
+        """Move the segments head office holds out of the file (`Retention.move`); none when
+        opened with `upgrade=False` (a trial boot: the software before must still read it)."""
+        if not self._may_move:
+            return []
+        try:  # never past the mark: it must still name a commit in the file (mark.py)
+            marked = read_mark(self.path.parent / MARK_FILE, self.key, self.table_id,
+                               self.game).seq
+        except (OSError, MarkError):
+            return []
+        moved = self.retention.move(archive_dir or self.archive_dir, self.outbox.acked_upto,
+                                    marked)
+        if moved:
+            base = self.retention.pruned_through()
+            self.reader.pruned = (base, checkpoint.hash_at(self._conn, base))
+        return moved
 
     def ack_segment(self, number: int, head: str, digest: str, utc: str | None = None) -> bool:
         """Head office holds segment `number` (`Retention.ack`): the link's call."""

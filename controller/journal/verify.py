@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.journal import segments
+from controller.journal import archived, segments
 from controller.journal.chain import chain_hash, genesis_hash, record_hash
 from controller.journal.checkpoint import Checkpoint, check_row
 from controller.journal.codec import Codec, parse_body
@@ -391,10 +391,13 @@ def _checked_acked_upto(conn: sqlite3.Connection, meta: Mapping[str, str], macs:
 
 
 def verify_dir(state_dir: Path | str, key_file: Path | None = None,
-               progress: Progress | None = None) -> VerifyReport:
+               progress: Progress | None = None, archive_dir: Path | None = None
+               ) -> VerifyReport:
     """Offline verification (`tablectl journal verify`): the chain, with the table's key (if
-    one is found, `find_key`) its MACs, and the high-water mark. Creates nothing; never raises
-    for a missing or damaged journal, mark or key: that is an error in the report."""
+    one is found, `find_key`) its MACs, the high-water mark, and the archives of the segments
+    moved out of the file (in `archive_dir`, default STATE_DIR/archive). Creates nothing;
+    never raises for a missing or damaged journal, mark, key or archive: that is an error in
+    the report."""
     state_dir = Path(state_dir)
     path = state_dir / JOURNAL_FILE
     if not state_dir.is_dir():
@@ -438,12 +441,29 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None,
                 meta = read_meta(conn)
                 if meta.get("schema") in KEYED_SCHEMAS:
                     _verify_mark(conn, state_dir / MARK_FILE, key, meta, rep)
+                    _verify_moved(conn, archive_dir or state_dir / segments.ARCHIVE_DIR, key,
+                                  meta, rep)
             return rep
         finally:
             conn.close()
     finally:
         if lock_fd is not None:
             os.close(lock_fd)
+
+
+def _verify_moved(conn: sqlite3.Connection, archive_dir: Path, key: JournalKey | None,
+                  meta: Mapping[str, str], rep: VerifyReport) -> None:
+    """A segment moved out of the file and not pruned yet: its archive is its only copy on
+    the table, so it must be there and check out (archived.py)."""
+    table_id, game = meta["table_id"], meta["game"]
+    for st in segments.read_all(conn, key, table_id, game):
+        if st.moved_utc is None or st.pruned_utc is not None:
+            continue
+        try:
+            archived.check(archive_dir / str(st.archive), st, table_id, game)
+        except archived.ArchiveRefused as exc:
+            rep.error(f"segment {st.segment.number} moved out of the journal file, but its "
+                      f"archive does not check out: {exc}")
 
 
 def _verify_mark(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | None,

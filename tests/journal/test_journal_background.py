@@ -205,7 +205,7 @@ def test_a_pass_left_at_the_daemons_priority_is_reported(
         "from controller.journal import background\n"
         "background.lowest_priority = lambda: {'nice': 0, 'io_class': 'best-effort',"
         " 'lowest': False}\n"
-        "sys.exit(background.main(sys.argv[-1:]))\n")
+        "sys.exit(background.main(sys.argv[-2:]))\n")
     real = sys.executable
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     (tmp_path / "python").write_text(f"#!/bin/sh\nexec {real} {child} \"$@\"\n")

@@ -214,6 +214,7 @@ from controller.journal import Journal, segments
 from tests.support.journal import fill
 
 segments.SEGMENT_ROUNDS = 2
+cycle = 0
 while True:
     with Journal.open(sys.argv[1], table_id="T07", game="paigow") as j:
         fill(j, rounds=2, per_round=5)
@@ -221,12 +222,16 @@ while True:
         for st in j.retention.states():
             if st.digest and not st.ack_ok:
                 j.ack_segment(st.segment.number, st.segment.head, st.digest)
+        cycle += 1
+        if cycle % 2:  # every other cycle the rows leave by a move first, else by the prune
+            j.ack_outbox(j._next_outbox_id - 1)
+            j.move()
         j.prune(3)
         print(j.last_seq, flush=True)
 """
 
 
-def test_sigkill_during_close_archive_and_prune_leaves_a_journal_that_verifies(
+def test_sigkill_during_close_archive_move_and_prune_leaves_a_journal_that_verifies(
         tmp_path: Path) -> None:
     import random
     import signal
@@ -413,3 +418,97 @@ def test_an_archive_that_does_not_check_out_is_not_read(jdir: Path) -> None:
         with pytest.raises(ValueError, match=r"round 1 was pruned .* was deleted after "
                                              r"retention; head office holds it"):
             j.archived_round(1)
+
+
+def _moved_ready(j: Journal, *numbers: int) -> None:
+    """Segments archived and held by head office, every outbox message acknowledged."""
+    acked(j, *numbers)
+    j.ack_outbox(j._next_outbox_id - 1)
+
+
+def test_a_segment_head_office_holds_moves_out_of_the_file(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        before = {n: (j.round_events(n), j.round_record(n)) for n in range(1, 9)}
+        acked(j, 1, 2)
+        assert j.move() == []  # their outbox messages are not acknowledged yet
+        j.ack_outbox(j._next_outbox_id - 1)
+        with raw(jdir) as c:
+            pages = c.execute("PRAGMA page_count").fetchone()[0]
+        assert j.move() == [1, 2]
+        assert j.move() == []  # 3, 4: head office does not hold them
+        assert j.reader.pruned[0] == 40
+        with raw(jdir) as c:
+            # The commit at the boundary stays (the mark may name it), none before it.
+            assert c.execute("SELECT min(seq) FROM commits").fetchone()[0] == 40
+            assert c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("5",)
+            assert c.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed
+            assert c.execute("PRAGMA page_count").fetchone()[0] < pages
+        with pytest.raises(ValueError, match=r"round 3 was moved out of the journal file to "
+                                             r"its archive once head office held it \(seq "
+                                             r"21\.\.40, segment 2\)"):
+            j.round_events(3)
+        for n in range(1, 9):  # every round as before: 1-4 from the archives
+            got = (j.archived_round(n).events, j.archived_round(n).record) if n <= 4 else (
+                j.round_events(n), j.round_record(n))
+            assert got == before[n], n
+        seq = j.append(Event("x", {}), now(81), round=9)
+        where = position(j)
+    rep = verify_dir(jdir)
+    assert rep.ok, rep.errors
+    assert (rep.pruned_through, rep.last_seq) == (40, seq)
+    for fast in (True, False):
+        with Journal.open(jdir, table_id=TABLE, game=GAME, fast=fast) as j:
+            assert position(j) == where and j.last_seq == seq
+            assert [st.segment.number for st in j.retention.states() if st.moved_utc] == [1, 2]
+            # Retention then prunes them as before: the archive stays until it expires.
+            assert [p.number for p in j.prune(0) if p.prune] == [1, 2]
+            break
+    assert verify_dir(jdir).ok
+
+
+def test_only_what_head_office_holds_moves_oldest_first(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        j.archive()
+        j.ack_outbox(j._next_outbox_id - 1)
+        assert j.move() == []  # nothing acknowledged
+        acked(j, 2)
+        assert j.move() == []  # 1 is not held: nothing after it moves either
+        acked(j, 1)
+        (j.archive_dir / "segment-000001.sqlite3.z").rename(jdir / "away")
+        assert j.move() == []  # its archive is missing: it would be the only copy
+        (jdir / "away").rename(j.archive_dir / "segment-000001.sqlite3.z")
+        assert j.move() == [1, 2]
+
+
+def test_a_moved_segments_archive_must_check_out(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        _moved_ready(j, 1)
+        assert j.move() == [1]
+        path = j.archive_dir / "segment-000001.sqlite3.z"
+    good = path.read_bytes()
+    path.write_bytes(good[:100] + bytes([good[100] ^ 1]) + good[101:])
+    rep = verify_dir(jdir)
+    assert not rep.ok
+    assert rep.errors == ["segment 1 moved out of the journal file, but its archive does not "
+                          f"check out: archive {path} is not the one recorded for segment 1: "
+                          f"sha256 {hashlib.sha256(path.read_bytes()).hexdigest()}, recorded "
+                          f"{hashlib.sha256(good).hexdigest()}"]
+    path.unlink()
+    assert "cannot be read" in verify_dir(jdir).errors[0]
+    path.write_bytes(good)
+    assert verify_dir(jdir).ok
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:  # pruned, then expired: gone
+        assert [p.number for p in j.prune(0) if p.prune] == [1]
+        assert j.expire_archives(0) == [1]
+    assert not path.exists()
+    assert verify_dir(jdir).ok
+
+
+def test_a_moved_journal_is_not_downgraded_and_a_trial_boot_moves_nothing(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME, upgrade=False) as j:
+        _moved_ready(j, 1)
+        assert j.move() == []  # a trial boot: the software before must still read the file
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        assert j.move() == [1]
+        with pytest.raises(JournalError, match="segments have moved out of the file"):
+            j.downgrade_to_v3()
