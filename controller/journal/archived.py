@@ -49,7 +49,11 @@ def read_round(path: Path, st: SegmentState, number: int, table_id: str, game: s
     if not (seg.first_round <= number <= seg.last_round):
         raise ArchiveRefused(f"round {number} is not in segment {seg.number} (rounds "
                              f"{seg.first_round}..{seg.last_round})")
-    events = _walk(path, st, table_id, game, number)
+    conn = _open(path, st, table_id, game)
+    try:
+        events = _walk(conn, path, st, number)
+    finally:
+        conn.close()
     record = next((r for ev in events for r in ev.rounds if r.number == number), None)
     return ArchivedRound(path, str(st.digest), seg.number, events, record)
 
@@ -57,15 +61,26 @@ def read_round(path: Path, st: SegmentState, number: int, table_id: str, game: s
 def check(path: Path, st: SegmentState, table_id: str, game: str) -> None:
     """The archive `path` of segment `st` checks out (the checks above), or ArchiveRefused:
     what `journal verify` and the background pass ask of a segment moved out of the file."""
-    _walk(path, st, table_id, game, None)
+    open_checked(path, st, table_id, game).close()
 
 
-def _walk(path: Path, st: SegmentState, table_id: str, game: str, number: int | None
+def open_checked(path: Path, st: SegmentState, table_id: str, game: str
+                 ) -> sqlite3.Connection:
+    """The archive as an in-memory database, once it checks out (the caller closes it)."""
+    conn = _open(path, st, table_id, game)
+    try:
+        _walk(conn, path, st, None)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _walk(conn: sqlite3.Connection, path: Path, st: SegmentState, number: int | None
           ) -> list[StoredEvent]:
     """The archive's chain walked from the segment's `prev` to its `head`; round `number`'s
     events on the way (None: none kept)."""
     seg = st.segment
-    conn = _open(path, st, table_id, game)
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta"))
         codec = Codec(str(meta.get("deflate_dict", "")))
@@ -91,8 +106,6 @@ def _walk(path: Path, st: SegmentState, table_id: str, game: str, number: int | 
     except sqlite3.DatabaseError as exc:
         raise ArchiveRefused(f"archive {path} is not a readable segment archive: {exc}"
                              ) from exc
-    finally:
-        conn.close()
     if (seq, h) != (seg.last, seg.head):
         raise ArchiveRefused(
             f"archive {path}: its records, chained from the segment's start, end at seq {seq} "

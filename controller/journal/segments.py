@@ -46,7 +46,7 @@ ADD_MOVED = "ALTER TABLE segments ADD COLUMN moved_utc TEXT"
 _ARCHIVE_TABLES = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE commits(seq INTEGER PRIMARY KEY, body BLOB NOT NULL, hash BLOB NOT NULL,
-                     mac BLOB);
+                     mac BLOB, round INTEGER, rec INTEGER, out INTEGER);
 CREATE TABLE snapshots(seq INTEGER PRIMARY KEY, state BLOB NOT NULL, hash TEXT NOT NULL,
                        mac BLOB);
 CREATE TABLE checkpoints(seq INTEGER PRIMARY KEY, body TEXT NOT NULL, mac BLOB NOT NULL);
@@ -175,7 +175,9 @@ def write_archive(conn: sqlite3.Connection, seg: Segment, meta: dict[str, str],
             ("table_id", meta["table_id"]), ("game", meta["game"]),
             ("deflate_dict", meta["deflate_dict"]), ("key_id", meta.get("key_id", "")),
             ("segment", seg.text())])
-        for table, cols in (("commits", "seq, body, hash, mac"),
+        # round/rec/out (the journal's bisected columns): so that a segment moved out of the
+        # journal can be put back into it (`tablectl journal downgrade`, retention.restore).
+        for table, cols in (("commits", "seq, body, hash, mac, round, rec, out"),
                             ("snapshots", "seq, state, hash, mac"),
                             ("checkpoints", "seq, body, mac")):
             rows = conn.execute(f"SELECT {cols} FROM {table} WHERE seq BETWEEN ? AND ? "

@@ -401,14 +401,17 @@ class Journal:
 
     def downgrade_to_v3(self) -> int:
         """Schema 4 -> 3 for the software before it (upgrade.downgrade_to_v3): how many rows
-        were given their chain hash. This writer then stores hashes as schema 3 does."""
+        were given their chain hash. This writer then stores hashes as schema 3 does. A
+        schema-5 journal first has its moved segments put back from their archives
+        (`Retention.restore`; JournalError, nothing changed, if one cannot be)."""
         with self._mutex:
             self._guard.check()
             if read_meta(self._conn).get("schema") == MOVED_SCHEMA:
-                raise JournalError(
-                    f"journal {self.path}: segments have moved out of the file to their "
-                    "archives (schema 5); the software before schema 5 cannot read it, and "
-                    "it is not downgraded")
+                # 5 -> 4 first: the moved segments back from their archives.
+                self.retention.restore(self.archive_dir)
+                base = self.retention.pruned_through()
+                self.reader.pruned = (base, checkpoint.hash_at(self._conn, base) if base else "")
+            self._may_move = False  # for the software before: nothing moves again
             return downgrade_to_v3(self._conn, self._guard, self.reader)
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:

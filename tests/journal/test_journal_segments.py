@@ -504,11 +504,51 @@ def test_a_moved_segments_archive_must_check_out(jdir: Path) -> None:
     assert verify_dir(jdir).ok
 
 
-def test_a_moved_journal_is_not_downgraded_and_a_trial_boot_moves_nothing(jdir: Path) -> None:
+def test_a_trial_boot_moves_nothing_and_a_downgrade_puts_moved_segments_back(
+        jdir: Path) -> None:
     with Journal.open(jdir, table_id=TABLE, game=GAME, upgrade=False) as j:
-        _moved_ready(j, 1)
+        _moved_ready(j, 1, 2)
         assert j.move() == []  # a trial boot: the software before must still read the file
     with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
-        assert j.move() == [1]
-        with pytest.raises(JournalError, match="segments have moved out of the file"):
+        assert j.move() == [1, 2]
+        assert [p.number for p in j.prune(5) if p.prune] == [1]  # 1 pruned, 2 only moved
+        events = list(j.iter_events(41))
+        assert j.downgrade_to_v3() > 0
+        assert j.move() == []
+    with raw(jdir) as c:
+        assert c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
+        assert c.execute("SELECT min(seq) FROM commits").fetchone() == (21,)  # 2 is back
+    rep = verify_dir(jdir)
+    assert rep.ok, rep.errors
+    assert rep.pruned_through == 20
+    with Journal.open(jdir, table_id=TABLE, game=GAME, upgrade=False) as j:  # as before 5
+        assert [e.round for e in j.round_events(3)] == [3] * 10
+        assert list(j.iter_events(41)) == events
+
+
+def test_a_segment_whose_archive_could_not_be_put_back_is_not_moved(jdir: Path) -> None:
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        j.archive()
+        path = j.archive_dir / "segment-000001.sqlite3.z"
+        good = path.read_bytes()
+        # An archive as the version before wrote it (no round/rec/out), acknowledged as such.
+        digest = _rewrite_archive(path, "ALTER TABLE commits DROP COLUMN out")
+        with raw(jdir) as c:
+            c.execute("UPDATE segments SET digest = ? WHERE number = 1", (digest,))
+        st = j.retention.states()[0]
+        assert j.ack_segment(1, st.segment.head, digest)
+        j.ack_outbox(j._next_outbox_id - 1)
+        assert j.move() == []  # stays in the file: retention prunes it as before
+        assert [p.number for p in j.prune(0) if p.prune] == [1]
+        assert j.downgrade_to_v3() > 0  # nothing moved: a downgrade as before
+    # Putting back refuses an archive that does not check out, and changes nothing.
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        _moved_ready(j, 2)
+        assert j.move() == [2]
+        seg2 = j.archive_dir / "segment-000002.sqlite3.z"
+        seg2.write_bytes(good)
+        with pytest.raises(JournalError, match=r"segment 2 cannot be put back into the journal: "
+                                               r"archive .* is not the one recorded"):
             j.downgrade_to_v3()
+    with raw(jdir) as c:
+        assert c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("5",)
