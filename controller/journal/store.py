@@ -16,7 +16,6 @@ checks in verify.py, the high-water mark beside the file in mark.py.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import json
 import os
@@ -26,21 +25,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from controller.journal import archived, checkpoint, segments
-from controller.journal.archived import ArchivedRound
+from controller.journal import checkpoint, segments
 from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import snapshot_text
 from controller.journal.errors import JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
 from controller.journal.mac import JournalKey, find_journal_key
-from controller.journal.mark import (
-    MARK_FILE,
-    MarkError,
-    MarkWriter,
-    create_mark,
-    mark_problem,
-    read_mark,
-)
+from controller.journal.mark import MARK_FILE, MarkWriter, create_mark, mark_problem
 from controller.journal.outbox import Outbox
 from controller.journal.position import load_state
 from controller.journal.read import Reader
@@ -54,7 +45,7 @@ from controller.journal.records import (
     outbox_next,
     prepare,
 )
-from controller.journal.retention import MOVED_SCHEMA, PrunePlan, Retention
+from controller.journal.retention import MOVED_SCHEMA, Retention
 from controller.journal.schema import (
     JOURNAL_FILE,
     KEYED_SCHEMAS,
@@ -64,6 +55,7 @@ from controller.journal.schema import (
     read_meta,
     set_pragmas,
 )
+from controller.journal.segment_calls import SegmentCalls
 from controller.journal.upgrade import (
     downgrade_to_v3,
     upgrade_to_v2,
@@ -80,7 +72,7 @@ from controller.rounds.base import Effect, Event, Now
 MONEY_EFFECTS = frozenset({"outbox", "round"})
 
 
-class Journal:
+class Journal(SegmentCalls):
     """The daemon's journal. One writer per state dir (a lock file enforces it); calls are
     serialised by an internal lock, so a worker thread may do the appends."""
 
@@ -409,56 +401,13 @@ class Journal:
             if read_meta(self._conn).get("schema") == MOVED_SCHEMA:
                 # 5 -> 4 first: the moved segments back from their archives.
                 self.retention.restore(self.archive_dir)
-                base = self.retention.pruned_through()
-                self.reader.pruned = (base, checkpoint.hash_at(self._conn, base) if base else "")
+                self._rebase()
             self._may_move = False  # for the software before: nothing moves again
             return downgrade_to_v3(self._conn, self._guard, self.reader)
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
         """Head office acknowledged every message up to `upto_id` (`Outbox.ack`)."""
         return self.outbox.ack(upto_id, utc)
-
-    # ---- segments (segments.py, retention.py) -------------------------------------------
-
-    def archive(self, archive_dir: Path | None = None) -> list[tuple[int, str, str]]:
-        """Archive the closed segments not archived yet (`Retention.archive`)."""
-        return self.retention.archive(archive_dir or self.archive_dir)
-
-    def move(self, archive_dir: Path | None = None) -> list[int]:
-        """Move the segments head office holds out of the file (`Retention.move`); none when
-        opened with `upgrade=False` (a trial boot: the software before must still read it)."""
-        if not self._may_move:
-            return []
-        try:  # never past the mark: it must still name a commit in the file (mark.py)
-            marked = read_mark(self.path.parent / MARK_FILE, self.key, self.table_id,
-                               self.game).seq
-        except (OSError, MarkError):
-            return []
-        moved = self.retention.move(archive_dir or self.archive_dir, self.outbox.acked_upto,
-                                    marked)
-        if moved:
-            base = self.retention.pruned_through()
-            self.reader.pruned = (base, checkpoint.hash_at(self._conn, base))
-        return moved
-
-    def ack_segment(self, number: int, head: str, digest: str, utc: str | None = None) -> bool:
-        """Head office holds segment `number` (`Retention.ack`): the link's call."""
-        return self.retention.ack(number, head, digest, utc)
-
-    def prune(self, keep_rounds: int | None, archive_dir: Path | None = None, *,
-              keep_days: int | None = None, dry_run: bool = False) -> list[PrunePlan]:
-        """Prune what retention allows (`Retention.plan`), oldest first; with `dry_run` only
-        say what would be pruned and why the rest is kept."""
-        plans = self.retention.plan(keep_rounds, archive_dir or self.archive_dir,
-                                    self.last_round_number, keep_days=keep_days)
-        if not dry_run and self.retention.prune(plans):
-            base = self.retention.pruned_through()
-            self.reader.pruned = (base, checkpoint.hash_at(self._conn, base))
-        return plans
-
-    def expire_archives(self, keep_days: int, archive_dir: Path | None = None) -> list[int]:
-        """Delete archives of segments pruned `keep_days` ago (`Retention.expire_archives`)."""
-        return self.retention.expire_archives(archive_dir or self.archive_dir, keep_days)
 
     def _mac(self, domain: str, *fields: Any) -> bytes:
         return self.key.mac(domain, self.table_id, self.game, *fields)
@@ -494,30 +443,6 @@ class Journal:
         if where is not None:
             raise RoundPruned(where)
         return self.reader.round_events(number)
-
-    def archived_round(self, number: int) -> ArchivedRound:
-        """Round `number`, pruned by retention, read back from its segment's archive while the
-        archive is on the table (archived.py: trusted only once its digest, meta and chain to
-        the segment's MAC'd head check out), with any of its events still in the journal.
-        RoundPruned saying where it went, and why it cannot be read, if the archive is gone or
-        does not check out; ValueError if the round was not pruned."""
-        st = self.retention.pruned_segment(number)
-        where = self.retention.where_pruned(number, self.archive_dir)
-        if st is None or where is None:
-            raise ValueError(f"round {number} was not pruned from the journal")
-        path = self.archive_dir / str(st.archive)
-        if st.archive is None or not path.exists():
-            raise RoundPruned(where)
-        if not st.mac_ok:
-            raise RoundPruned(f"{where}; its segment row's MAC does not check out")
-        try:
-            got = archived.read_round(path, st, number, self.table_id, self.game)
-        except archived.ArchiveRefused as exc:
-            raise RoundPruned(f"{where}; it cannot be read back: {exc}") from exc
-        with self._mutex:  # a round never spans segments today; were it to, the rest is here
-            rest = [e for e in self.reader.round_events(number) if e.seq > st.segment.last]
-            record = got.record or (self.reader.round_record(number) if rest else None)
-        return dataclasses.replace(got, events=got.events + rest, record=record)
 
     def pending_outbox(self, limit: int = 100) -> list[OutboxMessage]:
         return self.outbox.pending(limit)
