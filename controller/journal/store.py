@@ -243,6 +243,13 @@ class Journal(SegmentCalls):
                         "a copy of the journal that holds those records, or record the loss: "
                         f"`tablectl journal accept-loss --state-dir {state_dir} --reason TEXT` "
                         "(docs/journal.md, \"Recovering\").", problem[1], state.last_seq)
+                if (problem is None and state.last_seq == 0
+                        and not (state_dir / MARK_FILE).exists()):
+                    # Killed between making the journal and its mark: make the mark now, or
+                    # the records written next would have none (out of service at the next
+                    # start: the SIGKILL crash test found it).
+                    create_mark(state_dir / MARK_FILE, key, table_id, game, 0, 0,
+                                genesis_hash(table_id, game))
                 if schema == "3" and upgrade:
                     upgrade_to_v4(conn, path, state.last_seq)
             conn.execute(checkpoint.TABLE_CHECKPOINTS)

@@ -275,6 +275,21 @@ def test_wal_loss_without_a_mark_file_is_caught_as_a_missing_mark(jdir: Path) ->
         assert c.execute("SELECT count(*) FROM commits").fetchone()[0] == 10
 
 
+def test_a_journal_made_without_its_mark_gets_one_before_its_first_record(
+        tmp_path: Path) -> None:
+    # Killed between making the journal and its mark (the daemon's SIGKILL crash test): the
+    # next open makes the mark, so the records after it have one to move.
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME):
+        pass
+    (tmp_path / MARK_FILE).unlink()
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        assert (tmp_path / MARK_FILE).exists()
+        seq = j.append(Event("x", {}), now(1), round=1)
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        assert j.last_seq == seq
+    assert verify_dir(tmp_path).mark.startswith(f"seq {seq} ")
+
+
 def test_verify_beside_a_running_writer_is_no_false_loss(jdir: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     import controller.journal.verify as jverify
