@@ -175,7 +175,7 @@ def cmd_round(args: argparse.Namespace) -> int:
             lines.append("  " + describe_round({"number": rnd["round"], **rec}))
         arch = rnd.get("archive")
         if arch:
-            lines.append(f"  (pruned from the journal; read back from the archive {arch['path']}"
+            lines.append(f"  (not in the journal file: read back from the archive {arch['path']}"
                          f" of segment {arch['segment']}, sha256 {arch['sha256']}, its chain "
                          "checked to the segment's head)")
         return "\n".join(lines)

@@ -115,8 +115,9 @@ class TableCommands:
         try:
             events = journal.round_events(number)
         except RoundPruned:
-            # Pruned: read back from its archive if that is still here and checks out; if not,
-            # RoundPruned again says where it went and why it cannot be read.
+            # Out of the journal file (pruned, or moved once head office held it): read back
+            # from its archive if that is here and checks out; if not, RoundPruned again says
+            # where it went and why it cannot be read.
             got = await asyncio.to_thread(journal.archived_round, number)
             return {
                 "round": number,

@@ -1,5 +1,7 @@
-"""A pruned round read back from its segment's archive (segments.py), while the archive is still
-on the table: `tablectl round show N` after retention pruned round N from the journal.
+"""A round read back from its segment's archive (segments.py), while the archive is still on
+the table: `tablectl round show N` once round N is out of the journal file (retention pruned it,
+or its segment moved out once head office held it: retention.py); and the check that `journal
+verify` makes of a moved segment's archive, its only copy on the table.
 
 The archive is a file on the data partition, so it is trusted only as far as it checks out:
 its sha256 must be the digest the segment row records (the one head office acknowledged), it

@@ -120,25 +120,26 @@ class Retention:
             return True
 
     def move(self, archive_dir: Path, acked_upto: int, marked: int) -> list[int]:
-        """Move out of the journal file, oldest first, each closed segment head office holds:
-        genuine (its MAC), archived with its file still there and checking out (archived.py:
-        it becomes the segment's only copy; one written before archives kept the columns a
-        downgrade needs is not moved), acknowledged, every
-        outbox message up to its end acknowledged too (the link never reads it again), no
-        schema-1 rows, every older one out of the file already. Its archive is then its copy on
-        the table until retention prunes it (`prune` marks it, `expire_archives` deletes the
-        file). In one transaction each: the commits after it are copied into a fresh `commits`
-        table and the old table dropped (a drop frees pages without writing them, where a
-        delete rewrote every leaf it emptied), the snapshots, checkpoints and acks before its
-        last seq deleted (the checkpoint and snapshot at it stay: the start of what remains;
-        and the checkpoints at the ends of the segments before, one a segment: a downgrade
-        that puts this one back goes on from the one before it),
-        the segment marked moved, the meta schema 5. Then a VACUUM of what remains (the
-        dictionary, the segment rows, the few commits since): a file with no free pages, which
-        grows as a new one does, so that no commit after it pays for a freed page's reuse
-        (docs/daemon.md, "What the prune itself costs"). The commit that ends at its last seq
-        stays, and none moves past `marked` (the high-water mark's seq): the mark must go on
-        naming a commit in the file. The segments moved."""
+        """Move out of the journal file, oldest first, each closed segment head office holds,
+        stopping at the first that is not ready: genuine (its MAC), acknowledged, its archive
+        there and checking out (archived.py: it becomes the segment's only copy on the table)
+        with the columns a downgrade needs to put it back (an older archive: the segment stays
+        until retention prunes it), every outbox message up to its end acknowledged (the link
+        never reads it again), the high-water mark (`marked`) at or past its end (the mark
+        must go on naming a commit in the file), no schema-1 rows, every older one out of the
+        file already. Until retention prunes it (`prune` marks it, `expire_archives` deletes
+        the file) its archive is its copy on the table.
+
+        In one transaction each: the commit ending at its last seq and every later one copied
+        into a fresh `commits` table and the old table dropped (a drop frees pages without
+        writing them, where a delete rewrote every leaf it emptied); the snapshots, checkpoints
+        and acks before its last seq deleted, but for the checkpoint and snapshot at it (the
+        start of what remains) and the checkpoints at the ends of earlier segments (one a
+        segment: a downgrade that puts this one back goes on from the one before it); the
+        segment marked moved, the meta schema 5. Then a VACUUM of what remains (the dictionary,
+        the segment rows, the commits since): a file with no free pages, which grows as a new
+        one does, so that no later commit pays for a freed page's reuse (docs/daemon.md, "What
+        the prune itself costs"). The segments moved."""
         moved: list[int] = []
         for st in self.states():
             if st.out_of_file:

@@ -79,9 +79,10 @@ class SegmentCalls:
         return self.retention.expire_archives(archive_dir or self.archive_dir, keep_days)
 
     def archived_round(self, number: int) -> ArchivedRound:
-        """Round `number`, pruned by retention, read back from its segment's archive while the
-        archive is on the table (archived.py: trusted only once its digest, meta and chain to
-        the segment's MAC'd head check out), with any of its events still in the journal.
+        """Round `number`, pruned or moved out of the file, read back from its segment's
+        archive while the archive is on the table (archived.py: trusted only once its digest,
+        meta and chain to the segment's MAC'd head check out), with any of its events still in
+        the journal.
         RoundPruned saying where it went, and why it cannot be read, if the archive is gone or
         does not check out; ValueError if the round was not pruned."""
         st = self.retention.pruned_segment(number)
@@ -101,4 +102,3 @@ class SegmentCalls:
             rest = [e for e in self.reader.round_events(number) if e.seq > st.segment.last]
             record = got.record or (self.reader.round_record(number) if rest else None)
         return dataclasses.replace(got, events=got.events + rest, record=record)
-
