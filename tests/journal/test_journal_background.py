@@ -24,6 +24,7 @@ from controller.journal.background import (
     UPKEEP_EVERY_S,
     delay_s,
     look_after_journal,
+    upkeep,
     upkeep_every_s,
     verify_in_background,
 )
@@ -160,6 +161,25 @@ def test_upkeep_archives_and_prunes_what_head_office_holds(
         assert [s.pruned_utc is not None for s in states] == [True, False, False]
         assert all(s.archive for s in states)
         assert j.reader.pruned[0] == states[0].segment.last
+    assert verify_dir(tmp_path).ok
+
+
+def test_upkeep_moves_what_head_office_holds_out_of_the_file_without_retention(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=6)  # segments 1..3 closed
+        assert upkeep(j, JournalConfig()) == ([1, 2, 3], [], [], [])  # archived: none held
+        for st in j.retention.states()[:2]:
+            assert j.ack_segment(st.segment.number, st.segment.head, str(st.digest))
+        assert upkeep(j, JournalConfig()) == ([], [], [], [])  # their messages not acked yet
+        j.ack_outbox(j._next_outbox_id - 1)
+        # Moved (no retention is set: nothing is pruned, every archive stays).
+        assert upkeep(j, JournalConfig()) == ([], [1, 2], [], [])
+        states = j.retention.states()
+        assert [(s.moved_utc is not None, s.pruned_utc is not None) for s in states] == [
+            (True, False), (True, False), (False, False)]
+        assert j.reader.pruned[0] == states[1].segment.last
     assert verify_dir(tmp_path).ok
 
 
