@@ -4,8 +4,9 @@ checkpoint, so every record, snapshot, checkpoint, ack and MAC is walked again h
 after READY, in a child process at the lowest CPU and I/O priority. The walk is a read
 transaction beside the writer (WAL): it never takes the journal's lock and never delays a
 commit, and in its own process it never holds the daemon's interpreter either. A failure takes
-the table out of service, as at start. Then, hourly, closed segments are archived and retention
-prunes what head office acknowledged.
+the table out of service, as at start. Then, hourly and within seconds of a segment's close or
+head office's acknowledgement of one, closed segments are archived, those head office holds
+moved out of the file, and retention prunes what head office acknowledged.
 
     python -m controller.journal.background STATE_DIR [ARCHIVE_DIR]   (what the daemon runs; JSON)
 """
@@ -34,6 +35,7 @@ DEFAULT_DELAY_S = 60.0
 MAX_DELAY_S = 86_400.0
 UPKEEP_EVERY_S = 3600.0
 UPKEEP_ENV = "TABLECTL_JOURNAL_UPKEEP_S"  # seconds between upkeeps; the linked bench sets it low
+DUE_POLL_S = 5.0  # how soon an upkeep follows a segment's close or head office's acknowledgement
 MAX_OUTPUT_BYTES = 1 << 20
 # ioprio_set(2)/ioprio_get(2): IOPRIO_WHO_PROCESS (1), the class in the top bits (<< 13), IDLE
 # is 3; syscall numbers by machine (glibc has no wrapper).
@@ -95,7 +97,8 @@ def upkeep(journal: Journal, cfg: JournalConfig
 async def look_after_journal(journal: Journal | None, on_failure: Callable[[str], None],
                              log: logging.Logger, cfg: JournalConfig | None = None) -> None:
     """The daemon's background care of its journal: the whole chain verified once, a while
-    after READY (`verify_in_background`); then, every `upkeep_every_s`, `upkeep` with the
+    after READY (`verify_in_background`); then, every `upkeep_every_s` and within DUE_POLL_S
+    of a segment's close or head office's acknowledgement of one, `upkeep` with the
     `[journal]` configuration `cfg`. Each in a worker thread; the journal's lock is held only
     for the few rows each changes."""
     if journal is None:
@@ -105,6 +108,7 @@ async def look_after_journal(journal: Journal | None, on_failure: Callable[[str]
     if not await verify_in_background(journal, on_failure, log):
         return
     while True:
+        journal.retention.due.clear()  # a close or an ack from now on brings the next one
         try:
             archived, moved, pruned, expired = await asyncio.to_thread(upkeep, journal, cfg)
         except (JournalError, OSError) as exc:
@@ -114,7 +118,17 @@ async def look_after_journal(journal: Journal | None, on_failure: Callable[[str]
                 log_event(log, logging.INFO, "journal segments archived, moved and pruned",
                           archived=archived, moved=moved, pruned=pruned,
                           archives_deleted=expired)
-        await asyncio.sleep(every)
+        await _until_due(journal, every)
+
+
+async def _until_due(journal: Journal, every: float) -> None:
+    """Sleep `every` seconds, or less: until a segment closes or head office holds one."""
+    deadline = time.monotonic() + every
+    while not journal.retention.due.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        await asyncio.sleep(min(left, DUE_POLL_S))
 
 
 async def verify_in_background(journal: Journal | None, on_failure: Callable[[str], None],

@@ -55,6 +55,11 @@ class Retention:
         self._v1_last = int(read_meta(conn)["v1_last_seq"])
         last = conn.execute("SELECT body FROM segments ORDER BY number DESC LIMIT 1").fetchone()
         self._last: Segment | None = None if last is None else Segment(**_loads(last[0]))
+        # Set when a segment closes or head office's acknowledgement is recorded: the daemon's
+        # upkeep then runs within seconds, not at the hour (background.py), so that a segment
+        # is archived soon after it closes and moved soon after it is held, while few commits
+        # follow it (each is copied by the move, and the VACUUM rewrites what remains).
+        self.due = threading.Event()
 
     def states(self) -> list[SegmentState]:
         with self._mutex:
@@ -82,6 +87,7 @@ class Retention:
                   (seg.number, seg.text(), segments.seg_mac(self._key, self._table_id,
                                                             self._game, seg)))
         self._last = seg
+        self.due.set()
 
     def archive(self, archive_dir: Path) -> list[tuple[int, str, str]]:
         """Archive every closed segment not archived yet; (number, file name, digest) each.
@@ -117,6 +123,7 @@ class Retention:
             self._write("UPDATE segments SET ack_utc = ?, ack_mac = ? WHERE number = ?",
                         (utc, segments.ack_mac(self._key, self._table_id, self._game,
                                                st.segment, digest, utc), number))
+            self.due.set()
             return True
 
     def move(self, archive_dir: Path, acked_upto: int, marked: int) -> list[int]:

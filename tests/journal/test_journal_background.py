@@ -9,6 +9,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from controller import logs
 from controller.config.journal import JournalConfig
 from controller.daemon.build import build_machine, simulation_config
-from controller.journal import Entry, Journal, checkpoint, segments, verify_dir
+from controller.journal import Entry, Journal, background, checkpoint, segments, verify_dir
 from controller.journal.background import (
     DEFAULT_DELAY_S,
     DELAY_ENV,
@@ -180,6 +181,43 @@ def test_upkeep_moves_what_head_office_holds_out_of_the_file_without_retention(
         assert [(s.moved_utc is not None, s.pruned_utc is not None) for s in states] == [
             (True, False), (True, False), (False, False)]
         assert j.reader.pruned[0] == states[1].segment.last
+    assert verify_dir(tmp_path).ok
+
+
+def test_a_close_or_an_ack_brings_the_upkeep_within_seconds_not_the_hour(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
+    monkeypatch.setattr(background, "DUE_POLL_S", 0.05)
+    monkeypatch.setenv(DELAY_ENV, "0")
+    monkeypatch.setenv(UPKEEP_ENV, "3600")
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=1)
+        failures: list[str] = []
+
+        async def main() -> None:
+            task = asyncio.create_task(look_after_journal(
+                j, failures.append, logging.getLogger("test.upkeep")))
+
+            async def until(what: str, cond: Callable[[], bool]) -> None:
+                for _ in range(400):
+                    if cond():
+                        return
+                    await asyncio.sleep(0.025)
+                raise AssertionError(f"no upkeep within 10 s after {what}")
+
+            await asyncio.sleep(0.5)  # the first upkeep ran: nothing closed yet
+            fill(j, rounds=1)  # closes segment 1
+            await until("a close", lambda: j.retention.states()[0].archive is not None)
+            st = j.retention.states()[0]
+            j.ack_outbox(j._next_outbox_id - 1)
+            assert j.ack_segment(1, st.segment.head, str(st.digest))
+            await until("an ack", lambda: j.retention.states()[0].moved_utc is not None)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+        asyncio.run(main())
+        assert failures == []
     assert verify_dir(tmp_path).ok
 
 
