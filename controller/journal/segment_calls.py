@@ -54,11 +54,11 @@ class SegmentCalls:
                                self.game).seq
         except (OSError, MarkError):
             return []
-        moved = self.retention.move(archive_dir or self.archive_dir, self.outbox.acked_upto,
-                                    marked)
-        if moved:
+        try:
+            return self.retention.move(archive_dir or self.archive_dir, self.outbox.acked_upto,
+                                       marked)
+        finally:  # also when the VACUUM after a move failed: the moves are committed
             self._rebase()
-        return moved
 
     def ack_segment(self, number: int, head: str, digest: str, utc: str | None = None) -> bool:
         """Head office holds segment `number` (`Retention.ack`): the link's call."""

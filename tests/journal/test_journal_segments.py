@@ -552,3 +552,27 @@ def test_a_segment_whose_archive_could_not_be_put_back_is_not_moved(jdir: Path) 
             j.downgrade_to_v3()
     with raw(jdir) as c:
         assert c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("5",)
+
+
+def test_a_move_whose_vacuum_fails_is_still_a_move(jdir: Path) -> None:
+    """The moves are committed before the VACUUM: one that fails (no room for it) is an error
+    for the upkeep's log, and the journal reads and verifies as moved, only larger."""
+    class NoVacuum:
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self.conn = conn
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if sql == "VACUUM":
+                raise sqlite3.OperationalError("database or disk is full")
+            return self.conn.execute(sql, *args)
+
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        _moved_ready(j, 1)
+        j.retention._conn = NoVacuum(j.retention._conn)  # type: ignore[assignment]
+        with pytest.raises(JournalError, match=r"segments \[1\] moved to their archives, but "
+                                               r"the VACUUM after failed: database or disk"):
+            j.move()
+        assert j.reader.pruned[0] == 20
+        assert [e.round for e in j.round_events(3)] == [3] * 10
+        assert [e.seq for e in j.tail(3)] == [78, 79, 80]
+    assert verify_dir(jdir).ok
