@@ -341,7 +341,6 @@ def test_a_prune_does_not_write_the_pages_it_frees(tmp_path: Path,
     assert frames < 0.75 * freed, (frames, freed)
 
 
-
 def _rewrite_archive(path: Path, sql: str) -> str:
     """Inflate an archive, change it with `sql`, deflate it back; its new sha256."""
     work = path.with_suffix(".work")
