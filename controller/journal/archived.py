@@ -99,7 +99,9 @@ def _walk(conn: sqlite3.Connection, path: Path, st: SegmentState, number: int | 
                 raise ArchiveRefused(f"archive {path}: commit at seq {key} ({len(records)} "
                                      f"records) does not follow seq {seq}")
             for i, (text, (utc, mono, kind, rnd, data, fx)) in enumerate(records):
-                if first + i <= seq:  # a commit begun in the segment before: chained there
+                # A commit may straddle the segment's start (chained in the segment before)
+                # or its end (the rest is the next segment's).
+                if not seq < first + i <= seg.last:
                     continue
                 seq += 1
                 h = chain_hash(h, seq, text)

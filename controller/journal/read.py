@@ -96,12 +96,17 @@ class Reader:
         except ValueError as exc:
             raise JournalError(f"journal {self.path}: commit at seq {key} unreadable: {exc}"
                                ) from exc
-        first, h = prev[0] + 1, prev[1]
-        if first + len(records) - 1 != key:
+        first, h = key - len(records) + 1, prev[1]
+        # Normally the commit starts right after `prev`. After a prune or a move, `prev` is the
+        # checkpoint at the segment's end, which may fall inside a commit (a batch whose first
+        # event closed the segment): its records up to there were chained before it.
+        if first > prev[0] + 1 or key <= prev[0]:
             raise JournalError(f"journal {self.path}: commit at seq {key} holds "
                                f"{len(records)} records after seq {prev[0]}")
         out = []
         for i, (text, (utc, mono, kind, rnd, data, fx)) in enumerate(records):
+            if first + i <= prev[0]:
+                continue
             h = chain_hash(h, first + i, text)
             out.append(stored_event(first + i, utc, mono, kind, rnd, data, fx, h))
         return out

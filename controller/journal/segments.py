@@ -177,11 +177,15 @@ def write_archive(conn: sqlite3.Connection, seg: Segment, meta: dict[str, str],
             ("segment", seg.text())])
         # round/rec/out (the journal's bisected columns): so that a segment moved out of the
         # journal can be put back into it (`tablectl journal downgrade`, retention.restore).
-        for table, cols in (("commits", "seq, body, hash, mac, round, rec, out"),
-                            ("snapshots", "seq, state, hash, mac"),
-                            ("checkpoints", "seq, body, mac")):
+        # A segment may end inside a commit (a batch whose first event closed it): that commit
+        # is archived too, so that the archive holds every record up to the segment's head.
+        end = conn.execute("SELECT min(seq) FROM commits WHERE seq >= ?", (seg.last,)
+                           ).fetchone()[0] or seg.last
+        for table, cols, upto in (("commits", "seq, body, hash, mac, round, rec, out", end),
+                                  ("snapshots", "seq, state, hash, mac", seg.last),
+                                  ("checkpoints", "seq, body, mac", seg.last)):
             rows = conn.execute(f"SELECT {cols} FROM {table} WHERE seq BETWEEN ? AND ? "
-                                "ORDER BY seq", (seg.first, seg.last))
+                                "ORDER BY seq", (seg.first, upto))
             marks = ",".join("?" * (cols.count(",") + 1))
             out.executemany(f"INSERT INTO {table}({cols}) VALUES ({marks})", rows)
         out.execute("COMMIT")

@@ -56,33 +56,36 @@ def test_segments_close_every_n_rounds_chained(jdir: Path) -> None:
     assert all(b.prev == a.head for a, b in pairwise(segs))
 
 
-def test_an_archive_verifies_with_sqlite3_zlib_and_sha256_alone(jdir: Path) -> None:
+def run_recipe(archive: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The recipe of docs/journal.md, "Checking an archived segment", exactly as written there,
+    run beside `archive` (its file name put in place of the example's); its variables after."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "journal.md").read_text()
+    code = docs.split("**Checking an archived segment**", 1)[1].split("```python\n", 1)[1]
+    code = code.split("```", 1)[0].replace("segment-000002", archive.name.split(".")[0])
+    monkeypatch.chdir(archive.parent)
+    scope: dict[str, Any] = {}
+    exec(compile(code, "docs/journal.md", "exec"), scope)
+    return scope
+
+
+def test_an_archive_verifies_with_sqlite3_zlib_and_sha256_alone(
+        jdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
         j.archive()
         st = j.retention.states()[1]
     path = jdir / "archive" / str(st.archive)
-    # The recipe of docs/journal.md, "Checking an archived segment":
-    data = path.read_bytes()
-    assert hashlib.sha256(data).hexdigest() == st.digest  # what head office acknowledged
-    db = path.with_suffix("")  # segment-000002.sqlite3
-    db.write_bytes(zlib.decompress(data))
-    with sqlite3.connect(db) as c:
-        meta = dict(c.execute("SELECT key, value FROM meta"))
-        seg = json.loads(meta["segment"])
-        h, seq = seg["prev"], seg["first"] - 1
-        known = {s: json.loads(b)["hash"]
-                 for s, b in c.execute("SELECT seq, body FROM checkpoints")}
-        for key, body, stored in c.execute("SELECT seq, body, hash FROM commits ORDER BY seq"):
-            d = zlib.decompressobj(-15, zdict=meta["deflate_dict"].encode())
-            for rec in json.loads(d.decompress(body) + d.flush()):
-                seq += 1
-                text = json.dumps([seq, *rec], sort_keys=True, separators=(",", ":"),
-                                  ensure_ascii=False)
-                h = hashlib.sha256((h + text).encode()).hexdigest()
-                assert known.get(seq, h) == h                # the checkpoints on the way
-            assert seq == key and stored in (b"", bytes.fromhex(h))  # schema 4 stores none
-    assert (seq, h) == (seg["last"], seg["head"]) == (40, st.segment.head)
-    assert len(known) >= 1
+    got = run_recipe(path, monkeypatch)
+    assert capsys.readouterr().out.strip() == st.digest  # it prints what head office holds
+    assert (got["seq"], got["h"]) == (40, st.segment.head)
+    assert len(got["known"]) >= 1
+    # An altered record: the recipe's own checks fail.
+    db = zlib.decompress(path.read_bytes())
+    with raw(jdir) as c:
+        body = c.execute("SELECT body FROM commits WHERE seq = 30").fetchone()[0]
+    k = db.index(body)
+    path.write_bytes(zlib.compress(db[:k + 5] + bytes([db[k + 5] ^ 0x10]) + db[k + 6:]))
+    with pytest.raises((AssertionError, zlib.error, ValueError)):
+        run_recipe(path, monkeypatch)
 
 
 def test_nothing_unacknowledged_is_pruned(jdir: Path) -> None:
@@ -575,3 +578,39 @@ def test_a_move_whose_vacuum_fails_is_still_a_move(jdir: Path) -> None:
         assert [e.round for e in j.round_events(3)] == [3] * 10
         assert [e.seq for e in j.tail(3)] == [78, 79, 80]
     assert verify_dir(jdir).ok
+
+
+@pytest.mark.parametrize("how", ["move", "prune"])
+def test_a_segment_ending_inside_a_commit_reads_on_after_it_leaves(tmp_path: Path,
+                                                                   how: str) -> None:
+    """A batch whose first event closes round 2 (and segment 1) and whose second opens round 3:
+    the segment ends inside that commit. Once segment 1 is out of the file, the commit stays
+    and reads on from the checkpoint inside it (found on a linked table in CI)."""
+    from controller.rounds.base import Effect
+
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=1)
+        for k in range(9):
+            j.append(Event("dealer.action", {"k": k}), now(20 + k), round=2)
+        settle = Entry(Event("dealer.settle", {}), now(30), 2,
+                       (Effect("round", {"number": 2, "status": "completed", "summary": {}}),),
+                       {"round": 2})
+        seqs = j.append_batch([settle, Entry(Event("dealer.action", {"k": 0}), now(31), 3)])
+        fill(j, rounds=3)
+        seg = j.retention.states()[0].segment
+        assert seg.last == seqs[0] == 20  # the segment ends inside the batch's commit
+        before = {n: j.round_events(n) for n in (2, 3)}
+        tail = j.tail(40)
+        _moved_ready(j, 1)
+        assert (j.move() if how == "move" else
+                [p.number for p in j.prune(0) if p.prune][:1]) == [1]
+        assert j.reader.pruned[0] == 20
+        assert j.round_events(3) == before[3]  # 21 (in the batch's commit) onwards
+        assert j.tail(40) == [e for e in tail if e.seq > 20]
+        assert j.archived_round(2).events == before[2]
+        archive = j.archive_dir / "segment-000001.sqlite3.z"
+    rep = verify_dir(tmp_path)
+    assert rep.ok, rep.errors
+    with pytest.MonkeyPatch.context() as mp:  # the auditor's recipe across the straddle
+        got = run_recipe(archive, mp)
+    assert (got["seq"], got["h"]) == (20, seg.head)
