@@ -194,10 +194,6 @@ class TableService:
             for task in [*tasks, *helpers]:
                 task.cancel()
             await asyncio.gather(*tasks, *helpers, return_exceptions=True)
-            if self.journal is not None:
-                # Before the parts stop: a part that hangs until systemd kills the daemon then
-                # loses no ack (closing the journal writes one held later, as before).
-                self.journal.write_held_ack()
             self.ignored.log_summary(final=True)
             notify.notify("STOPPING=1")
             for ext in reversed(self.extensions):

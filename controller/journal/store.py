@@ -266,8 +266,7 @@ class Journal(SegmentCalls):
         return j
 
     def write_held_ack(self) -> None:
-        """Write head office's ack held for the next commit now (outbox.py): the daemon's
-        stop, before its parts stop, so that one part that hangs (and is killed) loses none."""
+        """Write head office's ack held for the next commit now (outbox.py); the close does."""
         with self._mutex:
             if not self._guard.closed:
                 with contextlib.suppress(JournalError, sqlite3.Error):

@@ -575,6 +575,6 @@ def test_an_ack_soon_after_the_last_written_rides_the_next_commit(tmp_path: Path
         fill(j, rounds=2)
         assert j.ack_outbox(4) == 1 and written() == [1, 2, 3, 4]
         assert j.ack_outbox(5) == 1 and written() == [1, 2, 3, 4]  # held
-        # The daemon's stop, before its parts stop (one may hang until systemd kills it):
+        # Written on demand (the close calls the same):
         j.write_held_ack()
         assert written() == [1, 2, 3, 4, 5]
