@@ -262,9 +262,11 @@ class Retention:
         return next((st for st in self.states() if st.out_of_file
                      and st.segment.first_round <= number <= st.segment.last_round), None)
 
-    def where_pruned(self, number: int, archive_dir: Path) -> str | None:
-        """Where round `number` went, if it was pruned (None: it was not)."""
-        st = self.pruned_segment(number)
+    def where_pruned(self, number: int, archive_dir: Path,
+                     st: SegmentState | None = None) -> str | None:
+        """Where round `number` went, if it is out of the file (None: it is not); `st`: its
+        segment, when the caller has it already."""
+        st = st or self.pruned_segment(number)
         if st is None:
             return None
         seg, path = st.segment, archive_dir / str(st.archive)

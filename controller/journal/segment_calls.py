@@ -86,7 +86,7 @@ class SegmentCalls:
         RoundPruned saying where it went, and why it cannot be read, if the archive is gone or
         does not check out; ValueError if the round was not pruned."""
         st = self.retention.pruned_segment(number)
-        where = self.retention.where_pruned(number, self.archive_dir)
+        where = None if st is None else self.retention.where_pruned(number, self.archive_dir, st)
         if st is None or where is None:
             raise ValueError(f"round {number} was not pruned from the journal")
         path = self.archive_dir / str(st.archive)
