@@ -202,7 +202,8 @@ class Worker:
             # cost aiomqtt O(acks^2) (transport.publish_nowait).
             for table, upto in result.acks.items():
                 conn.publish_nowait(contract.ack_topic(table),
-                                    contract.dumps(contract.ack_message(table, upto)))
+                                    contract.dumps(contract.ack_message(
+                                        table, upto, result.birth_rounds.get(table))))
             # A hit's lower value is among them: published at once (2.4.3, 15.1.3).
             for pool_id, value in result.pools.items():
                 self._due(pool_id, value)

@@ -28,6 +28,7 @@ from controller.journal import (
     JournalError,
     accept_loss,
     segments,
+    start_fresh,
     verify_dir,
 )
 from controller.journal.mac import SYSTEM_KEY_FILE, KeyFileError, find_key, make_key_file
@@ -62,8 +63,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--key-file", type=Path)
     a.add_argument("--outbox-after", type=int, metavar="ID", help="head office's acknowledged "
                    "outbox id when it is beyond the journal (the out-of-service message names it)")
+    a.add_argument("--round-after", type=int, metavar="N", help="head office's last ledgered "
+                   "round when it is beyond the journal (the out-of-service message names it)")
     a.add_argument("--json", action="store_true")
     a.set_defaults(func=cmd_accept_loss)
+    f = jsub.add_parser("start-fresh", help="root only, daemon stopped: start a new journal "
+                        "where one was lost (the daemon refuses to, silently), logged; rounds "
+                        "and outbox ids go on after the lost journal's (mark, head office)")
+    f.add_argument("--state-dir", type=Path, required=True)
+    f.add_argument("--config", type=Path, default=DEFAULT_PATH,
+                   help=f"the table's config: its table id and game (default {DEFAULT_PATH})")
+    f.add_argument("--reason", required=True, help="why, for the record (who: taken from the OS)")
+    f.add_argument("--key-file", type=Path)
+    f.add_argument("--outbox-after", type=int, metavar="ID", help="head office's last "
+                   "acknowledged outbox id (linked: the out-of-service message names it)")
+    f.add_argument("--round-after", type=int, metavar="N", help="head office's last ledgered "
+                   "round (linked: the out-of-service message names it)")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(func=cmd_start_fresh)
     segs = jsub.add_parser("segments", help="the journal's segments: closed, archived, "
                            "acknowledged by head office, pruned (offline; the daemon may run)")
     ar = jsub.add_parser("archive", help="daemon stopped: archive the closed segments not "
@@ -163,7 +180,8 @@ def cmd_accept_loss(args: argparse.Namespace) -> int:
         return 1
     try:
         record = accept_loss(args.state_dir, reason=args.reason, user=_operator(),
-                             key_file=args.key_file, outbox_after=args.outbox_after)
+                             key_file=args.key_file, outbox_after=args.outbox_after,
+                             round_after=args.round_after)
     except (JournalError, ValueError) as exc:
         print(f"tablectl: journal accept-loss refused: {exc}", file=sys.stderr)
         return 1
@@ -174,8 +192,32 @@ def cmd_accept_loss(args: argparse.Namespace) -> int:
     emit(record, args.json, lambda: (
         f"loss recorded as journal #{record['seq']} by {record['by']}: "
         + (f"seq {lost[0]}..{lost[1]} lost" if lost else record["problem"])
-        + f"; next outbox message {record['outbox_next']}"
+        + f"; next outbox message {record['outbox_next']}, next round {record['round_next']}"
         + f"; high-water mark reset to seq {record['seq']}"))
+    return 0
+
+
+def cmd_start_fresh(args: argparse.Namespace) -> int:
+    if os.geteuid() != 0:  # as accept-loss: a supervisor's decision, through sudo
+        print("tablectl: journal start-fresh is for root (a supervisor, through sudo)",
+              file=sys.stderr)
+        return 1
+    from controller.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config)
+        record = start_fresh(args.state_dir, table_id=cfg.table_id, game=cfg.game,
+                             reason=args.reason, user=_operator(), key_file=args.key_file,
+                             outbox_after=args.outbox_after, round_after=args.round_after)
+    except (ConfigError, JournalError, ValueError, OSError) as exc:
+        print(f"tablectl: journal start-fresh refused: {exc}", file=sys.stderr)
+        return 1
+    syslog.openlog("tablectl")
+    syslog.syslog(syslog.LOG_WARNING, f"journal started fresh: {json.dumps(record)}")
+    emit(record, args.json, lambda: (
+        f"new journal started by {record['by']} ({record['problem']}); first record "
+        f"#{record['seq']}; next outbox message {record['outbox_next']}, next round "
+        f"{record['round_next']}"))
     return 0
 
 

@@ -34,6 +34,7 @@ def open_journal(cfg: TableConfig, log: logging.Logger, *,
             archive_dir=cfg.journal.archive_dir,
             full_wal=True,  # commits never grow the WAL: fewer writes to the card (walfile.py)
             upgrade=trial is False,
+            fresh_ok=False,  # never silently a new journal where there was one (store.py)
         )
     except JournalError as exc:
         # A loss (JournalLossError) names the mark's seq and the journal's last seq.

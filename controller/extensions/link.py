@@ -399,21 +399,16 @@ class LinkExtension:
     def _on_message(self, topic: str, payload: bytes) -> None:
         assert self.relay is not None
         if topic == contract.ack_topic(self.table_id):
-            upto = contract.parse_ack(payload, self.table_id)
+            upto, ho_round = contract.parse_ack_round(payload, self.table_id)
             try:
                 self.relay.ack(upto)
             except AckBeyondJournal as exc:
                 # Head office applied a message this journal no longer has: it lost records.
                 self.relay.stats.bad_acks += 1
-                assert self.table is not None
-                why = (f"journal lost data: head office acknowledged outbox message {exc.upto}, "
-                       f"the journal's last is message {exc.last} (docs/journal.md, "
-                       "\"Recovering\")")
-                if self.table.out_of_service is None:
-                    self.table.go_out_of_service(why, code="E102")
-                else:
-                    log_event(self._log, logging.WARNING, f"link: ack refused: {why}",
-                              code="E303")
+                self._behind_head_office(f"head office acknowledged outbox message {exc.upto}, "
+                                         f"the journal's last is message {exc.last}", upto,
+                                         ho_round)
+                return
             except ValueError as exc:
                 self.relay.stats.bad_acks += 1
                 raise contract.SchemaError(f"ack refused: {exc}") from None
@@ -421,6 +416,8 @@ class LinkExtension:
                 assert self.table is not None
                 self.table.go_out_of_service(f"journal write failed on an ack: {exc}",
                                              code="E102")
+                return
+            self._check_round(ho_round, upto)
         elif topic == contract.segment_ack_topic(self.table_id):
             self._on_segment_ack(payload)
         elif topic == contract.award_topic(self.table_id):
@@ -437,6 +434,31 @@ class LinkExtension:
             self._on_pool(data)
         else:
             raise contract.SchemaError(f"unexpected topic {topic}")
+
+    def _check_round(self, ho_round: int | None, upto: int) -> None:
+        """Head office's answer to our birth names the last round it has ledgered: a journal
+        behind it (restored from an older copy, a lost write-ahead log, a new journal) would
+        number rounds again that head office holds. Out of service until a recovery continues
+        past it (docs/journal.md, "Recovering")."""
+        assert self.table is not None and self.table.journal is not None
+        journal = self.table.journal
+        ours = max(journal.last_round_number, journal.last_event_round)
+        if ho_round is not None and ho_round > ours:
+            self._behind_head_office(f"head office has ledgered round {ho_round}, the "
+                                     f"journal's last is round {ours}", upto, ho_round)
+
+    def _behind_head_office(self, found: str, upto: int, ho_round: int | None) -> None:
+        assert self.table is not None and self.table.journal is not None
+        journal = self.table.journal
+        rounds = "" if ho_round is None else f" --round-after {ho_round}"
+        why = (f"journal lost data: {found} (recover past head office's numbering: "
+               f"`sudo tablectl journal accept-loss --state-dir {journal.path.parent} "
+               f"--outbox-after {upto}{rounds} --reason TEXT`; docs/journal.md, "
+               "\"Recovering\")")
+        if self.table.out_of_service is None:
+            self.table.go_out_of_service(why, code="E102")
+        else:
+            log_event(self._log, logging.WARNING, f"link: ack refused: {why}", code="E303")
 
     def _on_pool(self, data: dict[str, Any]) -> None:
         if self._pool.stale(data):

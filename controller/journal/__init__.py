@@ -28,7 +28,7 @@ from controller.journal.records import (
     RoundRecord,
     StoredEvent,
 )
-from controller.journal.recover import accept_loss
+from controller.journal.recover import accept_loss, start_fresh
 from controller.journal.schema import JOURNAL_FILE, LOCK_FILE, PAGE_SIZE, SCHEMA_VERSION
 from controller.journal.store import Journal
 from controller.journal.verify import VerifyReport, verify_dir
@@ -37,5 +37,6 @@ __all__ = [
     "JOURNAL_FILE", "LOCK_FILE", "LOSS_KIND", "MARK_FILE", "PAGE_SIZE", "SCHEMA_VERSION",
     "AckBeyondJournal", "Codec", "Entry", "Journal", "JournalError", "JournalLossError",
     "OutboxMessage", "RoundRecord", "StoredEvent", "VerifyReport", "accept_loss", "canonical",
-    "chain_hash", "element", "genesis_hash", "record_hash", "snapshot_hash", "verify_dir",
+    "chain_hash", "element", "genesis_hash", "record_hash", "snapshot_hash", "start_fresh",
+    "verify_dir",
 ]

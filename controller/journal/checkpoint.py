@@ -45,9 +45,20 @@ class Checkpoint:
     out: int  # the last outbox id written
     acked: int  # the last outbox id acknowledged when it was written
     snapshot: str  # the hash of the snapshot at `seq` (chain.snapshot_hash)
+    # Round numbers skipped by recoveries so far (records.round_next): the next round is
+    # completed + voided + skipped + 1. Left out of the text while 0, so that every checkpoint
+    # written before recoveries skipped numbers keeps its canonical form (and its MAC).
+    skipped: int = 0
 
     def text(self) -> str:
-        return canonical(asdict(self))
+        body = asdict(self)
+        if not self.skipped:
+            del body["skipped"]
+        return canonical(body)
+
+    @property
+    def last_round_number(self) -> int:
+        return self.completed + self.voided + self.skipped
 
     @classmethod
     def parse(cls, text: str) -> Checkpoint:
@@ -59,7 +70,7 @@ class Checkpoint:
             raise ValueError(f"not a checkpoint: {exc}") from exc
         if cp.text() != text or not all(
                 type(getattr(cp, f)) is int and getattr(cp, f) >= 0
-                for f in ("seq", "round", "completed", "voided", "out", "acked")):
+                for f in ("seq", "round", "completed", "voided", "out", "acked", "skipped")):
             raise ValueError("not a checkpoint in canonical form")
         return cp
 

@@ -31,7 +31,7 @@ from controller.journal.mac import MAC_BYTES, JournalKey
 MARK_FILE = "journal.mark"
 MARK_SIZE = 256  # one fixed-size record at offset 0: within one disk sector
 _MAGIC = "tablectl-journal-mark"
-_VERSION = "1"
+_VERSION = "2"  # 2: with the last round number (1: without; still read)
 _DOMAIN = "mark"
 
 
@@ -44,11 +44,15 @@ class MarkValue:
     seq: int
     out: int  # the last outbox id written by then (ids to skip after a loss)
     hash: str  # the chain hash after record `seq` (hex)
+    round: int | None = None  # the last round number by then (None: a version-1 mark)
 
 
-def _line(key: JournalKey, table_id: str, game: str, seq: int, out: int, chain: str) -> bytes:
-    mac = key.mac(_DOMAIN, table_id, game, seq, out, chain).hex()
-    text = f"{_MAGIC} {_VERSION} {seq} {out} {chain} {mac}"
+def _line(key: JournalKey, table_id: str, game: str, seq: int, out: int, chain: str,
+          round_: int) -> bytes:
+    # Version 2 adds the round after the chain hash: the fields before it stay where they were
+    # (the auditor's snippet in docs/journal.md reads the seq and hash by position).
+    mac = key.mac(_DOMAIN, table_id, game, seq, out, chain, round_).hex()
+    text = f"{_MAGIC} {_VERSION} {seq} {out} {chain} {round_} {mac}"
     return (text + " " * (MARK_SIZE - 1 - len(text)) + "\n").encode("ascii")
 
 
@@ -60,11 +64,14 @@ def parse(raw: bytes, key: JournalKey | None, table_id: str, game: str) -> MarkV
         parts = raw.decode("ascii").split()
     except UnicodeDecodeError:
         raise MarkError("mark is not ASCII") from None
-    if len(parts) != 6 or parts[0] != _MAGIC or parts[1] != _VERSION:
-        raise MarkError("mark is not a tablectl journal mark of version 1")
-    seq_text, out_text, chain, mac_text = parts[2:]
-    if not (seq_text.isdigit() and out_text.isdigit() and len(seq_text) <= 18
-            and len(out_text) <= 18 and len(chain) == 64 and len(mac_text) == 2 * MAC_BYTES):
+    if not ((len(parts) == 6 and parts[1] == "1") or (len(parts) == 7 and parts[1] == "2")
+            ) or parts[0] != _MAGIC:
+        raise MarkError("mark is not a tablectl journal mark of version 1 or 2")
+    seq_text, out_text, chain = parts[2:5]
+    round_text, mac_text = (parts[5], parts[6]) if parts[1] == "2" else ("0", parts[5])
+    if not (seq_text.isdigit() and out_text.isdigit() and round_text.isdigit()
+            and max(len(seq_text), len(out_text), len(round_text)) <= 18
+            and len(chain) == 64 and len(mac_text) == 2 * MAC_BYTES):
         raise MarkError("mark fields malformed")
     try:
         bytes.fromhex(chain)
@@ -72,9 +79,11 @@ def parse(raw: bytes, key: JournalKey | None, table_id: str, game: str) -> MarkV
     except ValueError:
         raise MarkError("mark fields malformed") from None
     seq, out = int(seq_text), int(out_text)
-    if key is not None and not key.check(mac, _DOMAIN, table_id, game, seq, out, chain):
+    round_ = int(round_text) if parts[1] == "2" else None
+    fields = (seq, out, chain) if round_ is None else (seq, out, chain, round_)
+    if key is not None and not key.check(mac, _DOMAIN, table_id, game, *fields):
         raise MarkError("mark MAC does not match (written without this table's key)")
-    return MarkValue(seq, out, chain)
+    return MarkValue(seq, out, chain, round_)
 
 
 def read_mark(path: Path, key: JournalKey | None, table_id: str, game: str) -> MarkValue:
@@ -85,7 +94,7 @@ def read_mark(path: Path, key: JournalKey | None, table_id: str, game: str) -> M
 
 
 def create_mark(path: Path, key: JournalKey, table_id: str, game: str, seq: int, out: int,
-                chain: str) -> None:
+                chain: str, round_: int = 0) -> None:
     """Write a mark durably (temporary file, fsync, rename, directory fsync): done once when
     the journal is made or upgraded, and when a loss is accepted; never per commit."""
     tmp = path.with_name(path.name + ".new")
@@ -93,7 +102,7 @@ def create_mark(path: Path, key: JournalKey, table_id: str, game: str, seq: int,
         os.unlink(tmp)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
     try:
-        os.write(fd, _line(key, table_id, game, seq, out, chain))
+        os.write(fd, _line(key, table_id, game, seq, out, chain, round_))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -114,11 +123,12 @@ class MarkWriter:
         self._fd: int | None = os.open(path, os.O_RDWR)
         self.errors = 0  # failed writes: the mark lags (safe), counted in the journal summary
 
-    def advance(self, seq: int, out: int, chain: str) -> None:
+    def advance(self, seq: int, out: int, chain: str, round_: int) -> None:
         if self._fd is None:
             return
         try:
-            os.pwrite(self._fd, _line(self._key, self._table_id, self._game, seq, out, chain), 0)
+            os.pwrite(self._fd, _line(self._key, self._table_id, self._game, seq, out, chain,
+                                      round_), 0)
         except OSError:
             self.errors += 1
 

@@ -8,7 +8,7 @@ import sqlite3
 
 from controller.journal.chain import chain_hash, genesis_hash
 from controller.journal.codec import Codec, parse_body
-from controller.journal.records import ROUND_STATUSES, fx_items
+from controller.journal.records import LOSS_KIND, ROUND_STATUSES, fx_items, round_next
 from controller.journal.schema import KEYED_SCHEMAS, read_acked_upto, read_meta
 from controller.journal.verify import prune_base
 from controller.journal.walk import VerifyReport
@@ -31,6 +31,7 @@ def load_state(conn: sqlite3.Connection, table_id: str, game: str) -> VerifyRepo
     base = prune_base(conn, meta, None, VerifyReport()) if keyed else None
     if base is not None:  # the counts of what was pruned
         st.rounds_completed, st.rounds_voided = base.completed, base.voided
+        st.rounds_skipped = base.skipped
         st.pruned_through, st.pruned_hash, top = base.seq, base.hash, base.out
         # Where the chain stands before the first commit that remains.
         st.last_seq, st.last_hash, st.last_event_round = base.seq, base.hash, base.round
@@ -49,6 +50,10 @@ def load_state(conn: sqlite3.Connection, table_id: str, game: str) -> VerifyRepo
             st.last_seq, st.last_hash, st.last_event_round = key, chain, rnd
             top = max(top, out)
             for _text, record in records:
+                if record[2] == LOSS_KIND:  # a recovery's skipped round numbers
+                    skip_to = round_next(record[4]) or 0
+                    if skip_to > st.last_round_number + 1:
+                        st.rounds_skipped += skip_to - st.last_round_number - 1
                 for _n, status, _summary in fx_items(record[5] or {})[1]:
                     if status in ROUND_STATUSES:
                         setattr(st, f"rounds_{status}", getattr(st, f"rounds_{status}") + 1)

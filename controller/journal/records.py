@@ -148,6 +148,14 @@ def outbox_next(data: Mapping[str, Any]) -> int | None:
     return value if type(value) is int and value >= 1 else None
 
 
+def round_next(data: Mapping[str, Any]) -> int | None:
+    """The first round number after a recovery (`accept_loss`, `start_fresh`), if it skips
+    any: round numbers head office has ledgered, or the high-water mark names, are never
+    used again (docs/journal.md, "Recovering")."""
+    value = data.get("round_next")
+    return value if type(value) is int and value >= 1 else None
+
+
 def prepare(entry: Entry, seq: int, prev_hash: str, last_round: int, next_id: int,
             next_round: int) -> Row:
     """Validate one entry and compute its record; ValueError names what is wrong."""

@@ -1,5 +1,6 @@
-"""After a loss: `accept_loss`, the documented way back into service (docs/journal.md,
-"Recovering"), recorded as the journal's next record."""
+"""After a loss: `accept_loss` and `start_fresh`, the documented ways back into service
+(docs/journal.md, "Recovering"), each recorded as a journal record that says who, why, and
+where the round numbers and outbox ids go on from, and sent to head office."""
 
 from __future__ import annotations
 
@@ -9,32 +10,54 @@ from pathlib import Path
 from typing import Any
 
 from controller.journal.errors import JournalError
-from controller.journal.mark import MARK_FILE, MarkError, create_mark, read_mark
+from controller.journal.mark import MARK_FILE, MarkError, create_mark, parse, read_mark
 from controller.journal.records import LOSS_KIND
 from controller.journal.schema import JOURNAL_FILE, read_meta, utc_now
-from controller.journal.store import Journal
-from controller.rounds.base import Event, Now
+from controller.journal.store import Journal, fresh_refusal
+from controller.rounds.base import Effect, Event, Now
 
 MAX_REASON_CHARS = 500
+RECOVERED_TYPE = "table_recovered"  # the outbox message head office records and alarms on
+
+
+def _check(reason: str, outbox_after: int | None, round_after: int | None) -> str:
+    for name, value in (("outbox_after", outbox_after), ("round_after", round_after)):
+        if value is not None and (type(value) is not int or not 0 <= value < 2**62):
+            raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+    reason = reason.strip()
+    if not reason or len(reason) > MAX_REASON_CHARS or not reason.isprintable():
+        raise ValueError(f"the reason must be 1..{MAX_REASON_CHARS} printable characters")
+    return reason
+
+
+def _record(j: Journal, state_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Append the recovery record with its message to head office; the mark names it."""
+    now = Now(utc_now(), time.monotonic_ns() // 1_000_000)
+    effects = [Effect("outbox", {"type": RECOVERED_TYPE, "payload": {
+        k: data[k] for k in ("by", "reason", "problem", "round_next", "outbox_next",
+                             "journal_seq", "fresh")}})]
+    seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round, effects=effects)
+    # Durable (unlike the per-commit update): the mark now names this record.
+    create_mark(state_dir / MARK_FILE, j.key, j.table_id, j.game, seq, j.outbox.next_id - 1,
+                j.last_hash, j.last_round_number)
+    return {"seq": seq, "utc": now.utc, **data}
 
 
 def accept_loss(state_dir: Path | str, *, reason: str, user: str,
-                key_file: Path | None = None, outbox_after: int | None = None
-                ) -> dict[str, Any]:
+                key_file: Path | None = None, outbox_after: int | None = None,
+                round_after: int | None = None) -> dict[str, Any]:
     """Record, as the journal's next record, that records (or its high-water mark) were lost,
     then reset the mark to the journal as it stands: the documented way back into service
     after a loss (`tablectl journal accept-loss`; docs/journal.md, "Recovering").
 
     New outbox messages continue after the last id the table is known to have used: the mark's,
-    or `outbox_after` (head office's acknowledged id, from the out-of-service message), so that
-    head office never takes a new message for one it already applied. The chain and MACs must
-    verify: only the mark (or head office) may disagree. JournalError if they do not, or if
-    there is nothing to accept. Returns the record's data with its seq."""
-    reason = reason.strip()
-    if outbox_after is not None and (type(outbox_after) is not int or outbox_after < 0):
-        raise ValueError(f"outbox_after must be an id >= 0, got {outbox_after!r}")
-    if not reason or len(reason) > MAX_REASON_CHARS or not reason.isprintable():
-        raise ValueError(f"the reason must be 1..{MAX_REASON_CHARS} printable characters")
+    or `outbox_after` (head office's acknowledged id, from the out-of-service message); new
+    rounds after the last round number it is known to have used: the mark's, or `round_after`
+    (head office's last ledgered round), so that head office never takes a new message or
+    round for one it already applied. The chain and MACs must verify: only the mark (or head
+    office) may disagree. JournalError if they do not, or if there is nothing to accept.
+    Returns the record's data with its seq."""
+    reason = _check(reason, outbox_after, round_after)
     state_dir = Path(state_dir)
     path = state_dir / JOURNAL_FILE
     try:
@@ -48,34 +71,73 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
     table_id, game = meta.get("table_id", ""), meta.get("game", "")
     with Journal.open(state_dir, table_id=table_id, game=game, create=False, upgrade=False,
                       key_file=key_file, _recovering=True) as j:
-        last_out = j._next_outbox_id - 1
+        last_out, last_round = j.outbox.next_id - 1, j.last_round_number
         text, mark_seq = j.mark_problem or (None, None)
         if text is None:
-            if outbox_after is None or outbox_after <= last_out:
+            ahead = [f"head office acknowledged outbox message {outbox_after}, the journal's "
+                     f"last is message {last_out}"] if (outbox_after or 0) > last_out else []
+            if (round_after or 0) > last_round:
+                ahead.append(f"head office has ledgered round {round_after}, the journal's "
+                             f"last is round {last_round}")
+            if not ahead:
                 raise JournalError(f"journal {path}: nothing to accept, the journal and its "
                                    f"high-water mark agree (seq {j.last_seq}, outbox message "
-                                   f"{last_out})")
-            text = (f"head office acknowledged outbox message {outbox_after}, the journal's "
-                    f"last is message {last_out}")
-        mark_out = _readable_mark_out(state_dir, j)
+                                   f"{last_out}, round {last_round})")
+            text = "; ".join(ahead)
+        mark_out, mark_round = _readable_mark(state_dir, j)
         skip_to = max(last_out, mark_out, outbox_after or 0) + 1
+        round_to = max(last_round, mark_round, round_after or 0) + 1
         data = {"by": user, "reason": reason, "problem": text, "mark_seq": mark_seq,
-                "journal_seq": j.last_seq,
+                "journal_seq": j.last_seq, "fresh": False,
                 "lost": ([j.last_seq + 1, mark_seq]
                          if mark_seq is not None and mark_seq > j.last_seq else None),
                 "outbox_next": skip_to, "outbox_lost": ([last_out + 1, skip_to - 1]
-                                                        if skip_to > last_out + 1 else None)}
-        now = Now(utc_now(), time.monotonic_ns() // 1_000_000)
-        seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round)
-        # Durable (unlike the per-commit update): the mark now names this record.
-        create_mark(state_dir / MARK_FILE, j.key, table_id, game, seq, skip_to - 1,
-                    j.last_hash)
-    return {"seq": seq, "utc": now.utc, **data}
+                                                        if skip_to > last_out + 1 else None),
+                "round_next": round_to, "rounds_lost": ([last_round + 1, round_to - 1]
+                                                        if round_to > last_round + 1 else None)}
+        return _record(j, state_dir, data)
 
 
-def _readable_mark_out(state_dir: Path, j: Journal) -> int:
-    """The last outbox id the (genuine) mark names; 0 if it is missing or forged."""
+def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str, user: str,
+                key_file: Path | None = None, outbox_after: int | None = None,
+                round_after: int | None = None) -> dict[str, Any]:
+    """Start a new journal where one is missing (`tablectl journal start-fresh`): the only way
+    to a new journal where there was one (`fresh_refusal`). Its first record says who, why,
+    what said a journal had been there, and where round numbers and outbox ids go on from
+    (`round_after`/`outbox_after`: head office's, when linked). JournalError if a journal is
+    there."""
+    reason = _check(reason, outbox_after, round_after)
+    state_dir = Path(state_dir)
+    path = state_dir / JOURNAL_FILE
+    if path.exists():
+        raise JournalError(f"journal {path} exists: start-fresh never replaces a journal "
+                           "(`tablectl journal accept-loss` records a loss in it)")
+    problem = fresh_refusal(state_dir, key_file) or "no earlier journal found"
+    try:  # the lost journal's mark, if it is still there: read before the new one replaces it
+        old_mark: bytes | None = (state_dir / MARK_FILE).read_bytes()
+    except OSError:
+        old_mark = None
+    with Journal.open(state_dir, table_id=table_id, game=game, create=True, upgrade=False,
+                      key_file=key_file) as j:
+        mark_out = mark_round = 0
+        if old_mark is not None:
+            try:
+                old = parse(old_mark, j.key, table_id, game)
+                mark_out, mark_round = old.out, old.round or 0
+            except MarkError as exc:
+                problem += f"; its mark is unusable ({exc})"
+        data = {"by": user, "reason": reason, "problem": f"new journal: {problem}",
+                "mark_seq": None, "journal_seq": 0, "fresh": True, "lost": None,
+                "outbox_next": max(mark_out, outbox_after or 0) + 1, "outbox_lost": None,
+                "round_next": max(mark_round, round_after or 0) + 1, "rounds_lost": None}
+        return _record(j, state_dir, data)
+
+
+def _readable_mark(state_dir: Path, j: Journal) -> tuple[int, int]:
+    """The last outbox id and round number the (genuine) mark names; 0 if it is missing,
+    forged, or (the round) of version 1."""
     try:
-        return read_mark(state_dir / MARK_FILE, j.key, j.table_id, j.game).out
+        mark = read_mark(state_dir / MARK_FILE, j.key, j.table_id, j.game)
     except (OSError, MarkError):
-        return 0
+        return 0, 0
+    return mark.out, mark.round or 0

@@ -30,7 +30,7 @@ from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import snapshot_text
 from controller.journal.errors import JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
-from controller.journal.mac import JournalKey, find_journal_key
+from controller.journal.mac import DEV_KEY_FILE, JournalKey, find_journal_key
 from controller.journal.mark import MARK_FILE, MarkWriter, create_mark, mark_problem
 from controller.journal.outbox import Outbox
 from controller.journal.position import load_state
@@ -44,6 +44,7 @@ from controller.journal.records import (
     StoredEvent,
     outbox_next,
     prepare,
+    round_next,
 )
 from controller.journal.retention import MOVED_SCHEMA, Retention
 from controller.journal.schema import (
@@ -72,6 +73,26 @@ from controller.rounds.base import Effect, Event, Now
 MONEY_EFFECTS = frozenset({"outbox", "round"})
 
 
+def fresh_refusal(state_dir: Path, key_file: Path | None = None) -> str | None:
+    """Why a table whose journal is missing once had one (None: nothing says so): its
+    development key left in the state directory, or the state directory gone while the table's
+    key (given, the systemd credential, /etc/tablectl/journal-key) is there. A new table's
+    state directory is made empty by its installation (tmpfiles.d); a linked table whose
+    directory was emptied is caught by head office's record at its birth (the link)."""
+    if (state_dir / MARK_FILE).exists():
+        return f"the high-water mark {state_dir / MARK_FILE} of an earlier journal is there"
+    if (state_dir / DEV_KEY_FILE).exists():
+        return f"the development key {state_dir / DEV_KEY_FILE} of an earlier journal is there"
+    if not state_dir.exists():
+        with contextlib.suppress(OSError, JournalError):
+            key = find_journal_key(state_dir / JOURNAL_FILE, key_file, create=False,
+                                   key_id=None)
+            if not key.dev:
+                return (f"its state directory {state_dir} is gone while the table's key "
+                        f"({key.source}) is there")
+    return None
+
+
 class Journal(SegmentCalls):
     """The daemon's journal. One writer per state dir (a lock file enforces it); calls are
     serialised by an internal lock, so a worker thread may do the appends."""
@@ -94,7 +115,8 @@ class Journal(SegmentCalls):
         self._last_seq = state.last_seq
         self._last_hash = state.last_hash or genesis_hash(table_id, game)
         self._last_event_round = state.last_event_round
-        self._rounds = {"completed": state.rounds_completed, "voided": state.rounds_voided}
+        self._rounds = {"completed": state.rounds_completed, "voided": state.rounds_voided,
+                        "skipped": state.rounds_skipped}
         self.reader = Reader(path, conn, self._mutex, table_id, game, lambda: self._last_seq)
         self.outbox = Outbox(conn, self._mutex, self._guard, self.reader, self._mac,
                              state.next_outbox_id, state.acked_upto)
@@ -115,7 +137,7 @@ class Journal(SegmentCalls):
     def open(cls, state_dir: Path | str, *, table_id: str, game: str, create: bool = True,
              verify: bool = True, key_file: Path | None = None, fast: bool = False,
              segment_rounds: int | None = None, archive_dir: Path | None = None,
-             full_wal: bool = False, upgrade: bool = True,
+             full_wal: bool = False, upgrade: bool = True, fresh_ok: bool = True,
              _recovering: bool = False) -> Journal:
         """Open (or, with `create`, make) the journal of this table and game; verify it, its
         MACs (with the key `find_key` finds, or `key_file`) and its high-water mark.
@@ -133,11 +155,22 @@ class Journal(SegmentCalls):
         written once, so that its commits never grow the file. `upgrade=False` (a trial boot
         of an update, the technician's tools): a schema-3 journal stays schema 3, its new rows
         storing their chain hash as before, so that the software it came from still reads it
-        (a new journal is made as schema 3 then too); schema 1 and 2 are still upgraded to 3."""
+        (a new journal is made as schema 3 then too); schema 1 and 2 are still upgraded to 3.
+        `fresh_ok=False` (the daemon): no new journal where one is known to have been
+        (`fresh_refusal`): `tablectl journal start-fresh` makes it, logged."""
         if not table_id or not game:
             raise ValueError("table_id and game are required")
         state_dir = Path(state_dir)
         path = state_dir / JOURNAL_FILE
+        if create and not fresh_ok and not path.exists():
+            why = fresh_refusal(state_dir, key_file)
+            if why is not None:
+                raise JournalError(
+                    f"journal {path} is missing and {why}: refusing to start a new journal "
+                    "(its round numbers would start again at 1). Put back the state "
+                    "directory, or start a new journal on purpose, logged: `sudo tablectl "
+                    f"journal start-fresh --state-dir {state_dir} --config FILE --reason TEXT` "
+                    "(docs/journal.md, \"Recovering\")")
         if create:
             state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
         elif not state_dir.is_dir():
@@ -228,7 +261,8 @@ class Journal(SegmentCalls):
                 # (upgraded again next time) with a mark, never a schema-3 one without.
                 create_mark(state_dir / MARK_FILE, key, table_id, game, state.last_seq,
                             state.next_outbox_id - 1,
-                            state.last_hash or genesis_hash(table_id, game))
+                            state.last_hash or genesis_hash(table_id, game),
+                            state.last_round_number)
                 if schema == "1":
                     upgrade_to_v2(conn, path, game, state.last_seq)
                 upgrade_to_v3(conn, path, key, table_id, game, state)
@@ -306,8 +340,9 @@ class Journal(SegmentCalls):
 
     @property
     def last_round_number(self) -> int:
-        """The number of the last round recorded completed or voided (0 before the first)."""
-        return self._rounds["completed"] + self._rounds["voided"]
+        """The number of the last round recorded completed or voided, or skipped by a recovery
+        (0 before the first): the next round is this + 1."""
+        return self._rounds["completed"] + self._rounds["voided"] + self._rounds["skipped"]
 
     @property
     def last_event_round(self) -> int:
@@ -363,6 +398,10 @@ class Journal(SegmentCalls):
                 seq += 1
                 if entry.event.kind == LOSS_KIND:  # outbox ids lost with the records: skipped
                     next_id = max(next_id, outbox_next(entry.event.data) or 0)
+                    skip_to = round_next(entry.event.data) or 0
+                    if skip_to > next_round:  # and the round numbers head office has ledgered
+                        done["skipped"] += skip_to - next_round
+                        next_round = skip_to
                 row = prepare(entry, seq, last_hash, last_round, next_id, next_round)
                 rows.append(row)
                 last_hash, last_round = row.hash, entry.round
@@ -374,7 +413,7 @@ class Journal(SegmentCalls):
                     cps.append(checkpoint.Checkpoint(
                         row.seq, row.hash, entry.round, done["completed"], done["voided"],
                         next_id - 1, self.outbox.acked_upto,
-                        snapshot_hash(row.hash, row.snapshot)))
+                        snapshot_hash(row.hash, row.snapshot), done["skipped"]))
             if not rows:
                 return []
             body = self.reader.codec.pack("[" + ",".join(r.element for r in rows) + "]")
@@ -398,7 +437,7 @@ class Journal(SegmentCalls):
             self.reader.hashes.remember(seq, last_hash)
             if self._mark is not None and durable:
                 # After the commit: never ahead of it (nor of what a power cut may take).
-                self._mark.advance(seq, next_id - 1, last_hash)
+                self._mark.advance(seq, next_id - 1, last_hash, next_round - 1)
             self._last_event_round = last_round
             self.outbox.next_id = next_id
             self._rounds = done
@@ -473,6 +512,7 @@ class Journal(SegmentCalls):
                 "records": self._last_seq, "last_seq": self._last_seq,
                 "rounds_completed": self._rounds["completed"],
                 "rounds_voided": self._rounds["voided"],
+                "rounds_skipped": self._rounds["skipped"],
                 "last_round": self.last_round_number, "current_round": self._last_event_round,
                 **self.outbox.summary(),
                 "pruned_through_seq": self.reader.pruned[0],

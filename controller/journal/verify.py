@@ -19,7 +19,7 @@ from controller.journal.codec import Codec, parse_body
 from controller.journal.lock import take_lock
 from controller.journal.mac import JournalKey, KeyFileError, find_key
 from controller.journal.mark import MARK_FILE, MarkError, mark_problem, read_mark
-from controller.journal.records import LOSS_KIND, outbox_next
+from controller.journal.records import LOSS_KIND, outbox_next, round_next
 from controller.journal.schema import (
     JOURNAL_FILE,
     KEYED_SCHEMAS,
@@ -185,6 +185,7 @@ def _verify_walk(conn: sqlite3.Connection, rep: VerifyReport, expect: tuple[str,
             h = chain_hash(h, first + i, text)
             if kind == LOSS_KIND:  # the outbox ids lost with the records are skipped
                 walk.next_out = max(walk.next_out, outbox_next(data) or 0)
+                walk.skip_rounds(round_next(data))  # and the round numbers head office has
             walk.record(first + i, rnd, fx, h, indexed=False)
             if walk.resync is not None:
                 # A checkpoint that checks out where the recomputed chain went wrong: go on from

@@ -22,6 +22,7 @@ class VerifyReport:
     records: int = 0
     rounds_completed: int = 0
     rounds_voided: int = 0
+    rounds_skipped: int = 0  # numbers skipped by recoveries (records.round_next), not rounds
     errors: list[str] = field(default_factory=list)
     # Not part of the CLI's JSON; what the writer needs to continue the chain.
     last_seq: int = 0
@@ -44,7 +45,7 @@ class VerifyReport:
 
     @property
     def last_round_number(self) -> int:
-        return self.rounds_completed + self.rounds_voided
+        return self.rounds_completed + self.rounds_voided + self.rounds_skipped
 
     def error(self, text: str) -> None:
         self.error_count += 1
@@ -109,9 +110,10 @@ class Walk:
         """Walk on from a checkpoint: the position it sums up."""
         rep = self.rep
         self.prev, self.expected = cp.hash, cp.seq + 1
-        self.next_out, self.next_round = cp.out + 1, cp.completed + cp.voided + 1
+        self.next_out, self.next_round = cp.out + 1, cp.last_round_number + 1
         rep.last_seq, rep.last_hash, rep.last_event_round = cp.seq, cp.hash, cp.round
         rep.rounds_completed, rep.rounds_voided = cp.completed, cp.voided
+        rep.rounds_skipped = cp.skipped
         rep.checkpoint_seq = cp.seq
 
     def gap(self, first: int, last: int) -> None:
@@ -197,7 +199,7 @@ class Walk:
             return
         here = checkpoint.Checkpoint(seq, h, rep.last_event_round, rep.rounds_completed,
                                      rep.rounds_voided, self.next_out - 1, cp.acked,
-                                     self.snap_here)
+                                     self.snap_here, rep.rounds_skipped)
         if cp != here or cp.acked > rep.acked_upto:
             rep.error(f"seq {seq}: checkpoint does not match the records it sums up")
 
@@ -212,6 +214,12 @@ class Walk:
             return self._check(seq, body, tag)
         except ValueError:
             return None  # refused: _checkpoint reports it
+
+    def skip_rounds(self, to: int | None) -> None:
+        """A recovery record: the round numbers before `to` are never used (records.round_next)."""
+        if to is not None and to > self.next_round:
+            self.rep.rounds_skipped += to - self.next_round
+            self.next_round = to
 
     def _message(self, seq: int, oid: int, indexed: bool) -> None:
         rep = self.rep

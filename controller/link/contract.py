@@ -21,8 +21,10 @@ SHARE_GROUP = "headoffice"  # MQTT v5 shared-subscription group of head-office w
 
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+RECOVERED = "table_recovered"  # a recovery of the journal (controller/journal/recover.py)
 OUTBOX_TYPES = ("jackpot_increment", "jackpot_cancel", "jackpot_hit", "jackpot_verified",
-                "round_result", "shift_meters")
+                "round_result", "shift_meters", RECOVERED)
+MAX_RECOVERY_TEXT = 1000  # who ran a recovery, why, and what it found (the reason: 500)
 MAX_METER_BOXES = 16  # boxes in a shift's meters (Pai Gow has 7, UTH 7; room for more)
 MAX_WAGER_TYPES = 8  # wager types in one meter (UTH: ante, blind, play, trips)
 MAX_USER = 64  # a login name (useradd allows 32); who verified a jackpot at the table
@@ -290,6 +292,8 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         return payload
     if type_ == "shift_meters":
         return _shift_meters(payload, what)
+    if type_ == RECOVERED:
+        return _recovered(payload, what)
     _int(payload, "round", what, lo=1)
     _str(payload, "pool_id", what, POOL_ID)
     if type_ in ("jackpot_increment", "jackpot_cancel"):
@@ -332,6 +336,23 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
             raise SchemaError(f"{what}: box {e['box']}: cards must be 5 card tokens")
         if not isinstance(e.get("folded", False), bool):
             raise SchemaError(f"{what}: box {e['box']}: folded must be a boolean")
+    return payload
+
+
+def _recovered(payload: JSON, what: str) -> JSON:
+    """table_recovered: who recovered the table's journal, why, and where its round numbers
+    and outbox ids go on from (docs/journal.md, "Recovering")."""
+    for key in ("by", "reason", "problem"):
+        text = payload.get(key)
+        if not isinstance(text, str) or not 0 < len(text) <= MAX_RECOVERY_TEXT \
+                or not text.isprintable():
+            raise SchemaError(f"{what}: {key!r} must be 1..{MAX_RECOVERY_TEXT} printable "
+                              f"characters, got {_show(text)}")
+    _int(payload, "round_next", what, lo=1, hi=2**62)
+    _int(payload, "outbox_next", what, lo=1, hi=2**62)
+    _int(payload, "journal_seq", what, lo=0, hi=2**62)
+    if not isinstance(payload.get("fresh"), bool):
+        raise SchemaError(f"{what}: 'fresh' must be true or false")
     return payload
 
 
@@ -440,16 +461,28 @@ def parse_status(raw: bytes | str, topic_table: str | None = None) -> JSON:
 
 
 # -- head office -> table ----------------------------------------------------------------------
-def ack_message(table: str, upto: int) -> JSON:
-    return {"v": VERSION, "table": table, "upto": upto}
+def ack_message(table: str, upto: int, last_round: int | None = None) -> JSON:
+    """`last_round` (head office's answer to a birth): the last round number it has ledgered
+    for the table, so that a table whose journal is behind it never numbers a round again
+    that head office holds (docs/journal.md, "Recovering")."""
+    out: JSON = {"v": VERSION, "table": table, "upto": upto}
+    if last_round is not None:
+        out["round"] = last_round
+    return out
 
 
 def parse_ack(raw: bytes | str, table: str) -> int:
+    return parse_ack_round(raw, table)[0]
+
+
+def parse_ack_round(raw: bytes | str, table: str) -> tuple[int, int | None]:
+    """-> (upto, the last round head office has ledgered, when the ack says it)."""
     what = "ack"
     data = _obj(raw, what, MAX_SMALL)
     if _str(data, "table", what, TABLE_ID) != table:
         raise SchemaError(f"{what}: for table {data['table']!r}, this is {table!r}")
-    return _int(data, "upto", what, lo=0, hi=2**62)
+    upto = _int(data, "upto", what, lo=0, hi=2**62)
+    return upto, (_int(data, "round", what, lo=0, hi=2**62) if "round" in data else None)
 
 
 def pool_message(pool: str, amount: int, version: int, utc: str, *, awards: int | None = None,

@@ -18,7 +18,7 @@ docs/rounds-*.md and the tests print from the machine itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from controller.events import (
@@ -33,7 +33,7 @@ from controller.events import (
 
 __all__ = [
     "EFFECT_KINDS", "JOURNALED_EFFECTS", "JSON", "Effect", "Event", "Guarded", "Now",
-    "RoundMachine", "Route",
+    "RoundMachine", "Route", "skip_rounds",
 ]
 
 S = TypeVar("S")
@@ -126,3 +126,17 @@ class Guarded(Generic[S]):
 
 def route(handler: Callable[..., Any], phases: Iterable[str]) -> Route[Any]:
     return Route(handler, frozenset(phases))
+
+
+def skip_rounds(state: S, field: str, data: Any) -> S:
+    """A recovery record (`journal.loss_accepted`, written by `tablectl journal accept-loss` or
+    `start-fresh`; docs/journal.md, "Recovering"): the round numbers before its `round_next`
+    were used by the journal that was lost (head office, or the high-water mark, holds them),
+    so the round the table is on, or opens next, takes `round_next` if it is behind it. The
+    journal makes the same skip (records.round_next), so the round's record matches it.
+    Written offline, without the machine: the daemon's replay applies it. A number already
+    at or past it is kept; anything else about the state is unchanged."""
+    to = data.get("round_next") if isinstance(data, Mapping) else None
+    if type(to) is not int or to <= getattr(state, field):
+        return state
+    return replace(state, **{field: to})  # type: ignore[type-var]

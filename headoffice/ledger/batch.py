@@ -271,7 +271,10 @@ class _Batch(BatchTables, BatchHits):
         except _HeldHit as exc:
             status, reason = "held", str(exc)
         journal_seq = body.get("journal_seq", 0)
-        if journal_seq < t.journal_seq:  # equal: one record wrote several messages
+        # equal: one record wrote several messages; a recovery's own message says why its
+        # journal is behind (alarmed by _recovered), and the table's messages go on from it.
+        if journal_seq < t.journal_seq and not (type_ == contract.RECOVERED
+                                                and status == "applied"):
             text = (f"table {t.id}: message seq {body['seq']} comes from journal record"
                     f" {journal_seq}, after one from record {t.journal_seq}: its journal went"
                     " backwards")
@@ -289,6 +292,21 @@ class _Batch(BatchTables, BatchHits):
             encode_body(body) if text is None else text, self.utc,
         ))
         return True
+
+    def _recovered(self, t: _Table, p: dict[str, Any], seq: int) -> None:
+        """A table's journal was recovered (lost records accepted, or a new journal started):
+        an alarm says who, why, and where it goes on; a louder one if it goes on at a round
+        number head office has already ledgered (it would be used twice)."""
+        last = self._last_round(t.id)
+        what = "started a new journal" if p["fresh"] else "accepted a loss of journal records"
+        text = (f"table {t.id} {what} (message {seq}): by {p['by']}: {p['reason']}"
+                f" ({p['problem']}); rounds go on at {p['round_next']}, messages at"
+                f" {p['outbox_next']}")
+        if p["round_next"] <= last:
+            text += (f"; BUT head office has ledgered round {last}: round numbers"
+                     f" {p['round_next']}..{last} would be used twice")
+            self.result.forks.append(text)
+        self.ledger.alarm(text, None, t.id)
 
     def _live_pool(self, t: _Table, pool_id: str) -> Pool:
         if t.enrolled_pool is not None and pool_id != t.enrolled_pool:
@@ -332,6 +350,9 @@ class _Batch(BatchTables, BatchHits):
                                 encode_body(p)))
             return 0
         if type_ == SHIFT_METERS:  # moves no money: stored with the message (headoffice/meters.py)
+            return 0
+        if type_ == contract.RECOVERED:  # moves no money: stored with the message, alarmed
+            self._recovered(t, p, seq)
             return 0
         pool_id = p["pool_id"]
         pool = self._live_pool(t, pool_id)

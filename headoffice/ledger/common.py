@@ -45,6 +45,8 @@ encode_body = json.JSONEncoder(sort_keys=True).encode
 @dataclass
 class BatchResult:
     acks: dict[str, int] = field(default_factory=dict)  # table -> cumulative ack
+    # table -> the last round ledgered, in the answer to its birth (the ack's `round`)
+    birth_rounds: dict[str, int] = field(default_factory=dict)
     awards: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (table, award msg)
     pools: dict[str, PoolValue] = field(default_factory=dict)  # the values to publish
     applied: int = 0
@@ -66,6 +68,7 @@ class BatchResult:
     def merge(self, other: BatchResult) -> None:
         """Add the result of a later transaction of the same batch (other tables)."""
         self.acks.update(other.acks)
+        self.birth_rounds.update(other.birth_rounds)
         for pool_id, value in other.pools.items():
             if pool_id not in self.pools or value.version >= self.pools[pool_id].version:
                 self.pools[pool_id] = value

@@ -71,6 +71,8 @@ class BatchTables:
     result: BatchResult
     tables: dict[str, _Table]
     hits: list[tuple[Any, ...]]
+    messages: list[tuple[Any, ...]]
+    rounds: list[tuple[Any, ...]]
     utc: str
 
     def _same_as_ledgered(self, t: _Table, body: dict[str, Any]) -> None:
@@ -111,6 +113,7 @@ class BatchTables:
         # The table starts again: tell it where it stands, and answer any hit it still shows
         # PENDING that the ledger has already awarded (the answer may have been lost).
         self.result.acks[table_id] = t.last_seq
+        self.result.birth_rounds[table_id] = self._last_round(table_id)
         for hit in body.get("pending_hits") or []:
             award = self.ledger.award_for(table_id, hit["round"])
             if award is not None:
@@ -120,6 +123,25 @@ class BatchTables:
                                None)
                 if pending is not None:
                     self.result.awards.append((table_id, json.loads(pending[10])))
+
+    def _last_round(self, table_id: str) -> int:
+        """The last round number ledgered for the table (0: none): a round's result, or an
+        increment, hit or cancellation of a round still open. Read by seq, newest first (round
+        numbers never go back along a table's messages; the primary keys are by seq)."""
+        last = 0
+        for sql in ("SELECT round FROM messages WHERE table_id = ? AND round IS NOT NULL"
+                    " ORDER BY seq DESC LIMIT 1",
+                    "SELECT round FROM rounds WHERE table_id = ? ORDER BY seq DESC LIMIT 1"):
+            row = self.db.one(sql, (table_id,))
+            if row is not None and row["round"] is not None:
+                last = max(last, int(row["round"]))
+        for m in self.messages:  # this batch's, not yet written
+            if m[0] == table_id and isinstance(m[4], int):
+                last = max(last, m[4])
+        for r in self.rounds:
+            if r[0] == table_id:
+                last = max(last, int(r[1]))
+        return last
 
     def _birth_continues(self, t: _Table, body: dict[str, Any]) -> None:
         """A table that starts again must be where head office left it, or further: its

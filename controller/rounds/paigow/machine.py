@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from controller.errors import InputError
 from controller.events import Kind
 from controller.games.paigow.bank import accepts_wager
-from controller.rounds.base import Effect, Event, Guarded, Now, Route, route
+from controller.rounds.base import Effect, Event, Guarded, Now, Route, route, skip_rounds
 from controller.rounds.paigow.bank import BankSteps
 from controller.rounds.paigow.core import (
     LOCK_RULE,
@@ -116,6 +116,8 @@ class PaiGowMachine(
         return PaiGowState()
 
     def step(self, state: PaiGowState, event: Event, now: Now) -> Result:
+        if event.kind == Kind.JOURNAL_LOSS_ACCEPTED:
+            return skip_rounds(state, "number", event.data), []
         if event.kind in IGNORED:
             return state, []
         if event.kind not in self.routes:

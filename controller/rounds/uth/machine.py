@@ -23,7 +23,7 @@ from typing import Any
 from controller.errors import InputError
 from controller.events import Kind
 from controller.games.uth.evaluator import build_tables
-from controller.rounds.base import JSON, Effect, Event, Guarded, Now, Route, route
+from controller.rounds.base import JSON, Effect, Event, Guarded, Now, Route, route, skip_rounds
 from controller.rounds.uth import betting, jackpot, keypad, link, shuffler
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import play as rnd
@@ -120,6 +120,8 @@ class UthMachine(Guarded[UthState]):
         return initial_state(self.config)
 
     def step(self, state: UthState, event: Event, now: Now) -> Result:
+        if event.kind == Kind.JOURNAL_LOSS_ACCEPTED:
+            return skip_rounds(state, "round", event.data), []
         try:
             if event.kind not in self.routes:
                 raise InputError(f"event {event.kind!r} is not part of the UTH vocabulary")
