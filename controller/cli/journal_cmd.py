@@ -65,6 +65,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "outbox id when it is beyond the journal (the out-of-service message names it)")
     a.add_argument("--round-after", type=int, metavar="N", help="head office's last ledgered "
                    "round when it is beyond the journal (the out-of-service message names it)")
+    a.add_argument("--config", type=Path, help="the table's config, for its [journal] "
+                   f"outside_mark (default {DEFAULT_PATH} when it is there)")
+    a.add_argument("--outside-mark", type=Path, help="the mark's copy outside the state "
+                   "directory (default: [journal] outside_mark of --config)")
     a.add_argument("--json", action="store_true")
     a.set_defaults(func=cmd_accept_loss)
     f = jsub.add_parser("start-fresh", help="root only, daemon stopped: start a new journal "
@@ -72,7 +76,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "and outbox ids go on after the lost journal's (mark, head office)")
     f.add_argument("--state-dir", type=Path, required=True)
     f.add_argument("--config", type=Path, default=DEFAULT_PATH,
-                   help=f"the table's config: its table id and game (default {DEFAULT_PATH})")
+                   help=f"the table's config: its table id, game and [journal] outside_mark "
+                   f"(default {DEFAULT_PATH})")
+    f.add_argument("--outside-mark", type=Path, help="the mark's copy outside the state "
+                   "directory (default: [journal] outside_mark of --config)")
     f.add_argument("--reason", required=True, help="why, for the record (who: taken from the OS)")
     f.add_argument("--key-file", type=Path)
     f.add_argument("--outbox-after", type=int, metavar="ID", help="head office's last "
@@ -181,8 +188,8 @@ def cmd_accept_loss(args: argparse.Namespace) -> int:
     try:
         record = accept_loss(args.state_dir, reason=args.reason, user=_operator(),
                              key_file=args.key_file, outbox_after=args.outbox_after,
-                             round_after=args.round_after)
-    except (JournalError, ValueError) as exc:
+                             round_after=args.round_after, outside_mark=_outside_mark(args))
+    except (JournalError, ValueError, InputError) as exc:
         print(f"tablectl: journal accept-loss refused: {exc}", file=sys.stderr)
         return 1
     lost = record["lost"]
@@ -197,6 +204,23 @@ def cmd_accept_loss(args: argparse.Namespace) -> int:
     return 0
 
 
+def _outside_mark(args: argparse.Namespace) -> Path | None:
+    """--outside-mark, else [journal] outside_mark of --config (of the default config when
+    it is there); InputError if a config named by --config cannot be read."""
+    if args.outside_mark is not None:
+        return Path(args.outside_mark)
+    path = args.config or DEFAULT_PATH
+    if args.config is None and not path.exists():
+        return None
+    from controller.config import ConfigError, load_config
+
+    try:
+        return load_config(path).journal.outside_mark
+    except (ConfigError, OSError) as exc:
+        raise InputError(f"the config {path} cannot be read for [journal] outside_mark: "
+                         f"{exc}") from exc
+
+
 def cmd_start_fresh(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:  # as accept-loss: a supervisor's decision, through sudo
         print("tablectl: journal start-fresh is for root (a supervisor, through sudo)",
@@ -208,7 +232,8 @@ def cmd_start_fresh(args: argparse.Namespace) -> int:
         cfg = load_config(args.config)
         record = start_fresh(args.state_dir, table_id=cfg.table_id, game=cfg.game,
                              reason=args.reason, user=_operator(), key_file=args.key_file,
-                             outbox_after=args.outbox_after, round_after=args.round_after)
+                             outbox_after=args.outbox_after, round_after=args.round_after,
+                             outside_mark=args.outside_mark or cfg.journal.outside_mark)
     except (ConfigError, JournalError, ValueError, OSError) as exc:
         print(f"tablectl: journal start-fresh refused: {exc}", file=sys.stderr)
         return 1

@@ -8,6 +8,8 @@ retention"; docs/configuration.md).
     keep_archives_days = 365     # archive files deleted this long after their segment was
                                  # pruned (acknowledged); unset: archives are never deleted
     archive_dir = "/var/lib/tablectl/archive"
+    outside_mark = "/var/lib/tablectl-mark/journal.mark"   # a copy of the high-water mark
+                                 # outside the state directory (docs/journal.md); unset: none
 
 Without `keep_rounds` and `keep_days` nothing is pruned (closed segments are still archived).
 """
@@ -31,6 +33,9 @@ class JournalConfig:
     keep_days: int | None = None
     keep_archives_days: int | None = None
     archive_dir: Path | None = None  # None: STATE_DIR/archive
+    # A second high-water mark outside the state directory: a state directory put back from an
+    # older copy, or gone, is then noticed on a standalone table too (docs/journal.md).
+    outside_mark: Path | None = None
 
     @property
     def prunes(self) -> bool:
@@ -50,6 +55,7 @@ def read_journal(root: Table) -> JournalConfig:
         keep_days=t.integer("keep_days", None, lo=0, hi=MAX_DAYS),
         keep_archives_days=t.integer("keep_archives_days", None, lo=0, hi=MAX_DAYS),
         archive_dir=t.path_("archive_dir", None),
+        outside_mark=t.path_("outside_mark", None),
     )
     if cfg.keep_archives_days is not None and not cfg.prunes:
         t.error("keep_archives_days", "needs keep_rounds or keep_days (an archive is deleted "

@@ -35,6 +35,7 @@ def open_journal(cfg: TableConfig, log: logging.Logger, *,
             full_wal=True,  # commits never grow the WAL: fewer writes to the card (walfile.py)
             upgrade=trial is False,
             fresh_ok=False,  # never silently a new journal where there was one (store.py)
+            outside_mark=cfg.journal.outside_mark,
         )
     except JournalError as exc:
         # A loss (JournalLossError) names the mark's seq and the journal's last seq.

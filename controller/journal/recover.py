@@ -4,6 +4,7 @@ where the round numbers and outbox ids go on from, and sent to head office."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from pathlib import Path
@@ -37,15 +38,21 @@ def _record(j: Journal, state_dir: Path, data: dict[str, Any]) -> dict[str, Any]
         k: data[k] for k in ("by", "reason", "problem", "round_next", "outbox_next",
                              "journal_seq", "fresh")}})]
     seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round, effects=effects)
-    # Durable (unlike the per-commit update): the mark now names this record.
-    create_mark(state_dir / MARK_FILE, j.key, j.table_id, j.game, seq, j.outbox.next_id - 1,
-                j.last_hash, j.last_round_number)
+    # Durable (unlike the per-commit update): the marks now name this record.
+    for mark_path in _marks(state_dir, j.outside_mark):
+        create_mark(mark_path, j.key, j.table_id, j.game, seq, j.outbox.next_id - 1,
+                    j.last_hash, j.last_round_number)
     return {"seq": seq, "utc": now.utc, **data}
+
+
+def _marks(state_dir: Path, outside_mark: Path | None) -> list[Path]:
+    return [state_dir / MARK_FILE] + ([outside_mark] if outside_mark is not None else [])
 
 
 def accept_loss(state_dir: Path | str, *, reason: str, user: str,
                 key_file: Path | None = None, outbox_after: int | None = None,
-                round_after: int | None = None) -> dict[str, Any]:
+                round_after: int | None = None, outside_mark: Path | None = None
+                ) -> dict[str, Any]:
     """Record, as the journal's next record, that records (or its high-water mark) were lost,
     then reset the mark to the journal as it stands: the documented way back into service
     after a loss (`tablectl journal accept-loss`; docs/journal.md, "Recovering").
@@ -56,7 +63,8 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
     (head office's last ledgered round), so that head office never takes a new message or
     round for one it already applied. The chain and MACs must verify: only the mark (or head
     office) may disagree. JournalError if they do not, or if there is nothing to accept.
-    Returns the record's data with its seq."""
+    `outside_mark` ([journal] outside_mark): the mark's copy outside the state directory,
+    read and reset like the mark. Returns the record's data with its seq."""
     reason = _check(reason, outbox_after, round_after)
     state_dir = Path(state_dir)
     path = state_dir / JOURNAL_FILE
@@ -70,7 +78,7 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
         raise JournalError(f"journal {path} unreadable: {exc}") from exc
     table_id, game = meta.get("table_id", ""), meta.get("game", "")
     with Journal.open(state_dir, table_id=table_id, game=game, create=False, upgrade=False,
-                      key_file=key_file, _recovering=True) as j:
+                      key_file=key_file, outside_mark=outside_mark, _recovering=True) as j:
         last_out, last_round = j.outbox.next_id - 1, j.last_round_number
         text, mark_seq = j.mark_problem or (None, None)
         if text is None:
@@ -84,7 +92,7 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
                                    f"high-water mark agree (seq {j.last_seq}, outbox message "
                                    f"{last_out}, round {last_round})")
             text = "; ".join(ahead)
-        mark_out, mark_round = _readable_mark(state_dir, j)
+        mark_out, mark_round = _readable_mark(_marks(state_dir, outside_mark), j)
         skip_to = max(last_out, mark_out, outbox_after or 0) + 1
         round_to = max(last_round, mark_round, round_after or 0) + 1
         data = {"by": user, "reason": reason, "problem": text, "mark_seq": mark_seq,
@@ -100,7 +108,8 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
 
 def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str, user: str,
                 key_file: Path | None = None, outbox_after: int | None = None,
-                round_after: int | None = None) -> dict[str, Any]:
+                round_after: int | None = None, outside_mark: Path | None = None
+                ) -> dict[str, Any]:
     """Start a new journal where one is missing (`tablectl journal start-fresh`): the only way
     to a new journal where there was one (`fresh_refusal`). Its first record says who, why,
     what said a journal had been there, and where round numbers and outbox ids go on from
@@ -112,20 +121,22 @@ def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str,
     if path.exists():
         raise JournalError(f"journal {path} exists: start-fresh never replaces a journal "
                            "(`tablectl journal accept-loss` records a loss in it)")
-    problem = fresh_refusal(state_dir, key_file) or "no earlier journal found"
-    try:  # the lost journal's mark, if it is still there: read before the new one replaces it
-        old_mark: bytes | None = (state_dir / MARK_FILE).read_bytes()
-    except OSError:
-        old_mark = None
+    problem = fresh_refusal(state_dir, key_file, outside_mark) or "no earlier journal found"
+    old_marks: list[tuple[Path, bytes]] = []
+    for mark_path in _marks(state_dir, outside_mark):
+        # The lost journal's marks, if they are still there: read before new ones replace them.
+        with contextlib.suppress(OSError):
+            old_marks.append((mark_path, mark_path.read_bytes()))
     with Journal.open(state_dir, table_id=table_id, game=game, create=True, upgrade=False,
-                      key_file=key_file) as j:
+                      key_file=key_file, outside_mark=outside_mark) as j:
         mark_out = mark_round = 0
-        if old_mark is not None:
+        for mark_path, raw in old_marks:
             try:
-                old = parse(old_mark, j.key, table_id, game)
-                mark_out, mark_round = old.out, old.round or 0
+                old = parse(raw, j.key, table_id, game)
             except MarkError as exc:
-                problem += f"; its mark is unusable ({exc})"
+                problem += f"; the mark {mark_path} is unusable ({exc})"
+                continue
+            mark_out, mark_round = max(mark_out, old.out), max(mark_round, old.round or 0)
         data = {"by": user, "reason": reason, "problem": f"new journal: {problem}",
                 "mark_seq": None, "journal_seq": 0, "fresh": True, "lost": None,
                 "outbox_next": max(mark_out, outbox_after or 0) + 1, "outbox_lost": None,
@@ -133,11 +144,14 @@ def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str,
         return _record(j, state_dir, data)
 
 
-def _readable_mark(state_dir: Path, j: Journal) -> tuple[int, int]:
-    """The last outbox id and round number the (genuine) mark names; 0 if it is missing,
+def _readable_mark(paths: list[Path], j: Journal) -> tuple[int, int]:
+    """The last outbox id and round number the (genuine) marks name; 0 where one is missing,
     forged, or (the round) of version 1."""
-    try:
-        mark = read_mark(state_dir / MARK_FILE, j.key, j.table_id, j.game)
-    except (OSError, MarkError):
-        return 0, 0
-    return mark.out, mark.round or 0
+    out = round_ = 0
+    for path in paths:
+        try:
+            mark = read_mark(path, j.key, j.table_id, j.game)
+        except (OSError, MarkError):
+            continue
+        out, round_ = max(out, mark.out), max(round_, mark.round or 0)
+    return out, round_

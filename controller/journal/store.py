@@ -73,12 +73,17 @@ from controller.rounds.base import Effect, Event, Now
 MONEY_EFFECTS = frozenset({"outbox", "round"})
 
 
-def fresh_refusal(state_dir: Path, key_file: Path | None = None) -> str | None:
+def fresh_refusal(state_dir: Path, key_file: Path | None = None,
+                  outside_mark: Path | None = None) -> str | None:
     """Why a table whose journal is missing once had one (None: nothing says so): its
-    development key left in the state directory, or the state directory gone while the table's
-    key (given, the systemd credential, /etc/tablectl/journal-key) is there. A new table's
-    state directory is made empty by its installation (tmpfiles.d); a linked table whose
-    directory was emptied is caught by head office's record at its birth (the link)."""
+    high-water mark outside the state directory ([journal] outside_mark), its mark or
+    development key left in the state directory, or the state directory gone while the
+    table's key (given, the systemd credential, /etc/tablectl/journal-key) is there. A new
+    table's state directory is made empty by its installation (tmpfiles.d); a linked table
+    whose directory was emptied is caught by head office's record at its birth (the link)."""
+    if outside_mark is not None and outside_mark.exists():
+        return (f"the high-water mark outside the state directory {outside_mark} names an "
+                "earlier journal")
     if (state_dir / MARK_FILE).exists():
         return f"the high-water mark {state_dir / MARK_FILE} of an earlier journal is there"
     if (state_dir / DEV_KEY_FILE).exists():
@@ -100,13 +105,18 @@ class Journal(SegmentCalls):
     def __init__(self, path: Path, conn: sqlite3.Connection, lock_fd: int, table_id: str,
                  game: str, state: VerifyReport, key: JournalKey,
                  mark_problem: tuple[str, int | None] | None = None,
-                 segment_rounds: int | None = None, archive_dir: Path | None = None) -> None:
+                 segment_rounds: int | None = None, archive_dir: Path | None = None,
+                 outside_mark: Path | None = None) -> None:
         self.path = path
         self.key = key
         # Set only when opened for `accept_loss`: what is wrong with the high-water mark.
         self.mark_problem = mark_problem
         mark_path = path.parent / MARK_FILE
         self._mark = MarkWriter(mark_path, key, table_id, game) if mark_path.exists() else None
+        # The copy outside the state directory ([journal] outside_mark), moved with the mark.
+        self.outside_mark = outside_mark
+        self._outside = (MarkWriter(outside_mark, key, table_id, game)
+                         if outside_mark is not None and outside_mark.exists() else None)
         self.table_id = table_id
         self.game = game
         self._conn = conn
@@ -138,7 +148,7 @@ class Journal(SegmentCalls):
              verify: bool = True, key_file: Path | None = None, fast: bool = False,
              segment_rounds: int | None = None, archive_dir: Path | None = None,
              full_wal: bool = False, upgrade: bool = True, fresh_ok: bool = True,
-             _recovering: bool = False) -> Journal:
+             outside_mark: Path | None = None, _recovering: bool = False) -> Journal:
         """Open (or, with `create`, make) the journal of this table and game; verify it, its
         MACs (with the key `find_key` finds, or `key_file`) and its high-water mark.
 
@@ -157,13 +167,19 @@ class Journal(SegmentCalls):
         storing their chain hash as before, so that the software it came from still reads it
         (a new journal is made as schema 3 then too); schema 1 and 2 are still upgraded to 3.
         `fresh_ok=False` (the daemon): no new journal where one is known to have been
-        (`fresh_refusal`): `tablectl journal start-fresh` makes it, logged."""
+        (`fresh_refusal`): `tablectl journal start-fresh` makes it, logged. `outside_mark`
+        ([journal] outside_mark): a second high-water mark outside the state directory, checked
+        and moved like the first (made from the journal's position where it is missing)."""
         if not table_id or not game:
             raise ValueError("table_id and game are required")
         state_dir = Path(state_dir)
         path = state_dir / JOURNAL_FILE
+        if outside_mark is not None and outside_mark.resolve().is_relative_to(
+                state_dir.resolve()):
+            raise JournalError(f"[journal] outside_mark {outside_mark} is inside the state "
+                               f"directory {state_dir}: it must be outside it")
         if create and not fresh_ok and not path.exists():
-            why = fresh_refusal(state_dir, key_file)
+            why = fresh_refusal(state_dir, key_file, outside_mark)
             if why is not None:
                 raise JournalError(
                     f"journal {path} is missing and {why}: refusing to start a new journal "
@@ -187,7 +203,8 @@ class Journal(SegmentCalls):
                                f"tablectld or journal verify): {exc}") from exc
         try:
             j = cls._open_locked(path, lock_fd, table_id, game, create, verify, key_file,
-                                 fast, _recovering, segment_rounds, full_wal, upgrade)
+                                 fast, _recovering, segment_rounds, full_wal, upgrade,
+                                 outside_mark)
         except BaseException:
             os.close(lock_fd)
             raise
@@ -199,8 +216,9 @@ class Journal(SegmentCalls):
     def _open_locked(cls, path: Path, lock_fd: int, table_id: str, game: str, create: bool,
                      verify: bool, key_file: Path | None, fast: bool, recovering: bool,
                      segment_rounds: int | None = None, full_wal: bool = False,
-                     upgrade: bool = True) -> Journal:
+                     upgrade: bool = True, outside_mark: Path | None = None) -> Journal:
         state_dir = path.parent
+        marks = [state_dir / MARK_FILE] + ([outside_mark] if outside_mark is not None else [])
         if not path.exists():
             if Path(f"{path}-wal").exists():
                 raise JournalError(f"journal {path} is missing but its write-ahead log "
@@ -209,8 +227,8 @@ class Journal(SegmentCalls):
                 raise JournalError(f"journal {path} does not exist")
             key = find_journal_key(path, key_file, create=True, key_id=None)
             create_journal(path, table_id, game, key, hashless=upgrade)
-            create_mark(state_dir / MARK_FILE, key, table_id, game, 0, 0,
-                        genesis_hash(table_id, game))
+            for mark_path in marks:
+                create_mark(mark_path, key, table_id, game, 0, 0, genesis_hash(table_id, game))
         with open(path, "rb") as f:
             magic = f.read(16)
         if magic != b"SQLite format 3\x00":
@@ -271,6 +289,18 @@ class Journal(SegmentCalls):
             else:
                 problem = mark_problem(conn, state_dir / MARK_FILE, key, read_meta(conn),
                                        state.last_seq)
+                if outside_mark is not None and problem is None:
+                    if outside_mark.exists():
+                        outside = mark_problem(conn, outside_mark, key, read_meta(conn),
+                                               state.last_seq)
+                        if outside is not None:  # the state directory put back, or rewritten
+                            problem = (f"{outside[0]} (the high-water mark outside the state "
+                                       f"directory, {outside_mark})", outside[1])
+                    else:  # its first use (or made by hand): from where the journal stands
+                        create_mark(outside_mark, key, table_id, game, state.last_seq,
+                                    state.next_outbox_id - 1,
+                                    state.last_hash or genesis_hash(table_id, game),
+                                    state.last_round_number)
                 if problem is not None and not recovering:
                     raise JournalLossError(
                         f"journal {path}: {problem[0]}. The table stays out of service. Put back "
@@ -294,7 +324,8 @@ class Journal(SegmentCalls):
         except BaseException:
             conn.close()
             raise
-        j = cls(path, conn, lock_fd, table_id, game, state, key, problem, segment_rounds)
+        j = cls(path, conn, lock_fd, table_id, game, state, key, problem, segment_rounds,
+                outside_mark=outside_mark)
         j._may_move = upgrade and read_meta(conn).get("schema") in ("4", "5")
         j.verified_from, j.refused_checkpoints = state.checkpoint_seq, list(refused.values())
         return j
@@ -312,8 +343,9 @@ class Journal(SegmentCalls):
                 return
             self.write_held_ack()  # an ack held for the next commit: there is none
             self._conn.close()  # checkpoints the WAL into the file
-            if self._mark is not None:
-                self._mark.close()
+            for mark in (self._mark, self._outside):
+                if mark is not None:
+                    mark.close()
             self._guard.release()
 
     def __enter__(self) -> Journal:
@@ -435,9 +467,11 @@ class Journal(SegmentCalls):
             self.outbox.held_written(held)
             self._last_seq, self._last_hash = seq, last_hash
             self.reader.hashes.remember(seq, last_hash)
-            if self._mark is not None and durable:
+            if durable:
                 # After the commit: never ahead of it (nor of what a power cut may take).
-                self._mark.advance(seq, next_id - 1, last_hash, next_round - 1)
+                for mark in (self._mark, self._outside):
+                    if mark is not None:
+                        mark.advance(seq, next_id - 1, last_hash, next_round - 1)
             self._last_event_round = last_round
             self.outbox.next_id = next_id
             self._rounds = done
@@ -512,7 +546,8 @@ class Journal(SegmentCalls):
                 "records": self._last_seq, "last_seq": self._last_seq,
                 "rounds_completed": self._rounds["completed"],
                 "rounds_voided": self._rounds["voided"],
-                "rounds_skipped": self._rounds["skipped"],
+                # Round numbers a recovery skipped (used by a lost journal): only once one did.
+                **({"rounds_skipped": self._rounds["skipped"]} if self._rounds["skipped"] else {}),
                 "last_round": self.last_round_number, "current_round": self._last_event_round,
                 **self.outbox.summary(),
                 "pruned_through_seq": self.reader.pruned[0],
@@ -524,7 +559,8 @@ class Journal(SegmentCalls):
                 "file_bytes": size,
                 "key_id": self.key.key_id, "key_dev": self.key.dev,
                 # Failed in-place writes of the mark: it lags (safe), detection narrows.
-                "mark_write_errors": 0 if self._mark is None else self._mark.errors,
+                "mark_write_errors": sum(m.errors for m in (self._mark, self._outside)
+                                         if m is not None),
             }
 
     def verify(self) -> VerifyReport:

@@ -142,11 +142,14 @@ def test_accept_loss_records_who_why_and_the_range_then_the_table_goes_on(jdir: 
         assert last.data["lost"] == [27, 30]
         assert read_mark(jdir / MARK_FILE, j.key, TABLE, GAME).seq == 27
         # Message 7 (seq 28) was lost with the records: head office may have applied it, so a
-        # new message never reuses its id.
+        # new message never reuses its id. The recovery itself is message 8, to head office.
         assert (record["outbox_next"], record["outbox_lost"]) == (8, [7, 7])
+        told = j.pending_outbox()[-1]
+        assert (told.id, told.type) == (8, "table_recovered")
+        assert told.payload["by"] == "root (sudo from alice)"
         j.append(Event("x", {}), now(28), round=3,
                  effects=[Effect("outbox", {"type": "t", "payload": 1})])
-        assert [m.id for m in j.pending_outbox()] == [1, 2, 3, 4, 5, 6, 8]
+        assert [m.id for m in j.pending_outbox()] == [1, 2, 3, 4, 5, 6, 8, 9]
     assert verify_dir(jdir).ok
 
 
@@ -159,10 +162,11 @@ def test_accept_loss_after_an_ack_beyond_the_journal_skips_to_head_offices_id(jd
                                  "is message 7")
     assert (record["lost"], record["outbox_next"], record["outbox_lost"]) == (None, 51, [8, 50])
     with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        assert j.pending_outbox()[-1].id == 51  # the recovery's message to head office
         j.append(Event("x", {}), now(32), round=3,
                  effects=[Effect("outbox", {"type": "t", "payload": 1})])
-        assert j.pending_outbox()[-1].id == 51
-        j.ack_outbox(51)
+        assert j.pending_outbox()[-1].id == 52
+        j.ack_outbox(52)
         assert j.pending_outbox() == []
     assert verify_dir(jdir).ok
 
