@@ -1,5 +1,6 @@
-"""Out of service, every event that still arrives is dropped: counted, the first one logged,
-then one summary line per IGNORED_SUMMARY_S (a full disk must not flood the log as well)."""
+"""Out of service, every event that still arrives is dropped (and, while a linked table waits
+for head office's answer at start, the dealer's): counted, the first one logged, then one
+summary line per IGNORED_SUMMARY_S (a full disk must not flood the log as well)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,17 @@ class IgnoredEvents:
         self.stats = stats
         self._since_line = 0  # ignored events not yet in a log line
         self._line_mono: float | None = None  # when the last such line was written
+        self._why = "out of service"
 
-    def add(self, batch: list[Event]) -> None:
+    def add(self, batch: list[Event], why: str = "out of service") -> None:
         self.stats.ignored += len(batch)
-        if self._line_mono is None:
+        if self._line_mono is None or why != self._why:
+            self.log_summary(final=True)
+            self._why = why
             log_event(
                 self.log,
                 logging.WARNING,
-                "event ignored: out of service (further ones are counted, summarised every"
+                f"event ignored: {why} (further ones are counted, summarised every"
                 f" {IGNORED_SUMMARY_S:.0f} s)",
                 kind=batch[0].kind,
                 code="E506",
@@ -47,7 +51,7 @@ class IgnoredEvents:
         log_event(
             self.log,
             logging.WARNING,
-            f"{self._since_line} events ignored in {elapsed:.0f} s: out of service",
+            f"{self._since_line} events ignored in {elapsed:.0f} s: {self._why}",
             ignored=self._since_line,
             ignored_total=self.stats.ignored,
             code="E506",

@@ -40,6 +40,7 @@ from controller.daemon.opening import Unusable, open_journal, replay
 from controller.daemon.stats import Stats
 from controller.daemon.supervisor import Supervisor
 from controller.errors import TablectlError
+from controller.events import DEALER_PREFIX
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
 from controller.journal.background import look_after_journal
@@ -102,6 +103,7 @@ class TableService:
         self.journal: Journal | None = None
         self.state: Any = None
         self.out_of_service: str | None = None
+        self.held: str | None = None  # why the dealer's keys do nothing for now (`hold`)
         # READY=1 sent: devices, extensions and the journal are up (before, the control socket
         # answers status but refuses device and service commands as still starting).
         self.ready = False
@@ -256,6 +258,17 @@ class TableService:
     def unsubscribe(self, q: Watcher) -> None:
         self.watchers.discard(q)
 
+    def hold(self, reason: str) -> None:
+        """The dealer's keys do nothing until `release` (a linked table waiting for head
+        office's answer at start: controller/extensions/link.py); everything else goes on."""
+        self.held = reason
+        log_event(self.log, logging.INFO, f"dealer's keys held: {reason}")
+
+    def release(self, why: str) -> None:
+        if self.held is not None:
+            self.held = None
+            log_event(self.log, logging.INFO, f"dealer's keys released: {why}")
+
     def go_out_of_service(self, reason: str, code: str = "E501") -> None:
         """Stop playing: no event is processed, the meter shows CLOSED, status says why; the
         log line carries `code` (controller/codes.py)."""
@@ -331,6 +344,13 @@ class TableService:
             if self.out_of_service is not None:
                 self.ignored.add(batch)
                 continue
+            if self.held is not None:  # the dealer's keys wait; devices, link and ticks do not
+                keys = [e for e in batch if e.kind.startswith(DEALER_PREFIX)]
+                if keys:
+                    self.ignored.add(keys, f"dealer's keys held: {self.held}")
+                    batch = [e for e in batch if not e.kind.startswith(DEALER_PREFIX)]
+                    if not batch:
+                        continue
             await self.process_batch(batch)
             self._last_progress = time.monotonic()
 
@@ -490,4 +510,5 @@ class TableService:
         if self.out_of_service:
             return f"OUT OF SERVICE: {self.out_of_service}{mode}"
         st = self.machine.status(self.state)
-        return f"{self.cfg.game} {st.get('state')} round {st.get('round')}{mode}"
+        held = "" if self.held is None else f" [HELD: {self.held}]"
+        return f"{self.cfg.game} {st.get('state')} round {st.get('round')}{mode}{held}"

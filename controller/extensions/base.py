@@ -86,6 +86,12 @@ class Table(Protocol):
         """Stop the table playing; `code` names why (controller/codes.py)."""
         ...
 
+    def hold(self, reason: str) -> None:
+        """The dealer's keys do nothing until `release` (devices, link and ticks go on)."""
+        ...
+
+    def release(self, why: str) -> None: ...
+
 
 class Extension(Protocol):
     """A part of the daemon beside the round machine (the head-office link, software

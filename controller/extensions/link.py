@@ -56,6 +56,11 @@ class LinkOptions:
     # most every pool_refresh_s (controller/extensions/pool_values.py).
     pool_show_every_s: float = 2.0
     pool_refresh_s: float = 60.0
+    # At start the dealer's keys wait (at most this long) for head office's answer to the
+    # birth: the last round it ledgered, so that a journal behind it (an older copy put back)
+    # never numbers a round again that head office holds (docs/journal.md, "Recovering").
+    # 0: no wait.
+    confirm_s: float = 10.0
 
 
 def broker_settings(cfg: TableConfig) -> BrokerSettings:
@@ -114,6 +119,9 @@ class LinkExtension:
         self._failed_attempts = 0  # connection attempts failed since the link was last up
         self._segments_refused: set[int] = set()  # segments head office refused (logged once)
         self._segment_held = asyncio.Event()  # an ack recorded: send the next segment now
+        # Head office's first answer since the daemon started: None (not waited for), False
+        # (the dealer's keys held until it comes), True (came, or the wait ended).
+        self._confirmed: bool | None = None
 
     # -- Extension --------------------------------------------------------------------------
     async def start(self, table: Table) -> None:
@@ -145,6 +153,12 @@ class LinkExtension:
         if self.pool_id is not None:
             self._tasks.append(asyncio.create_task(self._supervise("link_ticks", self._ticks),
                                                    name="link-ticks"))
+        if self.options.confirm_s > 0 and self._confirmed is None:
+            self._confirmed = False
+            table.hold("waiting for head office's answer (its last round and message) before "
+                       f"the first round, at most {self.options.confirm_s:g} s")
+        if self._confirmed is False:  # (again if the extension was restarted meanwhile)
+            self._tasks.append(asyncio.create_task(self._confirm_deadline()))
 
     async def _supervise(self, name: str, factory: Any) -> None:
         await supervised(name, factory, self._log, self.counters)
@@ -435,6 +449,22 @@ class LinkExtension:
         else:
             raise contract.SchemaError(f"unexpected topic {topic}")
 
+    async def _confirm_deadline(self) -> None:
+        await asyncio.sleep(self.options.confirm_s)
+        if self._confirmed is False and self.table is not None:
+            self._confirmed = True
+            log_event(self._log, logging.WARNING,
+                      f"no answer from head office within {self.options.confirm_s:g} s of the "
+                      "start: playing without its confirmation that the journal is not behind "
+                      "it (checked when it answers)", code="E301")
+            self.table.release("head office did not answer in time")
+
+    def _confirm(self) -> None:
+        """Head office answered: the journal is not behind it, the dealer's keys work."""
+        if self._confirmed is False and self.table is not None:
+            self._confirmed = True
+            self.table.release("head office answered; the journal is not behind it")
+
     def _check_round(self, ho_round: int | None, upto: int) -> None:
         """Head office's answer to our birth names the last round it has ledgered: a journal
         behind it (restored from an older copy, a lost write-ahead log, a new journal) would
@@ -446,6 +476,8 @@ class LinkExtension:
         if ho_round is not None and ho_round > ours:
             self._behind_head_office(f"head office has ledgered round {ho_round}, the "
                                      f"journal's last is round {ours}", upto, ho_round)
+        else:
+            self._confirm()
 
     def _behind_head_office(self, found: str, upto: int, ho_round: int | None) -> None:
         assert self.table is not None and self.table.journal is not None
