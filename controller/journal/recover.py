@@ -121,7 +121,7 @@ def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str,
     if path.exists():
         raise JournalError(f"journal {path} exists: start-fresh never replaces a journal "
                            "(`tablectl journal accept-loss` records a loss in it)")
-    problem = fresh_refusal(state_dir, key_file, outside_mark) or "no earlier journal found"
+    problem = fresh_refusal(state_dir, outside_mark) or "no earlier journal found"
     old_marks: list[tuple[Path, bytes]] = []
     for mark_path in _marks(state_dir, outside_mark):
         # The lost journal's marks, if they are still there: read before new ones replace them.

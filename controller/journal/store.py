@@ -73,14 +73,13 @@ from controller.rounds.base import Effect, Event, Now
 MONEY_EFFECTS = frozenset({"outbox", "round"})
 
 
-def fresh_refusal(state_dir: Path, key_file: Path | None = None,
-                  outside_mark: Path | None = None) -> str | None:
-    """Why a table whose journal is missing once had one (None: nothing says so): its
-    high-water mark outside the state directory ([journal] outside_mark), its mark or
-    development key left in the state directory, or the state directory gone while the
-    table's key (given, the systemd credential, /etc/tablectl/journal-key) is there. A new
-    table's state directory is made empty by its installation (tmpfiles.d); a linked table
-    whose directory was emptied is caught by head office's record at its birth (the link)."""
+def fresh_refusal(state_dir: Path, outside_mark: Path | None = None) -> str | None:
+    """Why a table whose journal is missing once had one (None: nothing here says so): its
+    high-water mark outside the state directory ([journal] outside_mark), or its mark or
+    development key left in the state directory. The table's key alone cannot say it: a new
+    table has its key before its first journal (tablectl-journal-key.service), and a state
+    directory is made by the daemon where none is. A linked table is also checked against
+    head office's record when it answers the table's birth (controller/extensions/link.py)."""
     if outside_mark is not None and outside_mark.exists():
         return (f"the high-water mark outside the state directory {outside_mark} names an "
                 "earlier journal")
@@ -88,13 +87,6 @@ def fresh_refusal(state_dir: Path, key_file: Path | None = None,
         return f"the high-water mark {state_dir / MARK_FILE} of an earlier journal is there"
     if (state_dir / DEV_KEY_FILE).exists():
         return f"the development key {state_dir / DEV_KEY_FILE} of an earlier journal is there"
-    if not state_dir.exists():
-        with contextlib.suppress(OSError, JournalError):
-            key = find_journal_key(state_dir / JOURNAL_FILE, key_file, create=False,
-                                   key_id=None)
-            if not key.dev:
-                return (f"its state directory {state_dir} is gone while the table's key "
-                        f"({key.source}) is there")
     return None
 
 
@@ -179,7 +171,7 @@ class Journal(SegmentCalls):
             raise JournalError(f"[journal] outside_mark {outside_mark} is inside the state "
                                f"directory {state_dir}: it must be outside it")
         if create and not fresh_ok and not path.exists():
-            why = fresh_refusal(state_dir, key_file, outside_mark)
+            why = fresh_refusal(state_dir, outside_mark)
             if why is not None:
                 raise JournalError(
                     f"journal {path} is missing and {why}: refusing to start a new journal "

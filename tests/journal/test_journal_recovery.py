@@ -122,19 +122,23 @@ def test_the_round_machines_take_the_recovery_s_round_number() -> None:
 # ---- no silent fresh start ---------------------------------------------------------------------
 
 
-def test_a_vanished_state_directory_with_the_key_present_is_refused(tmp_path: Path) -> None:
+def test_the_key_alone_does_not_refuse_a_first_journal(tmp_path: Path) -> None:
+    """A new table has its key (tablectl-journal-key.service) before its first journal, in a
+    state directory the daemon may have to make: the key alone says nothing of a lost one."""
     key = tmp_path / "etc" / "journal-key"
     key.parent.mkdir()
     make_key_file(key)
-    state = tmp_path / "state"
-    with Journal.open(state, table_id=TABLE, game=GAME, key_file=key) as j:
-        fill(j, rounds=3)
-    shutil.rmtree(state)
-    with pytest.raises(JournalError, match=r"its state directory .* is gone while the table's "
-                       r"key .* is there: refusing to start a new journal .* tablectl journal "
-                       r"start-fresh"):
-        Journal.open(state, table_id=TABLE, game=GAME, key_file=key, fresh_ok=False)
-    assert not state.exists()  # nothing made
+    Journal.open(tmp_path / "state", table_id=TABLE, game=GAME, key_file=key,
+                 fresh_ok=False).close()
+
+
+def test_a_development_key_without_its_journal_is_refused(tmp_path: Path) -> None:
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=1)
+    for name in (JOURNAL_FILE, MARK_FILE):
+        (tmp_path / name).unlink()
+    with pytest.raises(JournalError, match=r"the development key .* of an earlier journal"):
+        Journal.open(tmp_path, table_id=TABLE, game=GAME, fresh_ok=False)
 
 
 def test_a_journal_deleted_beside_its_mark_is_refused(tmp_path: Path) -> None:
@@ -181,7 +185,8 @@ def test_the_outside_mark_catches_a_whole_state_directory_put_back(tmp_path: Pat
     assert read_mark(outside, None, TABLE, GAME).round == 7
 
 
-def test_a_vanished_state_directory_starts_fresh_after_the_outside_mark(tmp_path: Path) -> None:
+def test_a_vanished_state_directory_is_refused_then_starts_fresh_after_the_outside_mark(
+        tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere" / "journal.mark"
     outside.parent.mkdir()
     key = make_key_file(tmp_path / "elsewhere" / "journal-key").source
