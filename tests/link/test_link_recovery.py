@@ -42,6 +42,13 @@ def rounds_of(state: Path, after_round: int = 0) -> list[int]:
         return [r.number for e in j.iter_events() for r in e.rounds if r.number > after_round]
 
 
+def lost_open_rounds(state: Path) -> list[int]:
+    """The rounds named by the journal's messages (an increment of a round still open)."""
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        return [int(m.payload["round"]) for e in j.iter_events() for m in e.outbox
+                if isinstance(m.payload, dict) and "round" in m.payload]
+
+
 def wagered_after(state: Path, after_id: int) -> tuple[int, int, int]:
     """Jackpot wagers (increments net of cancellations) in messages after `after_id`; how many
     messages; the last id."""
@@ -72,7 +79,7 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
 
     async def main() -> None:
         # Hits paid without an operator's verification: drain() waits for every award.
-        async with head_office(ledger_url, broker, verify_from=None) as (worker,):
+        async with head_office(ledger_url, broker, verify_from=None):
             table = await start(make_table("T1", root, broker, seed=1))
             await wait_for(play_until([table], 12), 60, "12 rounds")
             await drain([table])
@@ -114,8 +121,9 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
     assert seen["out_of_service"] is None
     outbox_after, round_after = seen["after"]
     lost_rounds, new_rounds = rounds_of(lost), rounds_of(state, after_round=round_after)
-    # Head office told the table the round the lost journal ended at, and its last message.
-    assert round_after == max(lost_rounds)
+    # Head office told the table the last round the lost journal used (recorded, or still
+    # open with its jackpot wagers sent) and its last message.
+    assert round_after == max(lost_rounds + lost_open_rounds(lost))
     assert outbox_after == journal_totals_at(lost, "T1", "uth")["messages"]
     assert len(new_rounds) >= 40 and new_rounds[0] == round_after + 1
     # The restored journal went on from where head office stands: nothing it held reused.
