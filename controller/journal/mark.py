@@ -48,11 +48,16 @@ class MarkValue:
 
 
 def _line(key: JournalKey, table_id: str, game: str, seq: int, out: int, chain: str,
-          round_: int) -> bytes:
+          round_: int, version: int = 2) -> bytes:
     # Version 2 adds the round after the chain hash: the fields before it stay where they were
-    # (the auditor's snippet in docs/journal.md reads the seq and hash by position).
-    mac = key.mac(_DOMAIN, table_id, game, seq, out, chain, round_).hex()
-    text = f"{_MAGIC} {_VERSION} {seq} {out} {chain} {round_} {mac}"
+    # (the auditor's snippet in docs/journal.md reads the seq and hash by position). Version 1
+    # is written where the software before it may read the mark again (store.py).
+    if version == 1:
+        mac = key.mac(_DOMAIN, table_id, game, seq, out, chain).hex()
+        text = f"{_MAGIC} 1 {seq} {out} {chain} {mac}"
+    else:
+        mac = key.mac(_DOMAIN, table_id, game, seq, out, chain, round_).hex()
+        text = f"{_MAGIC} {_VERSION} {seq} {out} {chain} {round_} {mac}"
     return (text + " " * (MARK_SIZE - 1 - len(text)) + "\n").encode("ascii")
 
 
@@ -93,8 +98,20 @@ def read_mark(path: Path, key: JournalKey | None, table_id: str, game: str) -> M
     return parse(raw, key, table_id, game)
 
 
+def mark_version(path: Path) -> int | None:
+    """The version a mark file says it is (1 or 2), None if it is missing or not a mark."""
+    try:
+        with open(path, "rb") as f:
+            parts = f.read(MARK_SIZE + 1).split()
+    except OSError:
+        return None
+    if len(parts) >= 2 and parts[0] == _MAGIC.encode() and parts[1] in (b"1", b"2"):
+        return int(parts[1])
+    return None
+
+
 def create_mark(path: Path, key: JournalKey, table_id: str, game: str, seq: int, out: int,
-                chain: str, round_: int = 0) -> None:
+                chain: str, round_: int = 0, version: int = 2) -> None:
     """Write a mark durably (temporary file, fsync, rename, directory fsync): done once when
     the journal is made or upgraded, and when a loss is accepted; never per commit."""
     tmp = path.with_name(path.name + ".new")
@@ -102,7 +119,7 @@ def create_mark(path: Path, key: JournalKey, table_id: str, game: str, seq: int,
         os.unlink(tmp)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
     try:
-        os.write(fd, _line(key, table_id, game, seq, out, chain, round_))
+        os.write(fd, _line(key, table_id, game, seq, out, chain, round_, version))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -117,8 +134,10 @@ def create_mark(path: Path, key: JournalKey, table_id: str, game: str, seq: int,
 class MarkWriter:
     """The open mark of a writer: `advance` after each commit, without fsync."""
 
-    def __init__(self, path: Path, key: JournalKey, table_id: str, game: str) -> None:
+    def __init__(self, path: Path, key: JournalKey, table_id: str, game: str,
+                 version: int = 2) -> None:
         self.path = path
+        self.version = version
         self._key, self._table_id, self._game = key, table_id, game
         self._fd: int | None = os.open(path, os.O_RDWR)
         self.errors = 0  # failed writes: the mark lags (safe), counted in the journal summary
@@ -128,7 +147,7 @@ class MarkWriter:
             return
         try:
             os.pwrite(self._fd, _line(self._key, self._table_id, self._game, seq, out, chain,
-                                      round_), 0)
+                                      round_, self.version), 0)
         except OSError:
             self.errors += 1
 

@@ -41,7 +41,7 @@ def _record(j: Journal, state_dir: Path, data: dict[str, Any]) -> dict[str, Any]
     # Durable (unlike the per-commit update): the marks now name this record.
     for mark_path in _marks(state_dir, j.outside_mark):
         create_mark(mark_path, j.key, j.table_id, j.game, seq, j.outbox.next_id - 1,
-                    j.last_hash, j.last_round_number)
+                    j.last_hash, j.last_round_number, version=j.mark_version)
     return {"seq": seq, "utc": now.utc, **data}
 
 

@@ -31,7 +31,13 @@ from controller.journal.codec import snapshot_text
 from controller.journal.errors import JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
 from controller.journal.mac import DEV_KEY_FILE, JournalKey, find_journal_key
-from controller.journal.mark import MARK_FILE, MarkWriter, create_mark, mark_problem
+from controller.journal.mark import (
+    MARK_FILE,
+    MarkWriter,
+    create_mark,
+    mark_problem,
+    mark_version,
+)
 from controller.journal.outbox import Outbox
 from controller.journal.position import load_state
 from controller.journal.read import Reader
@@ -98,16 +104,20 @@ class Journal(SegmentCalls):
                  game: str, state: VerifyReport, key: JournalKey,
                  mark_problem: tuple[str, int | None] | None = None,
                  segment_rounds: int | None = None, archive_dir: Path | None = None,
-                 outside_mark: Path | None = None) -> None:
+                 outside_mark: Path | None = None, mark_version: int = 2) -> None:
         self.path = path
+        # The marks' version: 1 where the software before it may read them again (a trial
+        # boot, a technician's tool on a version-1 mark, a downgrade), else 2 (with the round).
+        self.mark_version = mark_version
         self.key = key
         # Set only when opened for `accept_loss`: what is wrong with the high-water mark.
         self.mark_problem = mark_problem
         mark_path = path.parent / MARK_FILE
-        self._mark = MarkWriter(mark_path, key, table_id, game) if mark_path.exists() else None
+        self._mark = (MarkWriter(mark_path, key, table_id, game, mark_version)
+                      if mark_path.exists() else None)
         # The copy outside the state directory ([journal] outside_mark), moved with the mark.
         self.outside_mark = outside_mark
-        self._outside = (MarkWriter(outside_mark, key, table_id, game)
+        self._outside = (MarkWriter(outside_mark, key, table_id, game, mark_version)
                          if outside_mark is not None and outside_mark.exists() else None)
         self.table_id = table_id
         self.game = game
@@ -211,6 +221,9 @@ class Journal(SegmentCalls):
                      upgrade: bool = True, outside_mark: Path | None = None) -> Journal:
         state_dir = path.parent
         marks = [state_dir / MARK_FILE] + ([outside_mark] if outside_mark is not None else [])
+        # upgrade=False (a trial boot, the technician's tools): the mark stays the version it
+        # is, so that the software before this one can read it again (docs/journal.md).
+        mv = 2 if upgrade else (mark_version(state_dir / MARK_FILE) or 1)
         if not path.exists():
             if Path(f"{path}-wal").exists():
                 raise JournalError(f"journal {path} is missing but its write-ahead log "
@@ -220,7 +233,8 @@ class Journal(SegmentCalls):
             key = find_journal_key(path, key_file, create=True, key_id=None)
             create_journal(path, table_id, game, key, hashless=upgrade)
             for mark_path in marks:
-                create_mark(mark_path, key, table_id, game, 0, 0, genesis_hash(table_id, game))
+                create_mark(mark_path, key, table_id, game, 0, 0, genesis_hash(table_id, game),
+                            version=mv)
         with open(path, "rb") as f:
             magic = f.read(16)
         if magic != b"SQLite format 3\x00":
@@ -272,7 +286,7 @@ class Journal(SegmentCalls):
                 create_mark(state_dir / MARK_FILE, key, table_id, game, state.last_seq,
                             state.next_outbox_id - 1,
                             state.last_hash or genesis_hash(table_id, game),
-                            state.last_round_number)
+                            state.last_round_number, version=mv)
                 if schema == "1":
                     upgrade_to_v2(conn, path, game, state.last_seq)
                 upgrade_to_v3(conn, path, key, table_id, game, state)
@@ -292,7 +306,7 @@ class Journal(SegmentCalls):
                         create_mark(outside_mark, key, table_id, game, state.last_seq,
                                     state.next_outbox_id - 1,
                                     state.last_hash or genesis_hash(table_id, game),
-                                    state.last_round_number)
+                                    state.last_round_number, version=mv)
                 if problem is not None and not recovering:
                     raise JournalLossError(
                         f"journal {path}: {problem[0]}. The table stays out of service. Put back "
@@ -305,7 +319,7 @@ class Journal(SegmentCalls):
                     # the records written next would have none (out of service at the next
                     # start: the SIGKILL crash test found it).
                     create_mark(state_dir / MARK_FILE, key, table_id, game, 0, 0,
-                                genesis_hash(table_id, game))
+                                genesis_hash(table_id, game), version=mv)
                 if schema == "3" and upgrade:
                     upgrade_to_v4(conn, path, state.last_seq)
             conn.execute(checkpoint.TABLE_CHECKPOINTS)
@@ -317,7 +331,7 @@ class Journal(SegmentCalls):
             conn.close()
             raise
         j = cls(path, conn, lock_fd, table_id, game, state, key, problem, segment_rounds,
-                outside_mark=outside_mark)
+                outside_mark=outside_mark, mark_version=mv)
         j._may_move = upgrade and read_meta(conn).get("schema") in ("4", "5")
         j.verified_from, j.refused_checkpoints = state.checkpoint_seq, list(refused.values())
         return j
@@ -476,12 +490,34 @@ class Journal(SegmentCalls):
         (`Retention.restore`; JournalError, nothing changed, if one cannot be)."""
         with self._mutex:
             self._guard.check()
+            if self._rounds["skipped"]:
+                # The software before does not know a recovery's round_next: it would find the
+                # round numbers jump and refuse the journal.
+                raise JournalError(
+                    f"journal {self.path}: a recovery skipped {self._rounds['skipped']} round "
+                    "numbers (docs/journal.md, \"Recovering\"); the software before this "
+                    "version cannot read such a journal, so it is not downgraded")
             if read_meta(self._conn).get("schema") == MOVED_SCHEMA:
                 # 5 -> 4 first: the moved segments back from their archives.
                 self.retention.restore(self.archive_dir)
                 self._rebase()
             self._may_move = False  # for the software before: nothing moves again
-            return downgrade_to_v3(self._conn, self._guard, self.reader)
+            rows = downgrade_to_v3(self._conn, self._guard, self.reader)
+            # The marks as the software before reads them (version 1, without the round).
+            self.mark_version = 1
+            if self._mark is not None:
+                self._mark = self._remark(self._mark)
+            if self._outside is not None:
+                self._outside = self._remark(self._outside)
+            return rows
+
+    def _remark(self, writer: MarkWriter) -> MarkWriter:
+        """The mark rewritten durably at the writer's version; its writer on the new file."""
+        writer.close()
+        create_mark(writer.path, self.key, self.table_id, self.game, self._last_seq,
+                    self.outbox.next_id - 1, self._last_hash, self.last_round_number,
+                    version=self.mark_version)
+        return MarkWriter(writer.path, self.key, self.table_id, self.game, self.mark_version)
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
         """Head office acknowledged every message up to `upto_id` (`Outbox.ack`)."""

@@ -210,3 +210,54 @@ def test_a_vanished_state_directory_is_refused_then_starts_fresh_after_the_outsi
 def test_the_outside_mark_may_not_be_inside_the_state_directory(tmp_path: Path) -> None:
     with pytest.raises(JournalError, match="is inside the state directory"):
         Journal.open(tmp_path, table_id=TABLE, game=GAME, outside_mark=tmp_path / "m")
+
+
+def test_outside_mark_is_read_from_the_journal_section() -> None:
+    from controller.config import ConfigError, validate_text
+    from controller.daemon.build import SIM_LIMITS
+
+    base = (f'table_id = "T"\ngame = "uth"\n[service]\nstate_dir = "/var/lib/tablectl"\n'
+            f'[uth]\n{SIM_LIMITS["uth"]}[devices]\nsimulate = true\n[journal]\n')
+    cfg = validate_text(base + 'outside_mark = "/var/lib/tablectl-mark/journal.mark"\n', "t")
+    assert cfg.journal.outside_mark == Path("/var/lib/tablectl-mark/journal.mark")
+    with pytest.raises(ConfigError, match=r"outside_mark.*must be an absolute path"):
+        validate_text(base + 'outside_mark = "journal.mark"\n', "t")
+
+
+# ---- the mark's version, for the software before this one -----------------------------------
+
+
+def raw_version(path: Path) -> str:
+    return path.read_text().split()[1]
+
+
+def test_a_trial_boot_leaves_a_version_1_mark_as_it_is(tmp_path: Path) -> None:
+    from controller.journal.mark import create_mark
+
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=2)
+        key, seq, out, chain = j.key, j.last_seq, j.outbox.next_id - 1, j.last_hash
+    # As the software before wrote it.
+    create_mark(tmp_path / MARK_FILE, key, TABLE, GAME, seq, out, chain, version=1)
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME, upgrade=False) as j:
+        fill(j, rounds=1)  # a trial boot of an update: the old slot may read it again
+    assert raw_version(tmp_path / MARK_FILE) == "1"
+    assert read_mark(tmp_path / MARK_FILE, key, TABLE, GAME).round is None
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=1)  # the update committed
+    assert raw_version(tmp_path / MARK_FILE) == "2"
+    assert read_mark(tmp_path / MARK_FILE, key, TABLE, GAME).round == 4
+
+
+def test_downgrade_writes_a_version_1_mark_and_refuses_after_skipped_rounds(
+        tmp_path: Path) -> None:
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=2)
+        j.downgrade_to_v3()
+        fill(j, rounds=1)
+    assert raw_version(tmp_path / MARK_FILE) == "1"
+    assert verify_dir(tmp_path).ok
+    accept_loss(tmp_path, reason="head office has round 9", user="root", round_after=9)
+    with (Journal.open(tmp_path, table_id=TABLE, game=GAME) as j,
+          pytest.raises(JournalError, match="a recovery skipped 6 round numbers")):
+        j.downgrade_to_v3()
