@@ -482,6 +482,7 @@ class LinkExtension:
     def _behind_head_office(self, found: str, upto: int, ho_round: int | None) -> None:
         assert self.table is not None and self.table.journal is not None
         journal = self.table.journal
+        self._confirmed = True  # head office answered: out of service now, not released
         rounds = "" if ho_round is None else f" --round-after {ho_round}"
         why = (f"journal lost data: {found} (recover past head office's numbering: "
                f"`sudo tablectl journal accept-loss --state-dir {journal.path.parent} "

@@ -96,7 +96,7 @@ def table_config(table_id: str, root: Path, broker: Broker, *, port: int | None 
 
 
 FAST = LinkOptions(resend_s=1.0, status_every_s=5.0, tick_every_s=0.2, backoff_base_s=0.05,
-                   backoff_cap_s=0.5, pool_show_every_s=0.2)
+                   backoff_cap_s=0.5, pool_show_every_s=0.2, confirm_s=3.0)
 
 
 @dataclass
@@ -143,9 +143,14 @@ def make_table(table_id: str, root: Path, broker: Broker, *, port: int | None = 
 
 
 async def start(table: SimTable) -> SimTable:
+    """Start the table; return once its dealer's keys work (head office answered its birth, or
+    the link's `confirm_s` passed) or it went out of service."""
     table.task = asyncio.create_task(table.service.run())
     await wait_for(lambda: table.service.journal is not None and table.service.state is not None,
                    10, "table start")
+    await wait_for(lambda: table.service.ready and (table.service.held is None
+                                                    or table.service.out_of_service is not None),
+                   table.link.options.confirm_s + 10, "the dealer's keys released")
     return table
 
 
