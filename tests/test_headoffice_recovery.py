@@ -1,0 +1,113 @@
+"""Head office's side of a table's recovery (issue 27 item 1): its answer to a birth names the
+last round it has ledgered for the table, a `table_recovered` message is stored and alarmed
+(loudly when it would reuse a round head office holds), and the contract checks the message.
+SQLite and PostgreSQL (the `new_url` fixture)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.link import contract
+from headoffice.ledger import Incoming, Ledger
+from tests.test_headoffice_ledger import NewUrl, body, ledger, script
+
+
+def birth(table: str) -> Incoming:
+    return Incoming("birth", table, {"v": 1, "table": table, "pool_id": "p1",
+                                     "pending_hits": []})
+
+
+def recovered(round_next: int, outbox_next: int, **kw: Any) -> dict[str, Any]:
+    return {"by": "root (sudo from alice)", "reason": "restored from a copy, ticket 9",
+            "problem": "head office has ledgered round 5, the journal's last is round 2",
+            "round_next": round_next, "outbox_next": outbox_next, "journal_seq": 3,
+            "fresh": False, **kw}
+
+
+def alarms(led: Ledger) -> list[str]:
+    return [r["text"] for r in led.db.execute("SELECT text FROM alarms WHERE table_id = 'T1'"
+                                              " ORDER BY alarm_no")]
+
+
+def test_the_answer_to_a_birth_names_the_last_round_ledgered(new_url: NewUrl) -> None:
+    led = ledger(new_url)
+    try:
+        assert led.apply_batch([birth("T1")]).birth_rounds == {"T1": 0}
+        msgs = script("T1", [(1, "ok")] * 4)  # rounds 1..4: an increment and a result each
+        led.apply_batch([Incoming("outbox", "T1", m) for m in msgs])
+        # Round 5 open: its increment ledgered, its result not yet.
+        led.apply_batch([Incoming("outbox", "T1", body("T1", 9, "jackpot_increment", {
+            "round": 5, "pool_id": "p1", "boxes": [1], "wager": 100, "wagers": 1,
+            "amount": 100}))])
+        res = led.apply_batch([birth("T1")])
+        assert res.birth_rounds == {"T1": 5} and res.acks == {"T1": 9}
+        # In the same batch as the messages before it, too.
+        led2 = ledger(new_url)
+        try:
+            res = led2.apply_batch([*(Incoming("outbox", "T1", m) for m in msgs),
+                                    birth("T1")])
+            assert res.birth_rounds == {"T1": 4}
+        finally:
+            led2.close()
+    finally:
+        led.close()
+
+
+def test_a_recovery_is_stored_and_alarmed(new_url: NewUrl) -> None:
+    led = ledger(new_url)
+    try:
+        msgs = script("T1", [(1, "ok")] * 4)
+        led.apply_batch([Incoming("outbox", "T1", m) for m in msgs])
+        res = led.apply_batch([Incoming("outbox", "T1", body("T1", 9, "table_recovered",
+                                                             recovered(5, 9)))])
+        assert res.applied == 1 and res.forks == [] and res.refused == []
+        row = led.db.one("SELECT type, status, amount FROM messages WHERE table_id = 'T1'"
+                         " AND seq = 9")
+        assert row == {"type": "table_recovered", "status": "applied", "amount": 0}
+        text = alarms(led)[-1]
+        assert text.startswith("table T1 accepted a loss of journal records (message 9): by "
+                               "root (sudo from alice): restored from a copy, ticket 9")
+        assert text.endswith("rounds go on at 5, messages at 9")
+        # Its journal record (3) is behind the last one ledgered (40): not alarmed again.
+        assert not any("went backwards" in a for a in alarms(led))
+    finally:
+        led.close()
+
+
+def test_a_recovery_that_would_reuse_a_round_is_alarmed_loudly(new_url: NewUrl) -> None:
+    led = ledger(new_url)
+    try:
+        led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(1, "ok")] * 4)])
+        res = led.apply_batch([Incoming("outbox", "T1", body("T1", 9, "table_recovered",
+                                                             recovered(3, 9, fresh=True)))])
+        assert len(res.forks) == 1
+        assert alarms(led)[-1].startswith("table T1 started a new journal")
+        assert alarms(led)[-1].endswith("BUT head office has ledgered round 4: round numbers "
+                                        "3..4 would be used twice")
+    finally:
+        led.close()
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    ({"by": ""}, "'by' must be 1..1000 printable"),
+    ({"reason": "x\n"}, "'reason' must be 1..1000 printable"),
+    ({"round_next": 0}, "'round_next' must be an integer in 1.."),
+    ({"outbox_next": "5"}, "'outbox_next' must be an integer"),
+    ({"fresh": 1}, "'fresh' must be true or false"),
+])
+def test_the_contract_checks_a_recovery(change: dict[str, Any], error: str) -> None:
+    assert contract.check_outbox_payload("table_recovered", recovered(5, 9))
+    with pytest.raises(contract.SchemaError, match=error):
+        contract.check_outbox_payload("table_recovered", {**recovered(5, 9), **change})
+
+
+def test_the_ack_carries_the_round_only_when_given() -> None:
+    assert contract.parse_ack_round(contract.dumps(contract.ack_message("T1", 7)), "T1") == (
+        7, None)
+    assert contract.parse_ack_round(contract.dumps(contract.ack_message("T1", 7, 704)),
+                                    "T1") == (7, 704)
+    assert contract.parse_ack(contract.dumps(contract.ack_message("T1", 7, 704)), "T1") == 7
+    with pytest.raises(contract.SchemaError, match="'round' must be an integer"):
+        contract.parse_ack_round(b'{"v":1,"table":"T1","upto":7,"round":-1}', "T1")
