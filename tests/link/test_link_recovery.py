@@ -167,3 +167,56 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
         assert not any("would be used twice" in a for a in alarms)
     finally:
         ledger.close()
+
+
+def test_a_linked_table_whose_state_directory_is_gone_plays_no_round_head_office_holds(
+        broker, ledger_url, tmp_path, capsys) -> None:
+    """Nothing at the table says a journal was there (its development key went with the
+    directory): head office's record does. The new journal plays no round before head office
+    answers, goes out of service naming its numbers, and the command continues past them."""
+    root = tmp_path / "T1"
+    state = root / "state"
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with head_office(ledger_url, broker, verify_from=None):
+            table = await start(make_table("T1", root, broker, seed=1))
+            await wait_for(play_until([table], 10), 60, "10 rounds")
+            await drain([table])
+            await table.stop()
+            seen["lost"] = rounds_of(state)
+            shutil.rmtree(state)
+            table = await start(make_table("T1", root, broker, seed=2))
+            await wait_for(lambda: table.service.out_of_service is not None, 20,
+                           "out of service")
+            seen["reason"] = table.service.out_of_service
+            await table.stop()
+            assert rounds_of(state) == []  # no round played on the new journal
+            found = RECOVER.search(seen["reason"] or "")
+            assert found is not None, seen["reason"]
+            seen["round_after"] = int(found[3])
+            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--outbox-after",
+                        found[2], "--round-after", found[3], "--reason",
+                        "state directory lost, ticket 28"]) == 0
+            capsys.readouterr()
+            table = await start(make_table("T1", root, broker, seed=3))
+            await wait_for(play_until([table], 5), 60, "5 rounds after the recovery")
+            await drain([table])
+            seen["out_of_service"] = table.service.out_of_service
+            await table.stop()
+
+    run(main(), timeout=300)
+    assert seen["out_of_service"] is None
+    assert "head office has ledgered round" in seen["reason"] or (
+        "head office acknowledged outbox message" in seen["reason"])
+    assert seen["round_after"] >= max(seen["lost"])
+    new = rounds_of(state)
+    assert len(new) >= 5 and new[0] == seen["round_after"] + 1
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        assert ledger.db.execute("SELECT seq FROM messages WHERE table_id = 'T1'"
+                                 " AND status <> 'applied'") == []
+        assert ledger.db.execute("SELECT round FROM rounds WHERE table_id = 'T1'"
+                                 " GROUP BY round HAVING count(*) > 1") == []
+    finally:
+        ledger.close()
