@@ -34,6 +34,7 @@ class SegmentCalls:
     _mutex: threading.RLock
     _may_move: bool
     last_round_number: int
+    rounds_skipped: int
 
     def _rebase(self) -> None:
         """Reads start after the last seq out of the file (pruned or moved)."""
@@ -68,8 +69,11 @@ class SegmentCalls:
               keep_days: int | None = None, dry_run: bool = False) -> list[PrunePlan]:
         """Prune what retention allows (`Retention.plan`), oldest first; with `dry_run` only
         say what would be pruned and why the rest is kept."""
+        # Round numbers a recovery skipped are no rounds: not counted towards `keep_rounds`
+        # (counted as if skipped before every segment, so never fewer rounds are kept).
         plans = self.retention.plan(keep_rounds, archive_dir or self.archive_dir,
-                                    self.last_round_number, keep_days=keep_days)
+                                    self.last_round_number - self.rounds_skipped,
+                                    keep_days=keep_days)
         if not dry_run and self.retention.prune(plans):
             self._rebase()
         return plans

@@ -383,6 +383,11 @@ class Journal(SegmentCalls):
         return self._rounds["completed"] + self._rounds["voided"] + self._rounds["skipped"]
 
     @property
+    def rounds_skipped(self) -> int:
+        """Round numbers skipped by recoveries (records.round_next): used by a lost journal."""
+        return self._rounds["skipped"]
+
+    @property
     def last_event_round(self) -> int:
         """The `round` of the last event appended (0 before the first)."""
         return self._last_event_round
