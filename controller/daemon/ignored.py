@@ -8,6 +8,7 @@ import logging
 import time
 
 from controller.daemon.stats import Stats
+from controller.events import DEALER_PREFIX
 from controller.logs import event as log_event
 from controller.rounds.base import Event
 
@@ -22,6 +23,21 @@ class IgnoredEvents:
         self._since_line = 0  # ignored events not yet in a log line
         self._line_mono: float | None = None  # when the last such line was written
         self._why = "out of service"
+
+    def passing(self, batch: list[Event], out_of_service: str | None, held: str | None
+                ) -> list[Event]:
+        """The events of `batch` the table processes now, the others added here: none out of
+        service; while the dealer's keys are `held`, all but the dealer's (devices, the link,
+        ticks go on)."""
+        if out_of_service is not None:
+            self.add(batch)
+            return []
+        if held is None:
+            return batch
+        keys = [e for e in batch if e.kind.startswith(DEALER_PREFIX)]
+        if keys:
+            self.add(keys, f"dealer's keys {held}")
+        return [e for e in batch if not e.kind.startswith(DEALER_PREFIX)]
 
     def add(self, batch: list[Event], why: str = "out of service") -> None:
         self.stats.ignored += len(batch)

@@ -40,7 +40,6 @@ from controller.daemon.opening import Unusable, open_journal, replay
 from controller.daemon.stats import Stats
 from controller.daemon.supervisor import Supervisor
 from controller.errors import TablectlError
-from controller.events import DEALER_PREFIX
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
 from controller.journal.background import look_after_journal
@@ -103,7 +102,7 @@ class TableService:
         self.journal: Journal | None = None
         self.state: Any = None
         self.out_of_service: str | None = None
-        self.held: str | None = None  # why the dealer's keys do nothing for now (`hold`)
+        self.held: str | None = None  # why the dealer's keys do nothing (`hold`)
         # READY=1 sent: devices, extensions and the journal are up (before, the control socket
         # answers status but refuses device and service commands as still starting).
         self.ready = False
@@ -258,16 +257,10 @@ class TableService:
     def unsubscribe(self, q: Watcher) -> None:
         self.watchers.discard(q)
 
-    def hold(self, reason: str) -> None:
-        """The dealer's keys do nothing until `release` (a linked table waiting for head
-        office's answer at start: controller/extensions/link.py); everything else goes on."""
+    def hold(self, reason: str | None) -> None:
+        """Hold the dealer's keys (why), or release them (None): extensions/link.py at start."""
         self.held = reason
-        log_event(self.log, logging.INFO, f"dealer's keys held: {reason}")
-
-    def release(self, why: str) -> None:
-        if self.held is not None:
-            self.held = None
-            log_event(self.log, logging.INFO, f"dealer's keys released: {why}")
+        log_event(self.log, logging.INFO, f"dealer's keys {reason or 'released'}")
 
     def go_out_of_service(self, reason: str, code: str = "E501") -> None:
         """Stop playing: no event is processed, the meter shows CLOSED, status says why; the
@@ -341,16 +334,9 @@ class TableService:
             while not self.queue.empty() and len(batch) < MAX_BATCH:
                 batch.append(self.queue.get_nowait()[1])
             self._last_progress = time.monotonic()
-            if self.out_of_service is not None:
-                self.ignored.add(batch)
+            batch = self.ignored.passing(batch, self.out_of_service, self.held)
+            if not batch:
                 continue
-            if self.held is not None:  # the dealer's keys wait; devices, link and ticks do not
-                keys = [e for e in batch if e.kind.startswith(DEALER_PREFIX)]
-                if keys:
-                    self.ignored.add(keys, f"dealer's keys held: {self.held}")
-                    batch = [e for e in batch if not e.kind.startswith(DEALER_PREFIX)]
-                    if not batch:
-                        continue
             await self.process_batch(batch)
             self._last_progress = time.monotonic()
 
@@ -510,5 +496,4 @@ class TableService:
         if self.out_of_service:
             return f"OUT OF SERVICE: {self.out_of_service}{mode}"
         st = self.machine.status(self.state)
-        held = "" if self.held is None else f" [HELD: {self.held}]"
-        return f"{self.cfg.game} {st.get('state')} round {st.get('round')}{mode}{held}"
+        return f"{self.cfg.game} {st.get('state')} round {st.get('round')}{mode}"

@@ -86,11 +86,10 @@ class Table(Protocol):
         """Stop the table playing; `code` names why (controller/codes.py)."""
         ...
 
-    def hold(self, reason: str) -> None:
-        """The dealer's keys do nothing until `release` (devices, link and ticks go on)."""
+    def hold(self, reason: str | None) -> None:
+        """Hold the dealer's keys (they do nothing; devices, link and ticks go on), saying
+        why; None releases them."""
         ...
-
-    def release(self, why: str) -> None: ...
 
 
 class Extension(Protocol):

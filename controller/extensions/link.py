@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.clock import utc_now
 from controller.extensions.base import Table
+from controller.extensions.numbering import Numbering
 from controller.extensions.pool_values import PoolValues
 from controller.journal import AckBeyondJournal, JournalError
 from controller.link import contract
@@ -56,11 +57,7 @@ class LinkOptions:
     # most every pool_refresh_s (controller/extensions/pool_values.py).
     pool_show_every_s: float = 2.0
     pool_refresh_s: float = 60.0
-    # At start the dealer's keys wait (at most this long) for head office's answer to the
-    # birth: the last round it ledgered, so that a journal behind it (an older copy put back)
-    # never numbers a round again that head office holds (docs/journal.md, "Recovering").
-    # 0: no wait.
-    confirm_s: float = 10.0
+    confirm_s: float = 10.0  # at start the dealer's keys wait for head office (numbering.py)
 
 
 def broker_settings(cfg: TableConfig) -> BrokerSettings:
@@ -119,9 +116,7 @@ class LinkExtension:
         self._failed_attempts = 0  # connection attempts failed since the link was last up
         self._segments_refused: set[int] = set()  # segments head office refused (logged once)
         self._segment_held = asyncio.Event()  # an ack recorded: send the next segment now
-        # Head office's first answer since the daemon started: None (not waited for), False
-        # (the dealer's keys held until it comes), True (came, or the wait ended).
-        self._confirmed: bool | None = None
+        self._numbering = Numbering(self.options.confirm_s)
 
     # -- Extension --------------------------------------------------------------------------
     async def start(self, table: Table) -> None:
@@ -153,12 +148,8 @@ class LinkExtension:
         if self.pool_id is not None:
             self._tasks.append(asyncio.create_task(self._supervise("link_ticks", self._ticks),
                                                    name="link-ticks"))
-        if self.options.confirm_s > 0 and self._confirmed is None:
-            self._confirmed = False
-            table.hold("waiting for head office's answer (its last round and message) before "
-                       f"the first round, at most {self.options.confirm_s:g} s")
-        if self._confirmed is False:  # (again if the extension was restarted meanwhile)
-            self._tasks.append(asyncio.create_task(self._confirm_deadline()))
+        if (wait := self._numbering.start(table)) is not None:  # the dealer's keys held
+            self._tasks.append(wait)
 
     async def _supervise(self, name: str, factory: Any) -> None:
         await supervised(name, factory, self._log, self.counters)
@@ -419,10 +410,8 @@ class LinkExtension:
             except AckBeyondJournal as exc:
                 # Head office applied a message this journal no longer has: it lost records.
                 self.relay.stats.bad_acks += 1
-                self._behind_head_office(f"head office acknowledged outbox message {exc.upto}, "
-                                         f"the journal's last is message {exc.last}", upto,
-                                         ho_round)
-                return
+                assert self.table is not None
+                self._numbering.answered(self.table, upto, ho_round, (exc.upto, exc.last))
             except ValueError as exc:
                 self.relay.stats.bad_acks += 1
                 raise contract.SchemaError(f"ack refused: {exc}") from None
@@ -430,8 +419,9 @@ class LinkExtension:
                 assert self.table is not None
                 self.table.go_out_of_service(f"journal write failed on an ack: {exc}",
                                              code="E102")
-                return
-            self._check_round(ho_round, upto)
+            else:
+                assert self.table is not None
+                self._numbering.answered(self.table, upto, ho_round)
         elif topic == contract.segment_ack_topic(self.table_id):
             self._on_segment_ack(payload)
         elif topic == contract.award_topic(self.table_id):
@@ -448,50 +438,6 @@ class LinkExtension:
             self._on_pool(data)
         else:
             raise contract.SchemaError(f"unexpected topic {topic}")
-
-    async def _confirm_deadline(self) -> None:
-        await asyncio.sleep(self.options.confirm_s)
-        if self._confirmed is False and self.table is not None:
-            self._confirmed = True
-            log_event(self._log, logging.WARNING,
-                      f"no answer from head office within {self.options.confirm_s:g} s of the "
-                      "start: playing without its confirmation that the journal is not behind "
-                      "it (checked when it answers)", code="E301")
-            self.table.release("head office did not answer in time")
-
-    def _confirm(self) -> None:
-        """Head office answered: the journal is not behind it, the dealer's keys work."""
-        if self._confirmed is False and self.table is not None:
-            self._confirmed = True
-            self.table.release("head office answered; the journal is not behind it")
-
-    def _check_round(self, ho_round: int | None, upto: int) -> None:
-        """Head office's answer to our birth names the last round it has ledgered: a journal
-        behind it (restored from an older copy, a lost write-ahead log, a new journal) would
-        number rounds again that head office holds. Out of service until a recovery continues
-        past it (docs/journal.md, "Recovering")."""
-        assert self.table is not None and self.table.journal is not None
-        journal = self.table.journal
-        ours = max(journal.last_round_number, journal.last_event_round)
-        if ho_round is not None and ho_round > ours:
-            self._behind_head_office(f"head office has ledgered round {ho_round}, the "
-                                     f"journal's last is round {ours}", upto, ho_round)
-        else:
-            self._confirm()
-
-    def _behind_head_office(self, found: str, upto: int, ho_round: int | None) -> None:
-        assert self.table is not None and self.table.journal is not None
-        journal = self.table.journal
-        self._confirmed = True  # head office answered: out of service now, not released
-        rounds = "" if ho_round is None else f" --round-after {ho_round}"
-        why = (f"journal lost data: {found} (recover past head office's numbering: "
-               f"`sudo tablectl journal accept-loss --state-dir {journal.path.parent} "
-               f"--outbox-after {upto}{rounds} --reason TEXT`; docs/journal.md, "
-               "\"Recovering\")")
-        if self.table.out_of_service is None:
-            self.table.go_out_of_service(why, code="E102")
-        else:
-            log_event(self._log, logging.WARNING, f"link: ack refused: {why}", code="E303")
 
     def _on_pool(self, data: dict[str, Any]) -> None:
         if self._pool.stale(data):

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from controller.journal.errors import JournalError
-from controller.journal.mark import MARK_FILE, MarkError, create_mark, parse, read_mark
+from controller.journal.mark import MARK_FILE, MarkError, parse, read_mark
+from controller.journal.marks import fresh_refusal
 from controller.journal.records import LOSS_KIND
 from controller.journal.schema import JOURNAL_FILE, read_meta, utc_now
-from controller.journal.store import Journal, fresh_refusal
+from controller.journal.store import Journal
 from controller.rounds.base import Effect, Event, Now
 
 MAX_REASON_CHARS = 500
@@ -39,9 +40,7 @@ def _record(j: Journal, state_dir: Path, data: dict[str, Any]) -> dict[str, Any]
                              "journal_seq", "fresh")}})]
     seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round, effects=effects)
     # Durable (unlike the per-commit update): the marks now name this record.
-    for mark_path in _marks(state_dir, j.outside_mark):
-        create_mark(mark_path, j.key, j.table_id, j.game, seq, j.outbox.next_id - 1,
-                    j.last_hash, j.last_round_number, version=j.mark_version)
+    j.marks.create(seq, j.outbox.next_id - 1, j.last_hash, j.last_round_number)
     return {"seq": seq, "utc": now.utc, **data}
 
 

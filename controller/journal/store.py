@@ -10,7 +10,9 @@ looks at it.
 `Journal` opens, commits and closes; reading is its `Reader` (read.py), the outbox and acks its
 `Outbox` (outbox.py). The hash of a record is in chain.py, the stored form in codec.py and
 schema.py (schema 3: one deflated row per commit, MAC'd with the table's key, mac.py), the
-checks in verify.py, the high-water mark beside the file in mark.py.
+checks in verify.py, the high-water marks in mark.py and marks.py. ~520 lines because opening
+(lock, key, verification, upgrades, marks) and the commit path share the writer's private state;
+everything else it does is in those modules.
 """
 
 from __future__ import annotations
@@ -30,14 +32,8 @@ from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import snapshot_text
 from controller.journal.errors import JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
-from controller.journal.mac import DEV_KEY_FILE, JournalKey, find_journal_key
-from controller.journal.mark import (
-    MARK_FILE,
-    MarkWriter,
-    create_mark,
-    mark_problem,
-    mark_version,
-)
+from controller.journal.mac import JournalKey, find_journal_key
+from controller.journal.marks import Marks, check_open, version_for
 from controller.journal.outbox import Outbox
 from controller.journal.position import load_state
 from controller.journal.read import Reader
@@ -79,23 +75,6 @@ from controller.rounds.base import Effect, Event, Now
 MONEY_EFFECTS = frozenset({"outbox", "round"})
 
 
-def fresh_refusal(state_dir: Path, outside_mark: Path | None = None) -> str | None:
-    """Why a table whose journal is missing once had one (None: nothing here says so): its
-    high-water mark outside the state directory ([journal] outside_mark), or its mark or
-    development key left in the state directory. The table's key alone cannot say it: a new
-    table has its key before its first journal (tablectl-journal-key.service), and a state
-    directory is made by the daemon where none is. A linked table is also checked against
-    head office's record when it answers the table's birth (controller/extensions/link.py)."""
-    if outside_mark is not None and outside_mark.exists():
-        return (f"the high-water mark outside the state directory {outside_mark} names an "
-                "earlier journal")
-    if (state_dir / MARK_FILE).exists():
-        return f"the high-water mark {state_dir / MARK_FILE} of an earlier journal is there"
-    if (state_dir / DEV_KEY_FILE).exists():
-        return f"the development key {state_dir / DEV_KEY_FILE} of an earlier journal is there"
-    return None
-
-
 class Journal(SegmentCalls):
     """The daemon's journal. One writer per state dir (a lock file enforces it); calls are
     serialised by an internal lock, so a worker thread may do the appends."""
@@ -104,21 +83,14 @@ class Journal(SegmentCalls):
                  game: str, state: VerifyReport, key: JournalKey,
                  mark_problem: tuple[str, int | None] | None = None,
                  segment_rounds: int | None = None, archive_dir: Path | None = None,
-                 outside_mark: Path | None = None, mark_version: int = 2) -> None:
+                 marks: Marks | None = None) -> None:
         self.path = path
-        # The marks' version: 1 where the software before it may read them again (a trial
-        # boot, a technician's tool on a version-1 mark, a downgrade), else 2 (with the round).
-        self.mark_version = mark_version
         self.key = key
         # Set only when opened for `accept_loss`: what is wrong with the high-water mark.
         self.mark_problem = mark_problem
-        mark_path = path.parent / MARK_FILE
-        self._mark = (MarkWriter(mark_path, key, table_id, game, mark_version)
-                      if mark_path.exists() else None)
-        # The copy outside the state directory ([journal] outside_mark), moved with the mark.
-        self.outside_mark = outside_mark
-        self._outside = (MarkWriter(outside_mark, key, table_id, game, mark_version)
-                         if outside_mark is not None and outside_mark.exists() else None)
+        # The mark beside the file and, with [journal] outside_mark, its copy (marks.py).
+        self.marks = marks or Marks(path.parent, None, key, table_id, game, 2)
+        self.marks.open_writers()
         self.table_id = table_id
         self.game = game
         self._conn = conn
@@ -168,27 +140,13 @@ class Journal(SegmentCalls):
         of an update, the technician's tools): a schema-3 journal stays schema 3, its new rows
         storing their chain hash as before, so that the software it came from still reads it
         (a new journal is made as schema 3 then too); schema 1 and 2 are still upgraded to 3.
-        `fresh_ok=False` (the daemon): no new journal where one is known to have been
-        (`fresh_refusal`): `tablectl journal start-fresh` makes it, logged. `outside_mark`
-        ([journal] outside_mark): a second high-water mark outside the state directory, checked
-        and moved like the first (made from the journal's position where it is missing)."""
+        `fresh_ok=False` (the daemon): no new journal where one was (marks.fresh_refusal);
+        `outside_mark`: the mark's copy outside the state directory (marks.py)."""
         if not table_id or not game:
             raise ValueError("table_id and game are required")
         state_dir = Path(state_dir)
         path = state_dir / JOURNAL_FILE
-        if outside_mark is not None and outside_mark.resolve().is_relative_to(
-                state_dir.resolve()):
-            raise JournalError(f"[journal] outside_mark {outside_mark} is inside the state "
-                               f"directory {state_dir}: it must be outside it")
-        if create and not fresh_ok and not path.exists():
-            why = fresh_refusal(state_dir, outside_mark)
-            if why is not None:
-                raise JournalError(
-                    f"journal {path} is missing and {why}: refusing to start a new journal "
-                    "(its round numbers would start again at 1). Put back the state "
-                    "directory, or start a new journal on purpose, logged: `sudo tablectl "
-                    f"journal start-fresh --state-dir {state_dir} --config FILE --reason TEXT` "
-                    "(docs/journal.md, \"Recovering\")")
+        check_open(path, outside_mark, create and not fresh_ok)  # marks.py
         if create:
             state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
         elif not state_dir.is_dir():
@@ -219,11 +177,8 @@ class Journal(SegmentCalls):
                      verify: bool, key_file: Path | None, fast: bool, recovering: bool,
                      segment_rounds: int | None = None, full_wal: bool = False,
                      upgrade: bool = True, outside_mark: Path | None = None) -> Journal:
-        state_dir = path.parent
-        marks = [state_dir / MARK_FILE] + ([outside_mark] if outside_mark is not None else [])
-        # upgrade=False (a trial boot, the technician's tools): the mark stays the version it
-        # is, so that the software before this one can read it again (docs/journal.md).
-        mv = 2 if upgrade else (mark_version(state_dir / MARK_FILE) or 1)
+        state_dir, genesis = path.parent, genesis_hash(table_id, game)
+        mv = version_for(state_dir, upgrade)  # the marks' version (marks.py)
         if not path.exists():
             if Path(f"{path}-wal").exists():
                 raise JournalError(f"journal {path} is missing but its write-ahead log "
@@ -232,9 +187,7 @@ class Journal(SegmentCalls):
                 raise JournalError(f"journal {path} does not exist")
             key = find_journal_key(path, key_file, create=True, key_id=None)
             create_journal(path, table_id, game, key, hashless=upgrade)
-            for mark_path in marks:
-                create_mark(mark_path, key, table_id, game, 0, 0, genesis_hash(table_id, game),
-                            version=mv)
+            Marks(state_dir, outside_mark, key, table_id, game, mv).create(0, 0, genesis, 0)
         with open(path, "rb") as f:
             magic = f.read(16)
         if magic != b"SQLite format 3\x00":
@@ -264,6 +217,7 @@ class Journal(SegmentCalls):
             # A key is made (development only) for a journal that has no MACs yet.
             key = find_journal_key(path, key_file, create=create and schema not in KEYED_SCHEMAS,
                                    key_id=meta.get("key_id"))
+            marks = Marks(state_dir, outside_mark, key, table_id, game, mv)
             set_pragmas(conn, path)
             start, refused = None, {}
             if verify and fast and schema in KEYED_SCHEMAS:
@@ -283,43 +237,26 @@ class Journal(SegmentCalls):
             if schema not in KEYED_SCHEMAS:
                 # The mark first: a crash before the upgrade commits leaves a schema-1/2 journal
                 # (upgraded again next time) with a mark, never a schema-3 one without.
-                create_mark(state_dir / MARK_FILE, key, table_id, game, state.last_seq,
-                            state.next_outbox_id - 1,
-                            state.last_hash or genesis_hash(table_id, game),
-                            state.last_round_number, version=mv)
+                marks.create(state.last_seq, state.next_outbox_id - 1,
+                             state.last_hash or genesis, state.last_round_number, marks.paths[:1])
                 if schema == "1":
                     upgrade_to_v2(conn, path, game, state.last_seq)
                 upgrade_to_v3(conn, path, key, table_id, game, state)
                 if upgrade:
                     upgrade_to_v4(conn, path, state.last_seq)
             else:
-                problem = mark_problem(conn, state_dir / MARK_FILE, key, read_meta(conn),
-                                       state.last_seq)
-                if outside_mark is not None and problem is None:
-                    if outside_mark.exists():
-                        outside = mark_problem(conn, outside_mark, key, read_meta(conn),
-                                               state.last_seq)
-                        if outside is not None:  # the state directory put back, or rewritten
-                            problem = (f"{outside[0]} (the high-water mark outside the state "
-                                       f"directory, {outside_mark})", outside[1])
-                    else:  # its first use (or made by hand): from where the journal stands
-                        create_mark(outside_mark, key, table_id, game, state.last_seq,
-                                    state.next_outbox_id - 1,
-                                    state.last_hash or genesis_hash(table_id, game),
-                                    state.last_round_number, version=mv)
+                problem = marks.problem(conn, read_meta(conn), state, genesis)
                 if problem is not None and not recovering:
                     raise JournalLossError(
                         f"journal {path}: {problem[0]}. The table stays out of service. Put back "
                         "a copy of the journal that holds those records, or record the loss: "
                         f"`tablectl journal accept-loss --state-dir {state_dir} --reason TEXT` "
                         "(docs/journal.md, \"Recovering\").", problem[1], state.last_seq)
-                if (problem is None and state.last_seq == 0
-                        and not (state_dir / MARK_FILE).exists()):
+                if problem is None and state.last_seq == 0 and not marks.paths[0].exists():
                     # Killed between making the journal and its mark: make the mark now, or
                     # the records written next would have none (out of service at the next
                     # start: the SIGKILL crash test found it).
-                    create_mark(state_dir / MARK_FILE, key, table_id, game, 0, 0,
-                                genesis_hash(table_id, game), version=mv)
+                    marks.create(0, 0, genesis, 0, marks.paths[:1])
                 if schema == "3" and upgrade:
                     upgrade_to_v4(conn, path, state.last_seq)
             conn.execute(checkpoint.TABLE_CHECKPOINTS)
@@ -331,7 +268,7 @@ class Journal(SegmentCalls):
             conn.close()
             raise
         j = cls(path, conn, lock_fd, table_id, game, state, key, problem, segment_rounds,
-                outside_mark=outside_mark, mark_version=mv)
+                marks=marks)
         j._may_move = upgrade and read_meta(conn).get("schema") in ("4", "5")
         j.verified_from, j.refused_checkpoints = state.checkpoint_seq, list(refused.values())
         return j
@@ -349,9 +286,7 @@ class Journal(SegmentCalls):
                 return
             self.write_held_ack()  # an ack held for the next commit: there is none
             self._conn.close()  # checkpoints the WAL into the file
-            for mark in (self._mark, self._outside):
-                if mark is not None:
-                    mark.close()
+            self.marks.close()
             self._guard.release()
 
     def __enter__(self) -> Journal:
@@ -478,11 +413,8 @@ class Journal(SegmentCalls):
             self.outbox.held_written(held)
             self._last_seq, self._last_hash = seq, last_hash
             self.reader.hashes.remember(seq, last_hash)
-            if durable:
-                # After the commit: never ahead of it (nor of what a power cut may take).
-                for mark in (self._mark, self._outside):
-                    if mark is not None:
-                        mark.advance(seq, next_id - 1, last_hash, next_round - 1)
+            if durable:  # after the commit: never ahead of it (nor of what a power cut may take)
+                self.marks.advance(seq, next_id - 1, last_hash, next_round - 1)
             self._last_event_round = last_round
             self.outbox.next_id = next_id
             self._rounds = done
@@ -495,13 +427,10 @@ class Journal(SegmentCalls):
         (`Retention.restore`; JournalError, nothing changed, if one cannot be)."""
         with self._mutex:
             self._guard.check()
-            if self._rounds["skipped"]:
-                # The software before does not know a recovery's round_next: it would find the
-                # round numbers jump and refuse the journal.
-                raise JournalError(
-                    f"journal {self.path}: a recovery skipped {self._rounds['skipped']} round "
-                    "numbers (docs/journal.md, \"Recovering\"); the software before this "
-                    "version cannot read such a journal, so it is not downgraded")
+            if self._rounds["skipped"]:  # the software before would find the numbers jump
+                raise JournalError(f"journal {self.path}: a recovery skipped {self.rounds_skipped}"
+                                   " round numbers; the software before cannot read it: not "
+                                   "downgraded (docs/journal.md, \"Recovering\")")
             if read_meta(self._conn).get("schema") == MOVED_SCHEMA:
                 # 5 -> 4 first: the moved segments back from their archives.
                 self.retention.restore(self.archive_dir)
@@ -509,20 +438,9 @@ class Journal(SegmentCalls):
             self._may_move = False  # for the software before: nothing moves again
             rows = downgrade_to_v3(self._conn, self._guard, self.reader)
             # The marks as the software before reads them (version 1, without the round).
-            self.mark_version = 1
-            if self._mark is not None:
-                self._mark = self._remark(self._mark)
-            if self._outside is not None:
-                self._outside = self._remark(self._outside)
+            self.marks.rewrite(self._last_seq, self.outbox.next_id - 1, self._last_hash,
+                               self.last_round_number, 1)
             return rows
-
-    def _remark(self, writer: MarkWriter) -> MarkWriter:
-        """The mark rewritten durably at the writer's version; its writer on the new file."""
-        writer.close()
-        create_mark(writer.path, self.key, self.table_id, self.game, self._last_seq,
-                    self.outbox.next_id - 1, self._last_hash, self.last_round_number,
-                    version=self.mark_version)
-        return MarkWriter(writer.path, self.key, self.table_id, self.game, self.mark_version)
 
     def ack_outbox(self, upto_id: int, utc: str | None = None) -> int:
         """Head office acknowledged every message up to `upto_id` (`Outbox.ack`)."""
@@ -592,8 +510,7 @@ class Journal(SegmentCalls):
                 "file_bytes": size,
                 "key_id": self.key.key_id, "key_dev": self.key.dev,
                 # Failed in-place writes of the mark: it lags (safe), detection narrows.
-                "mark_write_errors": sum(m.errors for m in (self._mark, self._outside)
-                                         if m is not None),
+                "mark_write_errors": self.marks.errors,
             }
 
     def verify(self) -> VerifyReport:
