@@ -51,7 +51,12 @@ def test_dev_run_on_a_fresh_debian_installs_no_browser(tmp_path: Path) -> None:
         shutil.copy2(REPO / f, src / f)
     root = tmp_path / "root"
     log = tmp_path / "dev-run.log"
-    run = (f'mkdir -p "$1/root/tablectl" && cp -a {src}/. "$1/root/tablectl/" && '
+    # A machine whose HTTPS goes through an inspecting proxy names its CA bundle for pip
+    # (PIP_CERT, inherited by the chroot): the root gets the same file, as its own would be.
+    bundles = sorted({os.environ[k] for k in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+                      if os.environ.get(k) and Path(os.environ[k]).is_file()})
+    certs = "".join(f'mkdir -p "$1{Path(b).parent}" && cp {b} "$1{b}" && ' for b in bundles)
+    run = (f'{certs}mkdir -p "$1/root/tablectl" && cp -a {src}/. "$1/root/tablectl/" && '
            f'chroot "$1" /bin/bash -c "cd /root/tablectl && ./dev run" > {log} 2>&1')
     started = time.monotonic()
     result = subprocess.run(
