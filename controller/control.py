@@ -242,10 +242,16 @@ def _connect(path: Path, timeout: float) -> socket.socket:
         sock.connect(str(path))
     except FileNotFoundError:
         sock.close()
-        raise NotRunning(f"tablectld is not running (no control socket at {path})") from None
+        from controller.unit_state import not_running_hint  # the CLI's path only
+
+        raise NotRunning(f"tablectld is not running (no control socket at {path})"
+                         + not_running_hint(path)) from None
     except ConnectionRefusedError:
         sock.close()
-        raise NotRunning(f"tablectld is not running (stale control socket at {path})") from None
+        from controller.unit_state import not_running_hint
+
+        raise NotRunning(f"tablectld is not running (stale control socket at {path})"
+                         + not_running_hint(path)) from None
     except PermissionError:
         sock.close()
         raise NotRunning(

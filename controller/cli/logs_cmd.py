@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.cli.common import emit
+from controller.cli.journal_access import unreadable
 from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, socket_path
 from controller.codes import CODES
 from controller.config import DEFAULT_PATH, ConfigError, load_config
@@ -115,6 +116,8 @@ def from_journald(args: argparse.Namespace) -> list[dict[str, Any]]:
         raise InputError(f"journalctl: {exc}") from None
     if run.returncode != 0:
         raise InputError(f"journalctl failed: {run.stderr.strip()[:300]}")
+    if not run.stdout.strip() and (cannot := unreadable(run.stderr)):
+        raise InputError(cannot)
     lines = []
     for text in run.stdout.splitlines():
         try:
