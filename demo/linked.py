@@ -79,7 +79,7 @@ class Demo:
 
         broker = Broker(self.work / "broker", Pki(self.work / "pki"))
         self.broker = broker
-        broker.start()
+        broker.start(new_session=True)  # stopped last, after the tables' clean close
         db = self.work / "ledger.db"
         ho = headoffice_file(broker, self.work / "headoffice.toml", str(db),
                              dict.fromkeys(TABLES, POOL))

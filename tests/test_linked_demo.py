@@ -63,7 +63,7 @@ def test_the_linked_demo_reaches_the_console_and_stops_clean(tmp_path: Path,
     work = tmp_path / "linked"
     proc = subprocess.Popen([sys.executable, "-m", "demo.linked", "--dir", str(work),
                              "--pace", "0.02"], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         banner = []
         assert proc.stdout is not None
@@ -99,7 +99,8 @@ def test_the_linked_demo_reaches_the_console_and_stops_clean(tmp_path: Path,
         for table in ("T1", "T2"):
             assert d.find_element(By.CSS_SELECTOR, f'[data-live="table:{table}:last_seq"]')
 
-        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        # Ctrl-C at a terminal: SIGINT to the foreground process group (the demo's own here).
+        os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=90)
         assert proc.returncode == 0, err
         assert "linked: stopped" in out
