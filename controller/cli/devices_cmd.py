@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from controller.cli.attention import attention_lines, counters_text
 from controller.cli.common import emit
+from controller.cli.show import tree_lines
 from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, socket_path
 from controller.config import DEFAULT_PATH, ConfigError, load_config
 from controller.control import NotRunning, request
@@ -79,10 +81,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     udev.set_defaults(func=cmd_udev)
 
 
-def _counters(counters: dict[str, int]) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(counters.items()) if v) or "-"
-
-
 def state_text(d: dict[str, Any]) -> str:
     """A device's state as `tablectl status` and `tablectl devices list` both print it, from
     the same `Device.status()` answer: `disconnected FAULT`, `ready        ok   `."""
@@ -91,6 +89,7 @@ def state_text(d: dict[str, Any]) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     devices = _ask(args, "device_list")
+    att = _ask(args, "status").get("attention") if not args.json else None
 
     def human() -> str:
         lines = []
@@ -98,10 +97,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             where = d.get("port") or ""
             sim = " (pty simulator)" if d.get("simulated") else ""
             lines.append(f"{name:<9} {state_text(d)} {d['driver']} {where}{sim}")
-            lines.append(f"          counters: {_counters(d['counters'])}")
+            lines.append(f"          counters: {counters_text(d['counters'])}")
             if d.get("last_error"):
                 lines.append(f"          last error: {d['last_error']}")
-        return "\n".join(lines)
+        return "\n".join(lines + attention_lines(att))
 
     emit(devices, args.json, human)
     return 0 if all(d["ok"] for d in devices.values()) else 1
@@ -113,8 +112,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
     def human() -> str:
         head = f"{report['device']}: test {'OK' if result.get('ok') else 'FAILED'}"
-        rest = {k: v for k, v in result.items() if k != "ok"}
-        return "\n".join([head, *(f"  {k}: {json.dumps(v)}" for k, v in rest.items())])
+        return "\n".join([head, *tree_lines({k: v for k, v in result.items() if k != "ok"})])
 
     emit(report, args.json, human)
     return 0 if result.get("ok") else 1

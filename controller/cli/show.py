@@ -37,6 +37,44 @@ def fields_text(data: Mapping[str, Any], skip: tuple[str, ...] = ()) -> str:
     return ", ".join(f"{k} {value_text(k, v)}" for k, v in data.items() if k not in skip)
 
 
+def tree_lines(data: Mapping[str, Any], indent: str = "  ") -> list[str]:
+    """A nested answer as indented lines, one figure a line: a mapping of scalars on one line
+    (`chung3 pin 4, active no`), deeper mappings as a heading and their lines under it; lists
+    of scalars joined; amounts in dollars. What a person reads instead of nested braces."""
+    lines: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            if all(not isinstance(v, Mapping | list) for v in value.values()) and len(value) <= 4:
+                lines.append(f"{indent}{key}: {_flat(value)}")
+            else:
+                lines.append(f"{indent}{key}:")
+                lines += tree_lines(value, indent + "  ")
+        elif isinstance(value, list) and any(isinstance(v, Mapping) for v in value):
+            lines.append(f"{indent}{key}:")
+            for i, item in enumerate(value, 1):
+                if isinstance(item, Mapping):
+                    lines.append(f"{indent}  {i}. {_flat(item)}")
+                else:
+                    lines.append(f"{indent}  {i}. {value_text(key, item)}")
+        else:
+            lines.append(f"{indent}{key}: {_scalar(key, value)}")
+    return lines
+
+
+def _flat(value: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {_scalar(str(k), v)}" for k, v in value.items()) or "none"
+
+
+def _scalar(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Mapping):
+        return "none" if not value else _flat(value)
+    if isinstance(value, list):
+        return ", ".join(_scalar(key, v) for v in value) if value else "none"
+    return value_text(key, value)
+
+
 def pool_text(pool: Any) -> str:
     """The UTH jackpot pool as `tablectl status` shows it."""
     if not isinstance(pool, Mapping):

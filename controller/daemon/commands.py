@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.config import config_json
 from controller.control import Refused, current_peer
+from controller.daemon.attention import attention
 from controller.daemon.logbook import RING_LINES
 from controller.errorlog import ERROR_DAYS, LEVELS, read_history
 from controller.events import Kind
@@ -68,6 +69,7 @@ class TableCommands:
     async def status(self, args: dict[str, Any]) -> dict[str, Any]:
         t = self.table
         machine = t.game_status()
+        devices = {n: d.status() for n, d in t.devices.items()}
         return {
             "table_id": t.cfg.table_id,
             "game": t.cfg.game,
@@ -78,7 +80,10 @@ class TableCommands:
             "ready": t.ready,  # False while starting: device/service commands are refused
             "round": machine.get("round"),
             "machine": machine,
-            "devices": {n: d.status() for n, d in t.devices.items()},  # = device_list
+            "devices": devices,  # = device_list
+            # What needs a person: active alarms, device faults, a stuck round (attention.py).
+            "attention": attention(t.cfg.game, machine, devices, t.effects.alarms.active,
+                                   t.out_of_service),
             "link": machine.get("link", "disabled" if not t.cfg.link.enabled else "unknown"),
             "pool": machine.get("pool"),
             "meters": t.meters.headline(),

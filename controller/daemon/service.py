@@ -406,7 +406,8 @@ class TableService:
             result[index] = seq
             self.stats.events += 1
             for effect in entry.effects:
-                await self.effects.run(effect)
+                await self.effects.run(effect, round_no=entry.round, source=entry.event.kind,
+                                       utc=entry.now.utc)
             self._publish(
                 {
                     "seq": seq,

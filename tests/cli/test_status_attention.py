@@ -1,0 +1,107 @@
+"""`tablectl status` tells the truth (issue 28, the technician's item 2): the shaker unplugged
+mid-round leaves the round stuck in shaking; status, selftest and devices list say so with what
+to do next, and status exits 4 (in service, needs a person) until the round is voided and the
+shaker is back, so `tablectl status && ...` means healthy. And `tablectl logs --round N` /
+`--device shaker` find the round's alarm lines (item 3). A real tablectld --simulate=pty, no
+simulated players: the test is the dealer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.cli.attention import EXIT_HEALTHY, EXIT_NEEDS_ATTENTION, EXIT_NOT_RUNNING
+from controller.daemon.attention import Alarms, stuck_round
+from tests.support.daemon import REPO, ask, start_daemon, wait_ready
+from tests.support.devices import wait_until
+
+CLI = [sys.executable, "-m", "controller.cli.main"]
+
+
+def tablectl(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args, "--runtime-dir", str(tmp_path / "run")], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def test_an_alarm_is_active_until_its_round_ends_and_repeats_are_counted() -> None:
+    alarms = Alarms()
+    alarms.raised({"text": "shaker fault: x", "severity": "warning"}, 3, "t1")
+    alarms.raised({"text": "shaker fault: x", "severity": "warning"}, 3, "t2")
+    alarms.raised({"text": "deck 2 bad"}, 4, "t3")
+    assert [(a["round"], a["times"], a["last_utc"]) for a in alarms.active] == [
+        (3, 2, "t2"), (4, 1, "t3")]
+    alarms.round_ended(3)
+    assert [a["round"] for a in alarms.active] == [4]
+
+
+def test_a_stuck_round_is_one_that_waits_for_a_device_in_fault() -> None:
+    shaking = {"state": "shaking", "round": 3, "fault": None}
+    assert stuck_round("paigow", shaking, []) is None
+    stuck = stuck_round("paigow", shaking, ["shaker"])
+    assert stuck is not None and stuck["round"] == 3
+    assert any("tablectl dealer shake" in s for s in stuck["next"])
+    assert any("tablectl dealer void" in s for s in stuck["next"])
+    # A faulty shaker after the shake is a device fault, not a stuck round.
+    assert stuck_round("paigow", {"state": "announced", "round": 3}, ["shaker"]) is None
+    assert stuck_round("uth", {"state": "dealing", "round": 9}, ["shuffler"]) is not None
+    assert stuck_round("uth", {"state": "betting", "round": 9}, ["shuffler"]) is None
+
+
+@pytest.mark.slow
+def test_status_shows_a_round_stuck_by_an_unplugged_shaker_and_exits_4(tmp_path: Path) -> None:
+    proc = start_daemon(tmp_path, "--simulate=pty", "--game", "paigow", "--no-players",
+                        "--quiet")  # fmt: skip
+    try:
+        wait_ready(tmp_path, proc)
+        healthy = tablectl(tmp_path, "status")
+        assert healthy.returncode == EXIT_HEALTHY, healthy.stdout + healthy.stderr
+        assert "NEEDS ATTENTION" not in healthy.stdout
+
+        ask(tmp_path, "device_fault", {"device": "shaker", "fault": "unplug"})
+        wait_until(lambda: not ask(tmp_path, "status")["devices"]["shaker"]["ok"])
+        ask(tmp_path, "dealer", {"action": "wager",
+                                 "data": {"box": 2, "amount": 1000, "player": "p2"}})
+        ask(tmp_path, "dealer", {"action": "no_more_bets"})
+        wait_until(lambda: ask(tmp_path, "status")["attention"]["stuck"] is not None)
+
+        for args in (["status"], ["selftest"], ["devices", "list"]):
+            res = tablectl(tmp_path, *args)
+            assert "round 1 is stuck in shaking" in res.stdout, (args, res.stdout)
+            assert "tablectl dealer shake" in res.stdout and "tablectl dealer void" in res.stdout
+            assert "alarm (round 1," in res.stdout and "shaker fault" in res.stdout
+        res = tablectl(tmp_path, "status")
+        assert res.returncode == EXIT_NEEDS_ATTENTION, res.stdout + res.stderr
+        assert subprocess.run(["sh", "-c", f"{' '.join(CLI)} status --runtime-dir"
+                               f" {tmp_path / 'run'} >/dev/null && echo healthy"],
+                              cwd=REPO, capture_output=True, text=True).stdout == ""
+
+        # The dealer voids; the round's alarms are history, but the shaker is still unplugged.
+        ask(tmp_path, "dealer", {"action": "void", "data": {"reason": "shaker unplugged"}})
+        wait_until(lambda: ask(tmp_path, "status")["attention"]["stuck"] is None)
+        att = ask(tmp_path, "status")["attention"]
+        assert att["alarms"] == [] and [f["device"] for f in att["device_faults"]] == ["shaker"]
+        assert tablectl(tmp_path, "status").returncode == EXIT_NEEDS_ATTENTION
+
+        # The voided round's alarm lines, by round and by device.
+        by_round = tablectl(tmp_path, "logs", "--round", "1")
+        assert by_round.returncode == 0 and "ALARM shaker fault" in by_round.stdout, by_round
+        by_device = tablectl(tmp_path, "logs", "--device", "shaker")
+        assert "ALARM shaker fault" in by_device.stdout, by_device.stdout
+
+        ask(tmp_path, "device_fault", {"device": "shaker", "fault": "replug"})
+        wait_until(lambda: ask(tmp_path, "status")["attention"]["healthy"], 15)
+        assert tablectl(tmp_path, "status").returncode == EXIT_HEALTHY
+        # Readable (item 4): the self-test's sensors and a device test as lines, no braces or
+        # JSON; a counter a technician would not know by name explained.
+        selftest = tablectl(tmp_path, "selftest").stdout
+        assert "{" not in selftest and "\n        chung1: pin 4, active no" in selftest, selftest
+        shaken = tablectl(tmp_path, "devices", "test", "shaker")
+        assert shaken.stdout.startswith("shaker: test OK")
+        assert "{" not in shaken.stdout and '"' not in shaken.stdout, shaken.stdout
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert tablectl(tmp_path, "status").returncode == EXIT_NOT_RUNNING
