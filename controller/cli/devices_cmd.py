@@ -37,6 +37,8 @@ from controller.control import NotRunning, request
 from controller.errors import InputError
 
 MAX_LAMPS = 8  # one per box at most: how long a lamp walk may take
+DEFAULT_WAIT_S = 300  # `--wait` alone: a round's worth and more
+MAX_WAIT_S = 600  # the daemon's bound (controller/extensions/service_menu.py MAX_WAIT_S)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,6 +78,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     lb.add_argument("--port", help="another serial port, by path")
     lb.add_argument("--baud", type=int, default=None, help="with --port (default 115200)")
     lb.add_argument("--timeout-ms", type=int, default=1000, help="wait for the echo this long")
+    for p in (lamps, btn, lb):
+        p.add_argument("--wait", type=int, nargs="?", const=DEFAULT_WAIT_S, default=0,
+                       metavar="S", help="a round in progress: wait up to S seconds (default"
+                       f" {DEFAULT_WAIT_S}) for it to end and run the test then")
     udev = dsub.add_parser("udev", help="udev rules giving the serial devices stable names")
     udev.add_argument("--config", type=Path, default=Path(DEFAULT_PATH))
     udev.set_defaults(func=cmd_udev)
@@ -177,9 +183,15 @@ def cmd_input(args: argparse.Namespace) -> int:
 
 
 def _ask_long(args: argparse.Namespace, cmd: str, payload: dict[str, Any], wait_s: float) -> Any:
-    """`_ask` for a test that takes a while: the answer may come `wait_s` seconds later."""
+    """`_ask` for a test that takes a while: the answer may come `wait_s` seconds later (and
+    `--wait`'s seconds more, waiting for the round in progress to end)."""
+    waiting = getattr(args, "wait", 0) or 0
+    if not 0 <= waiting <= MAX_WAIT_S:
+        raise InputError(f"--wait must be within 0..{MAX_WAIT_S} seconds, got {waiting}")
+    if waiting:
+        payload = {**payload, "wait_s": waiting}
     try:
-        return request(socket_path(args), cmd, payload, timeout=wait_s + 10)
+        return request(socket_path(args), cmd, payload, timeout=wait_s + waiting + 10)
     except NotRunning as exc:
         print(f"tablectl: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_RUNNING) from None
@@ -196,13 +208,18 @@ def cmd_lamps(args: argparse.Namespace) -> int:
                      MAX_LAMPS * args.step_ms / 1000)  # fmt: skip
 
     def human() -> str:
-        lines = ["lamp walk: each lamp lit alone in turn"]
+        lines = ["lamp walk: each lamp lit alone in turn, the lamps held from the game"]
         for step in walk["steps"]:
             lit = ", ".join(map(str, step["lit"])) or "none"
             mark = "ok" if step["ok"] else f"WRONG: lamps lit {lit}"
             lines.append(f"  lamp {step['box']} (GPIO{step['pin']}): {mark}")
         back = ", ".join(f"{b} {state}" for b, state in walk["restored"].items())
-        lines.append(f"  restored: {back}{'' if walk['restored_ok'] else ' (NOT as before)'}")
+        lines.append(f"  lamps after: {back}"
+                     f"{'' if walk['restored_ok'] else ' (NOT as the game wants them)'}")
+        lines.append(f"  the game's lamps were held during the walk: {walk.get('held_writes', 0)}"
+                     " lamp changes it asked for meanwhile were applied after")
+        if walk.get("waited_s"):
+            lines.append(f"  (waited {walk['waited_s']} s for the round in progress to end)")
         lines.append(f"lamp walk {_verdict(walk)}")
         return "\n".join(lines)
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from controller.cli.common import emit
 from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, socket_path
-from controller.codes import CODES
+from controller.codes import CODES, NOT_FAULTS
 from controller.config import DEFAULT_PATH, ConfigError, load_config
 from controller.control import NotRunning, request
 from controller.errorlog import ERROR_DAYS, ERROR_FILE, LEVELS, matches, read_history
@@ -181,14 +181,20 @@ def _configured_state_dir() -> Path | None:
 
 
 def errors_text(errors: list[dict[str, Any]], days: int) -> str:
-    if not errors:
-        return f"no errors in the last {days} days"
-    counts = Counter(e.get("code", "E900") for e in errors)
-    lines = [f"{len(errors)} errors in the last {days} days:"]
+    """The errors first, counted by code; then the refusals and notices, which are kept but are
+    no fault of the table (controller/codes.py NOT_FAULTS), counted apart."""
+    faults = [e for e in errors if e.get("code", "E900") not in NOT_FAULTS]
+    others = Counter(e.get("code") for e in errors if e.get("code", "E900") in NOT_FAULTS)
+    apart = "; ".join(f"{n} {NOT_FAULTS[code]} ({code})" for code, n in sorted(others.items()))
+    also = f"\nnot counted as errors: {apart} (--json lists them)" if apart else ""
+    if not faults:
+        return f"no errors in the last {days} days{also}"
+    counts = Counter(e.get("code", "E900") for e in faults)
+    lines = [f"{len(faults)} errors in the last {days} days:"]
     lines += [f"  {code}  {n:>5}x  {CODES.get(code, 'unknown code')}"
               for code, n in sorted(counts.items())]
     lines.append("")
-    lines += [line_text(e) for e in errors[-50:]]
-    if len(errors) > 50:
-        lines.append(f"(the last 50 of {len(errors)}; --json for all)")
-    return "\n".join(lines)
+    lines += [line_text(e) for e in faults[-50:]]
+    if len(faults) > 50:
+        lines.append(f"(the last 50 of {len(faults)}; --json for all)")
+    return "\n".join(lines) + also

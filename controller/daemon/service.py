@@ -156,7 +156,8 @@ class TableService:
         tasks: list[asyncio.Task[None]] = []
         try:
             if self.mode != "production":
-                log_event(self.log, logging.WARNING, f"running in {self.mode} mode", mode=self.mode)
+                log_event(self.log, logging.WARNING, f"running in {self.mode} mode", mode=self.mode,
+                          code="E801")
             self._open_journal()
             self._keep_errors()
             await self._start_devices()

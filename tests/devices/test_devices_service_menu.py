@@ -148,3 +148,41 @@ def _repoint(link: Path, target: str) -> None:
     tmp = link.with_name(link.name + ".new")
     os.symlink(target, tmp)
     os.replace(tmp, link)
+
+
+@pytest.mark.slow
+def test_the_lamp_walk_on_a_table_taking_wagers_owns_its_lamps_and_waits_for_a_gap(
+    tmp_path: Path,
+) -> None:
+    """Issue 28 (the technician's item 1): simulated players wager all the time (--pace 0.05),
+    so the game's bet lamps change during each walk. The walk holds them and passes every
+    time (on a healthy table it failed 3 walks in 6); --wait runs a walk asked for during a
+    round at the next gap instead of refusing it."""
+    proc = start_daemon(
+        tmp_path, "--simulate=pty", "--game", "uth", "--autoplay", "0", "--pace", "0.05",
+        "--seed", "11", "--quiet",
+    )  # fmt: skip
+    try:
+        wait_for_socket(tmp_path, proc)
+        ask_started(ask, tmp_path, "device_buttons")
+        walks = []
+        for _ in range(4):
+            res = tablectl(tmp_path, "lamps", "--step-ms", "150", "--wait", "60", "--json")
+            assert res.returncode == 0, res.stdout + res.stderr
+            walks.append(json.loads(res.stdout))
+        assert all(w["ok"] for w in walks), [w["steps"] for w in walks if not w["ok"]]
+        assert sum(w["held_writes"] for w in walks) > 0  # the game did write during walks
+
+        # Asked during a round: refused without --wait (and told about it), run with it.
+        wait_until(lambda: ask(tmp_path, "status")["state"] not in ("betting", "closed"), 30)
+        refused = tablectl(tmp_path, "lamps", "--step-ms", "50")
+        if refused.returncode == 2:  # (the round may have ended in between)
+            assert "a round is in progress" in refused.stderr and "--wait" in refused.stderr
+        wait_until(lambda: ask(tmp_path, "status")["state"] not in ("betting", "closed"), 30)
+        human = tablectl(tmp_path, "lamps", "--step-ms", "50", "--wait")
+        assert human.returncode == 0, human.stdout + human.stderr
+        assert "the game's lamps were held during the walk" in human.stdout
+        assert "lamp walk OK" in human.stdout
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
