@@ -29,19 +29,21 @@ class Alarms:
 
     active: list[dict[str, Any]] = field(default_factory=list)
 
-    def raised(self, data: Mapping[str, Any], round_no: int | None, utc: str) -> None:
+    def raised(self, data: Mapping[str, Any], round_no: int | None, utc: str) -> int:
+        """Count the alarm in; how many times it has now been raised (1: a new one)."""
         text = str(data.get("text", ""))
         for alarm in self.active:
             if alarm["text"] == text and alarm["round"] == round_no:
                 alarm["times"] += 1
                 alarm["last_utc"] = utc
-                return
+                return int(alarm["times"])
         self.active.append({
             "text": text, "severity": str(data.get("severity", "technician")),
             "rule": data.get("rule"), "round": round_no, "utc": utc, "last_utc": utc,
             "times": 1,
         })  # fmt: skip
         del self.active[:-MAX_ALARMS]
+        return 1
 
     def round_ended(self, number: int | None) -> None:
         """Round `number` was settled or voided: its alarms, and older ones, are history."""

@@ -62,9 +62,17 @@ class Effects:
                 device = source.split(".")[0]
                 if device in self.devices:
                     about["device"] = device
-                self.alarms.raised(data, round_no, utc)
-                log_event(self.log, level, f"ALARM {data.get('text')}",
-                          **{**_scalars(data), **about}, code=code)
+                times = self.alarms.raised(data, round_no, utc)
+                if times > 1:
+                    # The same alarm again in the same round (a device that stays unplugged
+                    # fails each retry): one warning is enough; the repeats are counted
+                    # (`tablectl status`) and logged at info.
+                    log_event(self.log, logging.INFO,
+                              f"alarm repeated ({times} times): {data.get('text')}",
+                              **{**_scalars(data), **about})
+                else:
+                    log_event(self.log, level, f"ALARM {data.get('text')}",
+                              **{**_scalars(data), **about}, code=code)
             elif effect.kind == "log":
                 log_event(self.log, logging.INFO, str(data.get("text", data)))
         except DeviceError as exc:

@@ -7,6 +7,8 @@ simulated players: the test is the dealer."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,10 @@ import pytest
 
 from controller.cli.attention import EXIT_HEALTHY, EXIT_NEEDS_ATTENTION, EXIT_NOT_RUNNING
 from controller.daemon.attention import Alarms, stuck_round
+from controller.daemon.effects import Effects
+from controller.daemon.stats import Stats
+from controller.logs import FIELDS_ATTR
+from controller.rounds.base import Effect
 from tests.support.daemon import REPO, ask, start_daemon, wait_ready
 from tests.support.devices import wait_until
 
@@ -35,6 +41,30 @@ def test_an_alarm_is_active_until_its_round_ends_and_repeats_are_counted() -> No
         (3, 2, "t2"), (4, 1, "t3")]
     alarms.round_ended(3)
     assert [a["round"] for a in alarms.active] == [4]
+
+
+def test_an_unplugged_shuffler_warns_once_not_at_every_retry() -> None:
+    """The shuffler's every failed retry raises the machine's alarm again (`deck 2
+    reshuffled`); the log says it once as a warning, the repeats at info, counted."""
+    log = logging.getLogger("tablectl.test_attention")
+    log.propagate = False
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append  # type: ignore[method-assign]
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    effects = Effects({}, log, Stats(), lambda _: None)
+    alarm = Effect("alarm", {"severity": "technician", "rule": "12.1",
+                             "text": "shuffler: disconnected; deck 2 reshuffled"})
+    for at in ("t1", "t2", "t3"):
+        asyncio.run(effects.run(alarm, round_no=7, source="shuffler.fault", utc=at))
+    assert [(r.levelno, r.getMessage()) for r in seen] == [
+        (logging.WARNING, "ALARM shuffler: disconnected; deck 2 reshuffled"),
+        (logging.INFO, "alarm repeated (2 times): shuffler: disconnected; deck 2 reshuffled"),
+        (logging.INFO, "alarm repeated (3 times): shuffler: disconnected; deck 2 reshuffled"),
+    ]
+    assert getattr(seen[0], FIELDS_ATTR)["round"] == 7
+    assert effects.alarms.active[0]["times"] == 3
 
 
 def test_a_stuck_round_is_one_that_waits_for_a_device_in_fault() -> None:

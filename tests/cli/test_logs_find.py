@@ -1,0 +1,78 @@
+"""`tablectl logs` finds things (issue 28, the technician's item 3): `-f` streams the new lines,
+`--since` as journalctl's habit, nothing matched says so (exit 1); `tablectl errors` does not
+count the simulation's notices as errors. A real tablectld --simulate=pty."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from controller.cli.logs_cmd import EXIT_NO_MATCH, since_utc
+from controller.errors import InputError
+from tests.support.daemon import REPO, ask, start_daemon, wait_ready
+
+CLI = [sys.executable, "-m", "controller.cli.main"]
+
+
+def tablectl(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args, "--runtime-dir", str(tmp_path / "run")], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def test_since_takes_a_utc_time_or_an_age() -> None:
+    now = datetime(2026, 11, 28, 21, 40, tzinfo=UTC)
+    assert since_utc("10m", now) == "2026-11-28T21:30:00.000Z"
+    assert since_utc("-2h", now) == since_utc("2 hours ago", now) == "2026-11-28T19:40:00.000Z"
+    assert since_utc("1d", now) == "2026-11-27T21:40:00.000Z"
+    assert since_utc("2026-11-28 21:00", now) == "2026-11-28T21:00:00.000Z"
+    assert since_utc("2026-11-28T21:00:05Z", now) == "2026-11-28T21:00:05.000Z"
+    with pytest.raises(InputError, match="give a UTC time"):
+        since_utc("yesterday-ish", now)
+
+
+@pytest.mark.slow
+def test_logs_follow_since_and_nothing_matched(tmp_path: Path) -> None:
+    proc = start_daemon(tmp_path, "--simulate=pty", "--game", "paigow", "--autoplay", "0",
+                        "--pace", "0.05", "--quiet", "--seed", "3")  # fmt: skip
+    follow = None
+    try:
+        wait_ready(tmp_path, proc)
+        # Nothing matched: said, and exit 1 (a script can tell), not a blank line and 0.
+        none = tablectl(tmp_path, "logs", "--device", "no_such_device")
+        assert none.returncode == EXIT_NO_MATCH and none.stdout == ""
+        assert none.stderr == "no lines matched\n"
+        # --since: an age and a time; a future time matches nothing.
+        assert tablectl(tmp_path, "logs", "--since", "10m").returncode == 0
+        assert tablectl(tmp_path, "logs", "--since", "2999-01-01").returncode == EXIT_NO_MATCH
+        bad = tablectl(tmp_path, "logs", "--since", "soonish")
+        assert bad.returncode == 2 and "give a UTC time" in bad.stderr
+
+        # -f: the lines logged after it started, as they come.
+        follow = subprocess.Popen(
+            [*CLI, "logs", "-f", "--device", "shaker", "--runtime-dir", str(tmp_path / "run")],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)  # (its first answer: the shaker's lines so far, maybe none)
+        ask(tmp_path, "device_fault", {"device": "shaker", "fault": "unplug"})
+        assert follow.stdout is not None
+        deadline = time.monotonic() + 20
+        seen = ""
+        while "disconnected" not in seen and time.monotonic() < deadline:
+            seen += follow.stdout.readline()
+        assert "disconnected" in seen, seen
+
+        # The simulation's notices are not errors.
+        errors = tablectl(tmp_path, "errors")
+        assert errors.returncode == 0
+        assert "not counted as errors:" in errors.stdout and "notices (E801)" in errors.stdout
+        assert "running in simulation mode" not in errors.stdout
+    finally:
+        if follow is not None:
+            follow.terminate()
+            follow.communicate(timeout=10)
+        proc.terminate()
+        proc.communicate(timeout=30)
