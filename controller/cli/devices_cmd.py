@@ -31,7 +31,7 @@ from typing import Any
 from controller.cli.attention import attention_lines, counters_text
 from controller.cli.common import emit
 from controller.cli.show import tree_lines
-from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, socket_path
+from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, refusal_text, socket_path
 from controller.config import DEFAULT_PATH, ConfigError, load_config
 from controller.control import NotRunning, request
 from controller.errors import InputError
@@ -196,7 +196,7 @@ def _ask_long(args: argparse.Namespace, cmd: str, payload: dict[str, Any], wait_
         print(f"tablectl: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_RUNNING) from None
     except RuntimeError as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(refusal_text(args, cmd, str(exc))) from None
 
 
 def _verdict(result: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ came, amounts in integer cents, for machines.)"""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -144,7 +145,7 @@ def effect_text(effect: Mapping[str, Any]) -> str:
     kind, data = effect.get("kind"), effect.get("data") or {}
     if kind in ("log", "alarm"):
         head = "ALARM " if kind == "alarm" else ""
-        return f"{head}{data.get('text', '')}".strip() or str(kind)
+        return f"{head}{in_dollars(str(data.get('text', '')))}".strip() or str(kind)
     if kind == "device":
         return f"{data.get('device')} {data.get('command')}"
     if kind == "display":
@@ -154,6 +155,15 @@ def effect_text(effect: Mapping[str, Any]) -> str:
     if kind == "round":
         return f"round {data.get('number')} {data.get('status')}"
     return str(kind)
+
+
+CENTS_IN_TEXT = re.compile(r"\b(\d+) c\b")  # the machines' words: "wager of p2 on box 2: 1000 c"
+
+
+def in_dollars(text: str) -> str:
+    """A machine's line with its amounts in cents (`1000 c`, as journaled) in dollars, so a
+    person's terminal shows one unit ($10.00)."""
+    return CENTS_IN_TEXT.sub(lambda m: dollars(int(m.group(1))), text)
 
 
 def event_args(data: Mapping[str, Any]) -> str:

@@ -26,6 +26,7 @@ from controller.cli.common import emit
 from controller.cli.show import (
     config_lines,
     event_args,
+    in_dollars,
     link_text,
     pool_text,
     tree_lines,
@@ -102,7 +103,16 @@ def _ask(args: argparse.Namespace, cmd: str, payload: dict[str, Any] | None = No
         print(f"tablectl: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_RUNNING) from None
     except RequestRefused as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(refusal_text(args, cmd, str(exc))) from None
+
+
+def refusal_text(args: argparse.Namespace, cmd: str, text: str) -> str:
+    """The daemon's refusal names its request (`'meters_close_shift' needs group ...`); a person
+    typed a command: name that (`tablectl meters close-shift needs group ...`)."""
+    typed = getattr(args, "typed", None)
+    if typed and text.startswith(f"permission denied: {cmd!r} "):
+        return text.replace(f"{cmd!r}", f"`{typed}`", 1)
+    return text
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -240,7 +250,7 @@ def _acted(args: argparse.Namespace, name: str, result: dict[str, Any]) -> int:
             f"{name} -> journal #{result['seq']}, state "
             f"{result['status'].get('state')} round {result['status'].get('round')}"
         )
-        return "\n".join([head, *(f"  {text}" for text in said)])
+        return "\n".join([head, *(f"  {in_dollars(str(text))}" for text in said)])
 
     emit(result, args.json, human)
     if result.get("refused"):
