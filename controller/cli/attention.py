@@ -15,8 +15,8 @@ EXIT_NEEDS_ATTENTION = 4  # in service, with an active alarm, a device in fault 
 
 # Device counters a technician would not know by name: what each one counts.
 COUNTER_MEANING: dict[str, str] = {
-    "bytes_skipped": "bytes of line noise between messages (a loose cable or a wrong baud rate"
-                     " if it keeps growing)",
+    "bytes_skipped": "bytes of line noise between messages: a loose cable or a wrong baud rate"
+                     " if it keeps growing",
     "frames_bad": "messages that failed their checksum or length",
     "truncated": "messages cut off when the port closed",
     "events_dropped": "device events that arrived after the daemon stopped listening",
@@ -54,5 +54,5 @@ def counters_text(counters: Mapping[str, int]) -> str:
         if not value:
             continue
         meaning = COUNTER_MEANING.get(key)
-        shown.append(f"{key}={value}" + (f" ({meaning})" if meaning else ""))
+        shown.append(f"{key}={value}" + (f" [{meaning}]" if meaning else ""))
     return ", ".join(shown) or "-"

@@ -219,7 +219,8 @@ def failure_text(result: Mapping[str, Any]) -> str:
     """Why a service test failed, in a line: its error, else the steps that went wrong."""
     if result.get("error"):
         return str(result["error"])
-    wrong = [f"lamp {s['box']} (GPIO{s['pin']}) read back lit {s['lit'] or 'none'}"
+    wrong = [f"lamp {s['box']} (GPIO{s['pin']}) read back lit"
+             f" {', '.join(map(str, s['lit'])) or 'none'}"
              for s in result.get("steps") or [] if not s.get("ok")]
     if result.get("restored_ok") is False:
         wrong.append("the lamps did not end as the game wants them")

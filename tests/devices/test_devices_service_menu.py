@@ -90,6 +90,11 @@ def test_the_service_menu_through_the_daemon(tmp_path: Path) -> None:
         assert res.returncode == 1 and not report["ok"]
         assert report["results"][0]["error"] == "not pressed within 1 s"
         assert "cover the bet sensor on box 4" in res.stderr  # the prompt, beside the JSON
+        # Logged readably with its own code (issue 28 item 3), not E900 and a Python dict.
+        failed = [x for x in ask(tmp_path, "logs", {"level": "warning"})["lines"]
+                  if x["message"].startswith("service test button test")]
+        assert [(x["code"], x["message"].split(" by ")[1].split(" ", 1)[1]) for x in failed] == [
+            ("E205", "FAILED: not pressed within 1 s")], failed
 
         # The loopback: a plug on a spare port passes; nothing at the end of a path fails.
         wait_until(plug_link.exists)
