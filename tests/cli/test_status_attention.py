@@ -7,6 +7,7 @@ simulated players: the test is the dealer."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import subprocess
@@ -16,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from controller.cli.attention import EXIT_HEALTHY, EXIT_NEEDS_ATTENTION, EXIT_NOT_RUNNING
+from controller.cli.main import typed_command
+from controller.cli.show import effect_text
+from controller.cli.table_cmd import refusal_text
 from controller.daemon.attention import Alarms, stuck_round
 from controller.daemon.effects import Effects
 from controller.daemon.stats import Stats
@@ -65,6 +69,24 @@ def test_an_unplugged_shuffler_warns_once_not_at_every_retry() -> None:
     ]
     assert getattr(seen[0], FIELDS_ATTR)["round"] == 7
     assert effects.alarms.active[0]["times"] == 3
+
+
+def test_a_refusal_names_the_command_typed_not_the_request() -> None:
+    args = argparse.Namespace(typed=typed_command(["meters", "close-shift", "--json"]))
+    said = ("permission denied: 'meters_close_shift' needs group tablectl-super; user tech"
+            " (uid 1001) is a technician (read-only)")
+    assert refusal_text(args, "meters_close_shift", said) == (
+        "permission denied: `tablectl meters close-shift` needs group tablectl-super; user tech"
+        " (uid 1001) is a technician (read-only)")
+    # Any other refusal is the daemon's words as they are.
+    assert refusal_text(args, "meters", "out of service") == "out of service"
+
+
+def test_watch_shows_the_machines_amounts_in_dollars() -> None:
+    said = effect_text({"kind": "log", "data": {"text": "wager of p2 on box 2: 12000 c"}})
+    assert said == "wager of p2 on box 2: $120.00"
+    assert effect_text({"kind": "alarm", "data": {"text": "5 cards, 3 c short"}}) == \
+        "ALARM 5 cards, $0.03 short"
 
 
 def test_a_stuck_round_is_one_that_waits_for_a_device_in_fault() -> None:
@@ -124,8 +146,15 @@ def test_status_shows_a_round_stuck_by_an_unplugged_shaker_and_exits_4(tmp_path:
         ask(tmp_path, "device_fault", {"device": "shaker", "fault": "replug"})
         wait_until(lambda: ask(tmp_path, "status")["attention"]["healthy"], 15)
         assert tablectl(tmp_path, "status").returncode == EXIT_HEALTHY
-        # Readable (item 4): the self-test's sensors and a device test as lines, no braces or
-        # JSON; a counter a technician would not know by name explained.
+        # Readable (item 4): status explains the software line; the journal's events and the
+        # dealer's answers in words and dollars, not JSON and cents.
+        assert "software not_configured: not checked: no manifest configured" in tablectl(
+            tmp_path, "status").stdout
+        tail = tablectl(tmp_path, "journal", "tail", "-n", "50").stdout
+        assert "dealer.wager amount=$10.00 box=2 player=p2" in tail and '{"' not in tail, tail
+        wager = tablectl(tmp_path, "dealer", "wager", "box=3", "amount=2500", "player=p3")
+        assert "wager of p3 on box 3: $25.00" in wager.stdout and " c\n" not in wager.stdout
+        # The self-test's sensors and a device test as lines, no braces or JSON.
         selftest = tablectl(tmp_path, "selftest").stdout
         assert "{" not in selftest and "\n        chung1: pin 4, active no" in selftest, selftest
         shaken = tablectl(tmp_path, "devices", "test", "shaker")
