@@ -8,8 +8,10 @@
     tablectl devices input NAME on|off          press/release a mock input (simulation only)
     tablectl devices udev [--config FILE]       the udev rules for the configured USB ids
 
-The device service tests, between rounds only (docs/operations.md "Device service tests"):
-    tablectl devices lamps [--step-ms N]        light each jackpot lamp alone in turn, restore
+The device service tests, between rounds only (docs/operations.md "Device service tests"); each
+takes --wait [S]: asked during a round, run at the next gap (up to S seconds):
+    tablectl devices lamps [--step-ms N]        light each jackpot lamp alone in turn, the
+                                                game's lamps held meanwhile, then as it wants
     tablectl devices buttons [INPUT ...] [--timeout S]   press each input when asked
     tablectl devices loopback DEVICE|--port PATH [--baud N] [--timeout-ms N]
                                                 a pattern through a loopback plug

@@ -1,7 +1,7 @@
 """`tablectl journal ...`: the journal's technician commands. `tail` and `summary` ask the
 running daemon; `verify`, `accept-loss` and `keygen` work offline, without it.
 
-    tablectl journal tail [-n N] | summary | verify --state-dir DIR | accept-loss ... | keygen
+    tablectl journal tail [-n N] | summary | verify [--state-dir DIR] | accept-loss ... | keygen
     tablectl journal segments | archive | prune [--keep-rounds N] [--keep-days D] [--dry-run]
         (--state-dir DIR; prune's retention defaults to [journal] of --config)
     tablectl journal downgrade --state-dir DIR   (schema 4 -> 3 for a rollback; daemon stopped)

@@ -2,6 +2,8 @@
 `config validate` that never needs it.
 
     tablectl status [--json] | watch | round show N   (journal: controller/cli/journal_cmd.py)
+        status exits 0 healthy, 1 out of service, 3 not running, 4 needs a person (an active
+        alarm, a device in fault, a stuck round: controller/cli/attention.py)
     tablectl dealer ACTION [key=value ...] | table open|close | selftest | config validate FILE
     tablectl config show [FILE]
 """
