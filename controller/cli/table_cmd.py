@@ -51,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
         return p
 
-    add("status", "game, rules, state, round, devices, link, pool", cmd_status)
+    add("status", "game, rules, state, round, devices, link, pool and what needs a person"
+        " (exit 0 healthy, 1 out of service, 3 not running, 4 needs a person)", cmd_status)
     add("watch", "live view of every event and effect", cmd_watch)
     add("selftest", "ask the daemon to exercise its devices", cmd_selftest)
 
