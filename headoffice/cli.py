@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -224,7 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # `tablectl-headoffice report | head`: the reader had enough. Quietly, as cat does;
         # stdout goes to /dev/null so the interpreter's last flush cannot fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 

@@ -8,6 +8,7 @@ one it cannot read 74 (sysexits), also in one line: never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sqlite3
 import sys
@@ -82,14 +83,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # `tablectl logs | head`: the reader had enough. stdout goes to /dev/null so the
         # interpreter's last flush cannot fail again (and print a traceback).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        quiet_stdout()
         return 0
     except PermissionError as exc:
-        print(f"tablectl: error: {_what(exc)}: permission denied ({PERMISSION_HINT})",
+        print(f"tablectl: error: {_what(exc)}permission denied ({PERMISSION_HINT})",
               file=sys.stderr)
         return EX_NOPERM
     except OSError as exc:  # a file or directory that is not there or cannot be read
-        print(f"tablectl: error: {_what(exc)}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"tablectl: error: {_what(exc)}{exc.strerror or exc}", file=sys.stderr)
         return EX_IOERR
     except sqlite3.Error as exc:  # a journal file that is not a database, or cannot be opened
         print(f"tablectl: error: the journal cannot be read: {exc}", file=sys.stderr)
@@ -114,7 +115,13 @@ PERMISSION_HINT = ("the table's files are the service's: run it as root (sudo) o
 
 
 def _what(exc: OSError) -> str:
-    return str(exc.filename) if exc.filename else "a file this command needs"
+    return f"{exc.filename}: " if exc.filename else ""
+
+
+def quiet_stdout() -> None:
+    """stdout to /dev/null, so the interpreter's last flush into a closed pipe cannot fail."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":
