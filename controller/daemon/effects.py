@@ -62,7 +62,9 @@ class Effects:
                 device = source.split(".")[0]
                 if device in self.devices:
                     about["device"] = device
-                times = self.alarms.raised(data, round_no, utc)
+                # A refused action's alarm answers whoever acted (`tablectl dealer` prints it);
+                # it leaves nothing open, so it is not an active alarm.
+                times = 1 if data.get("refused") else self.alarms.raised(data, round_no, utc)
                 if times > 1:
                     # The same alarm again in the same round (a device that stays unplugged
                     # fails each retry): one warning is enough; the repeats are counted

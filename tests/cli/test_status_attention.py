@@ -69,6 +69,12 @@ def test_an_unplugged_shuffler_warns_once_not_at_every_retry() -> None:
     ]
     assert getattr(seen[0], FIELDS_ATTR)["round"] == 7
     assert effects.alarms.active[0]["times"] == 3
+    # A refused action's alarm answers whoever acted: logged, not an active alarm.
+    refused = Effect("alarm", {"severity": "warning", "refused": True,
+                               "text": "dealer.shake refused: not accepted in state betting"})
+    asyncio.run(effects.run(refused, round_no=8, source="dealer.shake", utc="t4"))
+    assert seen[-1].getMessage() == "ALARM dealer.shake refused: not accepted in state betting"
+    assert [a["round"] for a in effects.alarms.active] == [7]
 
 
 def test_a_refusal_names_the_command_typed_not_the_request() -> None:
