@@ -63,7 +63,9 @@ def tree_lines(data: Mapping[str, Any], indent: str = "  ") -> list[str]:
 
 
 def _flat(value: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} {_scalar(str(k), v)}" for k, v in value.items()) or "none"
+    """`pin 4, active no`: a figure with no value (None) is left out, not shown as `-`."""
+    return ", ".join(f"{k} {_scalar(str(k), v)}" for k, v in value.items()
+                     if v is not None) or "none"
 
 
 def _scalar(key: str, value: Any) -> str:
