@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli.logs_cmd import EXIT_NO_MATCH, since_utc
+from controller.cli.logs_cmd import EXIT_NO_MATCH, errors_text, since_utc
 from controller.errors import InputError
 from tests.support.daemon import REPO, ask, start_daemon, wait_ready
 
@@ -33,6 +33,26 @@ def test_since_takes_a_utc_time_or_an_age() -> None:
     assert since_utc("2026-11-28T21:00:05Z", now) == "2026-11-28T21:00:05.000Z"
     with pytest.raises(InputError, match="give a UTC time"):
         since_utc("yesterday-ish", now)
+
+
+def test_errors_count_refusals_and_notices_apart() -> None:
+    def line(code: str, message: str) -> dict[str, object]:
+        return {"utc": "2026-11-28T01:00:00.000Z", "level": "warning", "code": code,
+                "message": message, "fields": {}}
+
+    text = errors_text([
+        line("E701", "permission denied: 'meters_close_shift' needs group tablectl-super"),
+        line("E701", "permission denied: 'dealer' needs group tablectl-super"),
+        line("E801", "running in simulation mode"),
+        line("E204", "shaker: no answer"),
+    ], 7)
+    assert text.startswith("1 errors in the last 7 days:\n  E204      1x")
+    assert "permission denied" not in text and "simulation mode" not in text
+    assert text.endswith("not counted as errors: 2 refused requests (E701); 1 notices (E801)"
+                         " (--json lists them)")
+    assert errors_text([line("E801", "running in simulation mode")], 7) == (
+        "no errors in the last 7 days\nnot counted as errors: 1 notices (E801) (--json lists"
+        " them)")
 
 
 @pytest.mark.slow
