@@ -4,6 +4,9 @@ count the simulation's notices as errors. A real tablectld --simulate=pty."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -96,3 +99,39 @@ def test_logs_follow_since_and_nothing_matched(tmp_path: Path) -> None:
             follow.communicate(timeout=10)
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def test_logs_follow_from_journald_streams_and_passes_since(tmp_path: Path) -> None:
+    """On a table the daemon logs to journald: `-f` runs `journalctl --follow` and prints each
+    matching line as it comes; `--since` reaches journalctl (a stand-in that records how it
+    was asked, prints one entry, then another a moment later, then waits)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    asked = tmp_path / "asked"
+    first = json.dumps({"__REALTIME_TIMESTAMP": "1764144000000000", "PRIORITY": "4",
+                        "MESSAGE": "ALARM shuffler: jam", "DEVICE": "shuffler", "CODE": "E601"})
+    later = json.dumps({"__REALTIME_TIMESTAMP": "1764144001000000", "PRIORITY": "4",
+                        "MESSAGE": "ALARM shuffler: jam again", "DEVICE": "shuffler",
+                        "CODE": "E601"})
+    fake = bin_dir / "journalctl"
+    fake.write_text("#!/bin/sh\n"
+                    f"echo \"$@\" >> {asked}\n"
+                    'case "$*" in *--follow*) ;; *) exit 0 ;; esac\n'
+                    f"echo '{first}'\nsleep 0.5\necho '{later}'\nexec sleep 30\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    follow = subprocess.Popen(
+        [*CLI, "logs", "--source", "journald", "--device", "shuffler", "--since", "10m", "-f"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert follow.stdout is not None
+        lines = [follow.stdout.readline(), follow.stdout.readline()]
+    finally:
+        follow.send_signal(signal.SIGINT)
+        _, err = follow.communicate(timeout=30)
+    assert "WARNING E601 ALARM shuffler: jam device=shuffler" in lines[0], lines
+    assert "ALARM shuffler: jam again" in lines[1], lines
+    assert follow.returncode == 0 and "Traceback" not in err, err
+    calls = asked.read_text().splitlines()
+    assert "--follow" in calls[-1] and "DEVICE=shuffler" in calls[-1]
+    assert all("--since=@" in c for c in calls), calls
