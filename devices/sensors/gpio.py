@@ -258,7 +258,9 @@ class GpioSensors(Sensors):
     def drive_lamp(self, box: int, state: str) -> None:
         """Drive one lamp's pin as `state` says, whoever holds the lamps (the lamp walk's own
         writes); `lamps` keeps what the game asked for."""
-        led = self._lamp_devices[box]
+        led = self._lamp_devices.get(box)
+        if led is None:  # not wired, or the device stopped under a lamp walk
+            raise DeviceError(f"{self.name}: no lamp {box} to drive")
         if state == "idle":
             led.off()
         elif state == "bet":
