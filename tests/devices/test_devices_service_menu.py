@@ -4,6 +4,7 @@ statuses docs/operations.md promises, and refused while a round is in progress."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.extensions.service_menu import round_in_progress
+from controller.control import Refused
+from controller.extensions.service_menu import ServiceMenu, round_in_progress
 from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket
 from tests.support.devices import ask_started, wait_until
 
@@ -191,3 +193,36 @@ def test_the_lamp_walk_on_a_table_taking_wagers_owns_its_lamps_and_waits_for_a_g
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+class PhasesTable:
+    """A table whose round machine goes through `phases`, one per look after `every_s`."""
+
+    ready = True
+
+    def __init__(self, phases: list[str], every_s: float) -> None:
+        self.phases, self.every_s, self.began = phases, every_s, time.monotonic()
+
+    def game_status(self) -> dict[str, str]:
+        i = int((time.monotonic() - self.began) / self.every_s)
+        return {"state": self.phases[min(i, len(self.phases) - 1)]}
+
+
+def test_wait_runs_a_test_at_the_next_gap_or_refuses_when_it_runs_out() -> None:
+    async def passed() -> dict[str, object]:
+        return {"ok": True}
+
+    async def go() -> None:
+        menu = ServiceMenu()
+        await menu.start(PhasesTable(["preflop", "flop", "betting"], 0.3))  # type: ignore[arg-type]
+        got = await menu._run("lamp walk", passed, {"wait_s": 10})
+        assert got["ok"] and 0.5 <= float(got["waited_s"]) < 3  # type: ignore[arg-type]
+        await menu.start(PhasesTable(["preflop"], 0.3))  # type: ignore[arg-type]
+        with pytest.raises(Refused, match=r"a round is in progress \(preflop\) still after 1 s"):
+            await menu._run("lamp walk", passed, {"wait_s": 1})
+        with pytest.raises(Refused, match="run it between rounds, or with --wait"):
+            await menu._run("lamp walk", passed, {})
+        with pytest.raises(Refused, match=r"wait_s must be an integer within 0\.\.600"):
+            await menu._run("lamp walk", passed, {"wait_s": 601})
+
+    asyncio.run(go())
