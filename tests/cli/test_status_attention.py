@@ -16,7 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from controller.cli.attention import EXIT_HEALTHY, EXIT_NEEDS_ATTENTION, EXIT_NOT_RUNNING
+from controller.cli.attention import (
+    EXIT_HEALTHY,
+    EXIT_NEEDS_ATTENTION,
+    EXIT_NOT_RUNNING,
+    EXIT_OUT_OF_SERVICE,
+)
 from controller.cli.main import typed_command
 from controller.cli.show import effect_text
 from controller.cli.table_cmd import refusal_text
@@ -170,3 +175,17 @@ def test_status_shows_a_round_stuck_by_an_unplugged_shaker_and_exits_4(tmp_path:
         proc.terminate()
         proc.communicate(timeout=30)
     assert tablectl(tmp_path, "status").returncode == EXIT_NOT_RUNNING
+
+
+def test_the_documented_exit_codes_of_status_are_the_clis() -> None:
+    """docs/operations.md "Exit codes" is what a script writer reads: its status row must say
+    what each code the CLI returns means."""
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    table = text.split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    row = next(r for r in table.splitlines() if r.startswith("| `status` |"))
+    cells = dict(zip(header, (c.strip() for c in row.strip("|").split("|")), strict=True))
+    assert cells[str(EXIT_HEALTHY)].startswith("in service, nothing needs a person")
+    assert cells[str(EXIT_OUT_OF_SERVICE)] == "out of service"
+    assert cells[str(EXIT_NOT_RUNNING)] == "tablectld not running"
+    assert cells[str(EXIT_NEEDS_ATTENTION)].startswith("in service, but an active alarm")
