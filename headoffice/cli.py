@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import pwd
+import sqlite3
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
@@ -230,6 +231,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def _database_errors() -> tuple[type[Exception], ...]:
+    """SQLite's and (when installed) psycopg's errors: looked up only when one is raised."""
+    try:
+        import psycopg  # type: ignore[import-not-found]
+    except ImportError:
+        return (sqlite3.Error,)
+    return (sqlite3.Error, psycopg.Error)
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -244,6 +254,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         ledger = Ledger.open(url)
     except (HeadOfficeConfigError, RuntimeError, OSError) as exc:
         print(f"tablectl-headoffice: {exc}", file=sys.stderr)
+        return 2
+    except _database_errors() as exc:  # not a ledger, or a server that is not there
+        print(f"tablectl-headoffice: the ledger cannot be opened: {str(exc).splitlines()[0]}",
+              file=sys.stderr)
         return 2
     try:
         if args.cmd == "report":

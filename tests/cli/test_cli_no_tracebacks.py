@@ -160,6 +160,11 @@ def test_headoffice_with_inputs_it_cannot_read(unreadable: dict[str, Path],
         for words in (("run",), ("console",)):
             code, _out, err = answer(headoffice_cli.main, [*words, "--config", f], capsys)
             assert code != 0 and err.strip(), (words, what)
+    # A ledger that is not a database, and a PostgreSQL server that is not there.
+    for url in (str(unreadable["garbage"]), "postgresql://nobody@127.0.0.1:1/ledger"):
+        for words in (("report",), ("hits",), ("params-log",), ("meters",)):
+            code, _out, err = answer(headoffice_cli.main, [*words, "--db", url], capsys)
+            assert code == 2 and "the ledger cannot be opened" in err, (words, url, err)
 
 
 pytestmark_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to nobody needs root")
