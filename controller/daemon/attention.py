@@ -59,9 +59,11 @@ def attention(
     devices: Mapping[str, Mapping[str, Any]],
     alarms: list[dict[str, Any]],
     out_of_service: str | None,
+    starting: bool = False,
 ) -> dict[str, Any]:
-    """{alarms, device_faults, stuck, healthy}: `healthy` when none of them is there."""
-    faults = [
+    """{alarms, device_faults, stuck, healthy}: `healthy` when none of them is there. While the
+    daemon is `starting` its devices are not up yet: not faults (status says STARTING)."""
+    faults = [] if starting else [
         {"device": name, "state": d.get("state"), "error": d.get("last_error"),
          "next": f"check {name}'s cable and power; `tablectl devices list` shows it ready once"
                  " it answers again"}

@@ -85,7 +85,7 @@ class TableCommands:
             "devices": devices,  # = device_list
             # What needs a person: active alarms, device faults, a stuck round (attention.py).
             "attention": attention(t.cfg.game, machine, devices, t.effects.alarms.active,
-                                   t.out_of_service),
+                                   t.out_of_service, starting=not t.ready),
             "link": machine.get("link", "disabled" if not t.cfg.link.enabled else "unknown"),
             "pool": machine.get("pool"),
             "meters": t.meters.headline(),

@@ -25,7 +25,7 @@ from controller.cli.attention import (
 from controller.cli.main import typed_command
 from controller.cli.show import effect_text
 from controller.cli.table_cmd import refusal_text
-from controller.daemon.attention import Alarms, stuck_round
+from controller.daemon.attention import Alarms, attention, stuck_round
 from controller.daemon.effects import Effects
 from controller.daemon.stats import Stats
 from controller.logs import FIELDS_ATTR
@@ -111,6 +111,10 @@ def test_a_stuck_round_is_one_that_waits_for_a_device_in_fault() -> None:
     assert stuck_round("paigow", {"state": "announced", "round": 3}, ["shaker"]) is None
     assert stuck_round("uth", {"state": "dealing", "round": 9}, ["shuffler"]) is not None
     assert stuck_round("uth", {"state": "betting", "round": 9}, ["shuffler"]) is None
+    # While the daemon starts its devices are not up yet: STARTING, not a device fault.
+    down = {"shaker": {"ok": False, "state": "offline", "last_error": None}}
+    assert attention("paigow", shaking, down, [], None, starting=True)["healthy"]
+    assert attention("paigow", shaking, down, [], None)["stuck"] is not None
 
 
 @pytest.mark.slow
