@@ -90,7 +90,7 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "meters": {},
     "meters_close_shift": {},
     "logs": {"level": ((_STR,), False), "device": ((_STR,), False), "round": ((_INT,), False),
-             "n": ((_INT,), False)},
+             "n": ((_INT,), False), "after": ((_INT,), False), "since": ((_STR,), False)},
     "errors": {"days": ((_INT,), False)},
     "journal_tail": {"n": ((_INT,), False)},
     "round_show": {"number": ((_INT,), True)},

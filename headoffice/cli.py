@@ -7,13 +7,14 @@
     tablectl-headoffice pool resume POOL [--operator NAME]
     tablectl-headoffice params-log [POOL] [--config FILE | --db URL] [--json]
     tablectl-headoffice hits [--pending] [--config FILE | --db URL] [--json]
-    tablectl-headoffice hit approve ID [--operator NAME] [--note TEXT]
-    tablectl-headoffice hit refuse ID --reason TEXT [--operator NAME]
+    tablectl-headoffice hit approve ID [--operator NAME] [--note TEXT] [--config FILE]
+    tablectl-headoffice hit refuse ID --reason TEXT [--operator NAME] [--config FILE]
     tablectl-headoffice meters [--table T] [--limit N] [--config FILE | --db URL] [--json]
     tablectl-headoffice console [--config FILE] [--console-config FILE] [--listen HOST:PORT]
     tablectl-headoffice console-password
 
-`--config FILE` goes after the command (as above, and as the systemd unit runs it) or before it.
+`--config FILE` goes after the command (as above, and as the systemd unit runs it) or before
+it, for every command. An empty listing says so in a line ("no held hits").
 Bad input exits 2 with one line naming it; a refused operator request exits 1.
 
 The operator is who runs the console, as the operating system authenticated them (the user who
@@ -25,10 +26,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import pwd
+import sqlite3
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
@@ -149,17 +152,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     pl.add_argument("pool", nargs="?")
     pl.add_argument("--db", help="ledger URL (instead of the config's)")
     pl.add_argument("--json", action="store_true")
-    hs = sub.add_parser("hits", help="jackpot hits held for an operator (the jackpot lock)")
+    hs = sub.add_parser("hits", parents=[cfg],
+                        help="jackpot hits held for an operator (the jackpot lock)")
     hs.add_argument("--pending", action="store_true", help="only those not yet decided")
     hs.add_argument("--db", help="ledger URL (instead of the config's)")
     hs.add_argument("--json", action="store_true")
     hit = sub.add_parser("hit", help="decide a held jackpot hit")
     hsub = hit.add_subparsers(dest="hit_cmd", required=True)
-    ha = hsub.add_parser("approve", help="pay it (rule 15 award on the meter at the hit)")
+    ha = hsub.add_parser("approve", parents=[cfg],
+                         help="pay it (rule 15 award on the meter at the hit)")
     ha.add_argument("id", type=int)
     ha.add_argument("--operator", help="must be who runs the console (default)")
     ha.add_argument("--note", default="")
-    hr = hsub.add_parser("refuse", help="never pay it")
+    hr = hsub.add_parser("refuse", parents=[cfg], help="never pay it")
     hr.add_argument("id", type=int)
     hr.add_argument("--reason", required=True)
     hr.add_argument("--operator", help="must be who runs the console (default)")
@@ -216,6 +221,26 @@ def _operator(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `tablectl-headoffice report | head`: the reader had enough. Quietly, as cat does;
+        # stdout goes to /dev/null so the interpreter's last flush cannot fail again.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _database_errors() -> tuple[type[Exception], ...]:
+    """SQLite's and (when installed) psycopg's errors: looked up only when one is raised."""
+    try:
+        import psycopg  # type: ignore[import-not-found]
+    except ImportError:
+        return (sqlite3.Error,)
+    return (sqlite3.Error, psycopg.Error)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     if args.cmd in ("console", "console-password"):  # the browser console: its own config
@@ -230,15 +255,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (HeadOfficeConfigError, RuntimeError, OSError) as exc:
         print(f"tablectl-headoffice: {exc}", file=sys.stderr)
         return 2
+    except _database_errors() as exc:  # not a ledger, or a server that is not there
+        print(f"tablectl-headoffice: the ledger cannot be opened: {str(exc).splitlines()[0]}",
+              file=sys.stderr)
+        return 2
     try:
         if args.cmd == "report":
             report = ledger.report()
-            print(json.dumps(report, indent=2) if args.json else format_report(report))
+            print(json.dumps(report, indent=2) if args.json
+                  else format_report(report) or "no pools, tables or alarms in the ledger yet")
             return 0
         if args.cmd == "params-log":
             rows = ledger.param_log(args.pool)
             if args.json:
                 print(json.dumps(rows, indent=2))
+            if not rows and not args.json:
+                print("no parameter changes" + (f" of pool {args.pool}" if args.pool else ""))
             for r in [] if args.json else rows:
                 print(f"{r['pool_id']} #{r['entry_no']} {r['utc']} {r['action']} by {r['operator']}"
                       f"{' (forced)' if r['forced'] else ''}: {r['outcome']}; live"
@@ -246,8 +278,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.cmd == "hits":
             held = ledger.held_hits(pending_only=args.pending)
+            none = "no held hit waiting for a decision" if args.pending else "no held hits"
             print(json.dumps(held, indent=2) if args.json
-                  else "\n".join(format_held(h) for h in held))
+                  else "\n".join(format_held(h) for h in held) or none)
             return 0
         if args.cmd == "meters":
             if not 1 <= args.limit <= meters.MAX_SHIFTS:

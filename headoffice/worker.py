@@ -15,6 +15,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from controller.link import contract
@@ -25,7 +26,7 @@ from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
 from headoffice.notify import LedgerWatch
 from headoffice.pools import Pool, PoolValue
-from headoffice.routing import Routing, partition_of
+from headoffice.routing import PARTITIONS, Routing, partition_of
 from headoffice.segments import apply_segments
 
 log = logging.getLogger("tablectl.headoffice")
@@ -234,13 +235,12 @@ class Worker:
         claim = await asyncio.shield(self._claiming)
         self._released = {p for p in self._released | (self.partitions - claim.owned)
                           if claim.owners.get(p) is None}
-        if claim.owned != self.partitions:
-            log.info("head office: %s reads %d of the partitions", self.routing.worker,
-                     len(claim.owned))
-            self.counters["partition_changes"] += 1
-        self.partitions = claim.owned
         parts = claim.owned | self._released
         wanted = {t for t in self.cfg.tables if partition_of(t) in parts}
+        if claim.owned != self.partitions:
+            log.info("%s", share_text(self.routing.worker, claim.owned, self.cfg.tables))
+            self.counters["partition_changes"] += 1
+        self.partitions = claim.owned
         reading = set(self.cfg.tables) if fresh else self._reading
         drop = sorted(reading - wanted)
         add = sorted(wanted if fresh else wanted - reading)
@@ -365,3 +365,17 @@ def parse(topic: str, payload: bytes) -> Incoming:
     if leaf == "segment":
         return Incoming("segment", table, contract.parse_segment(payload, table))
     raise contract.SchemaError(f"topic {topic}: unknown leaf {leaf!r}")
+
+
+def share_text(worker: str, owned: frozenset[int], tables: Iterable[str]) -> str:
+    """The worker's share of the tables, in an operator's words: which of the enrolled tables it
+    reads, and that the others' are read by the other workers (routing.py)."""
+    enrolled = list(tables)
+    mine = sum(partition_of(t) in owned for t in enrolled)
+    if mine == len(enrolled) and len(owned) == PARTITIONS:
+        who = "no other worker holds any now"
+    else:
+        who = "other workers read the rest"
+    return (f"head office: worker {worker} reads the outboxes of {mine} of the"
+            f" {len(enrolled)} enrolled tables ({who}; the tables are shared out among the"
+            f" workers in {PARTITIONS} groups, this worker holds {len(owned)})")

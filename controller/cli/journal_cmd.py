@@ -1,7 +1,7 @@
 """`tablectl journal ...`: the journal's technician commands. `tail` and `summary` ask the
 running daemon; `verify`, `accept-loss` and `keygen` work offline, without it.
 
-    tablectl journal tail [-n N] | summary | verify --state-dir DIR | accept-loss ... | keygen
+    tablectl journal tail [-n N] | summary | verify [--state-dir DIR] | accept-loss ... | keygen
     tablectl journal segments | archive | prune [--keep-rounds N] [--keep-days D] [--dry-run]
         (--state-dir DIR; prune's retention defaults to [journal] of --config)
     tablectl journal downgrade --state-dir DIR   (schema 4 -> 3 for a rollback; daemon stopped)
@@ -19,8 +19,10 @@ import syslog
 from pathlib import Path
 
 from controller.cli.common import emit
+from controller.cli.show import event_args
 from controller.cli.table_cmd import _ask
 from controller.config.load import DEFAULT_PATH
+from controller.config.model import ServiceConfig
 from controller.errors import InputError
 from controller.journal import (
     JOURNAL_FILE,
@@ -48,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=cmd_journal)
     v = jsub.add_parser("verify", help="verify the hash chain, its MACs and the high-water mark "
                         "offline (no daemon needed)")
-    v.add_argument("--state-dir", type=Path, required=True)
+    v.add_argument("--state-dir", type=Path, help="default: the installed table's ([service]"
+                   f" state_dir of {DEFAULT_PATH}, else {ServiceConfig.state_dir})")
     v.add_argument("--key-file", type=Path, help="the journal key (default: as the daemon finds "
                    "it; without one the MACs are not checked)")
     v.add_argument("--archive-dir", type=Path, help="where the archives of segments moved out of "
@@ -109,7 +112,8 @@ def cmd_journal(args: argparse.Namespace) -> int:
             rows,
             args.json,
             lambda: "\n".join(
-                f"#{r['seq']} {r['utc']} round {r['round']} {r['kind']} {json.dumps(r['data'])}"
+                f"#{r['seq']} {r['utc']} round {r['round']} {r['kind']} {event_args(r['data'])}"
+                .rstrip()
                 for r in rows
             ),
         )
@@ -126,6 +130,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"\rverifying: seq {seq} of {last} ({100 * seq // max(last, 1)} %)", end="",
               file=sys.stderr, flush=True)
 
+    if args.state_dir is None:
+        args.state_dir = installed_state_dir()
+    if not (args.state_dir / JOURNAL_FILE).exists() and os.access(args.state_dir, os.X_OK):
+        raise InputError(f"no journal in {args.state_dir} ({JOURNAL_FILE} is not there): give"
+                         " --state-dir")
     rep = verify_dir(args.state_dir, key_file=args.key_file, progress=progress if show else None,
                      archive_dir=args.archive_dir)
     if show:
@@ -135,8 +144,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     def human() -> str:
         head = "OK" if report["ok"] else "FAILED"
         lines = [
-            f"journal {head}: {report['records']} records, {report['rounds_completed']} rounds"
-            f" completed, {report['rounds_voided']} voided",
+            f"journal {args.state_dir} {head}: {report['records']} records,"
+            f" {report['rounds_completed']} rounds completed, {report['rounds_voided']} voided",
             f"  MACs: {rep.macs}",
             f"  high-water mark: {rep.mark}",
         ]
@@ -145,6 +154,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     emit(report, args.json, human)
     return 0 if report["ok"] else 1
+
+
+def installed_state_dir() -> Path:
+    """The installed table's state directory: its config's, else the service's default."""
+    from controller.config import ConfigError, load_config
+
+    try:
+        return load_config(DEFAULT_PATH).service.state_dir
+    except (ConfigError, OSError):
+        return ServiceConfig.state_dir
 
 
 def _operator() -> str:
