@@ -51,8 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--state-dir", type=Path, required=True)
     v.add_argument("--key-file", type=Path, help="the journal key (default: as the daemon finds "
                    "it; without one the MACs are not checked)")
-    v.add_argument("--archive-dir", type=Path, help="where the archives of segments moved out of "
-                   "the file are (default STATE_DIR/archive; [journal] archive_dir)")
+    v.add_argument("--archive-dir", type=Path, help="where the segments' archives are, each "
+                   "checked (default STATE_DIR/archive; [journal] archive_dir)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
     a = jsub.add_parser("accept-loss", help="root only, daemon stopped: record that the journal "
@@ -130,7 +130,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                      archive_dir=args.archive_dir)
     if show:
         print(file=sys.stderr)
-    report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark}
+    report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark, "archives": rep.archives,
+              "archive_faults": rep.archive_faults}
 
     def human() -> str:
         head = "OK" if report["ok"] else "FAILED"
@@ -139,6 +140,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             f" completed, {report['rounds_voided']} voided",
             f"  MACs: {rep.macs}",
             f"  high-water mark: {rep.mark}",
+            f"  archives: {rep.archives}",
         ]
         lines += [f"  error: {e}" for e in report["errors"]]
         return "\n".join(lines)

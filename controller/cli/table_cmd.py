@@ -114,6 +114,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             lines.append(f"OUT OF SERVICE: {st['out_of_service']}")
         elif st.get("ready") is False:  # devices and service tests answer once it is ready
             lines.append("STARTING: devices and journal not up yet; ask again in a moment")
+        faults = st.get("archive_faults") or []
+        if faults:
+            lines.append(f"ALARM: {len(faults)} journal archive(s) missing or altered (E106; "
+                         "tablectl journal verify; docs/operations.md, \"An archive missing or "
+                         "altered\"): " + "; ".join(faults[:3]))
         if st.get("mode") not in (None, "production"):
             lines.append(f"mode     {st['mode'].upper()} (may run unverified software)")
         failures = (st.get("tasks") or {}).get("failures") or {}

@@ -31,7 +31,14 @@ MAX_INFLATED = 256 << 20
 
 
 class ArchiveRefused(ValueError):
-    """The archive is missing, is not the one recorded, or does not check out."""
+    """The archive is missing, is not the one recorded, or does not check out; `what` says
+    which: "missing" (no file), "unreadable" (the file cannot be read) or "altered" (not the
+    digest recorded, or, with that digest, not the records that chain to the segment's MAC'd
+    head: the recorded digest was changed too)."""
+
+    def __init__(self, text: str, what: str = "altered") -> None:
+        super().__init__(text)
+        self.what = what
 
 
 @dataclass(frozen=True)
@@ -126,8 +133,11 @@ def _open(path: Path, st: SegmentState, table_id: str, game: str) -> sqlite3.Con
             raise ArchiveRefused(f"archive {path} is {size} bytes, more than a segment's "
                                  f"archive can be ({MAX_COMPRESSED})")
         data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ArchiveRefused(f"archive {path} is missing", "missing") from exc
     except OSError as exc:
-        raise ArchiveRefused(f"archive {path} cannot be read: {exc.strerror or exc}") from exc
+        raise ArchiveRefused(f"archive {path} cannot be read: {exc.strerror or exc}",
+                             "unreadable") from exc
     digest = hashlib.sha256(data).hexdigest()
     if digest != st.digest:
         raise ArchiveRefused(f"archive {path} is not the one recorded for segment "
