@@ -16,6 +16,7 @@ import os
 import pwd
 import socket
 import struct
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from typing import Any
 
 from controller.control import (
     CLIENT_TIMEOUT_S,
+    MAX_PER_PROCESS,
+    MAX_PER_USER,
     MAX_REQUEST,
     READ_ONLY,
     TECHNICIAN,
@@ -40,12 +43,24 @@ from controller.control import (
 from controller.errors import TablectlError
 from devices.errors import DevicesError
 
+# Refusals a flood repeats (a connection too many, one that sent nothing in time) are logged at
+# most once every LOG_EVERY_S for each reason and user, with how many the line stands for; each
+# is counted (`status`: control.refused_by_reason).
+FLOOD_REASONS = frozenset({"too_many", "timeout"})
+LOG_EVERY_S = 10.0
 
-def peer_of(sock: socket.socket) -> Peer:
-    """SO_PEERCRED of a connected Unix socket; groups from the user database (getgrouplist)
-    plus the peer's own gid, by name."""
+
+def creds_of(sock: socket.socket) -> tuple[int, int, int]:
+    """SO_PEERCRED of a connected Unix socket: (pid, uid, gid), without the user database."""
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, gid = struct.unpack("3i", creds)
+    return pid, uid, gid
+
+
+def peer_of(sock: socket.socket, creds: tuple[int, int, int] | None = None) -> Peer:
+    """SO_PEERCRED of a connected Unix socket (`creds`, if read already); groups from the user
+    database (getgrouplist) plus the peer's own gid, by name."""
+    pid, uid, gid = creds or creds_of(sock)
     try:
         user = pwd.getpwuid(uid).pw_name
         gids = set(os.getgrouplist(user, gid))
@@ -109,6 +124,9 @@ class ControlServer:
         self.requests = 0
         self.bad_requests = 0
         self.refused: Counter[str] = Counter()  # reason -> requests refused for it
+        self._open_by_pid: Counter[int] = Counter()  # connections open now, by peer pid
+        self._open_by_uid: Counter[int] = Counter()  # and by peer uid
+        self._quiet: dict[tuple[str, int], tuple[float, int]] = {}  # (reason, uid) -> (t, n)
 
     async def start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,25 +168,55 @@ class ControlServer:
             "refused_by_reason": dict(self.refused),
         }
 
-    def _refuse(self, writer: asyncio.StreamWriter, reason: str, detail: str, who: str) -> None:
+    def _refuse(self, writer: asyncio.StreamWriter, reason: str, detail: str, who: str,
+                uid: int = -1) -> None:
         self.bad_requests += 1
         self.refused[reason] += 1
-        self.on_refused(f"control request refused ({reason}) from {who}: {detail}")
         writer.write(line_of({"ok": False, "error": detail}))
+        more = ""
+        if reason in FLOOD_REASONS:
+            now = time.monotonic()
+            last, unsaid = self._quiet.get((reason, uid), (-LOG_EVERY_S, 0))
+            if now - last < LOG_EVERY_S:
+                self._quiet[(reason, uid)] = (last, unsaid + 1)
+                return
+            self._quiet[(reason, uid)] = (now, 0)
+            if unsaid:
+                more = f" (and {unsaid} more for this user since the last such line)"
+        self.on_refused(f"control request refused ({reason}) from {who}: {detail}{more}")
+
+    def _too_many(self, pid: int, uid: int) -> str | None:
+        """Why a new connection from process `pid` of user `uid` is one too many, or None
+        (checked before the user database is read: a refusal costs the flood's peer little)."""
+        if self._open_by_pid[pid] >= MAX_PER_PROCESS:
+            return (f"too many connections: process {pid} has {MAX_PER_PROCESS} open "
+                    f"(at most {MAX_PER_PROCESS} at once from one process)")
+        if self._open_by_uid[uid] >= MAX_PER_USER:
+            return (f"too many connections: uid {uid} has {MAX_PER_USER} open "
+                    f"(at most {MAX_PER_USER} at once from one user)")
+        return None
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         who = "unknown peer"
+        peer: Peer | None = None
         try:
             sock = writer.get_extra_info("socket")
-            peer = peer_of(sock)
+            pid, uid, gid = creds_of(sock)
+            if (why := self._too_many(pid, uid)) is not None:
+                self._refuse(writer, "too_many", why, f"uid {uid}, pid {pid}", uid)
+                return
+            peer = peer_of(sock, (pid, uid, gid))
             who = f"user {peer.user} (uid {peer.uid}, pid {peer.pid})"
+            self._open_by_pid[peer.pid] += 1
+            self._open_by_uid[peer.uid] += 1
             try:
                 line = await asyncio.wait_for(reader.readline(), CLIENT_TIMEOUT_S)
             except (ValueError, asyncio.LimitOverrunError):  # longer than MAX_REQUEST
                 self._refuse(writer, "too_large", f"request longer than {MAX_REQUEST} bytes", who)
                 return
             except TimeoutError:
-                self._refuse(writer, "timeout", f"no request within {CLIENT_TIMEOUT_S} s", who)
+                self._refuse(writer, "timeout", f"no complete request within {CLIENT_TIMEOUT_S}"
+                             " s", who, peer.uid)
                 return
             if not line.endswith(b"\n"):  # the client hung up mid-line (or sent nothing)
                 if line:
@@ -204,6 +252,12 @@ class ControlServer:
         except Exception as exc:  # a handler's bug must not cost the daemon or a silent client
             self._failed(writer, exc)
         finally:
+            if peer is not None:
+                for open_now, key in ((self._open_by_pid, peer.pid),
+                                      (self._open_by_uid, peer.uid)):
+                    open_now[key] -= 1
+                    if open_now[key] <= 0:
+                        del open_now[key]
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.drain()
                 writer.close()
