@@ -4,6 +4,8 @@
 SO_PEERCRED (`peer_of`), lets `Access` decide what that peer may run, and answers each request
 with its handler. A request the protocol refuses, a handler's refusal (a `TablectlError`) and a
 handler's bug all get an error reply, are counted and logged; the daemon never falls over one.
+A peer's connections are capped (per process and per user) and an idle one is let go after
+CLIENT_TIMEOUT_S, so that a flood from one member of the socket group leaves the others served.
 """
 
 from __future__ import annotations
