@@ -7,6 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from controller.control import RequestRefused, request
 from controller.daemon.control import ControlServer
 
@@ -144,3 +146,32 @@ def test_a_flood_of_idle_connections_from_one_peer_does_not_stop_status(
     assert 1 <= len(lines) <= 2  # once every 10 s, not once a connection
     assert f"at most {MAX_PER_PROCESS} at once from one process" in lines[0]
     assert any(f"no complete request within {CLIENT_TIMEOUT_S} s" in r for r in refused)
+
+
+def test_status_shows_the_archive_alarm(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """`tablectl status` of a table whose background pass found an archive missing: the alarm
+    is on its own line (E106), the table in service (exit 0)."""
+    from controller.cli.main import main as cli
+    from controller.control import SOCKET_NAME
+
+    fault = ("segment 1 (rounds 1..2000, out of the journal file): archive /var/lib/tablectl/"
+             "archive/segment-000001.sqlite3.z is missing (not deleted by retention)")
+
+    async def status(_args: dict[str, Any]) -> Any:
+        return {"table_id": "T1", "game": "uth", "rules": "nsw", "state": "idle", "round": 7,
+                "out_of_service": None, "ready": True, "mode": "production", "devices": {},
+                "link": "disabled", "events": 3, "uptime_s": 1.0, "archive_faults": [fault]}
+
+    async def go() -> int:
+        server = ControlServer(tmp_path / SOCKET_NAME, {"status": status}, {})
+        await server.start()
+        try:
+            return await asyncio.to_thread(cli, ["status", "--runtime-dir", str(tmp_path)])
+        finally:
+            await server.close()
+
+    assert asyncio.run(asyncio.wait_for(go(), 30)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert ("ALARM: 1 journal archive(s) missing or altered (E106; tablectl journal verify; "
+            f"docs/operations.md, \"An archive missing or altered\"): {fault}") in out
