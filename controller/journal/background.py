@@ -21,6 +21,7 @@ import ctypes
 import json
 import logging
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Callable
@@ -120,7 +121,27 @@ async def look_after_journal(journal: Journal | None, on_failure: Callable[[str]
                 log_event(log, logging.INFO, "journal segments archived, moved and pruned",
                           archived=archived, moved=moved, pruned=pruned,
                           archives_deleted=expired)
+        await _look_for_missing_archives(journal, log)
         await _until_due(journal, every)
+
+
+async def _look_for_missing_archives(journal: Journal, log: logging.Logger) -> None:
+    """Between the background passes (one a start), an archive that has gone missing since is
+    an alarm within the upkeep's interval: a stat a segment, in a worker thread. (Whether one
+    that is there checks out is the pass's to say: reading every archive hourly would read the
+    whole record off the card every hour.)"""
+    try:
+        missing = await asyncio.to_thread(journal.retention.missing_archives,
+                                          journal.archive_dir)
+    except (JournalError, OSError, sqlite3.Error) as exc:
+        log_event(log, logging.ERROR, f"journal archives could not be looked at: {exc}")
+        return
+    known = journal.retention.archive_faults
+    new = [text for text in missing if text not in known]
+    if new:
+        journal.retention.archive_faults = [*known, *new]
+        log_event(log, logging.ERROR, f"ALARM journal archives missing or altered ({len(new)}"
+                  f" more): {'; '.join(new[:3])}", archives=len(new), code="E106")
 
 
 async def _until_due(journal: Journal, every: float) -> None:

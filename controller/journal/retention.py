@@ -259,6 +259,14 @@ class Retention:
                 c.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
         return back
 
+    def missing_archives(self, archive_dir: Path) -> list[str]:
+        """The archives that should be on the table and are not (and not deleted by retention),
+        each named as `journal verify` names it: the daemon's hourly look (a stat a segment;
+        whether one that is there checks out is the background pass's and `journal verify`'s
+        to say, archived.py)."""
+        return [text for st in self.states() if (text := archived.whereabouts(
+            st, archive_dir, self._table_id, self._game, whole=False)[1]) is not None]
+
     def pruned_segment(self, number: int) -> SegmentState | None:
         """The segment that held round `number` if its rows are out of the journal file,
         pruned or moved to its archive (None: the round is in the file)."""

@@ -458,40 +458,15 @@ def _verify_archives(conn: sqlite3.Connection, archive_dir: Path, key: JournalKe
     head), unless retention deleted it (a record that checks out with the key). A segment is
     archived once it closes; pruned or moved, its archive is its only copy on the table."""
     table_id, game = meta["table_id"], meta["game"]
-    whole = deleted = 0
+    counts = {"whole": 0, "deleted": 0}
     for st in segments.read_all(conn, key, table_id, game):
-        seg = st.segment
-        name = (f"segment {seg.number} (rounds {seg.first_round}..{seg.last_round}"
-                f"{'' if not st.out_of_file else ', out of the journal file'})")
-        if st.archive is None:
-            if st.out_of_file:
-                rep.archive_fault(f"{name}: its row names no archive (it was archived before "
-                                  "it left the file: the row was altered)")
-            continue
-        if st.archive != segments.archive_name(seg.number):
-            rep.archive_fault(f"{name}: its row names the archive {st.archive!r}, not "
-                              f"{segments.archive_name(seg.number)!r} (the row was altered)")
-            continue
-        path = archive_dir / st.archive
-        if st.deleted_by_retention and not path.exists():
-            deleted += 1
-            continue
-        if st.deleted_utc is not None and not st.deleted_ok and not path.exists():
-            rep.archive_fault(f"{name}: archive {path} is missing; its row says retention "
-                              f"deleted it at {st.deleted_utc}, but that record does not check "
-                              "out with the table's key (forged)")
-            continue
-        try:
-            archived.check(path, st, table_id, game)
-            whole += 1
-        except archived.ArchiveRefused as exc:
-            if exc.what == "missing":
-                rep.archive_fault(f"{name}: archive {path} is missing (not deleted by "
-                                  "retention)")
-            else:
-                rep.archive_fault(f"{name}: {exc.what}: {exc}")
-    rep.archives = (f"{whole} whole, {len(rep.archive_faults)} missing or altered, {deleted} "
-                    f"deleted by retention ({archive_dir})")
+        what, text = archived.whereabouts(st, archive_dir, table_id, game)
+        if text is not None:
+            rep.archive_fault(text)
+        elif what in counts:
+            counts[what] += 1
+    rep.archives = (f"{counts['whole']} whole, {len(rep.archive_faults)} missing or altered, "
+                    f"{counts['deleted']} deleted by retention ({archive_dir})")
 
 
 def _verify_mark(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | None,

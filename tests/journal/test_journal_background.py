@@ -312,3 +312,47 @@ def test_an_archive_altered_or_missing_alarms_and_the_table_plays_on(
                       "commits)")
         failures = run(j, caplog)
     assert len(failures) == 1 and "MAC mismatch" in failures[0], failures
+
+
+def test_an_archive_gone_after_the_pass_is_an_alarm_within_the_upkeep(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass runs once a start; an archive deleted after it is found by the upkeep's look
+    (every UPKEEP_ENV seconds): E106, status's archive_faults, and play goes on."""
+    monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
+    monkeypatch.setenv(DELAY_ENV, "0")
+    monkeypatch.setenv(UPKEEP_ENV, "1")
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=4)  # segments 1, 2 closed (archived by the upkeep)
+        failures: list[str] = []
+        log = logging.getLogger("test.look")
+
+        async def main() -> None:
+            task = asyncio.create_task(look_after_journal(j, failures.append, log,
+                                                          JournalConfig()))
+            try:
+                for _ in range(400):  # the pass done and both segments archived
+                    await asyncio.sleep(0.05)
+                    if all(st.archive for st in j.retention.states()):
+                        break
+                await asyncio.sleep(0.2)
+                assert j.retention.archive_faults == []
+                (j.archive_dir / "segment-000002.sqlite3.z").unlink()
+                for _ in range(100):
+                    await asyncio.sleep(0.05)
+                    if j.retention.archive_faults:
+                        break
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+        with caplog.at_level(logging.INFO, logger="test.look"):
+            asyncio.run(main())
+        assert failures == []
+        assert j.retention.archive_faults == [
+            f"segment 2 (rounds 3..4): archive {j.archive_dir / 'segment-000002.sqlite3.z'} is "
+            "missing (not deleted by retention)"]
+        alarms = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert alarms == ["ALARM journal archives missing or altered (1 more): "
+                          + j.retention.archive_faults[0]]
