@@ -46,8 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         if name == "tail":
             p.add_argument("-n", type=int, default=20)
         p.set_defaults(func=cmd_journal)
-    v = jsub.add_parser("verify", help="verify the hash chain, its MACs and the high-water mark "
-                        "offline (no daemon needed)")
+    v = jsub.add_parser("verify", help="verify the hash chain, its MACs, the high-water mark and "
+                        "every segment's archive offline (no daemon needed)")
     v.add_argument("--state-dir", type=Path, required=True)
     v.add_argument("--key-file", type=Path, help="the journal key (default: as the daemon finds "
                    "it; without one the MACs are not checked)")
@@ -228,6 +228,9 @@ def cmd_segments(args: argparse.Namespace) -> int:
     _meta, states, _last, macs = _read_only(args)
     rows = [st.as_json() for st in states]
 
+    def deleted(utc: str | None) -> str:
+        return "" if utc is None else f" (deleted by retention {utc})"
+
     def human() -> str:
         lines = [f"{len(rows)} closed segments (MACs {macs}); the open one follows the last"]
         for r in rows:
@@ -238,7 +241,8 @@ def cmd_segments(args: argparse.Namespace) -> int:
             lines.append(f"  segment {r['number']}: seq {r['first']}..{r['last']}, rounds "
                          f"{r['first_round']}..{r['last_round']}, {state}"
                          f"{'' if r['mac_ok'] else ', MAC DOES NOT CHECK OUT'}"
-                         f"{', ' + r['archive'] if r['archive'] else ''}")
+                         f"{', ' + r['archive'] if r['archive'] else ''}"
+                         f"{deleted(r['archive_deleted_utc'])}")
         return "\n".join(lines)
 
     emit(rows, args.json, human)

@@ -712,7 +712,8 @@ def test_an_archive_whose_row_was_altered_is_named(jdir: Path) -> None:
     assert (archive_dir / "segment-000001.sqlite3.z").exists()
 
 
-def test_a_deletion_recorded_before_its_file_went_is_finished(jdir: Path) -> None:
+def test_a_deletion_recorded_before_its_file_went_is_finished(
+        jdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Killed between the record and the unlink: the file is deleted at the next upkeep, and
     meanwhile it is still checked (it is there)."""
     archive_dir = _pruned(jdir)
@@ -726,3 +727,8 @@ def test_a_deletion_recorded_before_its_file_went_is_finished(jdir: Path) -> Non
     rep = verify_dir(jdir)
     assert rep.ok, rep.errors
     assert "1 deleted by retention" in rep.archives
+    from controller.cli.main import main as cli
+
+    assert cli(["journal", "segments", "--state-dir", str(jdir)]) == 0
+    assert ("segment 1: seq 1..20, rounds 1..2, pruned ") in (out := capsys.readouterr().out)
+    assert "segment-000001.sqlite3.z (deleted by retention 2026-01-02T00:00:00Z)" in out
