@@ -52,7 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--key-file", type=Path, help="the journal key (default: as the daemon finds "
                    "it; without one the MACs are not checked)")
     v.add_argument("--archive-dir", type=Path, help="where the segments' archives are, each "
-                   "checked (default STATE_DIR/archive; [journal] archive_dir)")
+                   "checked (default: [journal] archive_dir of --config when its state_dir is "
+                   "STATE_DIR, else STATE_DIR/archive)")
+    v.add_argument("--config", type=Path, default=DEFAULT_PATH,
+                   help=f"the table's config, for its archive_dir (default {DEFAULT_PATH}; "
+                        "verify needs none)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
     a = jsub.add_parser("accept-loss", help="root only, daemon stopped: record that the journal "
@@ -127,7 +131,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
 
     rep = verify_dir(args.state_dir, key_file=args.key_file, progress=progress if show else None,
-                     archive_dir=args.archive_dir)
+                     archive_dir=args.archive_dir or _configured_archive_dir(args))
     if show:
         print(file=sys.stderr)
     report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark, "archives": rep.archives,
@@ -147,6 +151,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     emit(report, args.json, human)
     return 0 if report["ok"] else 1
+
+
+def _configured_archive_dir(args: argparse.Namespace) -> Path | None:
+    """[journal] archive_dir of the table's config, when that config's state directory is the
+    one verified (a copy elsewhere keeps its archives beside it); None (STATE_DIR/archive)
+    when there is no such config, or it cannot be read: verify works without one."""
+    from controller.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config)
+    except (ConfigError, OSError):
+        return None
+    if cfg.service.state_dir.resolve() != Path(args.state_dir).resolve():
+        return None
+    return cfg.journal.archive_dir
 
 
 def _operator() -> str:

@@ -732,3 +732,27 @@ def test_a_deletion_recorded_before_its_file_went_is_finished(
     assert cli(["journal", "segments", "--state-dir", str(jdir)]) == 0
     assert ("segment 1: seq 1..20, rounds 1..2, pruned ") in (out := capsys.readouterr().out)
     assert "segment-000001.sqlite3.z (deleted by retention 2026-01-02T00:00:00Z)" in out
+
+
+def test_verify_finds_the_archives_where_the_config_keeps_them(
+        jdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """[journal] archive_dir elsewhere (as the daemon archives there): `journal verify` of that
+    table's state directory checks them there, not STATE_DIR/archive (tablectl-slot's health
+    check runs it without --archive-dir)."""
+    from controller.cli.main import main as cli
+
+    archive_dir = _pruned(jdir)
+    elsewhere = jdir.parent / "share"
+    archive_dir.rename(elsewhere)
+    example = (Path(__file__).resolve().parents[2] / "examples" / "paigow-nsw.toml").read_text()
+    conf = jdir.parent / "table.toml"
+    conf.write_text(example.replace("simulate = false", "simulate = true").replace(
+        'state_dir = "/var/lib/tablectl"', f'state_dir = "{jdir}"')
+        + f'\n[journal]\narchive_dir = "{elsewhere}"\n')
+    assert cli(["journal", "verify", "--state-dir", str(jdir), "--config", str(conf)]) == 0
+    assert f"archives: 4 whole, 0 missing or altered, 0 deleted by retention ({elsewhere})" in (
+        capsys.readouterr().out)
+    # No config (or another table's): STATE_DIR/archive, where they are not.
+    assert cli(["journal", "verify", "--state-dir", str(jdir), "--config",
+                str(jdir / "none.toml")]) == 1
+    assert "4 missing or altered" in capsys.readouterr().out
