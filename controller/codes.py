@@ -12,6 +12,7 @@ CODES: dict[str, str] = {
     "E103": "journal replay failed: the table is out of service",
     "E104": "a journal checkpoint refused at start: verified from an older one",
     "E105": "the meters were replayed from a pruned journal: they lack the pruned rounds",
+    "E106": "an archive of a closed segment is missing or altered (not deleted by retention)",
     "E201": "a device did not start",
     "E202": "a device command failed",
     "E203": "the self-test found problems",
