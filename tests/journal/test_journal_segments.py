@@ -655,7 +655,7 @@ def test_verify_fails_naming_an_archive_altered_or_missing(
         f"{hashlib.sha256(good).hexdigest()}"]
     assert cli(["journal", "verify", "--state-dir", str(jdir)]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("journal FAILED")
+    assert out.startswith(f"journal {jdir} FAILED")
     assert f"archives: 3 whole, 1 missing or altered, 0 deleted by retention ({archive_dir})" in out
     assert f"error: segment 1 (rounds 1..2, out of the journal file): altered: archive {one}" \
         in out
