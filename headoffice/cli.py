@@ -138,13 +138,12 @@ def format_review(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_change(pool: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
-    """A parameter change as a before/after table of only what changes."""
+def format_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
+    """A parameter change as a before/after table of only what changes, indented."""
     rows = param_changes(old, new)
     width = max([len(r[0]) for r in rows] + [4])
-    return "\n".join([f"pool {pool}: {'what':<{width}}  {'before':>14}  {'after':>14}"]
-                     + [f"  {'':<{len(pool) + 4}}{a:<{width}}  {b:>14}  {c:>14}"
-                        for a, b, c in rows])
+    return "\n".join([f"  {'what':<{width}}  {'before':>14}  {'after':>14}"]
+                     + [f"  {a:<{width}}  {b:>14}  {c:>14}" for a, b, c in rows])
 
 
 def format_decision(d: dict[str, Any]) -> str:
@@ -323,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f" {', '.join(json.loads(r['live_tables'])) or 'none'}")
                 old, new = (json.loads(r[k]) if r[k] else None for k in ("old", "new"))
                 if new is not None:
-                    print(format_change(r["pool_id"], old, new))
+                    print(format_change(old, new))
             return 0
         if args.cmd == "decisions":
             rows = ledger.decisions(pending_only=args.pending)
@@ -384,7 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     args.pool, changes, operator=_operator(args), authorised=cfg.operators,
                     reason=args.reason, force=args.force, live_window_s=cfg.live_window_s,
                 )
-                print(format_change(args.pool, change.old.as_json(), change.new.as_json()))
+                print(f"pool {args.pool}:")
+                print(format_change(change.old.as_json(), change.new.as_json()))
                 if change.status == "pending":
                     print(f"FIRST APPROVAL recorded (decision #{change.decision_no}): tables are"
                           " live on the pool, so a second, different operator runs"
@@ -397,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 operator = _operator(args)
                 d = ledger.decision(args.decision)
                 if d is not None and d["kind"] == "params":
-                    print(format_change(d["subject"], d["detail"]["old"], d["detail"]["new"]))
+                    print(f"pool {d['subject']}, decision #{d['decision_no']}:")
+                    print(format_change(d["detail"]["old"], d["detail"]["new"]))
                     print(f"first approval: {d['first_by']} at {d['first_utc']}:"
                           f" {d['first_reason']}")
                 if args.pool_cmd == "approve":
