@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.errors import InputError
+from controller.money import dollars
 
 # $10,000: the usual threshold above which a casino's hand-paid jackpot needs a second signature.
 DUAL_CONTROL_FROM = 1_000_000
@@ -123,11 +124,12 @@ def needs_verification(policy: HitPolicy, payouts: list[dict[str, Any]]) -> str 
         big = [p for p in payouts
                if p["award"] in {c.label for c in Category if c >= limit}]
         if big:
-            return (f"{big[0]['award']} award on box {big[0]['box']} waits for verification"
-                    f" (at or above {policy.verify_from})")
+            return (f"{hand_in_words(big[0]['award'])} award on box {big[0]['box']} waits for"
+                    f" verification (at or above {hand_in_words(policy.verify_from)})")
     total = sum(p["amount"] for p in payouts)
     if policy.verify_above is not None and total > policy.verify_above:
-        return f"awards of {total} cents exceed {policy.verify_above}: wait for verification"
+        return (f"awards of {dollars(total)} exceed {dollars(policy.verify_above)}: wait for"
+                " verification")
     return None
 
 

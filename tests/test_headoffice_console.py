@@ -88,7 +88,7 @@ def test_pages_show_the_ledgers_figures(office: Office, browser: Browser) -> Non
     assert cells(tables, "table-T2")[:3] == ["T2", "-", "unknown"]
     hits = browser.client.get("/hits").text
     assert [int(n) for n in re.findall(r'id="held-(\d+)"', hits)] == [1, 2, 3]
-    assert "Why held: royal_flush award on box 1 waits for verification" in hits
+    assert "Why held: Royal Flush award on box 1 waits for verification" in hits
     assert "box 1: Ah Kh Qh Jh Th: Royal Flush" in hits and "claimed" not in hits
     assert 'href="/hits/1"' in hits and "/hits/1/approve" not in hits  # no one-click pay
     assert "meter at the hit $5,007.25" in hits
@@ -574,3 +574,25 @@ def test_the_ledger_is_left_open_for_the_console_only(office: Office) -> None:
         assert led.held_hits()[0]["status"] == "pending"
     finally:
         led.close()
+
+
+def test_a_parameter_form_reads_dollars_and_percent_exactly() -> None:
+    from fractions import Fraction
+
+    from headoffice.console.money import param_changes, parse_dollars, parse_percent
+
+    assert [parse_dollars(t, "seed") for t in ("5000", "5,000.00", "$5000.5", "0.01")] == [
+        500_000, 500_000, 500_050, 1]
+    assert [parse_percent(t, "increment") for t in ("25", "2.5", "0.25%", "100")] == [
+        Fraction(1, 4), Fraction(1, 40), Fraction(1, 400), Fraction(1)]
+    for bad in ("1e9", "-5", "5.001", "1,0000", "", "five"):
+        with pytest.raises(ValueError, match="seed"):
+            parse_dollars(bad, "seed")
+    for bad in ("100.01", "1/4", "-1", "2.555", "nan"):
+        with pytest.raises(ValueError, match="increment"):
+            parse_percent(bad, "increment")
+    old = {"seed": 500_000, "increment": "1/4", "hidden": "1/20", "ceiling": None,
+           "paytable": {}}
+    new = {**old, "increment": "3/10", "ceiling": 10_000_000}
+    assert param_changes(old, new) == [("increment (to the pool)", "25.00%", "30.00%"),
+                                       ("ceiling", "none", "$100,000.00")]

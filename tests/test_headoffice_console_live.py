@@ -140,7 +140,7 @@ def test_bad_console_config_exits_2(tmp_path: Path) -> None:
 @pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
 def test_tables_page_follows_a_real_link(broker, tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
-    ho = ho_config(db, None)
+    ho = ho_config(db, None, operators=("alice", "bob"))  # console_toml's approvers
     accounts = validate_text(console_toml(), ho.operators)
 
     async def main() -> None:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any
+
+from controller.errors import InputError
+from controller.money import parse_cents
+
+_DOLLARS = re.compile(r"\$?(\d{1,13}|\d{1,3}(,\d{3}){1,4})(\.\d{1,2})?")
 
 
 def dollars(cents: Any) -> str:
@@ -66,13 +72,16 @@ def _show(value: Any, kind: str, present: bool) -> str:
 
 
 def parse_dollars(text: str, what: str) -> int:
-    """ "$1,234.50" / "1234.5" / "1234" -> cents; ValueError naming `what` otherwise."""
-    t = text.strip().removeprefix("$").replace(",", "")
-    whole, _, frac = t.partition(".")
-    if not whole.isdigit() or len(whole) > 13 or (frac and not frac.isdigit()) or len(frac) > 2:
+    """ "$1,234.50" / "1234.5" / "1234" -> cents (controller.money.parse_cents, exact); only
+    plain dollars of at most 13 digits, so "1e9" or "-5" are refused; ValueError naming
+    `what` otherwise."""
+    if not _DOLLARS.fullmatch(text.strip()):
         raise ValueError(f"{what}: dollars and cents such as 5000 or 5,000.00, got"
                          f" {text[:20]!r}")
-    return int(whole) * 100 + int((frac + "00")[:2])
+    try:
+        return parse_cents(text, what)
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def parse_percent(text: str, what: str) -> Fraction:

@@ -11,6 +11,7 @@ from typing import Any
 
 from controller.errors import InputError
 from controller.link import contract
+from controller.money import dollars
 from headoffice import hits as hitcheck
 from headoffice.db import Database
 from headoffice.hits import HitPolicy
@@ -32,10 +33,6 @@ from headoffice.pools import ConservationError, Pool
 # How long a worker's claim on an award it sends holds (claim_awards): far above a publish's
 # PUBACK under load, so a live sender is never doubled; a dead one's awards wait this long.
 SENDING_S = 120.0
-
-
-def _dollars(cents: int) -> str:
-    return f"{'-' if cents < 0 else ''}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
 
 
 class LedgerHits(LedgerDecisions):
@@ -172,7 +169,7 @@ class LedgerHits(LedgerDecisions):
                     "hit", str(hold_no), status="pending", signatures=2, operator=operator,
                     reason=why, amount=amount, detail=detail,
                     outcome="first approval: waits for a second, different approver")
-                self.alarm(f"{what}: first approval by {operator} ({_dollars(amount)}, dual"
+                self.alarm(f"{what}: first approval by {operator} ({dollars(amount)}, dual"
                            " control): waits for a second approver", pool.id, row["table_id"])
                 log.warning("held hit #%s: first approval by %s", hold_no, operator)
                 return {"status": "pending", "decision_no": no, "amount": amount,
@@ -188,7 +185,7 @@ class LedgerHits(LedgerDecisions):
                 (pool.id, new.hits, row["table_id"], row["round"], row["seq"], now, pool.amount,
                  new.amount, amount, result.seed_from_house,
                  json.dumps(message, sort_keys=True)))
-            paid = f"paid {_dollars(amount)}"
+            paid = f"paid {dollars(amount)}"
             if first is not None:
                 no = int(first["decision_no"])
                 self._second_signature(no, status="approved", operator=operator, reason=why,
