@@ -225,3 +225,18 @@ def test_an_older_ledger_gets_the_decisions_and_the_verification_columns(
     assert {"verified_by", "verified_utc"} <= set(led.db.columns("held_hits"))
     assert "second_reason" in led.db.columns("decisions") and led.decisions() == []
     led.close()
+
+
+def test_the_dual_control_threshold_is_configured() -> None:
+    from headoffice.config import HeadOfficeConfigError, validate_text
+
+    base = '[database]\nurl = "x.db"\n[service]\n'
+    assert validate_text(base).hit_policy().dual_control_from == 1_000_000  # $10,000.00
+    assert validate_text(base + "dual_control_from = 2500000\n").hit_policy(
+    ).dual_control_from == 2_500_000
+    assert validate_text(base + 'dual_control_from = "none"\n').dual_control_from is None
+    for bad, why in (("0", "must be >= 1 cent"), ('"lots"', 'cents (an integer >= 1) or "none"'),
+                     ("1.5", "expected")):
+        with pytest.raises(HeadOfficeConfigError, match=r"service\.dual_control_from") as info:
+            validate_text(base + f"dual_control_from = {bad}\n")
+        assert why in str(info.value)
