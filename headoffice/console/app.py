@@ -42,7 +42,6 @@ from headoffice.config import HeadOfficeConfig
 from headoffice.console import views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
 from headoffice.console.money import (
-    basis_points,
     dollars,
     param_changes,
     parse_dollars,
@@ -56,7 +55,7 @@ log = logging.getLogger("tablectl.headoffice.console")
 HERE = Path(__file__).parent
 MAX_FORM = 8192  # bytes of a form body: the largest form is a refusal's reason
 MAX_FIELDS = 12
-MAX_TEXT = 500  # characters of a note or reason (the ledger keeps 500)
+MAX_TEXT = 500  # characters of a reason (the ledger keeps 500)
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # A parameter change's fields: (form key, Params field, parser) in dollars and percent.
 PARAM_FIELDS = (("seed", "seed", "dollars"), ("increment", "increment", "percent"),
@@ -134,7 +133,6 @@ class Console:
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["dollars"] = dollars
         self.templates.env.filters["percent"] = percent
-        self.templates.env.filters["basis_points"] = basis_points
 
     # -- plumbing -------------------------------------------------------------------------------
     async def with_ledger(self, fn: Callable[[Ledger], Any]) -> Any:

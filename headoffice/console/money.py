@@ -1,4 +1,4 @@
-"""Cents as a person reads them: the console's one money formatter (never a float)."""
+"""Cents and rates as a person reads and types them in the console (never a float)."""
 
 from __future__ import annotations
 
@@ -29,16 +29,6 @@ def percent(rate: Any) -> str:
         return "-"
     sign = "-" if hundredths < 0 else ""
     return f"{sign}{abs(hundredths) // 100}.{abs(hundredths) % 100:02d}%"
-
-
-def basis_points(rate: Any) -> str:
-    """An exact rate in basis points, as `pool set --increment-bp` takes it: "1/4" -> "2500";
-    a rate that is no whole number of them shows as its exact fraction."""
-    try:
-        bp = Fraction(rate) * 10_000
-    except (TypeError, ValueError, ZeroDivisionError):
-        return "-"
-    return str(bp.numerator) if bp.denominator == 1 else str(bp)
 
 
 # A pool's parameters as a person reads them: (key in Params.as_json, label, formatter).
