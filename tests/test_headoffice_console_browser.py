@@ -133,6 +133,7 @@ def test_an_operator_works_the_console_in_a_browser(served: tuple[Office, str], 
         d.find_element(By.CSS_SELECTOR, "form.login button").click()
         wait.until(ec.title_contains("Overview"))
 
+    before_params = decisions(office.db)["pool"]["params"]
     # Refuse #3 (the hit on a round without a wager) on its page: what the checks found shows.
     d.get(f"{base}/hits/3")
     assert "no jackpot wagers ledgered" in d.find_element(By.ID, "checks").text
@@ -160,3 +161,14 @@ def test_an_operator_works_the_console_in_a_browser(served: tuple[Office, str], 
     assert (held[3]["status"], held[3]["operator"], held[3]["note"]) == (
         "refused", "alice", "no wager on the round")
     assert held[2]["status"] == "pending"
+
+    # A parameter change typed in percent is shown before and after; nothing changes yet.
+    d.get(f"{base}/params")
+    d.find_element(By.CSS_SELECTOR, '#params-p1 input[name="increment"]').send_keys("30")
+    d.find_element(By.CSS_SELECTOR, "#params-p1 button").click()
+    wait.until(ec.title_contains("Change pool p1"))
+    table = d.find_element(By.ID, "before-after").text
+    assert "increment (to the pool) 25.00% 30.00%" in table and "seed" not in table
+    assert "Tables live on the pool: T1" in d.find_element(By.ID, "live").text
+    shot("params-confirm")
+    assert decisions(office.db)["pool"]["params"] == before_params
