@@ -192,6 +192,18 @@ def test_a_forced_change_on_a_live_pool_needs_two_approvers_and_a_reason(
         "increment"] == "3/10"
 
 
+def test_only_an_operator_changes_parameters_even_with_no_table_live(new_url: NewUrl) -> None:
+    led = ledger(new_url)
+    with pytest.raises(LedgerError, match="'mallory' is not authorised to change parameters"):
+        led.set_params(P, {"seed": 1}, operator="mallory", authorised=OPS, reason="mine")
+    assert led.pool(P).params.seed == PARAMS.seed  # type: ignore[union-attr]
+    assert led.param_log(P)[-1]["outcome"].startswith("refused: operator 'mallory'")
+    done = led.set_params(P, {"seed": 600_000}, operator="alice", authorised=OPS,
+                          reason="new sign")
+    assert done.status == "applied" and led.decision(done.decision_no)["first_by"] == (  # type: ignore[index]
+        "alice")
+
+
 def test_a_pending_change_refused_or_overtaken_changes_nothing(new_url: NewUrl) -> None:
     led = ledger(new_url)
     _live(led, "T1")

@@ -55,6 +55,7 @@ def result(round_: int, status: str = "completed") -> tuple[str, dict]:
     return "round_result", {"round": round_, "status": status}
 
 
+OPS = ["alice", "bob"]  # head office's [service] operators in these tests
 NewUrl = Callable[[], str]  # the `new_url` fixture (tests/conftest.py): fresh ledger URLs
 
 
@@ -288,7 +289,7 @@ def test_parameters_cannot_change_while_tables_are_live_unless_forced(new_url: N
     assert last["forced"] and json.loads(last["live_tables"]) == ["T1"]
     # The table goes offline (its last will): no force needed any more.
     led.apply_batch([Incoming("status", "T1", {"v": 1, "table": "T1", "state": "offline"})])
-    led.set_params(P, {"seed": 600_000}, operator="bob", authorised=[], reason="r")
+    led.set_params(P, {"seed": 600_000}, operator="bob", authorised=OPS, reason="r")
     assert led.pool(P).params.seed == 600_000  # type: ignore[union-attr]
     # A stale table (not seen for the live window) is not live either.
     _live(led, "T1")
@@ -528,17 +529,17 @@ def test_param_log_keeps_the_order_changes_were_made_in_one_millisecond(
     monkeypatch.setattr(headoffice.ledger.common, "utc_now", lambda: now["utc"])
     led = ledger(new_url)  # create: #1
     for seed in (600_000, 700_000, 800_000):  # #2, #3, #4
-        led.set_params(P, {"seed": seed}, operator="alice", authorised=[], reason="sign")
+        led.set_params(P, {"seed": seed}, operator="alice", authorised=OPS, reason="sign")
     _live(led, "T1")
     with pytest.raises(LedgerError, match="live"):  # refused: #5
-        led.set_params(P, {"seed": 900_000}, operator="bob", authorised=[], reason="sign")
+        led.set_params(P, {"seed": 900_000}, operator="bob", authorised=OPS, reason="sign")
     now["utc"] = "2026-03-01T09:59:59.000Z"  # the clock steps back
     ops = ["alice", "bob"]
     first = led.set_params(P, {"seed": 1_000_000}, operator="alice", authorised=ops,
                            force=True, reason="sign")  # #6: the first of two approvals
     led.approve_change(first.decision_no, operator="bob", authorised=ops, reason="ok")  # #7
     led.ensure_pool("p2", PARAMS)  # another pool: its own numbers
-    led.set_params("p2", {"seed": 650_000}, operator="alice", authorised=[], reason="sign")
+    led.set_params("p2", {"seed": 650_000}, operator="alice", authorised=OPS, reason="sign")
     log = led.param_log(P)
     assert [r["entry_no"] for r in log] == [1, 2, 3, 4, 5, 6, 7]
     assert {r["utc"] for r in log[:5]} == {"2026-03-01T10:00:00.000Z"}
@@ -613,7 +614,7 @@ def test_an_old_param_log_is_numbered_when_the_ledger_opens(new_url: NewUrl) -> 
         (1, 500_000), (2, 600_000), (3, 700_000), (4, 800_000)]
     assert [r["entry_no"] for r in led.param_log("p2")] == [1]
     led.ensure_pool(P, PARAMS)  # the pool row did not exist: a create entry, numbered on
-    led.set_params(P, {"seed": 900_000}, operator="alice", authorised=[], reason="sign")
+    led.set_params(P, {"seed": 900_000}, operator="alice", authorised=OPS, reason="sign")
     assert [r["entry_no"] for r in led.param_log(P)] == [1, 2, 3, 4, 5, 6]
     with pytest.raises(Exception, match=r"(?i)unique|duplicate"):  # (pool_id, entry_no) is a key
         led.db.execute("INSERT INTO param_log (pool_id, entry_no, utc, operator, action, forced,"

@@ -180,6 +180,7 @@ POOL_TOML = """
 url = "sqlite:////nonexistent/ledger.db"
 [service]
 max_jackpot_wager = 1000
+operators = ["alice"]
 [[pools]]
 id = "p1"
 seed = 500000

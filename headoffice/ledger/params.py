@@ -110,8 +110,8 @@ class LedgerPools:
         force: bool = False,
         live_window_s: float = 60.0,
     ) -> ParamChange:
-        """Change a pool's parameters, with a reason. Refused while tables are live on the
-        pool unless `force` by an operator in `authorised`; a forced change on a pool with
+        """Change a pool's parameters, with a reason, by an operator in `authorised`. Refused
+        while tables are live on the pool unless `force`; a forced change on a pool with
         live tables is dual control: this first approval is recorded (a pending decision,
         `approve_change`) and nothing changes until a second, different operator approves it.
         Every attempt is logged (param_log) with old and new."""
@@ -131,6 +131,9 @@ class LedgerPools:
                 why = f"tables live on pool {pool_id}: {', '.join(live)} (force needed)"
             elif force and operator not in set(authorised):
                 why = f"operator {operator!r} is not authorised to force a change"
+            elif operator not in set(authorised):
+                why = (f"operator {operator!r} is not authorised to change parameters (not in"
+                       " head office's [service] operators)")
             elif new == old:
                 why = "nothing changes: the new values are the pool's own"
             if why is None:
