@@ -49,7 +49,7 @@ class HeadOfficeConfig:
     pool_expiry_s: int = 5  # a retained pool value expires: a dead head office goes OFFLINE
     live_window_s: float = 90.0  # a table seen this recently (and online) is live on its pool
     batch_max: int = 500  # messages applied per transaction at most
-    operators: tuple[str, ...] = ()  # may force parameter changes, resume pools, decide hits
+    operators: tuple[str, ...] = ()  # change parameters, resume pools, decide hits
     tables: dict[str, str | None] = field(default_factory=dict)  # enrolled: id -> its pool
     # Hits whose award has a category at least this (a Category label, or None: no category
     # waits) or a total above verify_above cents are held for an operator's approval.
