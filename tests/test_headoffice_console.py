@@ -279,6 +279,9 @@ def test_a_parameter_change_in_the_browser_is_pool_set(tmp_path: Path,
                      "row") == ["increment (to the pool)", "25.00%", "30.00%"]
         assert "seed" not in r.text.split('id="before-after"')[1].split("</table>")[0]
         assert "Tables live on the pool: T1" in r.text and 'name="reason"' in r.text
+        for query in ({"seed": "1" * 41}, {"increment": "ten"}, {}):
+            assert a.client.get("/pools/p1/params", params=query).status_code == 400
+        assert a.client.get("/pools/p9/params", params={"seed": "1"}).status_code == 404
         token = csrf_of(r.text)
         form = {"csrf": token, "increment": "30"}
         r = a.client.post("/pools/p1/params", data={**form, "reason": "new sign"})

@@ -378,7 +378,9 @@ class Console:
             raise _Refused(403, "forbidden", f"operator {s.account.name!r} may view, not"
                            " decide (role viewer)")
         pool_id = _pool_id(request.path_params["pool"])
-        form = {k: v for k, v in request.query_params.items() if len(v) <= 40}
+        form = dict(request.query_params)
+        if len(form) > MAX_FIELDS or any(len(v) > 40 for v in form.values()):
+            raise _Refused(400, "bad_request", "a parameter change is a few short figures")
         changes = self._param_form(form)
 
         def read(led: Ledger) -> dict[str, Any]:
