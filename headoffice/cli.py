@@ -101,9 +101,11 @@ def format_held(h: dict[str, Any]) -> str:
     paid = ""
     if h["award"] is not None:
         paid = f"; paid {_money(sum(p['amount'] for p in h['award']['payouts']))}"
+    verified = ("" if not h.get("verified_by") else
+                f"; verified at the table by {h['verified_by']} (the table's word)")
     return (f"HELD HIT #{h['hold_no']} {h['utc']} table {h['table_id']} round {h['round']}"
             f" pool {h['pool_id']} (meter {_money(h['meter_at_hit'])}): {h['status'].upper()}"
-            f"{decided}{paid}; why held: {h['reason']}")
+            f"{decided}{paid}; why held: {h['reason']}{verified}")
 
 
 def format_review(r: dict[str, Any]) -> str:
