@@ -252,3 +252,45 @@ def test_the_dual_control_threshold_is_configured() -> None:
         with pytest.raises(HeadOfficeConfigError, match=r"service\.dual_control_from") as info:
             validate_text(base + f"dual_control_from = {bad}\n")
         assert why in str(info.value)
+
+
+def test_two_second_approvals_at_once_apply_the_change_once(new_url: NewUrl) -> None:
+    """Each on its own connection, as two operators' consoles: one applies it, the other finds
+    it decided (PostgreSQL: the decision is read again under the pool's lock)."""
+    import threading
+
+    url = new_url()
+    led = Ledger.open(url)
+    led.ensure_pool(P, PARAMS)
+    led.enrol({"T1": None})
+    _live(led, "T1")
+    first = led.set_params(P, {"seed": 600_000}, operator="alice", authorised=["alice", "bob",
+                                                                                "carol"],
+                           force=True, reason="new sign")
+    outcomes: list[str] = []
+    barrier = threading.Barrier(2)
+
+    def second(who: str) -> None:
+        other = Ledger.open(url)
+        try:
+            barrier.wait()
+            other.approve_change(first.decision_no, operator=who,
+                                 authorised=["alice", "bob", "carol"], reason="ok")
+            outcomes.append("applied")
+        except LedgerError as exc:
+            outcomes.append(str(exc))
+        finally:
+            other.close()
+
+    threads = [threading.Thread(target=second, args=(w,)) for w in ("bob", "carol")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["applied", f"parameter change #{first.decision_no} was already"
+                                           " approved"]
+    d = led.decision(first.decision_no)
+    assert d is not None and d["status"] == "approved" and d["second_by"] in ("bob", "carol")
+    assert [r["outcome"].split(":")[0] for r in led.param_log(P)] == ["applied", "pending",
+                                                                       "applied"]
+    led.close()

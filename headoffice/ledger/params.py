@@ -180,11 +180,8 @@ class LedgerPools:
         authorised_(operator, authorised, "approve a parameter change")
         lapsed = None
         with self.db.transaction():
-            first = self._pending_change(decision_no)
-            pool_id = first["subject"]
-            pool = self._locked_pool(pool_id)
-            if pool is None:
-                raise LedgerError(f"no pool {pool_id!r}")
+            first, pool = self._pending_change(decision_no)
+            pool_id = pool.id
             self._not_twice(first, operator, f"the parameter change of pool {pool_id}")
             old = pool.params
             new = Params.from_json(first["detail"]["new"])
@@ -222,10 +219,7 @@ class LedgerPools:
         why_given = reason_of(reason)
         authorised_(operator, authorised, "refuse a parameter change")
         with self.db.transaction():
-            first = self._pending_change(decision_no)
-            pool = self._locked_pool(first["subject"])
-            if pool is None:
-                raise LedgerError(f"no pool {first['subject']!r}")
+            first, pool = self._pending_change(decision_no)
             self._second_signature(decision_no, status="refused", operator=operator,
                                    reason=why_given, outcome="refused")
             self._param_log(pool.id, operator, "set", True,
@@ -233,13 +227,21 @@ class LedgerPools:
                             first["detail"]["live"], pool.params,
                             Params.from_json(first["detail"]["new"]))
 
-    def _pending_change(self, decision_no: int) -> dict[str, Any]:
+    def _pending_change(self, decision_no: int) -> tuple[dict[str, Any], Pool]:
+        """The pending parameter change and its pool, locked (inside a transaction): the
+        decision is read again under the pool's lock, so two second approvals, or an approval
+        and a refusal, at once are decided one after the other."""
         row = self.decision(decision_no)  # type: ignore[attr-defined]
         if row is None or row["kind"] != "params":
             raise LedgerError(f"no parameter change #{decision_no}")
+        pool = self._locked_pool(row["subject"])
+        if pool is None:
+            raise LedgerError(f"no pool {row['subject']!r}")
+        row = self.decision(decision_no)  # type: ignore[attr-defined]  # as now committed
+        assert row is not None
         if row["status"] != "pending":
             raise LedgerError(f"parameter change #{decision_no} was already {row['status']}")
-        return row
+        return row, pool
 
     def resume_pool(self, pool_id: str, *, operator: str, authorised: Iterable[str]) -> Pool:
         """Restart a stopped pool once its books balance again (after an investigation)."""
