@@ -294,3 +294,36 @@ def test_two_second_approvals_at_once_apply_the_change_once(new_url: NewUrl) -> 
     assert [r["outcome"].split(":")[0] for r in led.param_log(P)] == ["applied", "pending",
                                                                        "applied"]
     led.close()
+
+
+def test_two_approvals_of_a_held_royal_at_once_are_the_two_signatures(new_url: NewUrl) -> None:
+    """alice and bob approve at the same moment, each on their own connection: one is the
+    first signature, the other the second; it is paid once."""
+    import threading
+
+    led = held_royal(new_url, dual_from=1_000_000)
+    url, no = led.db.url, led.held_hits()[0]["hold_no"]
+    done: list[str] = []
+    barrier = threading.Barrier(2)
+
+    def approve(who: str) -> None:
+        other = Ledger.open(url, HitPolicy(dual_control_from=1_000_000))
+        try:
+            barrier.wait()
+            done.append(other.approve_hit(no, operator=who, authorised=OPS,
+                                          reason="seen")["status"])
+        finally:
+            other.close()
+
+    threads = [threading.Thread(target=approve, args=(w,)) for w in ("alice", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(done) == ["approved", "pending"]
+    (d,) = led.decisions()
+    assert d["status"] == "approved" and {d["first_by"], d["second_by"]} == {"alice", "bob"}
+    pool = led.pool(P)
+    assert pool is not None and pool.hits == 1 and pool.imbalance() == 0
+    assert len(led.undelivered_awards()) == 1
+    led.close()
