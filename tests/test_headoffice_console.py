@@ -175,6 +175,12 @@ def test_approving_in_the_browser_is_hit_approve(tmp_path: Path,
     assert _cli_as(monkeypatch, by_cli, "bob", "hit", "approve", "1", "--reason",
                    "count agrees") == 0
     assert "APPROVED by alice and bob: $50,000.00 paid" in capsys.readouterr().out
+    assert _cli_as(monkeypatch, by_cli, "bob", "decisions") == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("DECISION #1 held hit #1 $50,000.00: APPROVED (2 signatures);"
+                           " alice at ")
+    assert "cameras checked; bob at " in line and line.endswith(
+        "count agrees; paid $50,000.00")
     a, b = Browser(by_console), Browser(by_console)
     try:
         a.login("alice")
