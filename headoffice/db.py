@@ -71,12 +71,29 @@ HELD_HITS_COLUMNS = """
     hold_no {AUTO_KEY}, table_id TEXT NOT NULL, round BIGINT NOT NULL, seq BIGINT NOT NULL,
     pool_id TEXT NOT NULL, utc TEXT NOT NULL, meter_at_hit BIGINT NOT NULL, reason TEXT NOT NULL,
     body TEXT NOT NULL, status TEXT NOT NULL, operator TEXT, decided_utc TEXT, note TEXT,
-    award TEXT, delivered BOOLEAN NOT NULL, sending_by TEXT, sending_until DOUBLE PRECISION"""
+    award TEXT, delivered BOOLEAN NOT NULL, sending_by TEXT, sending_until DOUBLE PRECISION,
+    verified_by TEXT, verified_utc TEXT"""
 
 # Columns added to `held_hits` after the first release (added to older ledgers by _migrate):
 # the worker that claimed an approved award to send it, and until when (epoch seconds):
-# exactly one worker sends it (headoffice/ledger/hits.py `claim_awards`).
-HELD_HITS_ADDED = (("sending_by", "TEXT"), ("sending_until", "DOUBLE PRECISION"))
+# exactly one worker sends it (headoffice/ledger/hits.py `claim_awards`); the attendant's
+# verification at the table (`jackpot_verified`: the table's word, recorded, never a release)
+# and when head office received it.
+HELD_HITS_ADDED = (("sending_by", "TEXT"), ("sending_until", "DOUBLE PRECISION"),
+                   ("verified_by", "TEXT"), ("verified_utc", "TEXT"))
+
+# The decisions people at head office made (headoffice/ledger/decisions.py): releasing or
+# refusing a held hit, changing a pool's parameters. One row per decision: `kind` ('hit' |
+# 'params'), `subject` (the held hit's number, the pool's id), `amount` (a hit's award in
+# cents as head office computed it at the first signature), `detail` (JSON: what was decided),
+# `signatures` needed (1, or 2 under dual control), the first signature and, under dual
+# control, the second (who, when, why), and `status`: pending (one signature of two),
+# approved, refused (by either), lapsed (what was signed changed before the second came).
+DECISIONS_COLUMNS = """
+    decision_no {AUTO_KEY}, kind TEXT NOT NULL, subject TEXT NOT NULL, status TEXT NOT NULL,
+    signatures INTEGER NOT NULL, amount BIGINT, detail TEXT NOT NULL, first_by TEXT NOT NULL,
+    first_utc TEXT NOT NULL, first_reason TEXT NOT NULL, second_by TEXT, second_utc TEXT,
+    second_reason TEXT, outcome TEXT"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pools (
@@ -113,6 +130,8 @@ CREATE TABLE IF NOT EXISTS alarms ({ALARMS_COLUMNS});
 CREATE TABLE IF NOT EXISTS held_hits ({HELD_HITS_COLUMNS});
 CREATE UNIQUE INDEX IF NOT EXISTS held_hits_by_round ON held_hits (table_id, round);
 CREATE TABLE IF NOT EXISTS pool_shares ({POOL_SHARES_COLUMNS});
+CREATE TABLE IF NOT EXISTS decisions ({DECISIONS_COLUMNS});
+CREATE INDEX IF NOT EXISTS decisions_by_subject ON decisions (kind, subject, status);
 CREATE TABLE IF NOT EXISTS segments ({SEGMENTS_COLUMNS});
 CREATE TABLE IF NOT EXISTS ho_partitions (
     part INTEGER PRIMARY KEY, owner TEXT, expires_epoch DOUBLE PRECISION NOT NULL);
@@ -122,6 +141,7 @@ CREATE TABLE IF NOT EXISTS ho_workers (
     "{ALARMS_COLUMNS}", ALARMS_COLUMNS).replace("{HELD_HITS_COLUMNS}", HELD_HITS_COLUMNS).replace(
     "{TABLES_ADDED}", "".join(f", {name} {kind}" for name, kind in TABLES_ADDED)).replace(
     "{POOL_SHARES_COLUMNS}", POOL_SHARES_COLUMNS).replace(
+    "{DECISIONS_COLUMNS}", DECISIONS_COLUMNS).replace(
     "{SEGMENTS_COLUMNS}", SEGMENTS_COLUMNS)
 
 # Serialises schema creation and migration between workers opening one PostgreSQL database at

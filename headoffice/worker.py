@@ -22,7 +22,6 @@ from controller.link import contract
 from controller.link.transport import Backoff, Connection, LinkError, connect, run_together
 from headoffice.config import HeadOfficeConfig
 from headoffice.db import open_database
-from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
 from headoffice.notify import LedgerWatch
 from headoffice.pools import Pool, PoolValue
@@ -47,7 +46,7 @@ class Worker:
         assert cfg.broker is not None, "a worker needs [broker]"
         self.cfg = cfg
         self.ledger = ledger
-        ledger.policy = HitPolicy(cfg.verify_from, cfg.verify_above, cfg.max_jackpot_wager)
+        ledger.policy = cfg.hit_policy()
         self.counters: Counter[str] = Counter()
         self.connected = asyncio.Event()
         self._db_lock = asyncio.Lock()  # one thread at a time on the ledger's connection
@@ -180,7 +179,7 @@ class Worker:
                 log.error("head office: message held (not acknowledged): %s", text)
             self.counters["held_hits"] += len(result.held_hits)
             self.counters["forks"] += len(result.forks)
-            self.counters["verifications"] += result.verifications_paid
+            self.counters["verifications"] += len(result.verified)  # recorded, not paid
             self.counters["verifications_refused"] += len(result.verify_refused)
             self.counters["refused"] += len(result.refused)
             self.counters["wager_refused"] += len(result.wager_refused)  # 15.2.5.2

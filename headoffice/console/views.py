@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from headoffice import hits as hitcheck
 from headoffice import meters as ho_meters
-from headoffice.console.money import dollars
+from headoffice.console.money import dollars, param_changes
 from headoffice.ledger import Ledger
 
 TABLE_ALARMS = 5  # per table on the tables page
@@ -82,9 +83,11 @@ def _birth_outbox_top(birth: str | None) -> int | None:
     return int(acked) + int(pending)
 
 
-def held_hits(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
+def held_hits(ledger: Ledger) -> dict[str, Any]:
     """Held hits waiting for a decision (oldest first) and the decided ones (newest first),
-    each with its hands as the table sent them."""
+    each with its hands as head office reads the cards and a first approval under dual
+    control; the dual-control threshold (cents, None: off)."""
+    firsts = {d["subject"]: d for d in ledger.decisions(pending_only=True, kind="hit")}
     pending: list[dict[str, Any]] = []
     decided: list[dict[str, Any]] = []
     bodies = {int(r["hold_no"]): r["body"] for r in ledger.db.execute(
@@ -92,16 +95,43 @@ def held_hits(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
     for h in ledger.held_hits():
         try:
             payload = json.loads(bodies[int(h["hold_no"])])["payload"]
-            hands = [{"box": e["box"], "cards": " ".join(e["cards"]),
-                      "category": e.get("category")} for e in payload["entries"]]
+            hands = [{**x, "cards": " ".join(x["cards"])} for x in hitcheck.hands_of(payload)]
         except (KeyError, TypeError, ValueError):
             hands = []
-        h = {**h, "hands": hands,
+        h = {**h, "hands": hands, "first": firsts.get(str(h["hold_no"])),
              "paid": None if h["award"] is None
              else sum(p["amount"] for p in h["award"]["payouts"])}
         (pending if h["status"] == "pending" else decided).append(h)
     decided.reverse()
-    return {"pending": pending, "decided": decided}
+    return {"pending": pending, "decided": decided,
+            "dual_from": ledger.policy.dual_control_from}
+
+
+def hit_review(ledger: Ledger, hold_no: int) -> dict[str, Any]:
+    """A held hit as an approver reads it before deciding (`Ledger.hit_review`), with each
+    payout's hand in words."""
+    review = ledger.hit_review(hold_no)
+    review["payouts"] = [{**p, "hand": hitcheck.hand_in_words(p["award"])}
+                         for p in review["payouts"]]
+    return review
+
+
+def param_log(ledger: Ledger) -> list[dict[str, Any]]:
+    """The parameter log in the order made, each entry's change as rows of (what, before, after)
+    in dollars and percent, only what changed."""
+    out = []
+    for e in ledger.param_log():
+        old = json.loads(e["old"]) if e["old"] else None
+        new = json.loads(e["new"]) if e["new"] else None
+        out.append({**e, "live": ", ".join(json.loads(e["live_tables"])) or "none",
+                    "changes": param_changes(old, new) if new is not None else []})
+    return out
+
+
+def pending_changes(ledger: Ledger) -> list[dict[str, Any]]:
+    """Forced parameter changes waiting for their second approver, oldest first."""
+    return [{**d, "changes": param_changes(d["detail"]["old"], d["detail"]["new"])}
+            for d in ledger.decisions(pending_only=True, kind="params")]
 
 
 def alarms(ledger: Ledger) -> list[dict[str, Any]]:

@@ -76,8 +76,6 @@ class Ledger(LedgerTables, LedgerPools, LedgerHits, LedgerQueries):
                 continue
             result.merge(part)
             todo, skip = later, False
-        for hold_no, table, user in result.verified:
-            self._verify_hit(hold_no, table, user, result)
         return result
 
     def _apply_batch(self, items: Sequence[Incoming], skip: bool,
