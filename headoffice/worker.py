@@ -309,7 +309,8 @@ class Worker:
     def _alarm_unknown(self, table: str) -> None:
         with self.ledger.db.transaction():
             self.ledger.alarm(f"messages from {table!r} refused: not an enrolled table"
-                              " (headoffice.toml [[tables]])", None, table)
+                              " (headoffice.toml [[tables]])", None, table, kind="refused",
+                              subject="not enrolled")
 
     async def _heartbeat(self, conn: Connection) -> None:
         """Every pool's value again, so that the meters' copies do not expire; and the awards

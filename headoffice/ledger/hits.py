@@ -13,6 +13,7 @@ from headoffice import hits as hitcheck
 from headoffice.db import Database
 from headoffice.hits import HitPolicy
 from headoffice.ledger import common
+from headoffice.ledger.alarms import held_text
 from headoffice.ledger.common import (
     BatchResult,
     LedgerError,
@@ -49,7 +50,7 @@ class LedgerHits:
             text = f"jackpot_verified from {table} for held hit #{hold_no} refused: {exc}"
             result.verify_refused.append(text)
             with self.db.transaction():
-                self.alarm(text, None, table)
+                self.alarm(text, None, table, kind="refused", subject="jackpot_verified")
         else:
             result.verifications_paid += 1
             # The pool this award lowered goes out with the batch's values, at once: every
@@ -130,9 +131,8 @@ class LedgerHits:
                 "UPDATE held_hits SET status = 'approved', operator = ?, decided_utc = ?,"
                 " note = ?, award = ? WHERE hold_no = ?",
                 (operator, now, note, json.dumps(message, sort_keys=True), hold_no))
-            self.alarm(f"held hit #{hold_no} ({row['table_id']} round {row['round']}) APPROVED"
-                       f" by {operator}: {sum(x['amount'] for x in payouts)} cents",
-                       pool.id, row["table_id"])
+            # Decided: its alarm ends (the decision itself is in the audit trail).
+            self.clear_alarm("held_hit", pool.id, row["table_id"], f"round {row['round']}")
         log.warning("held hit #%s approved by %s", hold_no, operator)
         return message
 
@@ -148,8 +148,7 @@ class LedgerHits:
             self.db.execute(
                 "UPDATE held_hits SET status = 'refused', operator = ?, decided_utc = ?,"
                 " note = ? WHERE hold_no = ?", (operator, common.utc_now(), reason[:500], hold_no))
-            self.alarm(f"held hit #{hold_no} ({row['table_id']} round {row['round']}) REFUSED"
-                       f" by {operator}: {reason[:500]}", row["pool_id"], row["table_id"])
+            self.clear_alarm("held_hit", row["pool_id"], row["table_id"], f"round {row['round']}")
 
     def undelivered_awards(self) -> list[tuple[int, str, dict[str, Any]]]:
         """Approved held hits whose award the tables have not been sent: (no, table, message)."""
@@ -300,15 +299,14 @@ class BatchHits:
                   alarm: bool) -> None:
         """The jackpot lock: the hit is recorded PENDING for a person, never paid here."""
         p = body["payload"]
-        text = f"jackpot hit {t.id} round {p['round']} HELD for approval: {why}"
+        text = held_text(t.id, p["round"], why)
         self.held_hits.append((t.id, p["round"], body["seq"], pool.id, self.utc, pool.amount,
                                why[:2000], json.dumps(body, sort_keys=True), "pending",
                                force_bool(False)))
         self.result.held_hits.append(text)
-        if alarm:
-            self.ledger.alarm(text, pool.id, t.id)
-        else:
-            log.warning("%s", text)
+        # Waiting for a person: an alarm until decided (critical when it does not add up).
+        self.ledger.alarm(text, pool.id, t.id, kind="held_hit", subject=f"round {p['round']}",
+                          severity="critical" if alarm else "warning")
         raise _HeldHit(why)
 
     def _stored_increment(self, key: tuple[str, int]) -> dict[str, Any] | None:

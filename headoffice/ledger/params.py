@@ -182,3 +182,9 @@ class LedgerPools:
                 None if new is None else json.dumps(new.as_json(), sort_keys=True),
             ),
         )
+        if outcome == "applied" and action == "set":  # an event someone acknowledges
+            self.alarm(f"pool {pool_id} parameters changed by {operator}"
+                       f"{' (forced, tables live: ' + ', '.join(live) + ')' if forced else ''}",
+                       pool_id, kind="param_change", subject=f"entry {int(last['n']) + 1}")
+        elif outcome == "applied" and action == "resume":  # the stopped pool balances again
+            self.clear_alarm("conservation", pool_id)
