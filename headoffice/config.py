@@ -28,6 +28,7 @@ from controller.games.uth.paytables import JackpotPayTable
 from controller.link import contract
 from controller.link.transport import BrokerSettings, Tls, Will
 from devices.config_reader import TomlError, parse_toml, read_text
+from headoffice import localtime
 from headoffice.pools import BASIS_POINTS, Params
 
 DEFAULT_PATH = Path("/etc/tablectl/headoffice.toml")
@@ -55,6 +56,8 @@ class HeadOfficeConfig:
     verify_from: str | None = "royal_flush"
     verify_above: int | None = None
     max_jackpot_wager: int = 100_000  # cents: a larger jackpot wager is refused (15.2.3)
+    # The casino's IANA time zone: times are stored in UTC and shown in this one (console, CLI).
+    time_zone: str = "UTC"
 
 
 def _get(errors: list[str], d: dict[str, Any], path: str, key: str, kind: type | tuple[type, ...],
@@ -204,7 +207,7 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
     s = _get(errors, data, "", "service", dict, {}) or {}
     _unknown(errors, s, "service", {"heartbeat_s", "pool_expiry_s", "live_window_s", "batch_max",
                                     "operators", "verify_from", "verify_above",
-                                    "max_jackpot_wager"})
+                                    "max_jackpot_wager", "time_zone"})
     verify_from = _get(errors, s, "service", "verify_from", str, "royal_flush")
     if verify_from == "none":
         verify_from = None
@@ -216,6 +219,12 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
                           f" four_of_a_kind, full_house, flush) or \"none\", got {verify_from!r}")
     verify_above = _get(errors, s, "service", "verify_above", int, None, lo=0)
     max_wager = _get(errors, s, "service", "max_jackpot_wager", int, 100_000, lo=1)
+    time_zone = _get(errors, s, "service", "time_zone", str, "UTC")
+    if time_zone is not None:
+        try:
+            localtime.zone(time_zone)
+        except InputError as exc:
+            errors.append(f"service.time_zone: {exc}")
     tables: dict[str, str | None] = {}
     for i, t in enumerate(_get(errors, data, "", "tables", list, []) or []):
         if not isinstance(t, dict):
@@ -267,6 +276,7 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
         verify_from=verify_from,
         verify_above=verify_above,
         max_jackpot_wager=int(max_wager or 100_000),
+        time_zone=time_zone or "UTC",
     )
     if errors:
         raise HeadOfficeConfigError([f"{source}: {e.lstrip('.')}" for e in errors])

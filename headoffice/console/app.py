@@ -35,7 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from controller.link import contract
 from headoffice import cli
 from headoffice.config import HeadOfficeConfig
-from headoffice.console import views
+from headoffice.console import alarms_views, views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
 from headoffice.console.money import basis_points, dollars, percent
 from headoffice.console.sessions import COOKIE, Session, SessionStore
@@ -120,6 +120,8 @@ class Console:
         self.templates.env.filters["dollars"] = dollars
         self.templates.env.filters["percent"] = percent
         self.templates.env.filters["basis_points"] = basis_points
+        # Alarms, the audit trail and the exports (alarms_views.py); the `local` time filter.
+        self.alarm_pages = alarms_views.AlarmPages(self)
 
     # -- plumbing -------------------------------------------------------------------------------
     async def with_ledger(self, fn: Callable[[Ledger], Any]) -> Any:
@@ -149,7 +151,8 @@ class Console:
         if s is not None:
             s.flash.clear()
         ctx = {"account": s.account if s else None, "csrf": s.csrf if s else "",
-               "flash": flash, "page": name.removesuffix(".html"), **context}
+               "flash": flash, "page": name.removesuffix(".html"),
+               "alarm_count": getattr(request.state, "alarm_count", None), **context}
         response = self.templates.TemplateResponse(request, name, ctx, status_code=status)
         return self._cookie(response, s) if s is not None else response
 
@@ -199,6 +202,8 @@ class Console:
                         raise _Refused(403, "forbidden", f"operator {s.account.name!r} may"
                                        " view, not decide (role viewer)")
                     request.state.form = form
+                if not json:
+                    await self.alarm_pages.menu_count(request)
                 return await handler(request, s)
             except _Refused as exc:
                 return self.refuse(request, s, exc)
@@ -222,7 +227,12 @@ class Console:
             return self.refuse(request, s, exc)
         name, password = form.get("name", ""), form.get("password", "")
         account = await run_in_threadpool(self.auth.check, name, password)
+        client = _client(request)
         if account is None:
+            await self.with_ledger(lambda led: led.audit(
+                "login_failed", CONTROL.sub("?", name[:64]) or "-", client=client,
+                detail="locked after repeated failures" if self.auth.locked(name) else
+                "wrong name or password"))
             self.counters["login_refused"] += 1
             log.warning("console: login refused for %r from %s%s", name[:64], _client(request),
                         " (locked after repeated failures)" if self.auth.locked(name) else "")
@@ -230,6 +240,8 @@ class Console:
                                {"error": "wrong name or password, or locked for a while"}, 401)
         self.sessions.drop(s.token)
         fresh = self.sessions.new(account)
+        await self.with_ledger(lambda led: led.audit("login", account.name, client=client,
+                                                     detail=f"role {account.role}"))
         log.info("console: %s (%s) logged in from %s", account.name, account.role,
                  _client(request))
         return self._cookie(RedirectResponse("/", 303), fresh)
@@ -237,6 +249,8 @@ class Console:
     async def logout(self, request: Request, s: Session) -> Response:
         self.sessions.drop(s.token)
         assert s.account is not None
+        who = s.account.name
+        await self.with_ledger(lambda led: led.audit("logout", who, client=_client(request)))
         log.info("console: %s logged out", s.account.name)
         response = RedirectResponse("/login", 303)
         response.delete_cookie(COOKIE, path="/")
@@ -264,8 +278,7 @@ class Console:
         return self.render(request, s, "hits.html", await self.with_ledger(views.held_hits))
 
     async def alarms(self, request: Request, s: Session) -> Response:
-        return self.render(request, s, "alarms.html",
-                           {"alarms": await self.with_ledger(views.alarms)})
+        return await self.alarm_pages.alarms(request, s)
 
     async def params(self, request: Request, s: Session, status: int = 200) -> Response:
         def read(led: Ledger) -> dict[str, Any]:
@@ -408,6 +421,7 @@ class Console:
                   methods=["POST"]),
             Route("/pools/{pool:str}/resume", g(self.resume, post=True, approver=True),
                   methods=["POST"]),
+            *alarms_views.routes(self, self.alarm_pages),
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         ]
         app = Starlette(routes=routes)

@@ -47,7 +47,8 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
     for r in rows:
         last = db.one("SELECT seq, type, status, utc FROM messages WHERE table_id = ?"
                       " ORDER BY seq DESC LIMIT 1", (r["id"],)) if detail else None
-        alarms = db.execute("SELECT alarm_no, utc, text FROM alarms WHERE table_id = ?"
+        alarms = db.execute("SELECT alarm_no, utc, kind, severity, text FROM alarms"
+                            " WHERE table_id = ? AND cleared_utc IS NULL"
                             " ORDER BY alarm_no DESC LIMIT ?",
                             (r["id"], TABLE_ALARMS)) if detail else []
         seen = r["last_seen_epoch"]
@@ -63,8 +64,26 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
             "last_seq": int(r["last_seq"]), "journal_seq": r["journal_seq"],
             "last_message": last, "parked": n_parked,
             "outbox_lag": max(0, known - int(r["last_seq"])), "alarms": alarms,
+            **_birth_says(r["birth"]),
         })
     return out
+
+
+def _birth_says(birth: str | None) -> dict[str, Any]:
+    """What the table said of itself at its last connect: its software version and whether it
+    was in service (None: it did not say, or has not connected)."""
+    try:
+        b = json.loads(birth) if birth else {}
+    except ValueError:
+        b = {}
+    if not isinstance(b, dict):
+        b = {}
+    software = b.get("software")
+    in_service = b.get("in_service")
+    if not isinstance(in_service, bool):
+        in_service = False if b.get("state") == "out_of_service" else None
+    return {"software": software[:64] if isinstance(software, str) else None,
+            "in_service": in_service}
 
 
 def _birth_outbox_top(birth: str | None) -> int | None:
@@ -105,8 +124,8 @@ def held_hits(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
 
 
 def alarms(ledger: Ledger) -> list[dict[str, Any]]:
-    """The latest alarms, newest first (Ledger.report: the last 25)."""
-    return ledger.report()["alarms"]
+    """The active alarms, most severe then newest first (Ledger.alarms)."""
+    return ledger.alarms(active_only=True)
 
 
 def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
@@ -123,6 +142,7 @@ def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
         values[f"table:{t['id']}:outbox_lag"] = str(t["outbox_lag"])
     pending = ledger.db.one("SELECT COUNT(*) AS n FROM held_hits WHERE status = 'pending'")
     newest = ledger.db.one("SELECT MAX(alarm_no) AS n FROM alarms")
+    values["alarms:active"] = str(ledger.active_alarm_count())
     return {"values": values, "pending": int(pending["n"]) if pending else 0,
             "alarm": int(newest["n"] or 0) if newest else 0}
 
