@@ -10,6 +10,8 @@
     tablectl-headoffice hit approve ID [--operator NAME] [--note TEXT]
     tablectl-headoffice hit refuse ID --reason TEXT [--operator NAME]
     tablectl-headoffice meters [--table T] [--limit N] [--config FILE | --db URL] [--json]
+    tablectl-headoffice alarms [list [--all] [--json] | ack ID --note TEXT]
+    tablectl-headoffice audit [--table T] [--person P] [--since WHEN] [--until WHEN] [--csv|--json]
     tablectl-headoffice console [--config FILE] [--console-config FILE] [--listen HOST:PORT]
     tablectl-headoffice console-password
 
@@ -37,7 +39,7 @@ from typing import Any
 
 from controller.link.contract import TABLE_ID
 from controller.money import dollars_or_dash as _money
-from headoffice import meters
+from headoffice import cli_alarms, localtime, meters
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
 from headoffice.console import server as console_server
 from headoffice.ledger import Ledger, LedgerError
@@ -170,6 +172,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help=f"shifts at most (1..{meters.MAX_SHIFTS}, default 50)")
     me.add_argument("--db", help="ledger URL (instead of the config's)")
     me.add_argument("--json", action="store_true")
+    cli_alarms.add_parsers(sub, cfg)
     console_server.add_parsers(sub, cfg)
     return ap.parse_args(argv)
 
@@ -263,6 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   else "\n".join(format_shift(s) for s in shifts) or "no shift closed")
             return 0
         assert cfg is not None
+        if args.cmd in ("alarms", "audit"):  # headoffice/cli_alarms.py
+            return cli_alarms.run(args, ledger, localtime.zone(cfg.time_zone), login_name())
         if args.cmd == "hit":
             if args.hit_cmd == "approve":
                 award = ledger.approve_hit(args.id, operator=_operator(args),
