@@ -41,6 +41,9 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
     db = ledger.db
     rows = db.execute("SELECT id, pool_id, last_seq, state, last_seen_utc, last_seen_epoch,"
                       " birth, enrolled, journal_seq FROM tables ORDER BY id")
+    out_of_service = {r["table_id"] for r in db.execute(
+        "SELECT table_id FROM alarms WHERE kind = 'table_out_of_service'"
+        " AND cleared_utc IS NULL")}
     parked = {r["table_id"]: (int(r["n"]), int(r["top"])) for r in db.execute(
         "SELECT table_id, COUNT(*) AS n, MAX(seq) AS top FROM parked GROUP BY table_id")}
     out = []
@@ -56,6 +59,10 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
         if state == "online" and (seen is None or now - float(seen) > live_window_s):
             state = "stale"
         n_parked, top_parked = parked.get(r["id"], (0, 0))
+        says = _birth_says(r["birth"])
+        if says["in_service"] is not None or r["id"] in out_of_service:
+            # its latest word (birth or status) is the out-of-service alarm's state
+            says["in_service"] = r["id"] not in out_of_service
         known = max(_birth_outbox_top(r["birth"]) or 0, top_parked)
         out.append({
             "id": r["id"], "pool_id": r["pool_id"], "enrolled": bool(r["enrolled"]),
@@ -64,7 +71,7 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
             "last_seq": int(r["last_seq"]), "journal_seq": r["journal_seq"],
             "last_message": last, "parked": n_parked,
             "outbox_lag": max(0, known - int(r["last_seq"])), "alarms": alarms,
-            **_birth_says(r["birth"]),
+            **says,
         })
     return out
 
@@ -79,11 +86,9 @@ def _birth_says(birth: str | None) -> dict[str, Any]:
     if not isinstance(b, dict):
         b = {}
     software = b.get("software")
-    in_service = b.get("in_service")
-    if not isinstance(in_service, bool):
-        in_service = False if b.get("state") == "out_of_service" else None
     return {"software": software[:64] if isinstance(software, str) else None,
-            "in_service": in_service}
+            "in_service": b.get("in_service") if isinstance(b.get("in_service"), bool)
+            else None}
 
 
 def _birth_outbox_top(birth: str | None) -> int | None:

@@ -142,11 +142,13 @@ class BatchTables:
             self.ledger.alarm(text, None, t.id, kind="table_behind")
 
     def _in_service(self, table_id: str, body: dict[str, Any]) -> None:
-        """A birth says whether the table is in service (`in_service`, or its round state
-        `out_of_service`): an alarm while it is not."""
-        out = body.get("in_service") is False or body.get("state") == "out_of_service"
-        if out:
-            why = body.get("out_of_service_reason")
+        """A birth or status says whether the table is in service (`in_service`, and why not:
+        `out_of_service`): an alarm while it is not. A table that does not say (older, or
+        the broker's will) changes nothing."""
+        if not isinstance(body.get("in_service"), bool):
+            return
+        if body["in_service"] is False:
+            why = body.get("out_of_service")
             self.ledger.alarm(f"table {table_id} is out of service"
                               f"{': ' + why[:200] if isinstance(why, str) and why else ''}",
                               None, table_id, kind="table_out_of_service")
@@ -160,6 +162,7 @@ class BatchTables:
             "UPDATE tables SET state = ?, last_seen_utc = ?, last_seen_epoch = ? WHERE id = ?",
             (body["state"], self.utc, self.ledger.clock(), table_id),
         )
+        self._in_service(table_id, body)
         # The table's own word, or its broker will when the connection died.
         if body["state"] == "offline":
             self.ledger.alarm(f"table {table_id} is offline (its status at {self.utc})", None,
