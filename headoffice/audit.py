@@ -17,10 +17,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from fractions import Fraction
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from controller.errors import InputError
+from controller.money import dollars
 from headoffice.db import Database
 from headoffice.localtime import next_day_utc, to_utc
 
@@ -99,7 +101,7 @@ def _held_hits(db: Database, f: Filter) -> list[Entry]:
         paid = ""
         if r["award"]:
             cents = sum(int(p["amount"]) for p in json.loads(r["award"])["payouts"])
-            paid = f"paid {cents} cents; "
+            paid = f"paid {dollars(cents)}; "
         out.append({"utc": r["decided_utc"], "action": f"hit_{r['status']}",
                     "person": r["operator"], "table_id": r["table_id"], "pool_id": r["pool_id"],
                     "subject": f"held hit #{r['hold_no']} round {r['round']}",
@@ -125,13 +127,27 @@ def _param_log(db: Database, f: Filter) -> list[Entry]:
 
 
 def _changed(old: str | None, new: str | None) -> str:
-    """What a parameter change changes, in words: "; seed 500000 -> 600000"."""
+    """What a parameter change changes, in words: "; seed $5,000.00 -> $6,000.00"."""
     if not old or not new:
         return ""
     before, after = json.loads(old), json.loads(new)
-    diff = [f"{k} {before.get(k)} -> {after.get(k)}" for k in sorted(set(before) | set(after))
-            if before.get(k) != after.get(k)]
+    diff = [f"{k} {_shown(k, before.get(k))} -> {_shown(k, after.get(k))}"
+            for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
     return "; " + ", ".join(diff) if diff else "; no change"
+
+
+def _shown(key: str, value: Any) -> str:
+    """A stored parameter as a person reads it: money in dollars, rates in percent."""
+    if value is None:
+        return "none"
+    if key in ("seed", "ceiling", "wager") and isinstance(value, int):
+        return dollars(value)
+    if key in ("increment", "hidden"):
+        try:
+            return f"{float(Fraction(value)) * 100:.2f} %"
+        except (ValueError, ZeroDivisionError):
+            return str(value)
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else str(value)
 
 
 SOURCES: list[Callable[[Database, Filter], list[Entry]]] = [_own, _held_hits, _param_log]

@@ -161,7 +161,7 @@ def test_a_parameter_change_is_an_alarm_and_in_the_trail(new_url: NewUrl) -> Non
     (a,) = active(led, "param_change")
     assert a["pool_id"] == P and a["severity"] == "notice" and "by alice" in a["text"]
     (entry,) = [t for t in audit.trail(led.db) if t["action"] == "param_set"]
-    assert entry["person"] == "alice" and "seed 500000 -> 600000" in entry["detail"]
+    assert entry["person"] == "alice" and "seed $5,000.00 -> $6,000.00" in entry["detail"]
     # Narrowed to a table, a pool's entries are left out; to a person, only theirs.
     assert audit.trail(led.db, audit.Filter(table="T1")) == []
     assert {t["person"] for t in audit.trail(led.db, audit.Filter(person="config"))} == {

@@ -57,7 +57,7 @@ def rows(html: str, cls: str) -> list[list[str]]:
 
 
 def alarm_row(html: str, no: int) -> str:
-    m = re.search(rf'<tr id="alarm-{no}"[^>]*>(.*?)</tr>', html, re.S)
+    m = re.search(rf'<tr id="(?:alarm|history)-{no}"[^>]*>(.*?)</tr>', html, re.S)
     assert m, f"no alarm #{no} on the page"
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", m[1]))
 

@@ -149,3 +149,4 @@ def test_an_operator_works_the_console_in_a_browser(served: tuple[Office, str], 
     d.get(f"{base}/audit")
     trail = d.find_element(By.CSS_SELECTOR, "table.audit").text
     assert "alarm_ack alice" in trail and "hit_refused alice" in trail
+    shot("audit")  # the trail after the decisions and the acknowledgement
