@@ -14,6 +14,8 @@
     tablectl-headoffice hit refuse ID --reason TEXT [--operator NAME] [--config FILE]
     tablectl-headoffice decisions [--pending] [--config FILE | --db URL] [--json]
     tablectl-headoffice meters [--table T] [--limit N] [--config FILE | --db URL] [--json]
+    tablectl-headoffice alarms [list [--all] [--json] | ack ID --note TEXT]
+    tablectl-headoffice audit [--table T] [--person P] [--since WHEN] [--until WHEN] [--csv|--json]
     tablectl-headoffice console [--config FILE] [--console-config FILE] [--listen HOST:PORT]
     tablectl-headoffice console-password
 
@@ -46,7 +48,7 @@ from typing import Any
 
 from controller.link.contract import TABLE_ID
 from controller.money import dollars_or_dash as _money
-from headoffice import meters
+from headoffice import cli_alarms, localtime, meters
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
 from headoffice.console import server as console_server
 from headoffice.console.money import param_changes
@@ -252,6 +254,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help=f"shifts at most (1..{meters.MAX_SHIFTS}, default 50)")
     me.add_argument("--db", help="ledger URL (instead of the config's)")
     me.add_argument("--json", action="store_true")
+    cli_alarms.add_parsers(sub, cfg)
     console_server.add_parsers(sub, cfg)
     return ap.parse_args(argv)
 
@@ -385,6 +388,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
                   else "\n".join(format_shift(s) for s in shifts) or "no shift closed")
             return 0
         assert cfg is not None
+        if args.cmd in ("alarms", "audit"):  # headoffice/cli_alarms.py
+            return cli_alarms.run(args, ledger, localtime.zone(cfg.time_zone), login_name())
         if args.cmd == "hit":
             operator = _operator(args)
             print(format_review(ledger.hit_review(args.id)))

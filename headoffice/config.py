@@ -28,6 +28,7 @@ from controller.games.uth.paytables import JackpotPayTable
 from controller.link import contract
 from controller.link.transport import BrokerSettings, Tls, Will
 from devices.config_reader import TomlError, parse_toml, read_text
+from headoffice import localtime
 from headoffice.hits import DUAL_CONTROL_FROM, HitPolicy
 from headoffice.pools import BASIS_POINTS, Params
 
@@ -58,6 +59,8 @@ class HeadOfficeConfig:
     max_jackpot_wager: int = 100_000  # cents: a larger jackpot wager is refused (15.2.3)
     # cents: a held hit's award this or more needs two different approvers (None: one)
     dual_control_from: int | None = DUAL_CONTROL_FROM
+    # The casino's IANA time zone: times are stored in UTC and shown in this one (console, CLI).
+    time_zone: str = "UTC"
 
     def hit_policy(self) -> HitPolicy:
         """What waits for a person and what needs two: the worker holds hits by it, the
@@ -213,7 +216,7 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
     s = _get(errors, data, "", "service", dict, {}) or {}
     _unknown(errors, s, "service", {"heartbeat_s", "pool_expiry_s", "live_window_s", "batch_max",
                                     "operators", "verify_from", "verify_above",
-                                    "max_jackpot_wager", "dual_control_from"})
+                                    "max_jackpot_wager", "dual_control_from", "time_zone"})
     verify_from = _get(errors, s, "service", "verify_from", str, "royal_flush")
     if verify_from == "none":
         verify_from = None
@@ -235,6 +238,12 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
     elif isinstance(dual, int) and dual < 1:
         errors.append(f"service.dual_control_from: must be >= 1 cent, got {dual}")
         dual = DUAL_CONTROL_FROM
+    time_zone = _get(errors, s, "service", "time_zone", str, "UTC")
+    if time_zone is not None:
+        try:
+            localtime.zone(time_zone)
+        except InputError as exc:
+            errors.append(f"service.time_zone: {exc}")
     tables: dict[str, str | None] = {}
     for i, t in enumerate(_get(errors, data, "", "tables", list, []) or []):
         if not isinstance(t, dict):
@@ -287,6 +296,7 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
         verify_above=verify_above,
         max_jackpot_wager=int(max_wager or 100_000),
         dual_control_from=dual,
+        time_zone=time_zone or "UTC",
     )
     if errors:
         raise HeadOfficeConfigError([f"{source}: {e.lstrip('.')}" for e in errors])

@@ -39,7 +39,7 @@ CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                                 reason="Debian's chromium and chromium-driver are not installed")
-PAGES = ("overview", "pools", "tables", "hits", "alarms", "params", "meters")
+PAGES = ("overview", "pools", "tables", "hits", "alarms", "params", "meters", "audit")
 
 
 @pytest.fixture
@@ -161,6 +161,21 @@ def test_an_operator_works_the_console_in_a_browser(served: tuple[Office, str], 
     assert (held[3]["status"], held[3]["operator"], held[3]["note"]) == (
         "refused", "alice", "no wager on the round")
     assert held[2]["status"] == "pending"
+    # The menu bar counts the alarms still active: #2's held hit, waiting. Acknowledged with a
+    # note, it stays active (its hit still waits) and the trail shows who.
+    assert d.find_element(By.ID, "alarm-count").text == "1"
+    d.get(f"{base}/alarms")
+    d.find_element(By.CSS_SELECTOR, '#alarm-2 input[name="note"]').send_keys(
+        "supervisor on the way")
+    d.find_element(By.CSS_SELECTOR, "#alarm-2 form.ack button").click()
+    wait.until(ec.text_to_be_present_in_element((By.CLASS_NAME, "flash"),
+                                                "alarm #2 acknowledged by alice"))
+    assert "supervisor on the way" in d.find_element(By.ID, "alarm-2").text
+    shot("alarms-acked")
+    d.get(f"{base}/audit")
+    trail = d.find_element(By.CSS_SELECTOR, "table.audit").text
+    assert "alarm_ack alice" in trail and "hit_refused alice" in trail
+    shot("audit")  # the trail after the decisions and the acknowledgement
 
     # A parameter change typed in percent is shown before and after; nothing changes yet.
     d.get(f"{base}/params")

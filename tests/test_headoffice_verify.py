@@ -58,6 +58,7 @@ def test_the_attendants_verification_is_recorded_and_pays_nothing(new_url: NewUr
     assert after.imbalance() == 0
     (decided,) = led.held_hits()
     assert decided["operator"] == "alice" and decided["verified_by"].startswith("carol ")
+    assert led.db.one("SELECT cleared_utc FROM alarms WHERE kind = 'held_hit'")["cleared_utc"]
     # A verification after the decision finds the hit decided: refused.
     res = apply(led, "T1", body("T1", 4, *verified(1)))
     assert len(res.verify_refused) == 1 and "already approved" in res.verify_refused[0]

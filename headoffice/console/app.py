@@ -39,7 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from controller.errors import InputError
 from controller.link import contract
 from headoffice.config import HeadOfficeConfig
-from headoffice.console import views
+from headoffice.console import alarms_views, views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
 from headoffice.console.money import (
     dollars,
@@ -133,6 +133,8 @@ class Console:
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["dollars"] = dollars
         self.templates.env.filters["percent"] = percent
+        # Alarms, the audit trail and the exports (alarms_views.py); the `local` time filter.
+        self.alarm_pages = alarms_views.AlarmPages(self)
 
     # -- plumbing -------------------------------------------------------------------------------
     async def with_ledger(self, fn: Callable[[Ledger], Any]) -> Any:
@@ -162,7 +164,8 @@ class Console:
         if s is not None:
             s.flash.clear()
         ctx = {"account": s.account if s else None, "csrf": s.csrf if s else "",
-               "flash": flash, "page": name.removesuffix(".html"), **context}
+               "flash": flash, "page": name.removesuffix(".html"),
+               "alarm_count": getattr(request.state, "alarm_count", None), **context}
         response = self.templates.TemplateResponse(request, name, ctx, status_code=status)
         return self._cookie(response, s) if s is not None else response
 
@@ -212,6 +215,8 @@ class Console:
                         raise _Refused(403, "forbidden", f"operator {s.account.name!r} may"
                                        " view, not decide (role viewer)")
                     request.state.form = form
+                if not json:
+                    await self.alarm_pages.menu_count(request)
                 return await handler(request, s)
             except _Refused as exc:
                 return self.refuse(request, s, exc)
@@ -235,7 +240,12 @@ class Console:
             return self.refuse(request, s, exc)
         name, password = form.get("name", ""), form.get("password", "")
         account = await run_in_threadpool(self.auth.check, name, password)
+        client = _client(request)
         if account is None:
+            await self.with_ledger(lambda led: led.audit(
+                "login_failed", CONTROL.sub("?", name[:64]) or "-", client=client,
+                detail="locked after repeated failures" if self.auth.locked(name) else
+                "wrong name or password"))
             self.counters["login_refused"] += 1
             log.warning("console: login refused for %r from %s%s", name[:64], _client(request),
                         " (locked after repeated failures)" if self.auth.locked(name) else "")
@@ -243,6 +253,8 @@ class Console:
                                {"error": "wrong name or password, or locked for a while"}, 401)
         self.sessions.drop(s.token)
         fresh = self.sessions.new(account)
+        await self.with_ledger(lambda led: led.audit("login", account.name, client=client,
+                                                     detail=f"role {account.role}"))
         log.info("console: %s (%s) logged in from %s", account.name, account.role,
                  _client(request))
         return self._cookie(RedirectResponse("/", 303), fresh)
@@ -250,6 +262,8 @@ class Console:
     async def logout(self, request: Request, s: Session) -> Response:
         self.sessions.drop(s.token)
         assert s.account is not None
+        who = s.account.name
+        await self.with_ledger(lambda led: led.audit("logout", who, client=_client(request)))
         log.info("console: %s logged out", s.account.name)
         response = RedirectResponse("/login", 303)
         response.delete_cookie(COOKIE, path="/")
@@ -277,8 +291,7 @@ class Console:
         return self.render(request, s, "hits.html", await self.with_ledger(views.held_hits))
 
     async def alarms(self, request: Request, s: Session) -> Response:
-        return self.render(request, s, "alarms.html",
-                           {"alarms": await self.with_ledger(views.alarms)})
+        return await self.alarm_pages.alarms(request, s)
 
     async def params(self, request: Request, s: Session, status: int = 200) -> Response:
         def read(led: Ledger) -> dict[str, Any]:
@@ -525,6 +538,7 @@ class Console:
                   g(self.decide_change, post=True, approver=True), methods=["POST"]),
             Route("/pools/{pool:str}/resume", g(self.resume, post=True, approver=True),
                   methods=["POST"]),
+            *alarms_views.routes(self, self.alarm_pages),
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         ]
         app = Starlette(routes=routes)

@@ -42,13 +42,17 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
     db = ledger.db
     rows = db.execute("SELECT id, pool_id, last_seq, state, last_seen_utc, last_seen_epoch,"
                       " birth, enrolled, journal_seq FROM tables ORDER BY id")
+    out_of_service = {r["table_id"] for r in db.execute(
+        "SELECT table_id FROM alarms WHERE kind = 'table_out_of_service'"
+        " AND cleared_utc IS NULL")}
     parked = {r["table_id"]: (int(r["n"]), int(r["top"])) for r in db.execute(
         "SELECT table_id, COUNT(*) AS n, MAX(seq) AS top FROM parked GROUP BY table_id")}
     out = []
     for r in rows:
         last = db.one("SELECT seq, type, status, utc FROM messages WHERE table_id = ?"
                       " ORDER BY seq DESC LIMIT 1", (r["id"],)) if detail else None
-        alarms = db.execute("SELECT alarm_no, utc, text FROM alarms WHERE table_id = ?"
+        alarms = db.execute("SELECT alarm_no, utc, kind, severity, text FROM alarms"
+                            " WHERE table_id = ? AND cleared_utc IS NULL"
                             " ORDER BY alarm_no DESC LIMIT ?",
                             (r["id"], TABLE_ALARMS)) if detail else []
         seen = r["last_seen_epoch"]
@@ -56,6 +60,10 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
         if state == "online" and (seen is None or now - float(seen) > live_window_s):
             state = "stale"
         n_parked, top_parked = parked.get(r["id"], (0, 0))
+        says = _birth_says(r["birth"])
+        if says["in_service"] is not None or r["id"] in out_of_service:
+            # its latest word (birth or status) is the out-of-service alarm's state
+            says["in_service"] = r["id"] not in out_of_service
         known = max(_birth_outbox_top(r["birth"]) or 0, top_parked)
         out.append({
             "id": r["id"], "pool_id": r["pool_id"], "enrolled": bool(r["enrolled"]),
@@ -64,8 +72,24 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
             "last_seq": int(r["last_seq"]), "journal_seq": r["journal_seq"],
             "last_message": last, "parked": n_parked,
             "outbox_lag": max(0, known - int(r["last_seq"])), "alarms": alarms,
+            **says,
         })
     return out
+
+
+def _birth_says(birth: str | None) -> dict[str, Any]:
+    """What the table said of itself at its last connect: its software version and whether it
+    was in service (None: it did not say, or has not connected)."""
+    try:
+        b = json.loads(birth) if birth else {}
+    except ValueError:
+        b = {}
+    if not isinstance(b, dict):
+        b = {}
+    software = b.get("software")
+    return {"software": software[:64] if isinstance(software, str) else None,
+            "in_service": b.get("in_service") if isinstance(b.get("in_service"), bool)
+            else None}
 
 
 def _birth_outbox_top(birth: str | None) -> int | None:
@@ -135,8 +159,8 @@ def pending_changes(ledger: Ledger) -> list[dict[str, Any]]:
 
 
 def alarms(ledger: Ledger) -> list[dict[str, Any]]:
-    """The latest alarms, newest first (Ledger.report: the last 25)."""
-    return ledger.report()["alarms"]
+    """The active alarms, most severe then newest first (Ledger.alarms)."""
+    return ledger.alarms(active_only=True)
 
 
 def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
@@ -153,6 +177,7 @@ def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
         values[f"table:{t['id']}:outbox_lag"] = str(t["outbox_lag"])
     pending = ledger.db.one("SELECT COUNT(*) AS n FROM held_hits WHERE status = 'pending'")
     newest = ledger.db.one("SELECT MAX(alarm_no) AS n FROM alarms")
+    values["alarms:active"] = str(ledger.active_alarm_count())
     return {"values": values, "pending": int(pending["n"]) if pending else 0,
             "alarm": int(newest["n"] or 0) if newest else 0}
 

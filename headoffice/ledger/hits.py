@@ -16,6 +16,7 @@ from headoffice import hits as hitcheck
 from headoffice.db import Database
 from headoffice.hits import HitPolicy
 from headoffice.ledger import common
+from headoffice.ledger.alarms import held_text
 from headoffice.ledger.common import (
     BatchResult,
     LedgerError,
@@ -169,8 +170,10 @@ class LedgerHits(LedgerDecisions):
                     "hit", str(hold_no), status="pending", signatures=2, operator=operator,
                     reason=why, amount=amount, detail=detail,
                     outcome="first approval: waits for a second, different approver")
+                # The hit's own alarm stays active, now saying what it waits for.
                 self.alarm(f"{what}: first approval by {operator} ({dollars(amount)}, dual"
-                           " control): waits for a second approver", pool.id, row["table_id"])
+                           " control): waits for a second approver", pool.id, row["table_id"],
+                           kind="held_hit", subject=f"round {row['round']}")
                 log.warning("held hit #%s: first approval by %s", hold_no, operator)
                 return {"status": "pending", "decision_no": no, "amount": amount,
                         "award": None, "first_by": operator}
@@ -201,7 +204,8 @@ class LedgerHits(LedgerDecisions):
                 "UPDATE held_hits SET status = 'approved', operator = ?, decided_utc = ?,"
                 " note = ?, award = ? WHERE hold_no = ?",
                 (who, now, note[:1001], json.dumps(message, sort_keys=True), hold_no))
-            self.alarm(f"{what} APPROVED by {who}: {paid}", pool.id, row["table_id"])
+            # Decided: its alarm ends (the decision itself is in the audit trail).
+            self.clear_alarm("held_hit", pool.id, row["table_id"], f"round {row['round']}")
         log.warning("held hit #%s approved by %s", hold_no, who)
         return {"status": "approved", "decision_no": no, "amount": amount, "award": message,
                 "first_by": None if first is None else first["first_by"]}
@@ -231,8 +235,7 @@ class LedgerHits(LedgerDecisions):
             self.db.execute(
                 "UPDATE held_hits SET status = 'refused', operator = ?, decided_utc = ?,"
                 " note = ? WHERE hold_no = ?", (operator, common.utc_now(), why, hold_no))
-            self.alarm(f"held hit #{hold_no} ({row['table_id']} round {row['round']}) REFUSED"
-                       f" by {operator}: {why}", row["pool_id"], row["table_id"])
+            self.clear_alarm("held_hit", row["pool_id"], row["table_id"], f"round {row['round']}")
 
     def undelivered_awards(self) -> list[tuple[int, str, dict[str, Any]]]:
         """Approved held hits whose award the tables have not been sent: (no, table, message)."""
@@ -393,15 +396,14 @@ class BatchHits:
                   alarm: bool) -> None:
         """The jackpot lock: the hit is recorded PENDING for a person, never paid here."""
         p = body["payload"]
-        text = f"jackpot hit {t.id} round {p['round']} HELD for approval: {why}"
+        text = held_text(t.id, p["round"], why)
         self.held_hits.append((t.id, p["round"], body["seq"], pool.id, self.utc, pool.amount,
                                why[:2000], json.dumps(body, sort_keys=True), "pending",
                                force_bool(False)))
         self.result.held_hits.append(text)
-        if alarm:
-            self.ledger.alarm(text, pool.id, t.id)
-        else:
-            log.warning("%s", text)
+        # Waiting for a person: an alarm until decided (critical when it does not add up).
+        self.ledger.alarm(text, pool.id, t.id, kind="held_hit", subject=f"round {p['round']}",
+                          severity="critical" if alarm else "warning")
         raise _HeldHit(why)
 
     def _stored_increment(self, key: tuple[str, int]) -> dict[str, Any] | None:

@@ -154,7 +154,8 @@ class LedgerPools:
                                 f" approver; reason: {why_given}", live, old, new)
                 self.alarm(f"pool {pool_id}: forced parameter change with tables live"
                            f" ({', '.join(live)}): first approval by {operator} (decision"
-                           f" #{no}), waits for a second approver", pool_id, None)
+                           f" #{no}), waits for a second approver", pool_id, None,
+                           kind="param_change", subject=f"decision {no}")
                 return ParamChange(old, new, "pending", no, operator)
             else:
                 no = self._first_signature(
@@ -205,8 +206,6 @@ class LedgerPools:
                 self._param_log(pool_id, who, "set", True,
                                 f"applied: decision #{decision_no}, second approval; reasons:"
                                 f" {first['first_reason']} / {why_given}", live, old, new)
-                self.alarm(f"pool {pool_id}: forced parameter change applied by {who}"
-                           f" (decision #{decision_no})", pool_id, None)
         if lapsed is not None:
             raise LedgerError(lapsed)
         log.warning("pool %s parameters changed by %s: %s -> %s", pool_id, who, old.as_json(),
@@ -297,3 +296,10 @@ class LedgerPools:
                 None if new is None else json.dumps(new.as_json(), sort_keys=True),
             ),
         )
+        applied = outcome == "applied" or outcome.startswith("applied:")
+        if applied and action == "set":  # an event someone acknowledges
+            self.alarm(f"pool {pool_id} parameters changed by {operator}"
+                       f"{' (forced, tables live: ' + ', '.join(live) + ')' if forced else ''}",
+                       pool_id, kind="param_change", subject=f"entry {int(last['n']) + 1}")
+        elif applied and action == "resume":  # the stopped pool balances again
+            self.clear_alarm("conservation", pool_id)
