@@ -32,6 +32,10 @@ EXAMPLES = REPO / "examples"
 FONT = 13
 CHAR_W = 7.2  # a sans-serif character at FONT px, wide enough not to overflow a box
 INPUT, OUTPUT, POWER, GROUND, FREE = "#cfe3ff", "#ffd8a8", "#ffb3b3", "#d0d0d0", "#ffffff"
+# The header's board and the pin numbers on it: a number ends PIN_GAP px from its pad's centre
+# (8 px radius), all of it on the board (tests/test_docs_pictures_render.py renders each
+# picture and checks every digit shows).
+BOARD, PIN_TEXT, PIN_FONT, PIN_GAP, BOARD_HALF_W = "#2f6f3e", "#ffffff", 10, 14, 56
 
 # The 40-pin header, physical pin -> what it is (BCM numbering for the GPIO lines).
 HEADER: dict[int, str | int] = {
@@ -159,7 +163,9 @@ def gpio_svg(name: str, cfg: GpioConfig) -> str:
     row_h, top, mid = 26, 70, 470
     svg = Svg(940, top + 20 * row_h + 110,
               f"GPIO wiring of examples/{name}.toml (40-pin header, BCM numbers)")
-    svg.rect(mid - 40, top - 16, 80, 20 * row_h + 6, "#2f6f3e")
+    # The board is wide enough to hold each pin's number beside its pad: a number drawn across
+    # the board's edge lost its outer digit, white on the white page (issue 28 item 6).
+    svg.rect(mid - BOARD_HALF_W, top - 16, 2 * BOARD_HALF_W, 20 * row_h + 6, BOARD)
     for phys, what in HEADER.items():
         row, odd = (phys - 1) // 2, phys % 2 == 1
         y = top + row * row_h
@@ -171,9 +177,9 @@ def gpio_svg(name: str, cfg: GpioConfig) -> str:
             fill = GROUND if what == "GND" else POWER
             label = what
         svg.circle(x, y - 4, 8, fill)
-        svg.text(x + (-22 if odd else 22), y, str(phys), size=10,
-                 anchor="end" if odd else "start", mono=True, color="#ffffff")
-        lx = mid - 60 if odd else mid + 60
+        svg.text(x + (-PIN_GAP if odd else PIN_GAP), y, str(phys), size=PIN_FONT,
+                 anchor="end" if odd else "start", mono=True, color=PIN_TEXT)
+        lx = mid - BOARD_HALF_W - 6 if odd else mid + BOARD_HALF_W + 6
         svg.text(lx, y, label, anchor="end" if odd else "start", bold=what in uses)
     y = top + 20 * row_h + 20
     for i, (fill, text) in enumerate(

@@ -180,10 +180,13 @@ class Broker:
             text = "user root\n" + text
         self.conf.write_text(text)
 
-    def start(self, timeout: float = 10.0) -> None:
+    def start(self, timeout: float = 10.0, new_session: bool = False) -> None:
+        """`new_session`: out of the caller's process group, so a terminal's Ctrl-C reaches
+        only the caller, which stops the broker when it chooses (demo/linked.py)."""
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self.proc = subprocess.Popen([MOSQUITTO, "-c", str(self.conf)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=new_session)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

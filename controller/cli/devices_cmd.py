@@ -8,8 +8,10 @@
     tablectl devices input NAME on|off          press/release a mock input (simulation only)
     tablectl devices udev [--config FILE]       the udev rules for the configured USB ids
 
-The device service tests, between rounds only (docs/operations.md "Device service tests"):
-    tablectl devices lamps [--step-ms N]        light each jackpot lamp alone in turn, restore
+The device service tests, between rounds only (docs/operations.md "Device service tests"); each
+takes --wait [S]: asked during a round, run at the next gap (up to S seconds):
+    tablectl devices lamps [--step-ms N]        light each jackpot lamp alone in turn, the
+                                                game's lamps held meanwhile, then as it wants
     tablectl devices buttons [INPUT ...] [--timeout S]   press each input when asked
     tablectl devices loopback DEVICE|--port PATH [--baud N] [--timeout-ms N]
                                                 a pattern through a loopback plug
@@ -28,13 +30,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from controller.cli.attention import attention_lines, counters_text
 from controller.cli.common import emit
-from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, socket_path
+from controller.cli.show import tree_lines
+from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, refusal_text, socket_path
 from controller.config import DEFAULT_PATH, ConfigError, load_config
 from controller.control import NotRunning, request
 from controller.errors import InputError
 
 MAX_LAMPS = 8  # one per box at most: how long a lamp walk may take
+DEFAULT_WAIT_S = 300  # `--wait` alone: a round's worth and more
+MAX_WAIT_S = 600  # the daemon's bound (controller/extensions/service_menu.py MAX_WAIT_S)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,13 +80,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     lb.add_argument("--port", help="another serial port, by path")
     lb.add_argument("--baud", type=int, default=None, help="with --port (default 115200)")
     lb.add_argument("--timeout-ms", type=int, default=1000, help="wait for the echo this long")
+    for p in (lamps, btn, lb):
+        p.add_argument("--wait", type=int, nargs="?", const=DEFAULT_WAIT_S, default=0,
+                       metavar="S", help="a round in progress: wait up to S seconds (default"
+                       f" {DEFAULT_WAIT_S}) for it to end and run the test then")
     udev = dsub.add_parser("udev", help="udev rules giving the serial devices stable names")
     udev.add_argument("--config", type=Path, default=Path(DEFAULT_PATH))
     udev.set_defaults(func=cmd_udev)
-
-
-def _counters(counters: dict[str, int]) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(counters.items()) if v) or "-"
 
 
 def state_text(d: dict[str, Any]) -> str:
@@ -91,6 +97,7 @@ def state_text(d: dict[str, Any]) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     devices = _ask(args, "device_list")
+    att = _ask(args, "status").get("attention") if not args.json else None
 
     def human() -> str:
         lines = []
@@ -98,10 +105,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             where = d.get("port") or ""
             sim = " (pty simulator)" if d.get("simulated") else ""
             lines.append(f"{name:<9} {state_text(d)} {d['driver']} {where}{sim}")
-            lines.append(f"          counters: {_counters(d['counters'])}")
+            lines.append(f"          counters: {counters_text(d['counters'])}")
             if d.get("last_error"):
                 lines.append(f"          last error: {d['last_error']}")
-        return "\n".join(lines)
+        return "\n".join(lines + attention_lines(att))
 
     emit(devices, args.json, human)
     return 0 if all(d["ok"] for d in devices.values()) else 1
@@ -113,8 +120,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
     def human() -> str:
         head = f"{report['device']}: test {'OK' if result.get('ok') else 'FAILED'}"
-        rest = {k: v for k, v in result.items() if k != "ok"}
-        return "\n".join([head, *(f"  {k}: {json.dumps(v)}" for k, v in rest.items())])
+        return "\n".join([head, *tree_lines({k: v for k, v in result.items() if k != "ok"})])
 
     emit(report, args.json, human)
     return 0 if result.get("ok") else 1
@@ -179,14 +185,20 @@ def cmd_input(args: argparse.Namespace) -> int:
 
 
 def _ask_long(args: argparse.Namespace, cmd: str, payload: dict[str, Any], wait_s: float) -> Any:
-    """`_ask` for a test that takes a while: the answer may come `wait_s` seconds later."""
+    """`_ask` for a test that takes a while: the answer may come `wait_s` seconds later (and
+    `--wait`'s seconds more, waiting for the round in progress to end)."""
+    waiting = getattr(args, "wait", 0) or 0
+    if not 0 <= waiting <= MAX_WAIT_S:
+        raise InputError(f"--wait must be within 0..{MAX_WAIT_S} seconds, got {waiting}")
+    if waiting:
+        payload = {**payload, "wait_s": waiting}
     try:
-        return request(socket_path(args), cmd, payload, timeout=wait_s + 10)
+        return request(socket_path(args), cmd, payload, timeout=wait_s + waiting + 10)
     except NotRunning as exc:
         print(f"tablectl: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_RUNNING) from None
     except RuntimeError as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(refusal_text(args, cmd, str(exc))) from None
 
 
 def _verdict(result: dict[str, Any]) -> str:
@@ -198,13 +210,18 @@ def cmd_lamps(args: argparse.Namespace) -> int:
                      MAX_LAMPS * args.step_ms / 1000)  # fmt: skip
 
     def human() -> str:
-        lines = ["lamp walk: each lamp lit alone in turn"]
+        lines = ["lamp walk: each lamp lit alone in turn, the lamps held from the game"]
         for step in walk["steps"]:
             lit = ", ".join(map(str, step["lit"])) or "none"
             mark = "ok" if step["ok"] else f"WRONG: lamps lit {lit}"
             lines.append(f"  lamp {step['box']} (GPIO{step['pin']}): {mark}")
         back = ", ".join(f"{b} {state}" for b, state in walk["restored"].items())
-        lines.append(f"  restored: {back}{'' if walk['restored_ok'] else ' (NOT as before)'}")
+        lines.append(f"  lamps after: {back}"
+                     f"{'' if walk['restored_ok'] else ' (NOT as the game wants them)'}")
+        lines.append(f"  the game's lamps were held during the walk: {walk.get('held_writes', 0)}"
+                     " lamp changes it asked for meanwhile were applied after")
+        if walk.get("waited_s"):
+            lines.append(f"  (waited {walk['waited_s']} s for the round in progress to end)")
         lines.append(f"lamp walk {_verdict(walk)}")
         return "\n".join(lines)
 

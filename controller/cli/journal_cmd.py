@@ -1,7 +1,7 @@
 """`tablectl journal ...`: the journal's technician commands. `tail` and `summary` ask the
 running daemon; `verify`, `accept-loss`, `start-fresh` and `keygen` work offline, without it.
 
-    tablectl journal tail [-n N] | summary | verify --state-dir DIR | accept-loss ... | keygen
+    tablectl journal tail [-n N] | summary | verify [--state-dir DIR] | accept-loss ... | keygen
     tablectl journal start-fresh --state-dir DIR [--config FILE] --reason TEXT
     tablectl journal segments | archive | prune [--keep-rounds N] [--keep-days D] [--dry-run]
         (--state-dir DIR; prune's retention defaults to [journal] of --config)
@@ -20,8 +20,10 @@ import syslog
 from pathlib import Path
 
 from controller.cli.common import emit
+from controller.cli.show import event_args
 from controller.cli.table_cmd import _ask
 from controller.config.load import DEFAULT_PATH
+from controller.config.model import ServiceConfig
 from controller.errors import InputError
 from controller.journal import (
     JOURNAL_FILE,
@@ -48,13 +50,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         if name == "tail":
             p.add_argument("-n", type=int, default=20)
         p.set_defaults(func=cmd_journal)
-    v = jsub.add_parser("verify", help="verify the hash chain, its MACs and the high-water mark "
-                        "offline (no daemon needed)")
-    v.add_argument("--state-dir", type=Path, required=True)
+    v = jsub.add_parser("verify", help="verify the hash chain, its MACs, the high-water mark and "
+                        "every segment's archive offline (no daemon needed)")
+    v.add_argument("--state-dir", type=Path, help="default: the installed table's ([service]"
+                   f" state_dir of {DEFAULT_PATH}, else {ServiceConfig.state_dir})")
     v.add_argument("--key-file", type=Path, help="the journal key (default: as the daemon finds "
                    "it; without one the MACs are not checked)")
-    v.add_argument("--archive-dir", type=Path, help="where the archives of segments moved out of "
-                   "the file are (default STATE_DIR/archive; [journal] archive_dir)")
+    v.add_argument("--archive-dir", type=Path, help="where the segments' archives are, each "
+                   "checked (default: [journal] archive_dir of --config when its state_dir is "
+                   "STATE_DIR, else STATE_DIR/archive)")
+    v.add_argument("--config", type=Path, default=DEFAULT_PATH,
+                   help=f"the table's config, for its archive_dir (default {DEFAULT_PATH}; "
+                        "verify needs none)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
     a = jsub.add_parser("accept-loss", help="root only, daemon stopped: record that the journal "
@@ -134,7 +141,8 @@ def cmd_journal(args: argparse.Namespace) -> int:
             rows,
             args.json,
             lambda: "\n".join(
-                f"#{r['seq']} {r['utc']} round {r['round']} {r['kind']} {json.dumps(r['data'])}"
+                f"#{r['seq']} {r['utc']} round {r['round']} {r['kind']} {event_args(r['data'])}"
+                .rstrip()
                 for r in rows
             ),
         )
@@ -151,25 +159,57 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"\rverifying: seq {seq} of {last} ({100 * seq // max(last, 1)} %)", end="",
               file=sys.stderr, flush=True)
 
+    if args.state_dir is None:
+        args.state_dir = installed_state_dir(args.config)
+    if not (args.state_dir / JOURNAL_FILE).exists() and os.access(args.state_dir, os.X_OK):
+        raise InputError(f"no journal in {args.state_dir} ({JOURNAL_FILE} is not there): give"
+                         " --state-dir")
     rep = verify_dir(args.state_dir, key_file=args.key_file, progress=progress if show else None,
-                     archive_dir=args.archive_dir)
+                     archive_dir=args.archive_dir or _configured_archive_dir(args))
     if show:
         print(file=sys.stderr)
-    report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark}
+    report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark, "archives": rep.archives,
+              "archive_faults": rep.archive_faults}
 
     def human() -> str:
         head = "OK" if report["ok"] else "FAILED"
         lines = [
-            f"journal {head}: {report['records']} records, {report['rounds_completed']} rounds"
-            f" completed, {report['rounds_voided']} voided",
+            f"journal {args.state_dir} {head}: {report['records']} records,"
+            f" {report['rounds_completed']} rounds completed, {report['rounds_voided']} voided",
             f"  MACs: {rep.macs}",
             f"  high-water mark: {rep.mark}",
+            f"  archives: {rep.archives}",
         ]
         lines += [f"  error: {e}" for e in report["errors"]]
         return "\n".join(lines)
 
     emit(report, args.json, human)
     return 0 if report["ok"] else 1
+
+
+def installed_state_dir(config: Path = DEFAULT_PATH) -> Path:
+    """The installed table's state directory: its config's, else the service's default."""
+    from controller.config import ConfigError, load_config
+
+    try:
+        return load_config(config).service.state_dir
+    except (ConfigError, OSError):
+        return ServiceConfig.state_dir
+
+
+def _configured_archive_dir(args: argparse.Namespace) -> Path | None:
+    """[journal] archive_dir of the table's config, when that config's state directory is the
+    one verified (a copy elsewhere keeps its archives beside it); None (STATE_DIR/archive)
+    when there is no such config, or it cannot be read: verify works without one."""
+    from controller.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config)
+    except (ConfigError, OSError):
+        return None
+    if cfg.service.state_dir.resolve() != Path(args.state_dir).resolve():
+        return None
+    return cfg.journal.archive_dir
 
 
 def _operator() -> str:
@@ -294,6 +334,9 @@ def cmd_segments(args: argparse.Namespace) -> int:
     _meta, states, _last, macs = _read_only(args)
     rows = [st.as_json() for st in states]
 
+    def deleted(utc: str | None) -> str:
+        return "" if utc is None else f" (deleted by retention {utc})"
+
     def human() -> str:
         lines = [f"{len(rows)} closed segments (MACs {macs}); the open one follows the last"]
         for r in rows:
@@ -304,7 +347,8 @@ def cmd_segments(args: argparse.Namespace) -> int:
             lines.append(f"  segment {r['number']}: seq {r['first']}..{r['last']}, rounds "
                          f"{r['first_round']}..{r['last_round']}, {state}"
                          f"{'' if r['mac_ok'] else ', MAC DOES NOT CHECK OUT'}"
-                         f"{', ' + r['archive'] if r['archive'] else ''}")
+                         f"{', ' + r['archive'] if r['archive'] else ''}"
+                         f"{deleted(r['archive_deleted_utc'])}")
         return "\n".join(lines)
 
     emit(rows, args.json, human)

@@ -1,12 +1,16 @@
 """`tablectl`: the technician CLI.
 
 Each game registers its own sub-commands (controller/cli/<game>_cmd.py). A bad argument exits 2
-with one line naming it, as the rest of the table's tooling expects.
+with one line naming it, as the rest of the table's tooling expects; a file it may not read 77,
+one it cannot read 74 (sysexits), also in one line: never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -67,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.typed = typed_command(sys.argv[1:] if argv is None else list(argv))
     try:
         return int(args.func(args) or 0)
     except TablectlError as exc:  # a refusal or bad input, named in one line
@@ -76,7 +81,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return EX_UNAVAILABLE
     except BrokenPipeError:
+        # `tablectl logs | head`: the reader had enough. stdout goes to /dev/null so the
+        # interpreter's last flush cannot fail again (and print a traceback).
+        quiet_stdout()
         return 0
+    except PermissionError as exc:
+        print(f"tablectl: error: {_what(exc)}permission denied ({PERMISSION_HINT})",
+              file=sys.stderr)
+        return EX_NOPERM
+    except OSError as exc:  # a file or directory that is not there or cannot be read
+        print(f"tablectl: error: {_what(exc)}{exc.strerror or exc}", file=sys.stderr)
+        return EX_IOERR
+    except sqlite3.Error as exc:  # a journal file that is not a database, or cannot be opened
+        print(f"tablectl: error: the journal cannot be read: {exc}", file=sys.stderr)
+        return EX_IOERR
+
+
+def typed_command(argv: list[str]) -> str:
+    """The command as the person typed it, without its options: `tablectl meters close-shift`
+    (what a refusal names instead of the daemon's request)."""
+    words = []
+    for word in argv:
+        if word.startswith("-"):
+            break
+        words.append(word)
+    return " ".join(["tablectl", *words[:3]])
+
+
+EX_NOPERM = 77  # sysexits(3): this user may not read what the command needs
+EX_IOERR = 74  # sysexits(3): a file the command needs cannot be read
+PERMISSION_HINT = ("the table's files are the service's: run it as root (sudo) or as a member"
+                   " of the group that owns them, e.g. tablectl")
+
+
+def _what(exc: OSError) -> str:
+    return f"{exc.filename}: " if exc.filename else ""
+
+
+def quiet_stdout() -> None:
+    """stdout to /dev/null, so the interpreter's last flush into a closed pipe cannot fail."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ came, amounts in integer cents, for machines.)"""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +36,46 @@ def value_text(key: str, value: Any) -> str:
 def fields_text(data: Mapping[str, Any], skip: tuple[str, ...] = ()) -> str:
     """`key value, key value` of a flat-ish answer, amounts in dollars."""
     return ", ".join(f"{k} {value_text(k, v)}" for k, v in data.items() if k not in skip)
+
+
+def tree_lines(data: Mapping[str, Any], indent: str = "  ") -> list[str]:
+    """A nested answer as indented lines, one figure a line: a mapping of scalars on one line
+    (`chung3 pin 4, active no`), deeper mappings as a heading and their lines under it; lists
+    of scalars joined; amounts in dollars. What a person reads instead of nested braces."""
+    lines: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            if all(not isinstance(v, Mapping | list) for v in value.values()) and len(value) <= 4:
+                lines.append(f"{indent}{key}: {_flat(value)}")
+            else:
+                lines.append(f"{indent}{key}:")
+                lines += tree_lines(value, indent + "  ")
+        elif isinstance(value, list) and any(isinstance(v, Mapping) for v in value):
+            lines.append(f"{indent}{key}:")
+            for i, item in enumerate(value, 1):
+                if isinstance(item, Mapping):
+                    lines.append(f"{indent}  {i}. {_flat(item)}")
+                else:
+                    lines.append(f"{indent}  {i}. {value_text(key, item)}")
+        else:
+            lines.append(f"{indent}{key}: {_scalar(key, value)}")
+    return lines
+
+
+def _flat(value: Mapping[str, Any]) -> str:
+    """`pin 4, active no`: a figure with no value (None) is left out, not shown as `-`."""
+    return ", ".join(f"{k} {_scalar(str(k), v)}" for k, v in value.items()
+                     if v is not None) or "none"
+
+
+def _scalar(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Mapping):
+        return "none" if not value else _flat(value)
+    if isinstance(value, list):
+        return ", ".join(_scalar(key, v) for v in value) if value else "none"
+    return value_text(key, value)
 
 
 def pool_text(pool: Any) -> str:
@@ -106,7 +147,7 @@ def effect_text(effect: Mapping[str, Any]) -> str:
     kind, data = effect.get("kind"), effect.get("data") or {}
     if kind in ("log", "alarm"):
         head = "ALARM " if kind == "alarm" else ""
-        return f"{head}{data.get('text', '')}".strip() or str(kind)
+        return f"{head}{in_dollars(str(data.get('text', '')))}".strip() or str(kind)
     if kind == "device":
         return f"{data.get('device')} {data.get('command')}"
     if kind == "display":
@@ -116,6 +157,15 @@ def effect_text(effect: Mapping[str, Any]) -> str:
     if kind == "round":
         return f"round {data.get('number')} {data.get('status')}"
     return str(kind)
+
+
+CENTS_IN_TEXT = re.compile(r"\b(\d+) c\b")  # the machines' words: "wager of p2 on box 2: 1000 c"
+
+
+def in_dollars(text: str) -> str:
+    """A machine's line with its amounts in cents (`1000 c`, as journaled) in dollars, so a
+    person's terminal shows one unit ($10.00)."""
+    return CENTS_IN_TEXT.sub(lambda m: dollars(int(m.group(1))), text)
 
 
 def event_args(data: Mapping[str, Any]) -> str:

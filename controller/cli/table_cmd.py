@@ -2,6 +2,8 @@
 `config validate` that never needs it.
 
     tablectl status [--json] | watch | round show N   (journal: controller/cli/journal_cmd.py)
+        status exits 0 healthy, 1 out of service, 3 not running, 4 needs a person (an active
+        alarm, a device in fault, a stuck round: controller/cli/attention.py)
     tablectl dealer ACTION [key=value ...] | table open|close | selftest | config validate FILE
     tablectl config show [FILE]
 """
@@ -15,23 +17,30 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from controller.cli.attention import (
+    EXIT_HEALTHY,
+    EXIT_NEEDS_ATTENTION,
+    EXIT_NOT_RUNNING,
+    EXIT_OUT_OF_SERVICE,
+    attention_lines,
+)
 from controller.cli.common import emit
 from controller.cli.show import (
     config_lines,
     event_args,
-    fields_text,
+    in_dollars,
     link_text,
     pool_text,
+    tree_lines,
     value_text,
     watch_lines,
 )
 from controller.config import DEFAULT_PATH, ConfigError, config_json, load_config
+from controller.config.model import MAX_JACKPOT_WAGER, TableConfig
 from controller.control import SOCKET_NAME, NotRunning, RequestRefused, request, stream
 from controller.describe import describe_round
 from controller.errors import InputError
-from controller.money import dollars_or_dash
-
-EXIT_NOT_RUNNING = 3
+from controller.money import dollars, dollars_or_dash
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=func)
         return p
 
-    add("status", "game, rules, state, round, devices, link, pool", cmd_status)
+    add("status", "game, rules, state, round, devices, link, pool and what needs a person"
+        " (exit 0 healthy, 1 out of service, 3 not running, 4 needs a person)", cmd_status)
     add("watch", "live view of every event and effect", cmd_watch)
     add("selftest", "ask the daemon to exercise its devices", cmd_selftest)
 
@@ -97,7 +107,16 @@ def _ask(args: argparse.Namespace, cmd: str, payload: dict[str, Any] | None = No
         print(f"tablectl: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_NOT_RUNNING) from None
     except RequestRefused as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(refusal_text(args, cmd, str(exc))) from None
+
+
+def refusal_text(args: argparse.Namespace, cmd: str, text: str) -> str:
+    """The daemon's refusal names its request (`'meters_close_shift' needs group ...`); a person
+    typed a command: name that (`tablectl meters close-shift needs group ...`)."""
+    typed = getattr(args, "typed", None)
+    if typed and text.startswith(f"permission denied: {cmd!r} "):
+        return text.replace(f"{cmd!r}", f"`{typed}`", 1)
+    return text
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -114,6 +133,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             lines.append(f"OUT OF SERVICE: {st['out_of_service']}")
         elif st.get("ready") is False:  # devices and service tests answer once it is ready
             lines.append("STARTING: devices and journal not up yet; ask again in a moment")
+        faults = st.get("archive_faults") or []
+        if faults:
+            lines.append(f"ALARM: {len(faults)} journal archive(s) missing or altered (E106; "
+                         "tablectl journal verify; docs/operations.md, \"An archive missing or "
+                         "altered\"): " + "; ".join(faults[:3]))
         if st.get("mode") not in (None, "production"):
             lines.append(f"mode     {st['mode'].upper()} (may run unverified software)")
         failures = (st.get("tasks") or {}).get("failures") or {}
@@ -130,15 +154,46 @@ def cmd_status(args: argparse.Namespace) -> int:
                 f" {dollars_or_dash(meters.get('house_win'))} (tablectl meters)"
             )
         if isinstance(st.get("verification"), dict):
-            lines.append(f"software {st['verification'].get('state')}")
+            lines.append(software_text(st["verification"]))
         for name, h in st["devices"].items():
             err = f"  last error: {h['last_error']}" if h.get("last_error") else ""
             lines.append(f"device   {name:<9} {state_text(h)}{err}")
         lines.append(f"events   {st['events']} this run, uptime {st['uptime_s']} s")
+        lines += attention_lines(st.get("attention"))
         return "\n".join(lines)
 
     emit(st, args.json, human)
-    return 0 if not st.get("out_of_service") else 1
+    return status_exit(st)
+
+
+def status_exit(st: dict[str, Any]) -> int:
+    """0 in service and nothing needs a person; 1 out of service; 4 in service but an alarm, a
+    device fault or a stuck round needs one (3, not running, is `_ask`'s)."""
+    if st.get("out_of_service"):
+        return EXIT_OUT_OF_SERVICE
+    if not (st.get("attention") or {}).get("healthy", True):
+        return EXIT_NEEDS_ATTENTION
+    return EXIT_HEALTHY
+
+
+SOFTWARE_STATES = {
+    "verified": "the installed files match the signed manifest",
+    "checking": "checking the installed files against the manifest",
+    "not_configured": "not checked: no manifest configured (allowed only in development or"
+                      " simulation)",
+    "missing": "no verification settings: the table will not play",
+    "failed": "the installed files do not match the manifest: the table will not play",
+}
+
+
+def software_text(v: dict[str, Any]) -> str:
+    """`software verified` with what the state means, and the detail when there is one."""
+    state = str(v.get("state"))
+    line = f"software {state}: {SOFTWARE_STATES.get(state, 'see tablectl verify')}"
+    detail = v.get("detail")
+    if detail and state != "not_configured":
+        line += f" ({detail})"
+    return line
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -204,7 +259,7 @@ def _acted(args: argparse.Namespace, name: str, result: dict[str, Any]) -> int:
             f"{name} -> journal #{result['seq']}, state "
             f"{result['status'].get('state')} round {result['status'].get('round')}"
         )
-        return "\n".join([head, *(f"  {text}" for text in said)])
+        return "\n".join([head, *(f"  {in_dollars(str(text))}" for text in said)])
 
     emit(result, args.json, human)
     if result.get("refused"):
@@ -228,17 +283,16 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 def cmd_selftest(args: argparse.Namespace) -> int:
     report = _ask(args, "selftest")
-    emit(
-        report,
-        args.json,
-        lambda: "\n".join(
-            [f"selftest {'OK' if report['ok'] else 'FAILED'}"]
-            + [
-                f"  {n:<9} {'ok' if r.get('ok') else 'FAIL'} {fields_text(r, skip=('ok',))}"
-                for n, r in report["devices"].items()
-            ]
-        ),
-    )
+    att = _ask(args, "status").get("attention") if not args.json else None
+
+    def human() -> str:
+        lines = [f"selftest {'OK' if report['ok'] else 'FAILED'}"]
+        for name, r in report["devices"].items():
+            lines.append(f"  {name:<9} {'ok' if r.get('ok') else 'FAIL'}")
+            lines += tree_lines({k: v for k, v in r.items() if k != "ok"}, "      ")
+        return "\n".join(lines + attention_lines(att))
+
+    emit(report, args.json, human)
     return 0 if report["ok"] else 1
 
 
@@ -266,12 +320,27 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
             for line in exc.errors:
                 print(f"{args.file}: {line}" if not line.startswith(str(args.file)) else line)
         return 1
+    notes = head_office_notes(cfg)
     emit(
-        {"ok": True, "config": config_json(cfg)},
+        {"ok": True, "config": config_json(cfg), "notes": notes},
         args.json,
-        lambda: f"{args.file}: OK ({cfg.game}, table {cfg.table_id})",
+        lambda: "\n".join([f"{args.file}: OK ({cfg.game}, table {cfg.table_id})",
+                           *(f"  note: {n}" for n in notes)]),
     )
     return 0
+
+
+def head_office_notes(cfg: TableConfig) -> list[str]:
+    """What head office will accept of this table's configuration, by default: what a valid
+    file cannot promise alone (head office's own configuration decides)."""
+    jackpot = cfg.jackpot
+    if cfg.game != "uth" or jackpot is None or not jackpot.enabled:
+        return []
+    return [f"uth.jackpot.wager is {jackpot.wager} cents ({dollars(jackpot.wager)}); head office "
+            f"accepts a jackpot wager up to {MAX_JACKPOT_WAGER} cents "
+            f"({dollars(MAX_JACKPOT_WAGER)}) by default ([service] max_jackpot_wager), and only "
+            f"the wager of pool {jackpot.pool_id!r} when that pool sets one ([[pools]] wager, "
+            "15.2.5.2): an increment at another wager is refused"]
 
 
 def cmd_config_show(args: argparse.Namespace) -> int:

@@ -10,7 +10,9 @@
                             with who), for a table with no table_closed key switch
     meters {}               the accounting meters: this shift's and the lifetime's, per box
     meters_close_shift {}   close the shift: its figures journaled and sent to head office
-    logs {level?, device?, round?, n?}  the daemon's recent log lines (its in-memory ring)
+    logs {level?, device?, round?, n?, after?, since?}  the daemon's recent log lines (its
+                                        in-memory ring): newer than line `after` (the answer's
+                                        `cursor`: `logs -f`), not before UTC `since`
     errors {days?}          the error history: every warning or worse, with its code
     selftest {}             every device's self-test and the journal's health
     devices {}              every device's status
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.config import config_json
 from controller.control import Refused, current_peer
+from controller.daemon.attention import attention
 from controller.daemon.logbook import RING_LINES
 from controller.errorlog import ERROR_DAYS, LEVELS, read_history
 from controller.events import Kind
@@ -68,6 +71,7 @@ class TableCommands:
     async def status(self, args: dict[str, Any]) -> dict[str, Any]:
         t = self.table
         machine = t.game_status()
+        devices = {n: d.status() for n, d in t.devices.items()}
         return {
             "table_id": t.cfg.table_id,
             "game": t.cfg.game,
@@ -78,7 +82,10 @@ class TableCommands:
             "ready": t.ready,  # False while starting: device/service commands are refused
             "round": machine.get("round"),
             "machine": machine,
-            "devices": {n: d.status() for n, d in t.devices.items()},  # = device_list
+            "devices": devices,  # = device_list
+            # What needs a person: active alarms, device faults, a stuck round (attention.py).
+            "attention": attention(t.cfg.game, machine, devices, t.effects.alarms.active,
+                                   t.out_of_service, starting=not t.ready),
             "link": machine.get("link", "disabled" if not t.cfg.link.enabled else "unknown"),
             "pool": machine.get("pool"),
             "meters": t.meters.headline(),
@@ -91,6 +98,10 @@ class TableCommands:
                 "stop_errors": t.stats.stop_errors,
             },
             "control": t.control.stats(),
+            # What the background verification found wrong with the segments' archives (an
+            # alarm, E106; the table plays on: controller/journal/background.py).
+            "archive_faults": [] if t.journal is None else list(
+                t.journal.retention.archive_faults),
             "uptime_s": round(time.monotonic() - t.stats.started_mono, 1),
             "config": config_json(t.cfg),
             **{ext.name: ext.status() for ext in t.extensions},
@@ -224,8 +235,13 @@ class TableCommands:
         n = int(args.get("n", 100))
         if not 1 <= n <= RING_LINES:
             raise Refused(f"n must be within 1..{RING_LINES}, got {n}")
-        lines = self.table.ring.select(level, args.get("device"), args.get("round"), n)
-        return {"source": "daemon", "lines": lines}
+        after = args.get("after", 0)
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise Refused(f"after must be a line number >= 0, got {after!r}")
+        ring = self.table.ring
+        lines = ring.select(level, args.get("device"), args.get("round"), n, after=after,
+                            since=args.get("since"))
+        return {"source": "daemon", "lines": lines, "cursor": ring.count}
 
     async def errors(self, args: dict[str, Any]) -> dict[str, Any]:
         days = int(args.get("days", ERROR_DAYS))

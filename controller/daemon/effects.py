@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from controller.daemon.attention import Alarms
 from controller.daemon.stats import Stats
 from controller.logs import event as log_event
 from controller.rounds.base import Effect
@@ -27,8 +28,13 @@ class Effects:
         self.log = log
         self.stats = stats
         self.on_round = on_round  # each round's result, after it is counted and logged
+        self.alarms = Alarms()  # the active ones, for `tablectl status` (attention.py)
 
-    async def run(self, effect: Effect) -> None:
+    async def run(self, effect: Effect, *, round_no: int | None = None, source: str = "",
+                  utc: str = "") -> None:
+        """Carry out `effect`. `round_no`: the round of the event that made it; `source`: that
+        event's kind (`shuffler.fault`): an alarm's log line carries both as ROUND= and
+        DEVICE=, so `tablectl logs --round N` and `--device shuffler` find it."""
         data = dict(effect.data)
         try:
             if effect.kind == "device":
@@ -45,14 +51,30 @@ class Effects:
                     self.log, logging.INFO, f"round {data.get('number')} {data.get('status')}",
                     round=data.get("number"), status=data.get("status"),
                 )
+                self.alarms.round_ended(data.get("number"))
                 self.on_round(data)
             elif effect.kind == "alarm":
                 level = (
                     logging.CRITICAL if data.get("severity") == "surveillance" else logging.WARNING
                 )
                 code = "E602" if level == logging.CRITICAL else "E601"
-                log_event(self.log, level, f"ALARM {data.get('text')}", **_scalars(data),
-                          code=code)
+                about: dict[str, Any] = {} if round_no is None else {"round": round_no}
+                device = source.split(".")[0]
+                if device in self.devices:
+                    about["device"] = device
+                # A refused action's alarm answers whoever acted (`tablectl dealer` prints it);
+                # it leaves nothing open, so it is not an active alarm.
+                times = 1 if data.get("refused") else self.alarms.raised(data, round_no, utc)
+                if times > 1:
+                    # The same alarm again in the same round (a device that stays unplugged
+                    # fails each retry): one warning is enough; the repeats are counted
+                    # (`tablectl status`) and logged at info.
+                    log_event(self.log, logging.INFO,
+                              f"alarm repeated ({times} times): {data.get('text')}",
+                              **{**_scalars(data), **about})
+                else:
+                    log_event(self.log, level, f"ALARM {data.get('text')}",
+                              **{**_scalars(data), **about}, code=code)
             elif effect.kind == "log":
                 log_event(self.log, logging.INFO, str(data.get("text", data)))
         except DeviceError as exc:

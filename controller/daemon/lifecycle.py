@@ -32,6 +32,8 @@ class StartLine:
         else:  # not configured (a warning already said so) or failed (critical lines above)
             what, level = f"software NOT verified: {v.get('detail')}", 30
         fields: dict[str, Any] = {"version": self.version, "verification": state}
+        if state == "not_configured":  # allowed only off play (simulation, development)
+            fields["code"] = "E801"
         if v.get("manifest_sha256"):
             fields["manifest_sha256"] = v["manifest_sha256"]
         log_event(

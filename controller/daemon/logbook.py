@@ -57,16 +57,24 @@ class LogRing(logging.Handler):
     def __init__(self, size: int = RING_LINES) -> None:
         super().__init__(logging.DEBUG)
         self.lines: deque[dict[str, Any]] = deque(maxlen=size)
+        self.count = 0  # lines ever kept: each line's `seq`, the cursor of `tablectl logs -f`
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.lines.append(line_of(record))
+            line = line_of(record)
+            self.count += 1
+            self.lines.append({**line, "seq": self.count})
         except Exception:  # never into the caller
             self.handleError(record)
 
     def select(self, level: str | None = None, device: str | None = None,
-               round_: int | None = None, n: int = 100) -> list[dict[str, Any]]:
-        picked = [line for line in self.lines if matches(line, level, device, round_)]
+               round_: int | None = None, n: int = 100, *, after: int = 0,
+               since: str | None = None) -> list[dict[str, Any]]:
+        """The last `n` lines that match, newer than line `after` and not before the UTC time
+        `since` (ISO 8601, as the lines' `utc`)."""
+        picked = [line for line in self.lines
+                  if line["seq"] > after and (since is None or line["utc"] >= since)
+                  and matches(line, level, device, round_)]
         return picked[-n:]
 
 

@@ -157,7 +157,8 @@ class TableService:
         tasks: list[asyncio.Task[None]] = []
         try:
             if self.mode != "production":
-                log_event(self.log, logging.WARNING, f"running in {self.mode} mode", mode=self.mode)
+                log_event(self.log, logging.WARNING, f"running in {self.mode} mode", mode=self.mode,
+                          code="E801")
             self._open_journal()
             self._keep_errors()
             await self._start_devices()
@@ -412,7 +413,8 @@ class TableService:
             result[index] = seq
             self.stats.events += 1
             for effect in entry.effects:
-                await self.effects.run(effect)
+                await self.effects.run(effect, round_no=entry.round, source=entry.event.kind,
+                                       utc=entry.now.utc)
             self._publish(
                 {
                     "seq": seq,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from controller import control
 from controller.control import Refused
 from controller.extensions.base import ready
+from controller.logs import event as log_event
 from devices.base import Device
 from devices.errors import DeviceError
 from devices.proto.serial_config import BAUD_RATES
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tablectl")
 MAX_PORT = 256  # characters of a port path
+MAX_WAIT_S = 600  # `--wait`: how long a test may wait for the round in progress to end
+WAIT_POLL_S = 0.1  # how often it looks
 
 
 # The phases between rounds in both games: the table closed, or taking wagers before the deal
@@ -107,11 +111,17 @@ class ServiceMenu:
                              " tablectld --simulate=pty)")  # fmt: skip
         return sensors
 
-    async def _run(self, test: str, fn: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+    async def _run(self, test: str, fn: Callable[[], Awaitable[dict[str, Any]]],
+                   args: Mapping[str, Any]) -> dict[str, Any]:
+        wait_s = _number(args, "wait_s", 0, 0, MAX_WAIT_S)
         table = ready(self.table)
+        waited = await self._between_rounds(table, wait_s)
         why = round_in_progress(table.game_status())
         if why is not None:
-            raise Refused(f"{test} refused: {why}; run it between rounds")
+            if wait_s:
+                raise Refused(f"{test} refused: {why} still after {wait_s} s of waiting")
+            raise Refused(f"{test} refused: {why}; run it between rounds, or with --wait to"
+                          " run it at the next gap")
         if self._busy.locked():
             raise Refused(f"{test} refused: another service test is running")
         async with self._busy:
@@ -124,12 +134,23 @@ class ServiceMenu:
             self.failed[test] += 1
         peer = control.current_peer()
         who = peer.user if peer is not None else "?"
-        log.log(
-            logging.INFO if result.get("ok") else logging.WARNING,
-            "service test %s by %s: %s", test, who,
-            "ok" if result.get("ok") else f"FAILED: {result.get('error') or result}",
-        )  # fmt: skip
+        if result.get("ok"):
+            log_event(log, logging.INFO, f"service test {test} by {who} passed", test=test,
+                      user=who)
+        else:
+            log_event(log, logging.WARNING, f"service test {test} by {who} FAILED:"
+                      f" {failure_text(result)}", test=test, user=who, code="E205")
+        if waited:
+            result = {**result, "waited_s": round(waited, 1)}
         return result
+
+    async def _between_rounds(self, table: Table, wait_s: int) -> float:
+        """Wait up to `wait_s` for the round in progress to end (`--wait`); the seconds waited."""
+        began = time.monotonic()
+        while (round_in_progress(table.game_status()) is not None
+               and time.monotonic() - began < wait_s):
+            await asyncio.sleep(WAIT_POLL_S)
+        return time.monotonic() - began if wait_s else 0.0
 
     # --- the tests ------------------------------------------------------------------------------
 
@@ -137,7 +158,8 @@ class ServiceMenu:
         lo, hi = (int(s * 1000) for s in lamps.STEP_S)
         step_ms = _number(args, "step_ms", 500, lo, hi)
         sensors = self._sensors()
-        return await self._run("lamp walk", lambda: lamps.lamp_walk(sensors, step_ms / 1000))
+        return await self._run("lamp walk", lambda: lamps.lamp_walk(sensors, step_ms / 1000),
+                               args)
 
     async def _h_buttons(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"inputs": buttons.prompts(self._sensors())}
@@ -157,7 +179,7 @@ class ServiceMenu:
             finally:
                 self.waiting_for = None
 
-        return await self._run("button test", wait)
+        return await self._run("button test", wait, args)
 
     async def _h_loopback(self, args: dict[str, Any]) -> dict[str, Any]:
         lo, hi = (int(s * 1000) for s in loop.TIMEOUT_S)
@@ -183,7 +205,7 @@ class ServiceMenu:
                     )
                 return {"device": device.name, **result}
 
-            return await self._run("loopback", through_device)
+            return await self._run("loopback", through_device, args)
         if not isinstance(port, str) or not port.startswith("/") or len(port) > MAX_PORT:
             raise Refused(f"port must be an absolute path of at most {MAX_PORT} characters")
         held = [n for n, d in devices.items() if _port_of(d) == port]
@@ -192,7 +214,19 @@ class ServiceMenu:
         baud = _number(args, "baud", 115200, min(BAUD_RATES), max(BAUD_RATES))
         if baud not in BAUD_RATES:
             raise Refused(f"baud must be one of {', '.join(map(str, BAUD_RATES))}")
-        return await self._run("loopback", lambda: loop.loopback(port, baud, timeout_s))
+        return await self._run("loopback", lambda: loop.loopback(port, baud, timeout_s), args)
+
+
+def failure_text(result: Mapping[str, Any]) -> str:
+    """Why a service test failed, in a line: its error, else the steps that went wrong."""
+    if result.get("error"):
+        return str(result["error"])
+    wrong = [f"lamp {s['box']} (GPIO{s['pin']}) read back lit"
+             f" {', '.join(map(str, s['lit'])) or 'none'}"
+             for s in result.get("steps") or [] if not s.get("ok")]
+    if result.get("restored_ok") is False:
+        wrong.append("the lamps did not end as the game wants them")
+    return "; ".join(wrong) or "see the command's report"
 
 
 def _port_of(device: Device) -> str | None:

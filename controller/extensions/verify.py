@@ -157,7 +157,7 @@ class SoftwareVerification:
                 self.log,
                 logging.WARNING,
                 f"software verification: {NOT_CONFIGURED} ({self.mode} mode)",
-                mode=self.mode,
+                mode=self.mode, code="E801",
             )
             return
         await self._check()

@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +106,7 @@ class GpioSensors(Sensors):
         self.lamps: dict[int, str] = {}
         self._devices: dict[str, Any] = {}
         self._lamp_devices: dict[int, Any] = {}
+        self._lamps_held = False  # a service test owns the lamps (holding_lamps)
         self._timer: asyncio.TimerHandle | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -242,19 +243,47 @@ class GpioSensors(Sensors):
     # --- lamps ----------------------------------------------------------------------------------
 
     async def set_lamp(self, box: int | None, state: str) -> None:
+        """The game's lamp write: remembered, and driven unless a service test holds the lamps
+        (then driven when the test lets go: `holding_lamps`)."""
         for b in [box] if box is not None else list(self._lamp_devices):
-            led = self._lamp_devices.get(b)
-            if led is None:
+            if b not in self._lamp_devices:
                 continue  # no lamp wired for this box
-            if state == "idle":
-                led.off()
-            elif state == "bet":
-                led.on()
-            else:
-                on, off = LAMP_BLINK[state]
-                led.blink(on_time=on, off_time=off, background=True)
             self.lamps[b] = state
+            if self._lamps_held:
+                self.counters["lamp_writes_held"] += 1
+            else:
+                self.drive_lamp(b, state)
         self.counters["lamp_writes"] += 1
+
+    def drive_lamp(self, box: int, state: str) -> None:
+        """Drive one lamp's pin as `state` says, whoever holds the lamps (the lamp walk's own
+        writes); `lamps` keeps what the game asked for."""
+        led = self._lamp_devices.get(box)
+        if led is None:  # not wired, or the device stopped under a lamp walk
+            raise DeviceError(f"{self.name}: no lamp {box} to drive")
+        if state == "idle":
+            led.off()
+        elif state == "bet":
+            led.on()
+        else:
+            on, off = LAMP_BLINK[state]
+            led.blink(on_time=on, off_time=off, background=True)
+
+    @contextlib.asynccontextmanager
+    async def holding_lamps(self) -> AsyncIterator[None]:
+        """The lamps are a service test's while this is open: the game's writes are remembered,
+        not driven (a bet placed during a lamp walk must not light a lamp the walk reads back),
+        and every lamp is driven as the game last asked when the test lets go."""
+        if self._lamps_held:
+            raise DeviceError(f"{self.name}: the lamps are already held by a service test")
+        self._lamps_held = True
+        try:
+            yield
+        finally:
+            self._lamps_held = False
+            for box, state in sorted(self.lamps.items()):
+                if box in self._lamp_devices:
+                    self.drive_lamp(box, state)
 
     # --- technicians ----------------------------------------------------------------------------
 

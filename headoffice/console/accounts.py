@@ -212,39 +212,62 @@ class Authenticator:
         self.users = users
         self.clock = clock
         self._fails: dict[str, list[float]] = {}
+        # Attempts begun and not yet decided, per name: counted against the lockout with the
+        # failures, so a burst of guesses sent at once (queued behind the hashing slots) locks
+        # the name as the same guesses sent one by one do.
+        self._in_flight: dict[str, int] = {}
         self._lock = threading.Lock()
         self._hashing = threading.BoundedSemaphore(HASHING_AT_ONCE)
 
+    def _recent(self, key: str, now: float) -> int:
+        """Failures of `key` inside the window (under self._lock)."""
+        recent = [t for t in self._fails.get(key, []) if now - t < FAIL_WINDOW_S]
+        if recent:
+            self._fails[key] = recent
+        else:
+            self._fails.pop(key, None)
+        return len(recent)
+
     def locked(self, name: str) -> bool:
-        now = self.clock()
         with self._lock:
-            recent = [t for t in self._fails.get(name, []) if now - t < FAIL_WINDOW_S]
-            if recent:
-                self._fails[name] = recent
-            else:
-                self._fails.pop(name, None)
-            return len(recent) >= FAILS_ALLOWED
+            return self._recent(name, self.clock()) >= FAILS_ALLOWED
 
     def check(self, name: str, password: str) -> Account | None:
-        """The account, or None (unknown name, wrong password, or the name is locked)."""
+        """The account, or None (unknown name, wrong password, or the name is locked).
+
+        A name is locked once its failures in the window, together with its attempts still
+        being checked, reach FAILS_ALLOWED; the lock is read again after the hash, so a right
+        password that waited behind wrong ones is refused once they have failed."""
         if len(name) > 64 or len(password) > MAX_PASSWORD:
             return None
         account = self.users.get(name)
-        locked = self.locked(name)
-        try:
-            with self._hashing:
-                _HASHER.verify(account.password_hash if account else _DUMMY_HASH, password)
-            ok = account is not None and not locked
-        except (VerifyMismatchError, VerificationError, InvalidHashError):
-            ok = False
-        if not ok:
-            with self._lock:
-                # Bounded: names that are no account share one entry, so guessing names
-                # cannot grow this without limit.
-                key = name if account is not None else ""
-                self._fails.setdefault(key, []).append(self.clock())
-                del self._fails[key][:-FAILS_ALLOWED]
-            return None
+        # Bounded: names that are no account share one entry, so guessing names cannot grow
+        # these without limit.
+        key = name if account is not None else ""
         with self._lock:
-            self._fails.pop(name, None)
-        return account
+            locked = (self._recent(key, self.clock()) + self._in_flight.get(key, 0)
+                      >= FAILS_ALLOWED)
+            self._in_flight[key] = self._in_flight.get(key, 0) + 1
+        try:
+            try:
+                with self._hashing:
+                    _HASHER.verify(account.password_hash if account else _DUMMY_HASH, password)
+                ok = account is not None and not locked
+            except (VerifyMismatchError, VerificationError, InvalidHashError):
+                ok = False
+            with self._lock:
+                if ok and self._recent(key, self.clock()) >= FAILS_ALLOWED:
+                    ok = False  # locked by failures decided while this one waited
+                if not ok:
+                    self._fails.setdefault(key, []).append(self.clock())
+                    del self._fails[key][:-FAILS_ALLOWED]
+                else:
+                    self._fails.pop(key, None)
+        finally:
+            with self._lock:
+                left = self._in_flight[key] - 1
+                if left:
+                    self._in_flight[key] = left
+                else:
+                    del self._in_flight[key]
+        return account if ok else None

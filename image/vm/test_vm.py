@@ -133,8 +133,9 @@ class Table:
     # -- the guest, as a technician sees it -------------------------------------------------------
     def status(self) -> dict[str, Any]:
         r = self.guest.ssh("tablectl status --json", user="tech", check=False, timeout=180)
-        # Exit 1 is an answer too: the table is out of service (docs/operations.md).
-        if r.returncode not in (0, 1) or not r.stdout.strip():
+        # Exit 1 is an answer too: the table is out of service; 4: in service, something for a
+        # person (docs/operations.md "Exit codes").
+        if r.returncode not in (0, 1, 4) or not r.stdout.strip():
             return {}
         return dict(json.loads(r.stdout))
 
@@ -527,7 +528,7 @@ def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: 
     g = table.guest
     table.wait_active()
     # Frozen right after the status (SIGSTOP), so the round it shows is still open at the cut.
-    s = json.loads(g.ssh(f"tablectl status --json && kill -STOP {table.main_pid()}").stdout)
+    s = json.loads(g.ssh(f"tablectl status --json; kill -STOP {table.main_pid()}").stdout)
     g.power_cut()
     round_at_cut = s["round"]
     assert s["state"] != "closed", s["state"]

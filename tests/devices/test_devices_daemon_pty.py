@@ -174,6 +174,11 @@ def test_the_shuffler_unplugged_mid_round_and_plugged_back_through_the_daemon(
         # The fault came mid-round: the machine voided that round (12.2).
         assert [r["status"] for r in faults[0].get("rounds", [])] == ["voided"], faults[0]
         voided_seq = faults[0]["seq"]
+        # `logs --round N` and `--device shuffler` find that round's alarm (issue 28 item 3).
+        voided = faults[0]["rounds"][0]["number"]
+        by_round = cli(tmp_path, "logs", "--round", str(voided)).stdout
+        assert "ALARM shuffler malfunction mid-round" in by_round, by_round
+        assert "ALARM shuffler malfunction" in cli(tmp_path, "logs", "--device", "shuffler").stdout
 
         ask(tmp_path, "device_fault", {"device": "shuffler", "fault": "replug"})
         back = poll(lambda: ask(tmp_path, "device_list")["shuffler"]["state"] != "disconnected", 8)

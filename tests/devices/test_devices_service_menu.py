@@ -4,6 +4,7 @@ statuses docs/operations.md promises, and refused while a round is in progress."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.extensions.service_menu import round_in_progress
+from controller.control import Refused
+from controller.extensions.service_menu import ServiceMenu, round_in_progress
 from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket
 from tests.support.devices import ask_started, wait_until
 
@@ -90,6 +92,11 @@ def test_the_service_menu_through_the_daemon(tmp_path: Path) -> None:
         assert res.returncode == 1 and not report["ok"]
         assert report["results"][0]["error"] == "not pressed within 1 s"
         assert "cover the bet sensor on box 4" in res.stderr  # the prompt, beside the JSON
+        # Logged readably with its own code (issue 28 item 3), not E900 and a Python dict.
+        failed = [x for x in ask(tmp_path, "logs", {"level": "warning"})["lines"]
+                  if x["message"].startswith("service test button test")]
+        assert [(x["code"], x["message"].split(" by ")[1].split(" ", 1)[1]) for x in failed] == [
+            ("E205", "FAILED: not pressed within 1 s")], failed
 
         # The loopback: a plug on a spare port passes; nothing at the end of a path fails.
         wait_until(plug_link.exists)
@@ -148,3 +155,74 @@ def _repoint(link: Path, target: str) -> None:
     tmp = link.with_name(link.name + ".new")
     os.symlink(target, tmp)
     os.replace(tmp, link)
+
+
+@pytest.mark.slow
+def test_the_lamp_walk_on_a_table_taking_wagers_owns_its_lamps_and_waits_for_a_gap(
+    tmp_path: Path,
+) -> None:
+    """Issue 28 (the technician's item 1): simulated players wager all the time (--pace 0.05),
+    so the game's bet lamps change during each walk. The walk holds them and passes every
+    time (on a healthy table it failed 3 walks in 6); --wait runs a walk asked for during a
+    round at the next gap instead of refusing it."""
+    proc = start_daemon(
+        tmp_path, "--simulate=pty", "--game", "uth", "--autoplay", "0", "--pace", "0.05",
+        "--seed", "11", "--quiet",
+    )  # fmt: skip
+    try:
+        wait_for_socket(tmp_path, proc)
+        ask_started(ask, tmp_path, "device_buttons")
+        walks = []
+        for _ in range(4):
+            res = tablectl(tmp_path, "lamps", "--step-ms", "150", "--wait", "60", "--json")
+            assert res.returncode == 0, res.stdout + res.stderr
+            walks.append(json.loads(res.stdout))
+        assert all(w["ok"] for w in walks), [w["steps"] for w in walks if not w["ok"]]
+        assert sum(w["held_writes"] for w in walks) > 0  # the game did write during walks
+
+        # Asked during a round: refused without --wait (and told about it), run with it.
+        wait_until(lambda: ask(tmp_path, "status")["state"] not in ("betting", "closed"), 30)
+        refused = tablectl(tmp_path, "lamps", "--step-ms", "50")
+        if refused.returncode == 2:  # (the round may have ended in between)
+            assert "a round is in progress" in refused.stderr and "--wait" in refused.stderr
+        wait_until(lambda: ask(tmp_path, "status")["state"] not in ("betting", "closed"), 30)
+        human = tablectl(tmp_path, "lamps", "--step-ms", "50", "--wait")
+        assert human.returncode == 0, human.stdout + human.stderr
+        assert "the game's lamps were held during the walk" in human.stdout
+        assert "lamp walk OK" in human.stdout
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+class PhasesTable:
+    """A table whose round machine goes through `phases`, one per look after `every_s`."""
+
+    ready = True
+
+    def __init__(self, phases: list[str], every_s: float) -> None:
+        self.phases, self.every_s, self.began = phases, every_s, time.monotonic()
+
+    def game_status(self) -> dict[str, str]:
+        i = int((time.monotonic() - self.began) / self.every_s)
+        return {"state": self.phases[min(i, len(self.phases) - 1)]}
+
+
+def test_wait_runs_a_test_at_the_next_gap_or_refuses_when_it_runs_out() -> None:
+    async def passed() -> dict[str, object]:
+        return {"ok": True}
+
+    async def go() -> None:
+        menu = ServiceMenu()
+        await menu.start(PhasesTable(["preflop", "flop", "betting"], 0.3))  # type: ignore[arg-type]
+        got = await menu._run("lamp walk", passed, {"wait_s": 10})
+        assert got["ok"] and 0.5 <= float(got["waited_s"]) < 3  # type: ignore[arg-type]
+        await menu.start(PhasesTable(["preflop"], 0.3))  # type: ignore[arg-type]
+        with pytest.raises(Refused, match=r"a round is in progress \(preflop\) still after 1 s"):
+            await menu._run("lamp walk", passed, {"wait_s": 1})
+        with pytest.raises(Refused, match="run it between rounds, or with --wait"):
+            await menu._run("lamp walk", passed, {})
+        with pytest.raises(Refused, match=r"wait_s must be an integer within 0\.\.600"):
+            await menu._run("lamp walk", passed, {"wait_s": 601})
+
+    asyncio.run(go())

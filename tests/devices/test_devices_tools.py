@@ -7,9 +7,10 @@ import asyncio
 import os
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import pytest
-from gpiozero.pins.mock import MockFactory
+from gpiozero.pins.mock import MockFactory, MockPin
 
 from devices.base import DeviceEvent as Event
 from devices.errors import DeviceError
@@ -69,6 +70,63 @@ def test_a_lamp_whose_pin_does_not_follow_fails_the_walk() -> None:
         walk = await lamp_walk(dev, 0.05, sleep=lambda _: asyncio.sleep(0))
         assert [s["ok"] for s in walk["steps"]] == [True, True, False]
         assert walk["steps"][2]["lit"] == [] and not walk["ok"]
+        await dev.stop()
+
+    run(go)
+
+
+class CrossedPin(MockPin):
+    """A lamp wire crossed onto another lamp's: driving this pin drives that lamp too."""
+
+    other: MockPin | None = None
+
+    def _change_state(self, value: bool) -> bool:
+        if self.other is not None:
+            self.other._state = value
+        return super()._change_state(value)
+
+
+async def walk_while_wagers_come_in(dev: GpioSensors) -> dict[str, Any]:
+    """The lamp walk on a table taking wagers: at every step of the walk the game lights a bet
+    lamp (as a wager on that box does), through the driver's `lamps` command."""
+    placed = iter([(3, "bet"), (1, "bet"), (2, "locked")])
+
+    async def a_wager_meanwhile(_: float) -> None:
+        box, state = next(placed)
+        await dev.command("lamps", {"box": box, "state": state})
+
+    return await lamp_walk(dev, 0.05, sleep=a_wager_meanwhile)
+
+
+def test_the_lamp_walk_holds_the_games_lamps_while_wagers_come_in() -> None:
+    async def go() -> None:
+        dev, factory = await uth_sensors([])
+        walk = await walk_while_wagers_come_in(dev)
+        assert [s["lit"] for s in walk["steps"]] == [[1], [2], [3]], walk["steps"]
+        assert walk["ok"] and walk["held_writes"] == 3
+        # After the walk the lamps are as the game last asked: the wagers' lamps lit.
+        assert walk["restored"] == {"1": "bet", "2": "locked", "3": "bet"}
+        assert factory.pin(12).state and factory.pin(14).state
+        # Outside a walk the game's writes drive the pins at once.
+        await dev.command("lamps", {"box": 1, "state": "idle"})
+        assert not factory.pin(12).state
+        await dev.stop()
+
+    run(go)
+
+
+def test_the_lamp_walk_on_a_table_taking_wagers_finds_a_crossed_lamp_wire() -> None:
+    async def go() -> None:
+        factory = MockFactory()
+        crossed = factory.pin(LAMPS[1], pin_class=CrossedPin)
+        cfg = GpioConfig(pin_factory="mock", bet_sensor=(4, 5, 6), lamp=LAMPS,
+                         keypad=MappingProxyType({"deal": 20}), table_closed=27, debounce_ms=10)
+        dev = GpioSensors(cfg, boxes=3, factory=factory)
+        await dev.start(lambda e: None)
+        crossed.other = factory.pin(LAMPS[2])  # lamp 2's wire also lights lamp 3
+        walk = await walk_while_wagers_come_in(dev)
+        assert [s["ok"] for s in walk["steps"]] == [True, False, True]
+        assert walk["steps"][1]["lit"] == [2, 3] and not walk["ok"]
         await dev.stop()
 
     run(go)

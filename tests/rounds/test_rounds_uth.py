@@ -377,6 +377,13 @@ def test_malfunction_before_the_first_card_reshuffles(kind: str) -> None:
         t.state.round == 1 and t.state.phase == "betting" and t.state.wagers == {"1": [500, 500, 0]}
     )
     assert t.state.deck_status == "shuffling"
+    assert of(out, "alarm")[0]["text"] == "shuffler: card jam; deck 1 reshuffled"
+    # A shuffler that stays unplugged fails the shuffle again: asked again, not said to be
+    # reshuffled once more (issue 28).
+    again = t.step(kind, reason="disconnected")
+    assert of(again, "alarm")[0]["text"] == \
+        "shuffler: disconnected; deck 1 still to be shuffled, asked again"
+    assert of(again, "device", command="shuffle")[0]["args"] == {"deck": 1}
 
 
 @pytest.mark.parametrize("kind", ["shuffler.jam", "shuffler.fault"])

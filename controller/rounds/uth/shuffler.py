@@ -45,7 +45,13 @@ def malfunction(config: UthConfig, state: UthState, data: Any, now: Now) -> Resu
         why = f"shuffler malfunction mid-round: {reason}"
         alarm = fx.alarm("technician", why + "; continue with another device (12.2.3)", "12.2")
         return rnd.void(config, state, [alarm], why, "12.2")
-    alarm = fx.alarm("technician", f"shuffler: {reason}; deck {state.deck} reshuffled", "12.1")
+    if state.deck_status == SHUFFLING:
+        # Its shuffle is asked for already and failed (a shuffler left unplugged fails each
+        # retry): asked again, and said as it is, not "reshuffled" once more.
+        text = f"shuffler: {reason}; deck {state.deck} still to be shuffled, asked again"
+    else:
+        text = f"shuffler: {reason}; deck {state.deck} reshuffled"
+    alarm = fx.alarm("technician", text, "12.1")
     return _reshuffle(state), [alarm, fx.shuffle(state.deck)]
 
 

@@ -1,0 +1,1 @@
+"""Developer demonstrations started by ./dev (not installed with the package)."""
