@@ -31,6 +31,13 @@ def alarms(led: Ledger) -> list[str]:
                                               " ORDER BY alarm_no")]
 
 
+def last_kind(led: Ledger) -> str:
+    row = led.db.one("SELECT kind FROM alarms WHERE table_id = 'T1' ORDER BY alarm_no DESC"
+                     " LIMIT 1")
+    assert row is not None
+    return str(row["kind"])
+
+
 def test_the_answer_to_a_birth_names_the_last_round_ledgered(new_url: NewUrl) -> None:
     led = ledger(new_url)
     try:
@@ -70,6 +77,7 @@ def test_a_recovery_is_stored_and_alarmed(new_url: NewUrl) -> None:
         assert text.startswith("table T1 accepted a loss of journal records (message 9): by "
                                "root (sudo from alice): restored from a copy, ticket 9")
         assert text.endswith("rounds go on at 5, messages at 9")
+        assert last_kind(led) == "journal_loss"  # the head-office alarm model's kind
         # Its journal record (3) is behind the last one ledgered (40): not alarmed again.
         assert not any("went backwards" in a for a in alarms(led))
     finally:
@@ -86,6 +94,7 @@ def test_a_recovery_that_would_reuse_a_round_is_alarmed_loudly(new_url: NewUrl) 
         assert alarms(led)[-1].startswith("table T1 started a new journal")
         assert alarms(led)[-1].endswith("BUT head office has ledgered round 4: round numbers "
                                         "3..4 would be used twice")
+        assert last_kind(led) == "chain_mismatch"
     finally:
         led.close()
 

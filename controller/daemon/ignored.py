@@ -23,20 +23,26 @@ class IgnoredEvents:
         self._since_line = 0  # ignored events not yet in a log line
         self._line_mono: float | None = None  # when the last such line was written
         self._why = "out of service"
+        self.held: str | None = None  # why the dealer's keys do nothing (`hold`)
 
-    def passing(self, batch: list[Event], out_of_service: str | None, held: str | None
-                ) -> list[Event]:
+    def hold(self, reason: str | None) -> None:
+        """Hold the dealer's keys, saying why, or release them (None): a linked table waiting
+        for head office's answer at start (controller/extensions/numbering.py)."""
+        self.held = reason
+        log_event(self.log, logging.INFO, f"dealer's keys {reason or 'released'}")
+
+    def passing(self, batch: list[Event], out_of_service: str | None) -> list[Event]:
         """The events of `batch` the table processes now, the others added here: none out of
-        service; while the dealer's keys are `held`, all but the dealer's (devices, the link,
+        service; while the dealer's keys are held, all but the dealer's (devices, the link,
         ticks go on)."""
         if out_of_service is not None:
             self.add(batch)
             return []
-        if held is None:
+        if self.held is None:
             return batch
         keys = [e for e in batch if e.kind.startswith(DEALER_PREFIX)]
         if keys:
-            self.add(keys, f"dealer's keys {held}")
+            self.add(keys, f"dealer's keys {self.held}")
         return [e for e in batch if not e.kind.startswith(DEALER_PREFIX)]
 
     def add(self, batch: list[Event], why: str = "out of service") -> None:

@@ -102,7 +102,6 @@ class TableService:
         self.journal: Journal | None = None
         self.state: Any = None
         self.out_of_service: str | None = None
-        self.held: str | None = None  # why the dealer's keys do nothing (`hold`)
         # READY=1 sent: devices, extensions and the journal are up (before, the control socket
         # answers status but refuses device and service commands as still starting).
         self.ready = False
@@ -121,6 +120,7 @@ class TableService:
         self._snapshots_unmetered = METERS_EVERY_SNAPSHOTS  # ... and checkpoints the meters
         self._stopping = False
         self.ignored = IgnoredEvents(log, self.stats)
+        self.hold = self.ignored.hold  # the dealer's keys held (why) or released (None)
         self.supervisor = Supervisor(
             log,
             self.stats,
@@ -258,11 +258,6 @@ class TableService:
     def unsubscribe(self, q: Watcher) -> None:
         self.watchers.discard(q)
 
-    def hold(self, reason: str | None) -> None:
-        """Hold the dealer's keys (why), or release them (None): extensions/link.py at start."""
-        self.held = reason
-        log_event(self.log, logging.INFO, f"dealer's keys {reason or 'released'}")
-
     def go_out_of_service(self, reason: str, code: str = "E501") -> None:
         """Stop playing: no event is processed, the meter shows CLOSED, status says why; the
         log line carries `code` (controller/codes.py)."""
@@ -335,7 +330,7 @@ class TableService:
             while not self.queue.empty() and len(batch) < MAX_BATCH:
                 batch.append(self.queue.get_nowait()[1])
             self._last_progress = time.monotonic()
-            batch = self.ignored.passing(batch, self.out_of_service, self.held)
+            batch = self.ignored.passing(batch, self.out_of_service)
             if not batch:
                 continue
             await self.process_batch(batch)

@@ -149,8 +149,7 @@ class LinkExtension:
         if self.pool_id is not None:
             self._tasks.append(asyncio.create_task(self._supervise("link_ticks", self._ticks),
                                                    name="link-ticks"))
-        if (wait := self._numbering.start(table)) is not None:  # the dealer's keys held
-            self._tasks.append(wait)
+        self._numbering.start(table, self._tasks)  # the dealer's keys held until it answers
 
     async def _supervise(self, name: str, factory: Any) -> None:
         await supervised(name, factory, self._log, self.counters)

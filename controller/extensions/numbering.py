@@ -24,17 +24,16 @@ class Numbering:
         # (the dealer's keys held until it comes), True (came, or the wait ended).
         self.confirmed: bool | None = None
 
-    def start(self, table: Table) -> asyncio.Task[None] | None:
-        """Hold the dealer's keys at the first start; the task that ends the wait (again if
-        the link was restarted meanwhile), or None."""
+    def start(self, table: Table, tasks: list[asyncio.Task[None]]) -> None:
+        """Hold the dealer's keys at the first start; the task that ends the wait goes to
+        `tasks` (again if the link was restarted meanwhile)."""
         self.log = table.log
         if self.confirm_s > 0 and self.confirmed is None:
             self.confirmed = False
             table.hold("held: waiting for head office's answer (its last round and message) "
                        f"before the first round, at most {self.confirm_s:g} s")
         if self.confirmed is False:
-            return asyncio.create_task(self._deadline(table), name="link-numbering")
-        return None
+            tasks.append(asyncio.create_task(self._deadline(table), name="link-numbering"))
 
     async def _deadline(self, table: Table) -> None:
         await asyncio.sleep(self.confirm_s)

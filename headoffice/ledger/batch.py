@@ -303,11 +303,13 @@ class _Batch(BatchTables, BatchHits):
         text = (f"table {t.id} {what} (message {seq}): by {p['by']}: {p['reason']}"
                 f" ({p['problem']}); rounds go on at {p['round_next']}, messages at"
                 f" {p['outbox_next']}")
+        kind = "journal_loss"  # the table reports lost journal records (alarms.py)
         if p["round_next"] <= last:
             text += (f"; BUT head office has ledgered round {last}: round numbers"
                      f" {p['round_next']}..{last} would be used twice")
             self.result.forks.append(text)
-        self.ledger.alarm(text, None, t.id)
+            kind = "chain_mismatch"
+        self.ledger.alarm(text, None, t.id, kind=kind)
 
     def _live_pool(self, t: _Table, pool_id: str) -> Pool:
         if t.enrolled_pool is not None and pool_id != t.enrolled_pool:

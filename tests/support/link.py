@@ -148,7 +148,7 @@ async def start(table: SimTable) -> SimTable:
     table.task = asyncio.create_task(table.service.run())
     await wait_for(lambda: table.service.journal is not None and table.service.state is not None,
                    10, "table start")
-    await wait_for(lambda: table.service.ready and (table.service.held is None
+    await wait_for(lambda: table.service.ready and (table.service.ignored.held is None
                                                     or table.service.out_of_service is not None),
                    table.link.options.confirm_s + 10, "the dealer's keys released")
     return table
