@@ -22,7 +22,7 @@ from controller.clock import utc_now
 from controller.extensions.base import Table
 from controller.extensions.numbering import Numbering
 from controller.extensions.pool_values import PoolValues
-from controller.journal import AckBeyondJournal, JournalError
+from controller.journal import JournalError
 from controller.link import contract
 from controller.link.relay import OutboxRelay
 from controller.link.supervise import supervised
@@ -410,24 +410,8 @@ class LinkExtension:
     def _on_message(self, topic: str, payload: bytes) -> None:
         assert self.relay is not None
         if topic == contract.ack_topic(self.table_id):
-            upto, ho_round = contract.parse_ack_round(payload, self.table_id)
-            try:
-                self.relay.ack(upto)
-            except AckBeyondJournal as exc:
-                # Head office applied a message this journal no longer has: it lost records.
-                self.relay.stats.bad_acks += 1
-                assert self.table is not None
-                self._numbering.answered(self.table, upto, ho_round, (exc.upto, exc.last))
-            except ValueError as exc:
-                self.relay.stats.bad_acks += 1
-                raise contract.SchemaError(f"ack refused: {exc}") from None
-            except JournalError as exc:
-                assert self.table is not None
-                self.table.go_out_of_service(f"journal write failed on an ack: {exc}",
-                                             code="E102")
-            else:
-                assert self.table is not None
-                self._numbering.answered(self.table, upto, ho_round)
+            assert self.table is not None
+            self._numbering.on_ack(self.table, self.relay, payload, self.table_id)
         elif topic == contract.segment_ack_topic(self.table_id):
             self._on_segment_ack(payload)
         elif topic == contract.award_topic(self.table_id):

@@ -1,9 +1,9 @@
-"""Whether the table's journal is behind head office's numbering (docs/journal.md,
-"Recovering"): head office's answer to the table's birth names its last acknowledged message
-and, since 2026-11-28, the last round it has ledgered. A journal behind either (an older copy
-put back, a lost write-ahead log, a new journal) would number rounds or messages again that
-head office holds: the table goes out of service naming the command that continues past them.
-At start the dealer's keys wait for that answer, at most `confirm_s`."""
+"""Head office's acks, and whether the table's journal is behind head office's numbering
+(docs/journal.md, "Recovering"): head office's answer to the table's birth names its last
+acknowledged message and, since 2026-11-28, the last round it has ledgered. A journal behind
+either (an older copy put back, a lost write-ahead log, a new journal) would number rounds or
+messages again that head office holds: the table goes out of service naming the command that
+continues past them. At start the dealer's keys wait for that answer, at most `confirm_s`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import asyncio
 import logging
 
 from controller.extensions.base import Table
+from controller.journal import AckBeyondJournal, JournalError
+from controller.link import contract
+from controller.link.relay import OutboxRelay
 from controller.logs import event as log_event
 
 
@@ -44,6 +47,23 @@ class Numbering:
                       "playing without its confirmation that the journal is not behind it "
                       "(checked when it answers)", code="E301")
             table.hold(None)
+
+    def on_ack(self, table: Table, relay: OutboxRelay, payload: bytes, table_id: str) -> None:
+        """Head office's cumulative ack: the relay records it, then the numbers are checked
+        (`answered`). SchemaError if it is malformed or goes back."""
+        upto, ho_round = contract.parse_ack_round(payload, table_id)
+        try:
+            relay.ack(upto)
+        except AckBeyondJournal as exc:  # head office applied messages this journal lost
+            relay.stats.bad_acks += 1
+            self.answered(table, upto, ho_round, (exc.upto, exc.last))
+        except ValueError as exc:
+            relay.stats.bad_acks += 1
+            raise contract.SchemaError(f"ack refused: {exc}") from None
+        except JournalError as exc:
+            table.go_out_of_service(f"journal write failed on an ack: {exc}", code="E102")
+        else:
+            self.answered(table, upto, ho_round)
 
     def answered(self, table: Table, upto: int, ho_round: int | None,
                  beyond: tuple[int, int] | None = None) -> None:
