@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from controller.journal.errors import JournalError
-from controller.journal.mac import DEV_KEY_FILE, JournalKey
+from controller.journal.mac import JournalKey
 from controller.journal.mark import (
     MARK_FILE,
     MarkWriter,
@@ -24,18 +24,17 @@ from controller.journal.walk import VerifyReport
 
 def fresh_refusal(state_dir: Path, outside_mark: Path | None = None) -> str | None:
     """Why a table whose journal is missing once had one (None: nothing here says so): its
-    high-water mark outside the state directory ([journal] outside_mark), or its mark or
-    development key left in the state directory. The table's key alone cannot say it: a new
-    table has its key before its first journal (tablectl-journal-key.service), and a state
-    directory is made by the daemon where none is. A linked table is also checked against
-    head office's record when it answers the table's birth (controller/extensions/numbering.py)."""
+    high-water mark outside the state directory ([journal] outside_mark), or its mark left in
+    the state directory (a mark is made only after its journal). A key is no sign: a new table
+    has its key before its first journal (tablectl-journal-key.service; a development key is
+    made just before the journal, and a start killed between the two leaves it alone). A
+    linked table is also checked against head office's record when it answers the table's
+    birth (controller/extensions/numbering.py)."""
     if outside_mark is not None and outside_mark.exists():
         return (f"the high-water mark outside the state directory {outside_mark} names an "
                 "earlier journal")
     if (state_dir / MARK_FILE).exists():
         return f"the high-water mark {state_dir / MARK_FILE} of an earlier journal is there"
-    if (state_dir / DEV_KEY_FILE).exists():
-        return f"the development key {state_dir / DEV_KEY_FILE} of an earlier journal is there"
     return None
 
 
