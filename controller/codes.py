@@ -30,6 +30,7 @@ CODES: dict[str, str] = {
     "E506": "events ignored while out of service",
     "E601": "alarm for the technician (the text says what)",
     "E602": "alarm for surveillance (the text says what)",
+    "E603": "an alarm acknowledged by a person (the line names who and the alarm)",
     "E701": "a control-socket request refused (bad input, or a user not in the group)",
     "E801": "a notice: the table runs off play (simulation, a development key, unverified"
             " software in development mode); expected on a bench",
@@ -39,4 +40,5 @@ CODES: dict[str, str] = {
 OTHER = "E900"
 # Logged as warnings, kept in the history, but not faults of the table: `tablectl errors`
 # lists them apart and does not count them as errors.
-NOT_FAULTS: dict[str, str] = {"E701": "refused requests", "E801": "notices"}
+NOT_FAULTS: dict[str, str] = {"E603": "acknowledgements", "E701": "refused requests",
+                               "E801": "notices"}

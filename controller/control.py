@@ -70,11 +70,15 @@ READ_ONLY = frozenset(
         "meters",
         "logs",
         "errors",
+        "alarms",
     }
 )
-TECHNICIAN = READ_ONLY | SERVICE_TESTS  # READ_ONLY alone goes unlogged; a test is an action
+# A technician acknowledges a technician alarm (one a person has seen to); a surveillance alarm
+# needs the supervisor group, which the handler checks (controller/daemon/attention.py).
+# READ_ONLY alone goes unlogged; a test or an acknowledgement is an action.
+TECHNICIAN = READ_ONLY | SERVICE_TESTS | {"alarms_ack"}
 
-_STR, _INT, _BOOL, _OBJ = str, int, bool, dict
+_STR, _INT, _BOOL, _OBJ, _LIST = str, int, bool, dict, list
 _SCALAR = (str, int, float, bool, type(None))
 # Known commands' arguments: name -> (accepted types, required). A command not listed here (an
 # extension's) gets the generic bounds only; its handler checks its own arguments.
@@ -92,6 +96,8 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "logs": {"level": ((_STR,), False), "device": ((_STR,), False), "round": ((_INT,), False),
              "n": ((_INT,), False), "after": ((_INT,), False), "since": ((_STR,), False)},
     "errors": {"days": ((_INT,), False)},
+    "alarms": {},
+    "alarms_ack": {"ids": ((_LIST,), False), "note": ((_STR,), False)},
     "journal_tail": {"n": ((_INT,), False)},
     "round_show": {"number": ((_INT,), True)},
     "dealer": {"action": ((_STR,), True), "data": ((_OBJ,), False)},
@@ -220,7 +226,7 @@ def check_args(cmd: str, args: dict[str, Any]) -> None:
 
 def _names(types: tuple[type, ...]) -> str:
     words = {str: "a string", int: "an integer", bool: "a boolean", dict: "an object",
-             float: "a number", type(None): "null"}  # fmt: skip
+             float: "a number", list: "a list", type(None): "null"}  # fmt: skip
     return " or ".join(words[t] for t in types)
 
 

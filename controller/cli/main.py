@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from controller.cli import (
+    alarms_cmd,
     demo_cmd,
     devices_cmd,
     journal_cmd,
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify_cmd.register(sub)
     meters_cmd.register(sub)
     logs_cmd.register(sub)
+    alarms_cmd.register(sub)
     return parser
 
 

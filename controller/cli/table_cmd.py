@@ -22,6 +22,7 @@ from controller.cli.attention import (
     EXIT_NEEDS_ATTENTION,
     EXIT_NOT_RUNNING,
     EXIT_OUT_OF_SERVICE,
+    EXIT_STARTING,
     attention_lines,
 )
 from controller.cli.common import emit
@@ -52,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         return p
 
     add("status", "game, rules, state, round, devices, link, pool and what needs a person"
-        " (exit 0 healthy, 1 out of service, 3 not running, 4 needs a person)", cmd_status)
+        " (exit 0 healthy, 1 out of service, 3 not running, 4 needs a person, 5 still starting)",
+        cmd_status)
     add("watch", "live view of every event and effect", cmd_watch)
     add("selftest", "ask the daemon to exercise its devices", cmd_selftest)
 
@@ -162,9 +164,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def status_exit(st: dict[str, Any]) -> int:
     """0 in service and nothing needs a person; 1 out of service; 4 in service but an alarm, a
-    device fault or a stuck round needs one (3, not running, is `_ask`'s)."""
+    device fault or a stuck round needs one; 5 still starting: nothing is known healthy yet
+    (3, not running, is `_ask`'s)."""
     if st.get("out_of_service"):
         return EXIT_OUT_OF_SERVICE
+    if st.get("ready") is False:
+        return EXIT_STARTING
     if not (st.get("attention") or {}).get("healthy", True):
         return EXIT_NEEDS_ATTENTION
     return EXIT_HEALTHY

@@ -14,6 +14,9 @@
                                         in-memory ring): newer than line `after` (the answer's
                                         `cursor`: `logs -f`), not before UTC `since`
     errors {days?}          the error history: every warning or worse, with its code
+    alarms {}               the active alarms and the recently cleared ones, with how
+    alarms_ack {ids?, note?}  acknowledge active alarms (all this person may, without ids):
+                            logged with who; a surveillance alarm needs the supervisor group
     selftest {}             every device's self-test and the journal's health
     devices {}              every device's status
     watch {}                a stream: the status, then every processed event with its effects
@@ -63,6 +66,8 @@ class TableCommands:
             "meters_close_shift": self.close_shift,
             "logs": self.logs,
             "errors": self.errors,
+            "alarms": self.alarms,
+            "alarms_ack": self.alarms_ack,
         }
 
     def streams(self) -> dict[str, Any]:
@@ -72,12 +77,16 @@ class TableCommands:
         t = self.table
         machine = t.game_status()
         devices = {n: d.status() for n, d in t.devices.items()}
+        t.effects.alarms.clear_recovered(devices)
         return {
             "table_id": t.cfg.table_id,
             "game": t.cfg.game,
             # UTH has one approved rule set (NSW, The Star 2025); Pai Gow names its profile.
             "rules": machine.get("rules") or ("nsw" if t.cfg.game == "uth" else None),
-            "state": "out_of_service" if t.out_of_service else machine.get("state"),
+            # Starting: the machine's own state is in `machine`; until the devices and journal
+            # are up the table is neither healthy nor playing (`tablectl status` exits 5).
+            "state": "out_of_service" if t.out_of_service
+            else machine.get("state") if t.ready else "starting",
             "out_of_service": t.out_of_service,
             "ready": t.ready,  # False while starting: device/service commands are refused
             "round": machine.get("round"),
@@ -102,6 +111,40 @@ class TableCommands:
             "config": config_json(t.cfg),
             **{ext.name: ext.status() for ext in t.extensions},
         }
+
+    async def alarms(self, args: dict[str, Any]) -> dict[str, Any]:
+        alarms = self.table.effects.alarms
+        alarms.clear_recovered({n: d.status() for n, d in self.table.devices.items()})
+        return {"active": list(alarms.active), "cleared": list(alarms.cleared)}
+
+    async def alarms_ack(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Acknowledge alarms; each one logged (with its round and device, so `tablectl logs
+        --round N` finds it) naming who. Surveillance alarms: the supervisor group only."""
+        t = self.table
+        ids = args.get("ids")
+        if ids is not None and not (ids and all(type(i) is int for i in ids)):
+            raise Refused("ids must be a non-empty list of alarm numbers (tablectl alarms)")
+        peer = current_peer()
+        who = "the daemon" if peer is None else f"{peer.user} (uid {peer.uid})"
+        supervisor = peer is None or t.control.access.role(peer) == "supervisor"
+        note = str(args.get("note") or "")
+        t.effects.alarms.clear_recovered({n: d.status() for n, d in t.devices.items()})
+        try:
+            done = t.effects.alarms.acknowledge(ids, who, supervisor, note)
+        except KeyError as exc:
+            raise Refused(f"no active alarm {exc.args[0]} (tablectl alarms lists them)") from None
+        except PermissionError as exc:
+            raise Refused(
+                f"permission denied: alarm {exc.args[0]} is a surveillance alarm; acknowledging"
+                f" it needs group {t.control.access.super_group}") from None
+        for alarm in done:
+            # A warning (E603, not counted as an error): who cleared an alarm is kept in the
+            # error history and journald even where info lines are not (simulation).
+            about = {k: alarm[k] for k in ("round", "device") if alarm.get(k) is not None}
+            log_event(t.log, logging.WARNING,
+                      f"alarm {alarm['id']} acknowledged by {who}"
+                      + (f" ({note})" if note else "") + f": {alarm['text']}", **about, code="E603")
+        return {"acknowledged": done, "active": list(t.effects.alarms.active)}
 
     async def tail(self, args: dict[str, Any]) -> list[dict[str, Any]]:
         n = int(args.get("n", 20))
