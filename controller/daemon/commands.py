@@ -40,6 +40,7 @@ from controller.journal.errors import RoundPruned
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT
 from controller.rounds.base import Event
+from controller.rounds.uth.status import face_down
 from devices.base import DeviceError
 
 if TYPE_CHECKING:
@@ -317,6 +318,6 @@ class TableCommands:
                 item = await q.get()
                 if item is None:
                     return
-                yield item
+                yield face_down(item)  # no dealt card's value on a terminal, as in status
         finally:
             self.table.unsubscribe(q)
