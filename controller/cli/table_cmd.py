@@ -249,23 +249,28 @@ def _field(text: str) -> tuple[str, Any]:
 
 
 def _acted(args: argparse.Namespace, name: str, result: dict[str, Any]) -> int:
-    """Exit 0 when the machine took the action; 1 with its reason on stderr when it refused."""
+    """Exit 0 when the machine took the action (what it did on stdout); 1 when it refused: one
+    line on stderr saying so and that nothing changed, nothing on stdout (a person must not read
+    `-> journal #20, state ...` as done)."""
     said = [e["data"].get("text") for e in result.get("effects", [])
             if e["kind"] in ("log", "alarm") and not e["data"].get("refused")]
+    status = result.get("status") or {}
+    where = f"state {status.get('state')} round {status.get('round')}"
+    if result.get("refused"):
+        if args.json:
+            emit(result, True, str)
+        reason = result["refused"]  # the machines' words start "<kind> refused: " (UTH, Pai Gow)
+        kept = ("the refusal is journaled as #" + str(result["seq"])) if result.get("seq") \
+            is not None else "not journaled"
+        print(f"tablectl: {reason if name in reason else f'{name} refused: {reason}'};"
+              f" nothing changed ({where}; {kept})", file=sys.stderr)
+        return 1
 
     def human() -> str:
-        head = (
-            f"{name} -> journal #{result['seq']}, state "
-            f"{result['status'].get('state')} round {result['status'].get('round')}"
-        )
+        head = f"{name} done: journal #{result['seq']}, {where}"
         return "\n".join([head, *(f"  {in_dollars(str(text))}" for text in said)])
 
     emit(result, args.json, human)
-    if result.get("refused"):
-        reason = result["refused"]  # the machines' words start "<kind> refused: " (UTH, Pai Gow)
-        print(f"tablectl: {reason if name in reason else f'{name} refused: {reason}'}",
-              file=sys.stderr)
-        return 1
     return 0
 
 
