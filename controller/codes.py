@@ -12,6 +12,8 @@ CODES: dict[str, str] = {
     "E103": "journal replay failed: the table is out of service",
     "E104": "a journal checkpoint refused at start: verified from an older one",
     "E105": "the meters were replayed from a pruned journal: they lack the pruned rounds",
+    "E106": "the journal key is a development key in the state directory on a table in"
+            " production mode",
     "E201": "a device did not start",
     "E202": "a device command failed",
     "E203": "the self-test found problems",
@@ -32,8 +34,8 @@ CODES: dict[str, str] = {
     "E602": "alarm for surveillance (the text says what)",
     "E603": "an alarm acknowledged by a person (the line names who and the alarm)",
     "E701": "a control-socket request refused (bad input, or a user not in the group)",
-    "E801": "a notice: the table runs off play (simulation, a development key, unverified"
-            " software in development mode); expected on a bench",
+    "E801": "a notice: the table runs off play (simulation, a development journal key,"
+            " unverified software in development mode); expected on a bench",
     "E702": "a control-socket command failed (a fault in the daemon)",
     "E900": "another warning (the message says what)",
 }
