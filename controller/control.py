@@ -118,6 +118,11 @@ class NotRunning(TablectlError):
     """The daemon is not there to answer."""
 
 
+class SocketDenied(TablectlError):
+    """This user may not connect to the control socket (not in its group): not "not running",
+    and no reason to try another source (the CLI exits 77, EX_NOPERM, naming the groups)."""
+
+
 class Refused(InputError):
     """A request the daemon will not act on; the message is the error reply."""
 
@@ -260,11 +265,22 @@ def _connect(path: Path, timeout: float) -> socket.socket:
                          + not_running_hint(path)) from None
     except PermissionError:
         sock.close()
-        raise NotRunning(
-            f"permission denied on {path}: run as a member of the socket's group (tablectl)"
-            " and tablectl-tech or tablectl-super (docs/operations.md)"
+        raise SocketDenied(
+            f"permission denied on {path}: run as a member of the socket's group"
+            f" ({_group_of(path)}) and of the technician or supervisor group (tablectl-tech,"
+            " tablectl-super unless [service] names others; docs/operations.md)"
         ) from None
     return sock
+
+
+def _group_of(path: Path) -> str:
+    """The socket's group by name, as the kernel checks it ("tablectl" when it cannot be seen)."""
+    import grp
+
+    try:
+        return grp.getgrgid(path.stat().st_gid).gr_name
+    except (OSError, KeyError):
+        return "tablectl"
 
 
 def request(path: Path, cmd: str, args: dict[str, Any] | None = None, timeout: float = 10) -> Any:

@@ -25,6 +25,7 @@ from typing import Any
 
 from controller.control import Refused
 from controller.extensions.base import Table, started
+from controller.rounds.uth.status import face_down
 from devices.base import DeviceError
 from devices.build import simulators
 from devices.sensors import Sensors
@@ -179,7 +180,8 @@ class DevicesExtension:
                     inputs["pins"] = d.raw_inputs()
         return {
             "cursor": self.cursor,
-            "events": [e for e in self.events if e["n"] > since],
+            # No dealt card's value on a terminal, as in status and `tablectl watch`.
+            "events": [face_down(e) for e in self.events if e["n"] > since],
             "devices": {n: d.status() for n, d in self._devices().items()},
             "inputs": inputs,
         }
