@@ -12,7 +12,8 @@ CODES: dict[str, str] = {
     "E103": "journal replay failed: the table is out of service",
     "E104": "a journal checkpoint refused at start: verified from an older one",
     "E105": "the meters were replayed from a pruned journal: they lack the pruned rounds",
-    "E106": "the journal key is a development key in the state directory on a table in"
+    "E106": "an archive of a closed segment is missing or altered (not deleted by retention)",
+    "E107": "the journal key is a development key in the state directory on a table in"
             " production mode",
     "E201": "a device did not start",
     "E202": "a device command failed",

@@ -13,6 +13,10 @@ the supervisor group, every other command acts on the table and needs the superv
 and the daemon's own account may do everything. The peer of a command is available to its
 handler (`current_peer()`) so that what it journals names who asked.
 
+A peer may hold at most MAX_PER_PROCESS connections at once (MAX_PER_USER for all of one uid's
+processes) and must send its request within CLIENT_TIMEOUT_S: a flood of idle connections is
+cut off, counted and logged, and the others are still served.
+
 Nothing in a request is trusted: at most MAX_REQUEST bytes, nesting at most MAX_DEPTH, strings,
 arrays and objects bounded, integers within +-MAX_INT (amounts are integer cents), no floats but
 finite ones, known command names with known argument names and types. Anything else is refused
@@ -25,6 +29,7 @@ import contextvars
 import json
 import math
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +44,16 @@ MAX_STRING = 1024  # characters in any string (and object key)
 MAX_ITEMS = 256  # members of any object or array
 MAX_INT = 10_000_000_000  # any integer, e.g. a wager in cents ($100,000,000; config.MAX_CENTS)
 MAX_REPLY = 16 * 1024 * 1024  # the CLI's bound on one reply line (a journal tail of 1000)
-CLIENT_TIMEOUT_S = 10.0  # a connected client has this long to send its one request line
+# A connected client has this long to send its whole request line (the CLI sends it at once):
+# an idle connection holds a file descriptor and a task, so it is let go after a few seconds.
+CLIENT_TIMEOUT_S = 3.0
+# Connections open at once from one process and from one user (SO_PEERCRED pid and uid): a
+# member of the socket group who floods the socket is answered "too many connections" and cut
+# off at once, so that every other client still gets through (a `tablectl watch` or two and a
+# few commands at a time is what a person uses).
+MAX_PER_PROCESS = 8
+MAX_PER_USER = 32
+CONNECT_RETRY_S = 0.005  # the client's pause between connects to a socket whose backlog is full
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 Streamer = Callable[[dict[str, Any]], AsyncIterator[Any]]
@@ -246,11 +260,23 @@ def line_of(obj: Any) -> bytes:
 # -- client side (the CLI) ---------------------------------------------------------------------
 
 
-def _connect(path: Path, timeout: float) -> socket.socket:
+def _connect(path: Path, timeout: float | None) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
+    # A Unix socket whose backlog is full refuses a connect with a timeout at once (EAGAIN)
+    # instead of waiting: tried again until `timeout`, so that a busy socket (someone flooding
+    # it) delays a command rather than failing it.
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        sock.connect(str(path))
+        while True:
+            try:
+                sock.connect(str(path))
+                break
+            except BlockingIOError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"tablectld did not accept a connection on {path} "
+                                       f"within {timeout} s (its socket is busy)") from None
+                time.sleep(CONNECT_RETRY_S)
     except FileNotFoundError:
         sock.close()
         from controller.unit_state import not_running_hint  # the CLI's path only

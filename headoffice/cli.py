@@ -2,14 +2,20 @@
 
     tablectl-headoffice run     [--config FILE]
     tablectl-headoffice report  [--config FILE | --db URL] [--json]
-    tablectl-headoffice pool set POOL [--operator NAME] [--force] [--seed C] [--increment-bp N]
-                                 [--hidden-bp N] [--ceiling C | --no-ceiling] [--wager C]
+    tablectl-headoffice pool set POOL --reason TEXT [--operator NAME] [--force] [--seed C]
+                                 [--increment-bp N] [--hidden-bp N] [--ceiling C | --no-ceiling]
+                                 [--wager C]
+    tablectl-headoffice pool approve|refuse DECISION --reason TEXT [--operator NAME]
     tablectl-headoffice pool resume POOL [--operator NAME]
     tablectl-headoffice params-log [POOL] [--config FILE | --db URL] [--json]
     tablectl-headoffice hits [--pending] [--config FILE | --db URL] [--json]
-    tablectl-headoffice hit approve ID [--operator NAME] [--note TEXT] [--config FILE]
+    tablectl-headoffice hit show ID [--config FILE | --db URL]
+    tablectl-headoffice hit approve ID --reason TEXT [--operator NAME] [--config FILE]
     tablectl-headoffice hit refuse ID --reason TEXT [--operator NAME] [--config FILE]
+    tablectl-headoffice decisions [--pending] [--config FILE | --db URL] [--json]
     tablectl-headoffice meters [--table T] [--limit N] [--config FILE | --db URL] [--json]
+    tablectl-headoffice alarms [list [--all] [--json] | ack ID --note TEXT]
+    tablectl-headoffice audit [--table T] [--person P] [--since WHEN] [--until WHEN] [--csv|--json]
     tablectl-headoffice console [--config FILE] [--console-config FILE] [--listen HOST:PORT]
     tablectl-headoffice console-password
 
@@ -19,7 +25,9 @@ Bad input exits 2 with one line naming it; a refused operator request exits 1.
 
 The operator is who runs the console, as the operating system authenticated them (the user who
 ran sudo, else the login), never a name typed on the command line: `--operator` may only
-repeat it.
+repeat it. `hit approve` prints what `hit show` prints (the award head office pays, the hands
+in words, the checks, the attendant's verification, a first approval) before deciding; under
+dual control the first approval is recorded and a second, different operator completes it.
 """
 
 from __future__ import annotations
@@ -40,9 +48,10 @@ from typing import Any
 
 from controller.link.contract import TABLE_ID
 from controller.money import dollars_or_dash as _money
-from headoffice import meters
+from headoffice import cli_alarms, localtime, meters
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
 from headoffice.console import server as console_server
+from headoffice.console.money import param_changes
 from headoffice.ledger import Ledger, LedgerError
 from headoffice.pools import BASIS_POINTS
 
@@ -97,9 +106,63 @@ def format_held(h: dict[str, Any]) -> str:
     paid = ""
     if h["award"] is not None:
         paid = f"; paid {_money(sum(p['amount'] for p in h['award']['payouts']))}"
+    verified = ("" if not h.get("verified_by") else
+                f"; verified at the table by {h['verified_by']} (the table's word)")
     return (f"HELD HIT #{h['hold_no']} {h['utc']} table {h['table_id']} round {h['round']}"
             f" pool {h['pool_id']} (meter {_money(h['meter_at_hit'])}): {h['status'].upper()}"
-            f"{decided}{paid}; why held: {h['reason']}")
+            f"{decided}{paid}; why held: {h['reason']}{verified}")
+
+
+def format_review(r: dict[str, Any]) -> str:
+    """What an approver reads before deciding a held hit (the console's confirmation page)."""
+    lines = [f"held hit #{r['hold_no']}: table {r['table_id']}, round {r['round']}, pool"
+             f" {r['pool_id']}; held {r['utc']}; {r['status'].upper()}"]
+    if r["amount"] is not None:
+        what = "paid" if r["status"] == "approved" else "award head office pays"
+        lines.append(f"  {what}: {_money(r['amount'])} (on the meter at the hit,"
+                     f" {_money(r['meter_at_hit'])}; rule 15)")
+        lines += [f"    box {p['box']}: {p['award'].replace('_', ' ')} {_money(p['amount'])}"
+                  f" ({p['rule']})" for p in r["payouts"]]
+    else:
+        lines.append(f"  award: cannot be paid: {r['cannot_pay']}")
+    for h in r["hands"]:
+        lines.append(f"  box {h['box']}: {' '.join(h['cards'])}: {h['hand']}")
+    lines.append(f"  why held: {r['reason']}")
+    lines.append("  checks: " + ("; ".join(r["checks"]) if r["checks"]
+                                 else "all pass (wagers ledgered, one deck, hands as claimed)"))
+    lines.append("  attendant's verification at the table: "
+                 + (f"{r['verified_by']} at {r['verified_utc']} (the table's word)"
+                    if r["verified_by"] else "none"))
+    first = r["first"]
+    if first is not None:
+        lines.append(f"  first approval: {first['first_by']} at {first['first_utc']}"
+                     f" ({_money(first['amount'])}): {first['first_reason']}")
+    if r["status"] == "pending":
+        lines.append("  needs: " + ("two different approvers (dual control)"
+                                    if r["signatures"] == 2 else "one approver"))
+    else:
+        lines.append(f"  decided by {r['operator']} at {r['decided_utc']}: {r['note'] or ''}")
+    return "\n".join(lines)
+
+
+def format_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
+    """A parameter change as a before/after table of only what changes, indented."""
+    rows = param_changes(old, new)
+    width = max([len(r[0]) for r in rows] + [4])
+    return "\n".join([f"  {'what':<{width}}  {'before':>14}  {'after':>14}"]
+                     + [f"  {a:<{width}}  {b:>14}  {c:>14}" for a, b, c in rows])
+
+
+def format_decision(d: dict[str, Any]) -> str:
+    subject = (f"held hit #{d['subject']}" if d["kind"] == "hit"
+               else f"parameters of pool {d['subject']}")
+    amount = "" if d["amount"] is None else f" {_money(d['amount'])}"
+    second = ("" if d["second_by"] is None else
+              f"; {d['second_by']} at {d['second_utc']}: {d['second_reason']}")
+    return (f"DECISION #{d['decision_no']} {subject}{amount}: {d['status'].upper()}"
+            f" ({d['signatures']} signature{'s' if d['signatures'] > 1 else ''});"
+            f" {d['first_by']} at {d['first_utc']}: {d['first_reason']}{second}"
+            f"{'; ' + d['outcome'] if d['outcome'] else ''}")
 
 
 def format_shift(s: dict[str, Any]) -> str:
@@ -136,13 +199,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ps = psub.add_parser("set", parents=[cfg])
     ps.add_argument("pool")
     ps.add_argument("--operator", help="must be who runs the console (default)")
-    ps.add_argument("--force", action="store_true", help="even while tables are live")
+    ps.add_argument("--reason", required=True, help="why (recorded with your name)")
+    ps.add_argument("--force", action="store_true", help="even while tables are live (then"
+                    " a second, different operator approves it: pool approve)")
     ps.add_argument("--seed", type=int)
     ps.add_argument("--increment-bp", type=int)
     ps.add_argument("--hidden-bp", type=int)
     ps.add_argument("--ceiling", type=int)
     ps.add_argument("--no-ceiling", action="store_true")
     ps.add_argument("--wager", type=int, help="the qualifying jackpot wager, cents (15.2.5.2)")
+    for verb, text in (("approve", "the second approval of a forced change (dual control)"),
+                       ("refuse", "end a forced change waiting for its second approval")):
+        pd = psub.add_parser(verb, parents=[cfg], help=text)
+        pd.add_argument("decision", type=int)
+        pd.add_argument("--reason", required=True, help="why (recorded with your name)")
+        pd.add_argument("--operator", help="must be who runs the console (default)")
     pr = psub.add_parser("resume", parents=[cfg])
     pr.add_argument("pool")
     pr.add_argument("--operator", help="must be who runs the console (default)")
@@ -157,13 +228,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     hs.add_argument("--pending", action="store_true", help="only those not yet decided")
     hs.add_argument("--db", help="ledger URL (instead of the config's)")
     hs.add_argument("--json", action="store_true")
+    de = sub.add_parser("decisions", parents=[cfg],
+                        help="decisions on held hits and parameters, with both signatures")
+    de.add_argument("--pending", action="store_true", help="only those waiting for a second")
+    de.add_argument("--db", help="ledger URL (instead of the config's)")
+    de.add_argument("--json", action="store_true")
     hit = sub.add_parser("hit", help="decide a held jackpot hit")
     hsub = hit.add_subparsers(dest="hit_cmd", required=True)
-    ha = hsub.add_parser("approve", parents=[cfg],
-                         help="pay it (rule 15 award on the meter at the hit)")
+    hw = hsub.add_parser("show", parents=[cfg], help="what an approver reads before deciding")
+    hw.add_argument("id", type=int)
+    hw.add_argument("--db", help="ledger URL (instead of the config's)")
+    ha = hsub.add_parser("approve", parents=[cfg], help="pay it (rule 15 award on the meter at"
+                         " the hit), or give the first of two approvals (dual control)")
     ha.add_argument("id", type=int)
     ha.add_argument("--operator", help="must be who runs the console (default)")
-    ha.add_argument("--note", default="")
+    ha.add_argument("--reason", required=True, help="why (recorded with your name)")
     hr = hsub.add_parser("refuse", parents=[cfg], help="never pay it")
     hr.add_argument("id", type=int)
     hr.add_argument("--reason", required=True)
@@ -175,6 +254,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help=f"shifts at most (1..{meters.MAX_SHIFTS}, default 50)")
     me.add_argument("--db", help="ledger URL (instead of the config's)")
     me.add_argument("--json", action="store_true")
+    cli_alarms.add_parsers(sub, cfg)
     console_server.add_parsers(sub, cfg)
     return ap.parse_args(argv)
 
@@ -246,12 +326,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.cmd in ("console", "console-password"):  # the browser console: its own config
         return console_server.main(args)
     try:
-        if args.cmd in ("report", "params-log", "hits", "meters") and args.db:
+        if (args.cmd in ("report", "params-log", "hits", "meters", "decisions")
+                or (args.cmd == "hit" and args.hit_cmd == "show")) and getattr(args, "db", None):
             url, cfg = args.db, None
         else:
             cfg = load_config(args.config or DEFAULT_PATH)
             url = cfg.database
-        ledger = Ledger.open(url)
+        ledger = Ledger.open(url, None if cfg is None else cfg.hit_policy())
     except (HeadOfficeConfigError, RuntimeError, OSError) as exc:
         print(f"tablectl-headoffice: {exc}", file=sys.stderr)
         return 2
@@ -274,7 +355,18 @@ def _main(argv: Sequence[str] | None = None) -> int:
             for r in [] if args.json else rows:
                 print(f"{r['pool_id']} #{r['entry_no']} {r['utc']} {r['action']} by {r['operator']}"
                       f"{' (forced)' if r['forced'] else ''}: {r['outcome']}; live"
-                      f" {r['live_tables']}; old {r['old']}; new {r['new']}")
+                      f" {', '.join(json.loads(r['live_tables'])) or 'none'}")
+                old, new = (json.loads(r[k]) if r[k] else None for k in ("old", "new"))
+                if new is not None:
+                    print(format_change(old, new))
+            return 0
+        if args.cmd == "decisions":
+            rows = ledger.decisions(pending_only=args.pending)
+            print(json.dumps(rows, indent=2) if args.json
+                  else "\n".join(format_decision(d) for d in rows))
+            return 0
+        if args.cmd == "hit" and args.hit_cmd == "show":
+            print(format_review(ledger.hit_review(args.id)))
             return 0
         if args.cmd == "hits":
             held = ledger.held_hits(pending_only=args.pending)
@@ -296,15 +388,28 @@ def _main(argv: Sequence[str] | None = None) -> int:
                   else "\n".join(format_shift(s) for s in shifts) or "no shift closed")
             return 0
         assert cfg is not None
+        if args.cmd in ("alarms", "audit"):  # headoffice/cli_alarms.py
+            return cli_alarms.run(args, ledger, localtime.zone(cfg.time_zone), login_name())
         if args.cmd == "hit":
+            operator = _operator(args)
+            print(format_review(ledger.hit_review(args.id)))
             if args.hit_cmd == "approve":
-                award = ledger.approve_hit(args.id, operator=_operator(args),
-                                           authorised=cfg.operators, note=args.note)
-                print(json.dumps(award))
+                done = ledger.approve_hit(args.id, operator=operator, authorised=cfg.operators,
+                                          reason=args.reason)
+                if done["status"] == "pending":
+                    print(f"FIRST APPROVAL by {operator} recorded (decision"
+                          f" #{done['decision_no']}, {_money(done['amount'])}): dual control,"
+                          " a second, different operator runs `tablectl-headoffice hit approve"
+                          f" {args.id} --reason ...` to pay it")
+                else:
+                    first = f"{done['first_by']} and " if done["first_by"] else ""
+                    print(f"APPROVED by {first}{operator}: {_money(done['amount'])} paid"
+                          f" (decision #{done['decision_no']}); the award goes to table"
+                          f" {done['award']['table']}")
             else:
-                ledger.refuse_hit(args.id, operator=_operator(args), authorised=cfg.operators,
+                ledger.refuse_hit(args.id, operator=operator, authorised=cfg.operators,
                                   reason=args.reason)
-                print(json.dumps({"hold_no": args.id, "status": "refused"}))
+                print(f"REFUSED by {operator}: never paid; {args.reason}")
             return 0
         if args.cmd == "pool":
             if args.pool_cmd == "set":
@@ -313,12 +418,38 @@ def _main(argv: Sequence[str] | None = None) -> int:
                 except ValueError as exc:
                     print(f"tablectl-headoffice: {exc}", file=sys.stderr)
                     return 2
-                old, new = ledger.set_params(
+                change = ledger.set_params(
                     args.pool, changes, operator=_operator(args), authorised=cfg.operators,
-                    force=args.force, live_window_s=cfg.live_window_s,
+                    reason=args.reason, force=args.force, live_window_s=cfg.live_window_s,
                 )
-                print(json.dumps({"pool": args.pool, "old": old.as_json(),
-                                  "new": new.as_json()}))
+                print(f"pool {args.pool}:")
+                print(format_change(change.old.as_json(), change.new.as_json()))
+                if change.status == "pending":
+                    print(f"FIRST APPROVAL recorded (decision #{change.decision_no}): tables are"
+                          " live on the pool, so a second, different operator runs"
+                          f" `tablectl-headoffice pool approve {change.decision_no} --reason"
+                          " ...` to apply it (or `pool refuse`)")
+                else:
+                    print(f"APPLIED (decision #{change.decision_no})")
+                return 0
+            if args.pool_cmd in ("approve", "refuse"):
+                operator = _operator(args)
+                d = ledger.decision(args.decision)
+                if d is not None and d["kind"] == "params":
+                    print(f"pool {d['subject']}, decision #{d['decision_no']}:")
+                    print(format_change(d["detail"]["old"], d["detail"]["new"]))
+                    print(f"first approval: {d['first_by']} at {d['first_utc']}:"
+                          f" {d['first_reason']}")
+                if args.pool_cmd == "approve":
+                    change = ledger.approve_change(args.decision, operator=operator,
+                                                   authorised=cfg.operators, reason=args.reason,
+                                                   live_window_s=cfg.live_window_s)
+                    print(f"APPLIED by {change.first_by} and {operator}"
+                          f" (decision #{args.decision})")
+                else:
+                    ledger.refuse_change(args.decision, operator=operator,
+                                         authorised=cfg.operators, reason=args.reason)
+                    print(f"REFUSED by {operator} (decision #{args.decision}): nothing changed")
                 return 0
             pool = ledger.resume_pool(args.pool, operator=_operator(args),
                                       authorised=cfg.operators)

@@ -3,7 +3,7 @@
     [database]  url = "sqlite:////var/lib/tablectl-headoffice/ledger.db"
     [broker]    host, port, client_id, username, password_file, [broker.tls] ca/cert/key
     [service]   heartbeat_s, pool_expiry_s, live_window_s, batch_max, operators = [...],
-                verify_from, verify_above, max_jackpot_wager
+                verify_from, verify_above, max_jackpot_wager, dual_control_from
     [[pools]]   id, seed, increment_bp, hidden_bp, ceiling, wager,
                 [pools.awards] (as [uth.jackpot.awards])
     [[tables]]  id, pool: the enrolled tables (no other table's messages are accepted)
@@ -28,6 +28,8 @@ from controller.games.uth.paytables import JackpotPayTable
 from controller.link import contract
 from controller.link.transport import BrokerSettings, Tls, Will
 from devices.config_reader import TomlError, parse_toml, read_text
+from headoffice import localtime
+from headoffice.hits import DUAL_CONTROL_FROM, HitPolicy
 from headoffice.pools import BASIS_POINTS, Params
 
 DEFAULT_PATH = Path("/etc/tablectl/headoffice.toml")
@@ -48,13 +50,23 @@ class HeadOfficeConfig:
     pool_expiry_s: int = 5  # a retained pool value expires: a dead head office goes OFFLINE
     live_window_s: float = 90.0  # a table seen this recently (and online) is live on its pool
     batch_max: int = 500  # messages applied per transaction at most
-    operators: tuple[str, ...] = ()  # may force parameter changes, resume pools, decide hits
+    operators: tuple[str, ...] = ()  # change parameters, resume pools, decide hits
     tables: dict[str, str | None] = field(default_factory=dict)  # enrolled: id -> its pool
     # Hits whose award has a category at least this (a Category label, or None: no category
     # waits) or a total above verify_above cents are held for an operator's approval.
     verify_from: str | None = "royal_flush"
     verify_above: int | None = None
     max_jackpot_wager: int = 100_000  # cents: a larger jackpot wager is refused (15.2.3)
+    # cents: a held hit's award this or more needs two different approvers (None: one)
+    dual_control_from: int | None = DUAL_CONTROL_FROM
+    # The casino's IANA time zone: times are stored in UTC and shown in this one (console, CLI).
+    time_zone: str = "UTC"
+
+    def hit_policy(self) -> HitPolicy:
+        """What waits for a person and what needs two: the worker holds hits by it, the
+        console and the CLI decide them by it."""
+        return HitPolicy(self.verify_from, self.verify_above, self.max_jackpot_wager,
+                         self.dual_control_from)
 
 
 def _get(errors: list[str], d: dict[str, Any], path: str, key: str, kind: type | tuple[type, ...],
@@ -204,7 +216,7 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
     s = _get(errors, data, "", "service", dict, {}) or {}
     _unknown(errors, s, "service", {"heartbeat_s", "pool_expiry_s", "live_window_s", "batch_max",
                                     "operators", "verify_from", "verify_above",
-                                    "max_jackpot_wager"})
+                                    "max_jackpot_wager", "dual_control_from", "time_zone"})
     verify_from = _get(errors, s, "service", "verify_from", str, "royal_flush")
     if verify_from == "none":
         verify_from = None
@@ -216,6 +228,22 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
                           f" four_of_a_kind, full_house, flush) or \"none\", got {verify_from!r}")
     verify_above = _get(errors, s, "service", "verify_above", int, None, lo=0)
     max_wager = _get(errors, s, "service", "max_jackpot_wager", int, 100_000, lo=1)
+    dual = _get(errors, s, "service", "dual_control_from", (int, str), DUAL_CONTROL_FROM)
+    if dual == "none":
+        dual = None
+    elif isinstance(dual, str):
+        errors.append(f"service.dual_control_from: cents (an integer >= 1) or \"none\","
+                      f" got {_short(dual)}")
+        dual = DUAL_CONTROL_FROM
+    elif isinstance(dual, int) and dual < 1:
+        errors.append(f"service.dual_control_from: must be >= 1 cent, got {dual}")
+        dual = DUAL_CONTROL_FROM
+    time_zone = _get(errors, s, "service", "time_zone", str, "UTC")
+    if time_zone is not None:
+        try:
+            localtime.zone(time_zone)
+        except InputError as exc:
+            errors.append(f"service.time_zone: {exc}")
     tables: dict[str, str | None] = {}
     for i, t in enumerate(_get(errors, data, "", "tables", list, []) or []):
         if not isinstance(t, dict):
@@ -267,6 +295,8 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
         verify_from=verify_from,
         verify_above=verify_above,
         max_jackpot_wager=int(max_wager or 100_000),
+        dual_control_from=dual,
+        time_zone=time_zone or "UTC",
     )
     if errors:
         raise HeadOfficeConfigError([f"{source}: {e.lstrip('.')}" for e in errors])

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from controller.clock import utc_now
 from headoffice.segments import SEGMENTS_COLUMNS  # tables' journal segments (segments.py)
 
 # The audit trail of every pool's parameters (create, set: applied or refused, resume).
@@ -33,13 +34,32 @@ PARAM_LOG_COLUMNS = """
     action TEXT NOT NULL, forced BOOLEAN NOT NULL, outcome TEXT NOT NULL,
     live_tables TEXT NOT NULL, old TEXT, new TEXT, PRIMARY KEY (pool_id, entry_no)"""
 
-# The alarms (a pool stopped, a message refused ...), an audit record. `alarm_no` numbers them in
-# the order they were recorded, from the database's own generator: SQLite's rowid (an INTEGER
-# PRIMARY KEY, given out under the database's single write lock), a PostgreSQL identity. Workers
-# write alarms at once, each on its connection and with no common row locked, some inside a
-# larger transaction: a MAX + 1 there would hand two of them the same number.
+# The alarms (a table offline, a pool stopped, a message refused ...: headoffice/ledger/
+# alarms.py). `alarm_no` numbers them in the order they were raised, from the database's own
+# generator: SQLite's rowid (an INTEGER PRIMARY KEY, given out under the database's single write
+# lock), a PostgreSQL identity. Workers write alarms at once, each on its connection and with no
+# common row locked, some inside a larger transaction: a MAX + 1 there would hand two of them
+# the same number. `utc`: raised; `cond`: the condition it stands for, unique among the active
+# (not cleared) ones (ALARMS_ACTIVE), so a condition seen again adds to `repeats`.
 ALARMS_COLUMNS = """
-    alarm_no {AUTO_KEY}, utc TEXT NOT NULL, pool_id TEXT, table_id TEXT, text TEXT NOT NULL"""
+    alarm_no {AUTO_KEY}, utc TEXT NOT NULL, pool_id TEXT, table_id TEXT, text TEXT NOT NULL,
+    kind TEXT, severity TEXT, cond TEXT, subject TEXT, last_utc TEXT, last_text TEXT,
+    repeats BIGINT, cleared_utc TEXT, acked_by TEXT, acked_utc TEXT, ack_note TEXT"""
+
+# Columns added to `alarms` when alarms got kinds (added to older ledgers by _migrate; the
+# alarms recorded before are history: kind `legacy`, cleared at the upgrade).
+ALARMS_ADDED = (("kind", "TEXT"), ("severity", "TEXT"), ("cond", "TEXT"), ("subject", "TEXT"),
+                ("last_utc", "TEXT"), ("last_text", "TEXT"), ("repeats", "BIGINT"),
+                ("cleared_utc", "TEXT"), ("acked_by", "TEXT"), ("acked_utc", "TEXT"),
+                ("ack_note", "TEXT"))
+ALARMS_ACTIVE = ("CREATE UNIQUE INDEX IF NOT EXISTS alarms_active ON alarms (cond)"
+                 " WHERE cleared_utc IS NULL")
+
+# The audit trail's own entries: logins, failed logins, alarm acknowledgements (the decisions
+# on held hits and pools are read where they are kept: headoffice/audit.py).
+AUDIT_COLUMNS = """
+    audit_no {AUTO_KEY}, utc TEXT NOT NULL, action TEXT NOT NULL, person TEXT NOT NULL,
+    table_id TEXT, pool_id TEXT, subject TEXT, detail TEXT NOT NULL, client TEXT"""
 
 # Columns added to `tables` after the first release (added to older ledgers by _migrate):
 # `enrolled`, `enrolled_pool`: the configured tables (headoffice.toml [[tables]]); a table that
@@ -71,12 +91,29 @@ HELD_HITS_COLUMNS = """
     hold_no {AUTO_KEY}, table_id TEXT NOT NULL, round BIGINT NOT NULL, seq BIGINT NOT NULL,
     pool_id TEXT NOT NULL, utc TEXT NOT NULL, meter_at_hit BIGINT NOT NULL, reason TEXT NOT NULL,
     body TEXT NOT NULL, status TEXT NOT NULL, operator TEXT, decided_utc TEXT, note TEXT,
-    award TEXT, delivered BOOLEAN NOT NULL, sending_by TEXT, sending_until DOUBLE PRECISION"""
+    award TEXT, delivered BOOLEAN NOT NULL, sending_by TEXT, sending_until DOUBLE PRECISION,
+    verified_by TEXT, verified_utc TEXT"""
 
 # Columns added to `held_hits` after the first release (added to older ledgers by _migrate):
 # the worker that claimed an approved award to send it, and until when (epoch seconds):
-# exactly one worker sends it (headoffice/ledger/hits.py `claim_awards`).
-HELD_HITS_ADDED = (("sending_by", "TEXT"), ("sending_until", "DOUBLE PRECISION"))
+# exactly one worker sends it (headoffice/ledger/hits.py `claim_awards`); the attendant's
+# verification at the table (`jackpot_verified`: the table's word, recorded, never a release)
+# and when head office received it.
+HELD_HITS_ADDED = (("sending_by", "TEXT"), ("sending_until", "DOUBLE PRECISION"),
+                   ("verified_by", "TEXT"), ("verified_utc", "TEXT"))
+
+# The decisions people at head office made (headoffice/ledger/decisions.py): releasing or
+# refusing a held hit, changing a pool's parameters. One row per decision: `kind` ('hit' |
+# 'params'), `subject` (the held hit's number, the pool's id), `amount` (a hit's award in
+# cents as head office computed it at the first signature), `detail` (JSON: what was decided),
+# `signatures` needed (1, or 2 under dual control), the first signature and, under dual
+# control, the second (who, when, why), and `status`: pending (one signature of two),
+# approved, refused (by either), lapsed (what was signed changed before the second came).
+DECISIONS_COLUMNS = """
+    decision_no {AUTO_KEY}, kind TEXT NOT NULL, subject TEXT NOT NULL, status TEXT NOT NULL,
+    signatures INTEGER NOT NULL, amount BIGINT, detail TEXT NOT NULL, first_by TEXT NOT NULL,
+    first_utc TEXT NOT NULL, first_reason TEXT NOT NULL, second_by TEXT, second_utc TEXT,
+    second_reason TEXT, outcome TEXT"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pools (
@@ -110,18 +147,24 @@ CREATE TABLE IF NOT EXISTS rounds (
     summary TEXT NOT NULL, PRIMARY KEY (table_id, seq));
 CREATE TABLE IF NOT EXISTS param_log ({PARAM_LOG_COLUMNS});
 CREATE TABLE IF NOT EXISTS alarms ({ALARMS_COLUMNS});
+CREATE TABLE IF NOT EXISTS audit ({AUDIT_COLUMNS});
+CREATE INDEX IF NOT EXISTS audit_by_utc ON audit (utc);
 CREATE TABLE IF NOT EXISTS held_hits ({HELD_HITS_COLUMNS});
 CREATE UNIQUE INDEX IF NOT EXISTS held_hits_by_round ON held_hits (table_id, round);
 CREATE TABLE IF NOT EXISTS pool_shares ({POOL_SHARES_COLUMNS});
+CREATE TABLE IF NOT EXISTS decisions ({DECISIONS_COLUMNS});
+CREATE INDEX IF NOT EXISTS decisions_by_subject ON decisions (kind, subject, status);
 CREATE TABLE IF NOT EXISTS segments ({SEGMENTS_COLUMNS});
 CREATE TABLE IF NOT EXISTS ho_partitions (
     part INTEGER PRIMARY KEY, owner TEXT, expires_epoch DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS ho_workers (
     worker TEXT PRIMARY KEY, seen_epoch DOUBLE PRECISION NOT NULL);
 """.replace("{PARAM_LOG_COLUMNS}", PARAM_LOG_COLUMNS).replace(
-    "{ALARMS_COLUMNS}", ALARMS_COLUMNS).replace("{HELD_HITS_COLUMNS}", HELD_HITS_COLUMNS).replace(
+    "{ALARMS_COLUMNS}", ALARMS_COLUMNS).replace("{AUDIT_COLUMNS}", AUDIT_COLUMNS).replace(
+    "{HELD_HITS_COLUMNS}", HELD_HITS_COLUMNS).replace(
     "{TABLES_ADDED}", "".join(f", {name} {kind}" for name, kind in TABLES_ADDED)).replace(
     "{POOL_SHARES_COLUMNS}", POOL_SHARES_COLUMNS).replace(
+    "{DECISIONS_COLUMNS}", DECISIONS_COLUMNS).replace(
     "{SEGMENTS_COLUMNS}", SEGMENTS_COLUMNS)
 
 # Serialises schema creation and migration between workers opening one PostgreSQL database at
@@ -311,3 +354,11 @@ def _migrate(db: Database) -> None:
                 "SELECT setval(pg_get_serial_sequence('alarms', 'alarm_no'),"
                 " COALESCE(MAX(alarm_no), 0) + 1, false) FROM alarms"
             )
+    have = db.columns("alarms")
+    missing = [(name, kind) for name, kind in ALARMS_ADDED if name not in have]
+    for name, kind in missing:
+        db.execute(f"ALTER TABLE alarms ADD COLUMN {name} {kind}")
+    if missing:  # the log of an older version: history, ended by this upgrade
+        db.execute("UPDATE alarms SET kind = 'legacy', severity = 'warning', repeats = 1,"
+                   " last_utc = utc, cleared_utc = ? WHERE kind IS NULL", (utc_now(),))
+    db.execute(ALARMS_ACTIVE)

@@ -10,9 +10,12 @@ A `jackpot_hit` pays only if everything adds up against what head office itself 
   hands that qualify (15.2.8).
 
 What does not add up is held as a PENDING hit with an alarm (the "jackpot lock"), as is any
-award at or above the verification threshold (a Royal Flush by default): a person approves or
-refuses it (`tablectl-headoffice hit approve|refuse`). The award itself is always head office's
-own, by rule 15 (`Pool.award`), never an amount the table sends.
+award at or above the verification threshold (a Royal Flush by default): a person authenticated
+at head office approves or refuses it (the console, or `tablectl-headoffice hit approve|refuse`
+run by an OS login in `[service] operators`); an award of `dual_control_from` cents or more
+needs two different people (headoffice/ledger/decisions.py). A table's own `jackpot_verified`
+is recorded against the held hit and shown to the approver; it never releases it. The award
+itself is always head office's own, by rule 15 (`Pool.award`), never an amount the table sends.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.errors import InputError
+from controller.money import dollars
+
+# $10,000: the usual threshold above which a casino's hand-paid jackpot needs a second signature.
+DUAL_CONTROL_FROM = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,14 @@ class HitPolicy:
     verify_from: str | None = "royal_flush"  # category label; None: no category waits
     verify_above: int | None = None  # cents: a round's awards above this wait too
     max_wager: int = 100_000  # cents per jackpot wager (15.2.3: the sign's amount)
+    # cents: a held hit whose award is this or more needs two different approvers (dual
+    # control, the casino's "two signatures" for a hand-paid jackpot); None: one is enough.
+    dual_control_from: int | None = DUAL_CONTROL_FROM
+
+
+def needs_two(policy: HitPolicy, amount: int) -> bool:
+    """Does an award of `amount` cents need a second, different approver?"""
+    return policy.dual_control_from is not None and amount >= policy.dual_control_from
 
 
 def entries_of(payload: dict[str, Any]) -> list[Any]:
@@ -109,9 +124,42 @@ def needs_verification(policy: HitPolicy, payouts: list[dict[str, Any]]) -> str 
         big = [p for p in payouts
                if p["award"] in {c.label for c in Category if c >= limit}]
         if big:
-            return (f"{big[0]['award']} award on box {big[0]['box']} waits for verification"
-                    f" (at or above {policy.verify_from})")
+            return (f"{hand_in_words(big[0]['award'])} award on box {big[0]['box']} waits for"
+                    f" verification (at or above {hand_in_words(policy.verify_from)})")
     total = sum(p["amount"] for p in payouts)
     if policy.verify_above is not None and total > policy.verify_above:
-        return f"awards of {total} cents exceed {policy.verify_above}: wait for verification"
+        return (f"awards of {dollars(total)} exceed {dollars(policy.verify_above)}: wait for"
+                " verification")
     return None
+
+
+def hand_in_words(label: str | None) -> str:
+    """A hand category as a person reads it: "royal_flush" -> "Royal Flush"."""
+    if not label:
+        return "no qualifying hand"
+    return " ".join(w if w in ("of", "a") else w.capitalize() for w in label.split("_"))
+
+
+def hands_of(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each box of a hit as head office reads its cards: {box, cards (as sent), hand (in words:
+    the category head office evaluates if it qualifies, 15.2.8, else "no qualifying hand";
+    "unreadable cards" if they are not five distinct cards), qualifies, claimed (the table's
+    category, as sent), wager, folded}."""
+    from controller.games.uth.cards import parse_cards
+    from controller.games.uth.evaluator import Category, category_of, hand_rank
+
+    out = []
+    for e in payload.get("entries") or []:
+        hand, qualifies = "unreadable cards", False
+        try:
+            cards = parse_cards(e["cards"], count=5)
+        except (InputError, KeyError, TypeError, AttributeError):
+            cards = []
+        if len(set(cards)) == 5:
+            category = category_of(hand_rank(cards))
+            qualifies = category >= Category.FLUSH  # 15.2.8: the winning jackpot events
+            hand = hand_in_words(category.label if qualifies else None)
+        out.append({"box": e.get("box"), "cards": list(e.get("cards") or []), "hand": hand,
+                    "qualifies": qualifies, "claimed": e.get("category"),
+                    "wager": e.get("wager"), "folded": bool(e.get("folded", False))})
+    return out

@@ -157,7 +157,7 @@ def _hash_at(ledger: Ledger, table: str, seq: int) -> str | None:
 def _refuse(ledger: Ledger, table: str, body: dict[str, Any], result: SegmentResult, *,
             store: bool, reason: str) -> dict[str, Any]:
     text = f"table {table}: journal segment refused: {reason}"
-    ledger.alarm(text, None, table)
+    ledger.alarm(text, None, table, kind="chain_mismatch")
     result.refused += 1
     if store:
         _store(ledger, table, body, "mismatch", "refused", reason)

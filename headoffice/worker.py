@@ -22,7 +22,6 @@ from controller.link import contract
 from controller.link.transport import Backoff, Connection, LinkError, connect, run_together
 from headoffice.config import HeadOfficeConfig
 from headoffice.db import open_database
-from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
 from headoffice.notify import LedgerWatch
 from headoffice.pools import Pool, PoolValue
@@ -47,7 +46,7 @@ class Worker:
         assert cfg.broker is not None, "a worker needs [broker]"
         self.cfg = cfg
         self.ledger = ledger
-        ledger.policy = HitPolicy(cfg.verify_from, cfg.verify_above, cfg.max_jackpot_wager)
+        ledger.policy = cfg.hit_policy()
         self.counters: Counter[str] = Counter()
         self.connected = asyncio.Event()
         self._db_lock = asyncio.Lock()  # one thread at a time on the ledger's connection
@@ -115,6 +114,7 @@ class Worker:
                     await self._session(conn)
             except LinkError as exc:
                 log.warning("head office: broker connection: %s", exc)
+                await self._broker_alarm(str(exc))
             except Exception:
                 # Not the network: the ledger, a bug, input no check foresaw. Logged with its
                 # traceback, counted, and the session made again; what was not acknowledged
@@ -138,6 +138,7 @@ class Worker:
         await self._publish_due(conn)
         self.connected.set()
         self.counters["connects"] += 1
+        await self._broker_alarm(None)
         await run_together(self._read(conn), self._apply(conn), self._heartbeat(conn),
                            self._pool_publisher(conn), self._routing(conn),
                            self._ledger_changes(conn))
@@ -180,7 +181,7 @@ class Worker:
                 log.error("head office: message held (not acknowledged): %s", text)
             self.counters["held_hits"] += len(result.held_hits)
             self.counters["forks"] += len(result.forks)
-            self.counters["verifications"] += result.verifications_paid
+            self.counters["verifications"] += len(result.verified)  # recorded, not paid
             self.counters["verifications_refused"] += len(result.verify_refused)
             self.counters["refused"] += len(result.refused)
             self.counters["wager_refused"] += len(result.wager_refused)  # 15.2.5.2
@@ -309,14 +310,41 @@ class Worker:
     def _alarm_unknown(self, table: str) -> None:
         with self.ledger.db.transaction():
             self.ledger.alarm(f"messages from {table!r} refused: not an enrolled table"
-                              " (headoffice.toml [[tables]])", None, table)
+                              " (headoffice.toml [[tables]])", None, table, kind="refused",
+                              subject="not enrolled")
 
     async def _heartbeat(self, conn: Connection) -> None:
         """Every pool's value again, so that the meters' copies do not expire; and the awards
-        of held hits an operator approved since (`tablectl-headoffice hit approve`)."""
+        of held hits an operator approved since (`tablectl-headoffice hit approve`); and the
+        alarms seen by looking: tables silent or offline, workers not heard from, held hits
+        waiting (`Ledger.sweep_alarms`)."""
         while True:
             await asyncio.sleep(self.cfg.heartbeat_s)
             await self._send_decided(conn)
+            try:
+                await self._db(self.ledger.sweep_alarms, self.ledger.clock(),
+                               self.cfg.live_window_s, self.lease_s)
+            except Exception:  # the money goes on; the next heartbeat looks again
+                self.counters["sweep_failures"] += 1
+                log.exception("head office: looking for alarm conditions failed")
+
+    async def _broker_alarm(self, lost: str | None) -> None:
+        """This worker's broker connection lost (an alarm, seen again at each failed attempt)
+        or made (cleared). The ledger may be out of reach too: then only the log says it."""
+        me = self.cfg.broker.client_id  # type: ignore[union-attr]
+
+        def record() -> None:
+            with self.ledger.db.transaction():
+                if lost is None:
+                    self.ledger.clear_alarm("worker_down", subject=f"broker:{me}")
+                else:
+                    self.ledger.alarm(f"head-office worker {me} lost its broker connection:"
+                                      f" {lost[:300]}", kind="worker_down",
+                                      subject=f"broker:{me}")
+        try:
+            await self._db(record)
+        except Exception:
+            log.exception("head office: could not record the broker connection's alarm")
 
     async def _send_decided(self, conn: Connection) -> None:
         async with self._decided_lock:  # an award is sent once, then marked delivered

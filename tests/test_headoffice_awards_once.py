@@ -35,7 +35,11 @@ def test_one_claim_per_award_until_it_runs_out(new_url: Callable[[], str]) -> No
     a, b = Ledger.open(url), Ledger.open(url)  # two workers' connections
     try:
         assert a.claim_awards("w1", 1000.0) == []  # nothing approved yet
-        a.approve_hit(hold_no, operator="alice", authorised=["alice"])
+        # Two approvers: the Royal pays $50,000.00, above the dual-control threshold.
+        a.approve_hit(hold_no, operator="alice", authorised=["alice", "bob"],
+                         reason="camera 4")
+        a.approve_hit(hold_no, operator="bob", authorised=["alice", "bob"],
+                         reason="count agrees")
         mine = a.claim_awards("w1", 1000.0, hold_s=30)
         assert [(n, t) for n, t, _ in mine] == [(hold_no, "T1")]
         assert mine[0][2]["round"] == 1 and mine[0][2]["payouts"][0]["box"] == 1
@@ -66,7 +70,11 @@ def test_three_workers_send_an_approved_award_once(broker, ledger_url: str) -> N
             hold_no = held_royal(ledger_url)
             other = Ledger.open(ledger_url)  # the operator's process
             try:
-                other.approve_hit(hold_no, operator="alice", authorised=["alice"])
+                # Two approvers: the Royal pays $50,000.00, above the dual-control threshold.
+                other.approve_hit(hold_no, operator="alice", authorised=["alice", "bob"],
+                                     reason="camera 4")
+                other.approve_hit(hold_no, operator="bob", authorised=["alice", "bob"],
+                                     reason="count agrees")
                 await wait_for(lambda: bool(awards), 10, "the award at the table")
                 await wait_for(lambda: not other.undelivered_awards(), 10, "the award delivered")
             finally:

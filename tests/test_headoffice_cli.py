@@ -1,7 +1,7 @@
-"""`tablectl-headoffice pool set|resume`: the operator is who runs the console as the operating
-system authenticated them (under sudo, the user who ran it), not a name typed on the command
-line. The ledger's own rules (docs/headoffice.md "Parameters") then decide; this is about who
-is asking. The backend is not the subject: SQLite only."""
+"""`tablectl-headoffice pool set|approve|resume`: the operator is who runs the console as the
+operating system authenticated them (under sudo, the user who ran it), not a name typed on the
+command line. The ledger's own rules (docs/headoffice.md "Parameters") then decide; this is
+about who is asking. The backend is not the subject: SQLite only."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def console(tmp_path: Path) -> tuple[Path, str]:
 [database]
 url = "{db}"
 [service]
-operators = ["alice"]
+operators = ["alice", "bob"]
 [[pools]]
 id = "{P}"
 seed = 500000
@@ -62,14 +62,24 @@ def test_the_operator_is_the_login_and_only_an_authorised_one_may_force(
 ) -> None:
     config, db = console
     _as(monkeypatch, "mallory")
-    args = ["--config", str(config), "pool", "set", P, "--increment-bp", "3000", "--force"]
+    args = ["--config", str(config), "pool", "set", P, "--increment-bp", "3000", "--force",
+            "--reason", "new sign"]
     assert cli.main(args) == 1
     assert "not authorised" in capsys.readouterr().err
     _as(monkeypatch, "alice")
-    assert cli.main(args) == 0
-    assert json.loads(capsys.readouterr().out)["new"]["increment"] == "3/10"
+    assert cli.main(args) == 0  # T1 is live: alice's is the first of two approvals
+    out = capsys.readouterr().out
+    assert "25.00%" in out and "30.00%" in out and "FIRST APPROVAL" in out
+    approve = ["--config", str(config), "pool", "approve", "1", "--reason", "checked"]
+    assert cli.main(approve) == 1
+    assert "second, different approver" in capsys.readouterr().err
+    _as(monkeypatch, "bob")
+    assert cli.main(approve) == 0
+    assert "APPLIED by alice and bob" in capsys.readouterr().out
     entries = [(r["operator"], r["outcome"].split(":")[0]) for r in _log(db)]
-    assert entries[1:] == [("mallory", "refused"), ("alice", "applied")]
+    assert entries[1:] == [("mallory", "refused"), ("alice", "pending"),
+                           ("alice and bob", "applied")]
+    assert json.loads(_log(db)[-1]["new"])["increment"] == "3/10"
 
 
 def test_naming_someone_else_is_refused_and_changes_nothing(
@@ -79,7 +89,7 @@ def test_naming_someone_else_is_refused_and_changes_nothing(
     _as(monkeypatch, "mallory")
     before = _log(db)
     args = ["--config", str(config), "pool", "set", P, "--increment-bp", "3000", "--force",
-            "--operator", "alice"]
+            "--reason", "new sign", "--operator", "alice"]
     assert cli.main(args) == 1
     err = capsys.readouterr().err
     assert "--operator 'alice', but this console runs as 'mallory'" in err

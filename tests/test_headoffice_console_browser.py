@@ -1,8 +1,9 @@
 """The console in a real headless browser (Debian's chromium, driven by Selenium through
 Debian's chromedriver): `tablectl-headoffice console` serving a ledger with a linked pool, paid
 and held hits, an alarm and two closed shifts; an operator logs in by typing, reads every page,
-sees a figure change in place (the live update, no reload), refuses one held hit and approves
-another.
+sees a figure change in place (the live update, no reload), refuses one held hit on its page,
+and gives the first approval of a $50,000.00 Royal after reading its award, hand and cards; a
+second approver, logged in by typing too, sees the first approval and pays it.
 
 A screenshot of each page is taken; with TABLECTL_CONSOLE_SCREENSHOTS=DIR they are kept there
 (docs/images/console-*.png were made so, docs/headoffice-console.md says how)."""
@@ -38,7 +39,7 @@ CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                                 reason="Debian's chromium and chromium-driver are not installed")
-PAGES = ("overview", "pools", "tables", "hits", "alarms", "params", "meters")
+PAGES = ("overview", "pools", "tables", "hits", "alarms", "params", "meters", "audit")
 
 
 @pytest.fixture
@@ -117,21 +118,72 @@ def test_an_operator_works_the_console_in_a_browser(served: tuple[Office, str], 
         wait.until(ec.presence_of_element_located((By.ID, "operator")))
         shot(page)
 
-    # Refuse #3 (the hit on a round without a wager), approve #1 (a Royal Flush).
-    d.get(f"{base}/hits")
-    d.find_element(By.CSS_SELECTOR, '#held-3 input[name="reason"]').send_keys(
-        "no wager on the round")
-    d.find_element(By.CSS_SELECTOR, "#held-3 button.refuse").click()
-    wait.until(ec.text_to_be_present_in_element((By.CLASS_NAME, "flash"),
-                                                "held hit #3 refused by alice"))
-    d.find_element(By.CSS_SELECTOR, '#held-1 input[name="note"]').send_keys("camera 4")
-    d.find_element(By.CSS_SELECTOR, "#held-1 button.approve").click()
-    wait.until(ec.text_to_be_present_in_element((By.CLASS_NAME, "flash"),
-                                                "held hit #1 approved by alice"))
+    def decide(hold_no: int, verb: str, reason: str, flash: str) -> None:
+        d.get(f"{base}/hits/{hold_no}")
+        form = f'form[action="/hits/{hold_no}/{verb}"]'
+        d.find_element(By.CSS_SELECTOR, f'{form} input[name="reason"]').send_keys(reason)
+        d.find_element(By.CSS_SELECTOR, f"{form} button").click()
+        wait.until(ec.text_to_be_present_in_element((By.CLASS_NAME, "flash"), flash))
+
+    def log_in(name: str) -> None:
+        d.get(f"{base}/login")
+        wait.until(ec.title_contains("Log in"))
+        d.find_element(By.NAME, "name").send_keys(name)
+        d.find_element(By.NAME, "password").send_keys(PASSWORDS[name])
+        d.find_element(By.CSS_SELECTOR, "form.login button").click()
+        wait.until(ec.title_contains("Overview"))
+
+    before_params = decisions(office.db)["pool"]["params"]
+    # Refuse #3 (the hit on a round without a wager) on its page: what the checks found shows.
+    d.get(f"{base}/hits/3")
+    assert "no jackpot wagers ledgered" in d.find_element(By.ID, "checks").text
+    decide(3, "refuse", "no wager on the round", "held hit #3 refused by alice")
+    # #1, a Royal Flush: its page shows the award in dollars, the hand in words and the cards
+    # before anything is decided; $50,000.00 needs two approvers.
+    d.get(f"{base}/hits/1")
+    assert d.find_element(By.ID, "amount").text.startswith("$50,000.00")
+    assert "Royal Flush" in d.find_element(By.ID, "hands").text
+    assert "Ah Kh Qh Jh Th" in d.find_element(By.ID, "hands").text
+    assert "two different approvers" in d.find_element(By.ID, "status").text
+    shot("hit-confirm")
+    decide(1, "approve", "camera 4", "held hit #1: first approval by alice ($50,000.00)")
+    assert decisions(office.db)["held"][0]["status"] == "pending"
+    d.find_element(By.CSS_SELECTOR, "form.who button").click()
+    log_in("bob")
+    d.get(f"{base}/hits/1")
+    assert "alice" in d.find_element(By.ID, "first").text
+    decide(1, "approve", "count agrees",
+           "held hit #1 approved by alice and bob: $50,000.00 paid")
     shot("hits-decided")
     held = {h["hold_no"]: h for h in decisions(office.db)["held"]}
     assert (held[1]["status"], held[1]["operator"], held[1]["note"]) == (
-        "approved", "alice", "camera 4")
+        "approved", "alice and bob", "camera 4 / count agrees")
     assert (held[3]["status"], held[3]["operator"], held[3]["note"]) == (
         "refused", "alice", "no wager on the round")
     assert held[2]["status"] == "pending"
+    # The menu bar counts the alarms still active: #2's held hit, waiting. Acknowledged with a
+    # note, it stays active (its hit still waits) and the trail shows who.
+    assert d.find_element(By.ID, "alarm-count").text == "1"
+    d.get(f"{base}/alarms")
+    d.find_element(By.CSS_SELECTOR, '#alarm-2 input[name="note"]').send_keys(
+        "supervisor on the way")
+    d.find_element(By.CSS_SELECTOR, "#alarm-2 form.ack button").click()
+    wait.until(ec.text_to_be_present_in_element((By.CLASS_NAME, "flash"),
+                                                "alarm #2 acknowledged by alice"))
+    assert "supervisor on the way" in d.find_element(By.ID, "alarm-2").text
+    shot("alarms-acked")
+    d.get(f"{base}/audit")
+    trail = d.find_element(By.CSS_SELECTOR, "table.audit").text
+    assert "alarm_ack alice" in trail and "hit_refused alice" in trail
+    shot("audit")  # the trail after the decisions and the acknowledgement
+
+    # A parameter change typed in percent is shown before and after; nothing changes yet.
+    d.get(f"{base}/params")
+    d.find_element(By.CSS_SELECTOR, '#params-p1 input[name="increment"]').send_keys("30")
+    d.find_element(By.CSS_SELECTOR, "#params-p1 button").click()
+    wait.until(ec.title_contains("Change pool p1"))
+    table = d.find_element(By.ID, "before-after").text
+    assert "increment (to the pool) 25.00% 30.00%" in table and "seed" not in table
+    assert "Tables live on the pool: T1" in d.find_element(By.ID, "live").text
+    shot("params-confirm")
+    assert decisions(office.db)["pool"]["params"] == before_params

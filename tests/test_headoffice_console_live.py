@@ -95,22 +95,26 @@ def test_the_console_command_serves_and_decides_over_http(tmp_path: Path) -> Non
         assert post("/login", {"csrf": csrf_of(login), "name": "alice",
                                "password": PASSWORDS["alice"]}) == 303
         page = opener.open(f"{base}/hits", timeout=30).read().decode()
-        assert post("/hits/2/approve", {"note": "no token"}) == 403
+        assert post("/hits/2/approve", {"reason": "no token"}) == 403
+        assert post("/hits/2/approve", {"csrf": csrf_of(page)}) == 400  # no reason
         assert decisions(office.db) == before
-        assert post("/hits/2/approve", {"csrf": csrf_of(page), "note": "seen on camera"}) == 303
+        assert post("/hits/2/approve", {"csrf": csrf_of(page), "reason": "seen on camera"}) == 303
         live = json.loads(opener.open(f"{base}/live.json", timeout=30).read())
-        assert live["pending"] == 2
+        # The $50,000.00 Royal needs a second approver: alice's approval is recorded.
+        assert live["pending"] == 3
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)
-    held = decisions(office.db)["held"][1]
-    assert (held["status"], held["operator"], held["note"]) == (
-        "approved", "alice", "seen on camera")
+    state = decisions(office.db)
+    assert state["held"][1]["status"] == "pending"
+    (signed,) = state["decisions"]
+    assert (signed["status"], signed["first_by"], signed["first_reason"]) == (
+        "pending", "alice", "seen on camera")
     log = err.decode()
     # Who did what, in the console's log: the refusals and the decision.
     assert "login refused for 'victor'" in log
     assert "missing or wrong CSRF token" in log
-    assert "held hit #2 approved by alice" in log
+    assert "held hit #2: first approval by alice ($50,000.00) recorded" in log
 
 
 def test_console_password_makes_an_argon2id_hash(tmp_path: Path) -> None:
@@ -136,7 +140,7 @@ def test_bad_console_config_exits_2(tmp_path: Path) -> None:
 @pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
 def test_tables_page_follows_a_real_link(broker, tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
-    ho = ho_config(db, None)
+    ho = ho_config(db, None, operators=("alice", "bob"))  # console_toml's approvers
     accounts = validate_text(console_toml(), ho.operators)
 
     async def main() -> None:

@@ -1,6 +1,8 @@
 """A head office for the console's tests: a real SQLite ledger filled through the ledger's own
 code path (`Ledger.apply_batch`, as a worker applies the tables' messages), its
-headoffice.toml and a headoffice-console.toml with an approver and a viewer.
+headoffice.toml and a headoffice-console.toml with two approvers (alice, bob) and a viewer.
+The Royal Flushes pay $50,000.00 (15.2.9.1), above the default dual-control threshold of
+$10,000.00: each needs alice and bob.
 
 What is in it, by construction (the figures the pages must show):
 - pool p1, seed $5,000.00, increment 25 %, hidden 5 %;
@@ -31,7 +33,8 @@ P = "p1"
 ROYAL = ["Ah", "Kh", "Qh", "Jh", "Th"]
 FLUSH = ["2h", "5h", "9h", "Jh", "Kh"]
 FLUSH_ROUNDS = 27  # more than the 25 hits a pool's page lists
-PASSWORDS = {"alice": "correct horse battery", "victor": "viewer's own phrase"}
+PASSWORDS = {"alice": "correct horse battery", "bob": "a second approver's phrase",
+             "victor": "viewer's own phrase"}
 WAGER = 100  # cents per jackpot wager
 
 
@@ -86,7 +89,7 @@ def ho_toml(db: Path) -> str:
     return f"""[database]
 url = "{db}"
 [service]
-operators = ["alice"]
+operators = ["alice", "bob"]
 [[pools]]
 id = "{P}"
 seed = 500000
@@ -108,6 +111,10 @@ def console_toml(port: int | None = None) -> str:
 name = "alice"
 role = "approver"
 password_hash = "{hash_password(PASSWORDS['alice'])}"
+[[users]]
+name = "bob"
+role = "approver"
+password_hash = "{hash_password(PASSWORDS['bob'])}"
 [[users]]
 name = "victor"
 role = "viewer"
@@ -141,7 +148,8 @@ def make_office(root: Path, port: int | None = None) -> Office:
 
 
 def decisions(db: Path) -> dict[str, Any]:
-    """Everything a decision on a held hit writes, less the clock's readings."""
+    """Everything a decision on a held hit writes (the held hit, the hits, the pool, the
+    alarms, the decisions and their signatures), less the clock's readings."""
     led = Ledger.open(str(db))
     try:
         held = [{k: v for k, v in h.items() if k not in ("utc", "decided_utc")}
@@ -153,7 +161,10 @@ def decisions(db: Path) -> dict[str, Any]:
         assert pool is not None
         alarms = [a["text"] for a in led.db.execute("SELECT text FROM alarms"
                                                     " ORDER BY alarm_no")]
-        return {"held": held, "hits": hits, "pool": pool.row(), "alarms": alarms}
+        signed = [{k: v for k, v in d.items() if not k.endswith("_utc")}
+                  for d in led.decisions()]
+        return {"held": held, "hits": hits, "pool": pool.row(), "alarms": alarms,
+                "decisions": signed}
     finally:
         led.close()
 

@@ -55,6 +55,7 @@ def result(round_: int, status: str = "completed") -> tuple[str, dict]:
     return "round_result", {"round": round_, "status": status}
 
 
+OPS = ["alice", "bob"]  # head office's [service] operators in these tests
 NewUrl = Callable[[], str]  # the `new_url` fixture (tests/conftest.py): fresh ledger URLs
 
 
@@ -269,22 +270,26 @@ def test_parameters_cannot_change_while_tables_are_live_unless_forced(new_url: N
     _live(led, "T1")
     assert led.live_tables(P, 60) == ["T1"]
     new_rate = {"increment": Fraction(3, 10)}
+    ops = ["alice", "bob"]
     with pytest.raises(LedgerError, match="live on pool p1: T1"):
-        led.set_params(P, new_rate, operator="alice", authorised=["alice"])
+        led.set_params(P, new_rate, operator="alice", authorised=ops, reason="r")
     with pytest.raises(LedgerError, match="not authorised"):
-        led.set_params(P, new_rate, operator="mallory", authorised=["alice"], force=True)
-    old, new = led.set_params(P, new_rate, operator="alice", authorised=["alice"], force=True)
+        led.set_params(P, new_rate, operator="mallory", authorised=ops, force=True, reason="r")
+    first = led.set_params(P, new_rate, operator="alice", authorised=ops, force=True,
+                           reason="r")  # dual control: applied by the second approver
+    change = led.approve_change(first.decision_no, operator="bob", authorised=ops, reason="ok")
+    old, new = change.old, change.new
     assert old.increment == Fraction(1, 4) and new.increment == Fraction(3, 10)
     log = led.param_log(P)
     assert [r["outcome"].split(":")[0] for r in log] == ["applied", "refused", "refused",
-                                                          "applied"]
+                                                          "pending", "applied"]
     last = log[-1]
     assert json.loads(last["old"])["increment"] == "1/4"
     assert json.loads(last["new"])["increment"] == "3/10"
     assert last["forced"] and json.loads(last["live_tables"]) == ["T1"]
     # The table goes offline (its last will): no force needed any more.
     led.apply_batch([Incoming("status", "T1", {"v": 1, "table": "T1", "state": "offline"})])
-    led.set_params(P, {"seed": 600_000}, operator="bob", authorised=[])
+    led.set_params(P, {"seed": 600_000}, operator="bob", authorised=OPS, reason="r")
     assert led.pool(P).params.seed == 600_000  # type: ignore[union-attr]
     # A stale table (not seen for the live window) is not live either.
     _live(led, "T1")
@@ -524,32 +529,35 @@ def test_param_log_keeps_the_order_changes_were_made_in_one_millisecond(
     monkeypatch.setattr(headoffice.ledger.common, "utc_now", lambda: now["utc"])
     led = ledger(new_url)  # create: #1
     for seed in (600_000, 700_000, 800_000):  # #2, #3, #4
-        led.set_params(P, {"seed": seed}, operator="alice", authorised=[])
+        led.set_params(P, {"seed": seed}, operator="alice", authorised=OPS, reason="sign")
     _live(led, "T1")
     with pytest.raises(LedgerError, match="live"):  # refused: #5
-        led.set_params(P, {"seed": 900_000}, operator="bob", authorised=[])
+        led.set_params(P, {"seed": 900_000}, operator="bob", authorised=OPS, reason="sign")
     now["utc"] = "2026-03-01T09:59:59.000Z"  # the clock steps back
-    led.set_params(P, {"seed": 1_000_000}, operator="alice", authorised=["alice"],
-                   force=True)  # #6
+    ops = ["alice", "bob"]
+    first = led.set_params(P, {"seed": 1_000_000}, operator="alice", authorised=ops,
+                           force=True, reason="sign")  # #6: the first of two approvals
+    led.approve_change(first.decision_no, operator="bob", authorised=ops, reason="ok")  # #7
     led.ensure_pool("p2", PARAMS)  # another pool: its own numbers
-    led.set_params("p2", {"seed": 650_000}, operator="alice", authorised=[])
+    led.set_params("p2", {"seed": 650_000}, operator="alice", authorised=OPS, reason="sign")
     log = led.param_log(P)
-    assert [r["entry_no"] for r in log] == [1, 2, 3, 4, 5, 6]
+    assert [r["entry_no"] for r in log] == [1, 2, 3, 4, 5, 6, 7]
     assert {r["utc"] for r in log[:5]} == {"2026-03-01T10:00:00.000Z"}
     assert [(r["action"], r["outcome"].split(":")[0], json.loads(r["new"])["seed"])
             for r in log[1:]] == [("set", "applied", 600_000), ("set", "applied", 700_000),
                                   ("set", "applied", 800_000), ("set", "refused", 900_000),
-                                  ("set", "applied", 1_000_000)]
+                                  ("set", "pending", 1_000_000), ("set", "applied", 1_000_000)]
     assert log[0]["action"] == "create" and log[-1]["forced"]
     everything = led.param_log()
     assert [(r["pool_id"], r["entry_no"]) for r in everything] == [
-        *((P, n) for n in range(1, 7)), ("p2", 1), ("p2", 2)]
+        *((P, n) for n in range(1, 8)), ("p2", 1), ("p2", 2)]
     url = led.db.url
     led.close()
     assert cli.main(["params-log", P, "--db", url]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[:2] for line in lines] == [[P, f"#{n}"] for n in range(1, 7)]
-    assert "refused" in lines[4] and "(forced)" in lines[5]
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if not line.startswith(" ")]  # each entry's before/after rows are indented
+    assert [line.split()[:2] for line in lines] == [[P, f"#{n}"] for n in range(1, 8)]
+    assert "refused" in lines[4] and "(forced)" in lines[5] and "pending" in lines[5]
     assert cli.main(["params-log", "--db", url, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["pool_id"], r["entry_no"]) for r in rows] == [(r["pool_id"], r["entry_no"])
@@ -606,7 +614,7 @@ def test_an_old_param_log_is_numbered_when_the_ledger_opens(new_url: NewUrl) -> 
         (1, 500_000), (2, 600_000), (3, 700_000), (4, 800_000)]
     assert [r["entry_no"] for r in led.param_log("p2")] == [1]
     led.ensure_pool(P, PARAMS)  # the pool row did not exist: a create entry, numbered on
-    led.set_params(P, {"seed": 900_000}, operator="alice", authorised=[])
+    led.set_params(P, {"seed": 900_000}, operator="alice", authorised=OPS, reason="sign")
     assert [r["entry_no"] for r in led.param_log(P)] == [1, 2, 3, 4, 5, 6]
     with pytest.raises(Exception, match=r"(?i)unique|duplicate"):  # (pool_id, entry_no) is a key
         led.db.execute("INSERT INTO param_log (pool_id, entry_no, utc, operator, action, forced,"

@@ -111,10 +111,11 @@ def test_the_page_shows_each_tables_closed_shifts(office: Office, who: str) -> N
         # A row per shift message (its seq: a shift number can recur on a replaced journal).
         assert re.findall(rf'id="shift-{TABLE}-(\d+)"', html) == ["2", "1"]  # newest first
         row2, row1 = cells(html, f"shift-{TABLE}-2"), cells(html, f"shift-{TABLE}-1")
-        assert row2[:3] == ["2", "2026-03-01T17:00:00Z", "2026-03-02T00:00:00Z"]
+        # Times in the casino's zone (the test office's is UTC).
+        assert row2[:3] == ["2", "2026-03-01 17:00:00 UTC", "2026-03-02 00:00:00 UTC"]
         assert [row2[0], *row2[3:]] == SHIFT2
         # Shift 1 opened with its first record, round 1.
-        assert row1[:3] == ["1", "2026-03-01T08:10:00Z", "2026-03-01T16:00:00Z"]
+        assert row1[:3] == ["1", "2026-03-01 08:10:00 UTC", "2026-03-01 16:00:00 UTC"]
         assert [row1[0], *row1[3:]] == SHIFT1
         t1 = html.split('id="meters-T1"')[1].split("</table>")[0]
         assert "No shift closed." in t1 and 'id="shift-T1-' not in t1

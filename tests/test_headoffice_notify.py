@@ -54,7 +54,11 @@ def test_an_approval_from_another_process_reaches_the_meters_before_any_heartbea
                 assert before is not None
                 hold_no = other.held_hits(pending_only=True)[0]["hold_no"]
                 committed = time.monotonic()
-                other.approve_hit(hold_no, operator="alice", authorised=["alice"])
+                # Two approvers: the Royal pays $50,000.00, above the dual-control threshold.
+                other.approve_hit(hold_no, operator="alice", authorised=["alice", "bob"],
+                                     reason="camera 4")
+                other.approve_hit(hold_no, operator="bob", authorised=["alice", "bob"],
+                                     reason="count agrees")
                 after = other.pool(POOL)
                 assert after is not None and after.amount < before.amount  # the hit paid
             finally:
@@ -103,8 +107,13 @@ def test_pool_set_and_resume_from_another_process_reach_the_meters_before_any_he
                 value = await shown(resumed.version, "the resumed pool on the meter")
                 assert value["amount"] == resumed.amount
                 # pool set: a qualifying wager (15.2.5.2), a new version, on the meter at once.
-                _, new = other.set_params(POOL, {"wager": 500}, operator="alice",
-                                          authorised=["alice"], force=True)
+                # T1 is live: forced, and applied by a second approver (dual control).
+                ops = ["alice", "bob"]
+                first = other.set_params(POOL, {"wager": 500}, operator="alice",
+                                         authorised=ops, force=True, reason="new sign")
+                assert first.status == "pending"
+                new = other.approve_change(first.decision_no, operator="bob", authorised=ops,
+                                           reason="checked").new
                 after_set = other.pool(POOL) or pytest.fail("no pool")
                 value = await shown(after_set.version, "the new parameters on the meter")
                 assert value["wager"] == new.wager == 500
@@ -140,8 +149,12 @@ def test_a_decision_committed_while_the_worker_arms_its_watch_still_reaches_the_
             reader = asyncio.create_task(watch(meter, pools, contract.parse_pool))
             other = Ledger.open(ledger_url)  # the operator's process
             try:
-                other.set_params(POOL, {"wager": 500}, operator="alice", authorised=["alice"],
-                                 force=True)
+                ops = ["alice", "bob"]
+                change = other.set_params(POOL, {"wager": 500}, operator="alice",
+                                          authorised=ops, force=True, reason="new sign")
+                if change.status == "pending":  # a table live: the second approver applies it
+                    other.approve_change(change.decision_no, operator="bob", authorised=ops,
+                                         reason="checked")
                 after_set = other.pool(POOL) or pytest.fail("no pool")
             finally:
                 other.close()

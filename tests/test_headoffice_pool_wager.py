@@ -8,6 +8,7 @@ On SQLite and PostgreSQL (the `new_url` fixture in tests/conftest.py)."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -127,9 +128,9 @@ def test_the_values_to_publish_carry_awards_and_wager_and_a_hit_lowers_them(
     led.close()
 
 
-def test_a_hit_verified_at_the_table_is_published_with_its_batch(new_url: NewUrl) -> None:
-    # A Royal Flush held for verification, then verified by the attendant (rule 15): the lower
-    # value is among the batch's values to publish, with one more award (2.4.3, 15.1.3).
+def test_a_hit_verified_at_the_table_changes_no_pool_value(new_url: NewUrl) -> None:
+    # A Royal Flush held for verification, then verified by the attendant (rule 15): recorded
+    # for the approver at head office (issue 26), nothing paid, no new pool value.
     led = ledger(new_url)
     apply(led, "T1", body("T1", 1, *at(100, 1)))
     res = apply(led, "T1", body("T1", 2, *hit(1, [ROYAL])))
@@ -139,21 +140,22 @@ def test_a_hit_verified_at_the_table_is_published_with_its_batch(new_url: NewUrl
     verified = {"round": 1, "pool_id": P, "boxes": [1], "verified_by": {"uid": 1001,
                                                                         "user": "carol"}}
     res = apply(led, "T1", body("T1", 3, "jackpot_verified", verified))
-    after = led.pool(P)
-    assert res.verifications_paid == 1 and after is not None and after.amount < before.amount
-    assert res.pools[P] == PoolValue(after.amount, after.version, 1, 100)
+    assert res.verified == [(1, "T1", "carol")] and res.awards == []
+    assert led.pool(P) == before and P not in res.pools
     led.close()
 
 
 def test_the_wager_is_changed_like_any_parameter_and_logged(new_url: NewUrl) -> None:
     led = ledger(new_url, PARAMS)
-    old, new = led.set_params(P, {"wager": 200}, operator="alice", authorised=["alice"])
+    change = led.set_params(P, {"wager": 200}, operator="alice", authorised=["alice"],
+                            reason="new sign")
+    old, new = change.old, change.new
     assert old.wager is None and new.wager == 200
     pool = led.pool(P)
     assert pool is not None and pool.params.wager == 200 and pool.value().wager == 200
-    assert led.param_log(P)[-1]["outcome"] == "applied"
+    assert led.param_log(P)[-1]["outcome"] == "applied: decision #1; reason: new sign"
     with pytest.raises(Exception, match="wager"):
-        led.set_params(P, {"wager": 0}, operator="alice", authorised=["alice"])
+        led.set_params(P, {"wager": 0}, operator="alice", authorised=["alice"], reason="r")
     led.close()
 
 
@@ -178,6 +180,7 @@ POOL_TOML = """
 url = "sqlite:////nonexistent/ledger.db"
 [service]
 max_jackpot_wager = 1000
+operators = ["alice"]
 [[pools]]
 id = "p1"
 seed = 500000
@@ -213,9 +216,12 @@ def test_pool_set_wager_from_the_console(tmp_path: Path, capsys: pytest.CaptureF
     led.ensure_pool(P, cli.load_config(config).pools[P])
     led.close()
     monkeypatch.setattr(cli, "login_name", lambda: "alice")
-    assert cli.main(["--config", str(config), "pool", "set", P, "--wager", "500"]) == 0
-    assert json.loads(capsys.readouterr().out)["new"]["wager"] == 500
-    assert cli.main(["--config", str(config), "pool", "set", P, "--wager", "0"]) == 1
+    pool_set = ["--config", str(config), "pool", "set", P, "--reason", "new sign"]
+    assert cli.main([*pool_set, "--wager", "500"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"qualifying wager \(15\.2\.5\.2\)\s+-\s+\$5\.00", out)
+    assert "APPLIED (decision #1)" in out
+    assert cli.main([*pool_set, "--wager", "0"]) == 1
     led = Ledger.open(str(db))
     assert led.pool(P).params.wager == 500  # type: ignore[union-attr]
     led.close()
@@ -225,16 +231,22 @@ def test_the_web_console_sets_the_wager_as_pool_set_does(tmp_path: Path) -> None
     from tests.test_headoffice_console_support import Browser, csrf_of, make_office
 
     office = make_office(tmp_path / "office")
-    b = Browser(office)
+    b, second = Browser(office), Browser(office)
     try:
         b.login("alice")
         token = csrf_of(b.client.get("/params").text)
-        r = b.client.post("/pools/p1/params", data={"csrf": token, "wager": "500",
-                                                     "force": "on"})
+        # In dollars; T1 is live on p1: forced, and applied by a second approver.
+        r = b.client.post("/pools/p1/params", data={"csrf": token, "wager": "5.00",
+                                                     "force": "on", "reason": "new sign"})
+        assert r.status_code == 303
+        second.login("bob")
+        r = second.client.post("/decisions/1/approve", data={"csrf": second.csrf(),
+                                                             "reason": "checked"})
         assert r.status_code == 303
         r = b.client.post("/pools/p1/params", data={"csrf": token, "wager": "0",
-                                                     "force": "on"})
+                                                     "force": "on", "reason": "r"})
         assert r.status_code != 303 and "wager" in r.text
         assert b.ledger.pool(P).params.wager == 500  # type: ignore[union-attr]
     finally:
         b.close()
+        second.close()

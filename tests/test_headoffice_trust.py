@@ -178,8 +178,11 @@ def test_a_royal_waits_for_an_operator_and_approval_is_recorded(new_url: NewUrl)
     grown = led.pool(P)
     assert grown is not None and grown.amount > at_hit.amount
     with pytest.raises(LedgerError, match="not authorised"):
-        led.approve_hit(held["hold_no"], operator="mallory", authorised=OPS)
-    award = led.approve_hit(held["hold_no"], operator="alice", authorised=OPS, note="camera ok")
+        led.approve_hit(held["hold_no"], operator="mallory", authorised=OPS, reason="mine")
+    led.policy = HitPolicy(dual_control_from=None)  # one approver (dual control:
+    # tests/test_headoffice_decisions.py)
+    award = led.approve_hit(held["hold_no"], operator="alice", authorised=OPS,
+                            reason="camera ok")["award"]
     (royal,) = award["payouts"]
     # 15.2.9.1: the greater of the minimum and 100% of the jackpot as it was at the hit.
     assert royal["award"] == "royal_flush" and royal["from_meter"] == at_hit.amount
@@ -195,8 +198,11 @@ def test_a_royal_waits_for_an_operator_and_approval_is_recorded(new_url: NewUrl)
     led.mark_delivered([held["hold_no"]])
     assert led.undelivered_awards() == []
     with pytest.raises(LedgerError, match="already approved by alice"):
-        led.approve_hit(held["hold_no"], operator="alice", authorised=OPS)
-    assert any("APPROVED by alice" in a for a in alarms(led))
+        led.approve_hit(held["hold_no"], operator="alice", authorised=OPS, reason="again")
+    # Its alarm (a held hit waiting) ended with the decision; the decision is the trail's.
+    (waiting,) = led.db.execute("SELECT * FROM alarms WHERE kind = 'held_hit'")
+    assert waiting["table_id"] == "T1" and waiting["cleared_utc"] is not None
+    assert led.active_alarm_count() == 0
     # The table, starting again with the hit still PENDING, is answered with the award.
     res = led.apply_batch([Incoming("birth", "T1", {"v": 1, "table": "T1", "pool_id": P,
                                                     "pending_hits": [{"round": 1}]})])
@@ -217,7 +223,7 @@ def test_a_refusal_is_recorded_and_never_pays(new_url: NewUrl) -> None:
                                                                          "forged")
     assert decided["decided_utc"] and decided["award"] is None
     with pytest.raises(LedgerError, match="already refused"):
-        led.approve_hit(held["hold_no"], operator="alice", authorised=OPS)
+        led.approve_hit(held["hold_no"], operator="alice", authorised=OPS, reason="again")
     assert led.pool(P) == pool and led.undelivered_awards() == []
     assert led.held_hits(pending_only=True) == []
 
@@ -236,20 +242,25 @@ def test_the_console_lists_approves_and_refuses_held_hits(
     url = led.db.url
     led.close()
     config = tmp_path / "headoffice.toml"
-    config.write_text(f'[database]\nurl = "{url}"\n[service]\noperators = ["alice"]\n')
+    config.write_text(f'[database]\nurl = "{url}"\n[service]\noperators = ["alice"]\n'
+                      'dual_control_from = "none"\n')  # one approver: dual control is tested
+    # in tests/test_headoffice_decisions.py and tests/test_headoffice_console.py
     base = ["--config", str(config)]
     assert cli.main([*base, "hits", "--pending", "--json"]) == 0
     pending = json.loads(capsys.readouterr().out)
     assert [(h["round"], h["status"]) for h in pending] == [(1, "pending"), (2, "pending")]
     royal, forgery = (h["hold_no"] for h in pending)
+    approve = [*base, "hit", "approve", str(royal), "--reason", "camera 4"]
     monkeypatch.setenv("SUDO_USER", "mallory")
-    assert cli.main([*base, "hit", "approve", str(royal)]) == 1
+    assert cli.main(approve) == 1
     assert "not authorised" in capsys.readouterr().err
     monkeypatch.setenv("SUDO_USER", "alice")
-    assert cli.main([*base, "hit", "approve", str(royal), "--operator", "bob"]) == 1
+    assert cli.main([*approve, "--operator", "bob"]) == 1
     assert "runs as 'alice'" in capsys.readouterr().err
-    assert cli.main([*base, "hit", "approve", str(royal)]) == 0
-    assert json.loads(capsys.readouterr().out)["payouts"][0]["award"] == "royal_flush"
+    assert cli.main(approve) == 0
+    out = capsys.readouterr().out
+    assert "box 1: royal flush $50,000.00 (15.2.9.1)" in out
+    assert "APPROVED by alice: $50,000.00 paid" in out
     assert cli.main([*base, "hit", "refuse", str(forgery), "--reason", "same cards twice"]) == 0
     capsys.readouterr()
     assert cli.main([*base, "hits"]) == 0

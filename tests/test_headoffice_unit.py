@@ -56,7 +56,7 @@ def test_the_documented_command_lines_parse() -> None:
     block = re.search(r"```sh\n(.*?)```", doc, re.S)
     assert block is not None
     lines = [
-        line.split("#")[0].split()
+        shlex.split(line.split("#")[0])  # a quoted reason is one word
         for line in block.group(1).splitlines()
         if "tablectl-headoffice" in line
     ]

@@ -1,8 +1,9 @@
-"""A Royal Flush held at head office for its size waits for an attendant's verification from
-the table (issue 12; rule 15: a large award waits before the pool resets). The table's
-`jackpot_verified` pays it exactly as `hit approve` does, the attendant and the table recorded
-as who approved; for a hit that does not add up, an unknown round, another table's hit, or a
-hit not held, it is refused with an alarm and changes nothing.
+"""A Royal Flush held at head office for its size waits for a person at head office (rule 15:
+a large award waits before the pool resets). The table's `jackpot_verified` (the attendant's
+verification, issue 12) is recorded against the held hit for that person to see and never pays
+it (issue 26: the name in it is the table's word); for a hit that does not add up, an unknown
+round, another table's hit, a hit not held or one verified already, it is refused with an alarm
+and changes nothing.
 
 Every test runs on SQLite and on PostgreSQL (the `new_url` fixture, tests/conftest.py)."""
 
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from controller.link import contract
+from headoffice.hits import HitPolicy
 from headoffice.ledger import Ledger
 from tests.test_headoffice_ledger import PARAMS, ROYAL, NewUrl, P, body, hit, inc, ledger
 from tests.test_headoffice_trust import FORGERIES, alarms, apply
@@ -32,25 +34,32 @@ def held_royal(new_url: NewUrl) -> Ledger:
     return led
 
 
-def test_the_attendants_verification_pays_a_royal_held_for_its_size(new_url: NewUrl) -> None:
+def test_the_attendants_verification_is_recorded_and_pays_nothing(new_url: NewUrl) -> None:
     led = held_royal(new_url)
     at_hit = led.pool(P)
     assert at_hit is not None and at_hit.hits == 0
     res = apply(led, "T1", body("T1", 3, *verified(1)))
-    assert res.acks == {"T1": 3} and res.verify_refused == [] and res.verifications_paid == 1
-    (decided,) = led.held_hits()
-    assert decided["status"] == "approved"
-    assert decided["operator"] == "attendant carol at table T1" and decided["decided_utc"]
-    (royal,) = decided["award"]["payouts"]
-    # 15.2.9.1 on the meter as it was at the hit; then the pool resets to its seed.
+    assert res.acks == {"T1": 3} and res.verify_refused == [] and res.awards == []
+    assert res.verified == [(1, "T1", "carol")]
+    (held,) = led.held_hits()
+    assert held["status"] == "pending" and held["operator"] is None
+    assert held["verified_by"] == "carol (uid 1001) at table T1" and held["verified_utc"]
+    assert led.pool(P) == at_hit and led.undelivered_awards() == []
+    # A person at head office pays it: 15.2.9.1 on the meter as it was at the hit; then the
+    # pool resets to its seed.
+    led.policy = HitPolicy(dual_control_from=None)
+    done = led.approve_hit(held["hold_no"], operator="alice", authorised=["alice"],
+                           reason="camera 4 and the attendant agree")
+    (royal,) = done["award"]["payouts"]
     assert royal["award"] == "royal_flush"
     assert royal["amount"] == max(PARAMS.paytable.royal_minimum, at_hit.amount)
     after = led.pool(P)
     assert after is not None and after.hits == 1 and after.amount == PARAMS.seed
     assert after.imbalance() == 0
-    assert led.undelivered_awards() == [(decided["hold_no"], "T1", decided["award"])]
-    assert any("APPROVED by attendant carol at table T1" in a for a in alarms(led))
-    # A second verification (a resend under a new sequence) finds the hit decided: refused.
+    (decided,) = led.held_hits()
+    assert decided["operator"] == "alice" and decided["verified_by"].startswith("carol ")
+    assert led.db.one("SELECT cleared_utc FROM alarms WHERE kind = 'held_hit'")["cleared_utc"]
+    # A verification after the decision finds the hit decided: refused.
     res = apply(led, "T1", body("T1", 4, *verified(1)))
     assert len(res.verify_refused) == 1 and "already approved" in res.verify_refused[0]
     assert led.pool(P) == after
@@ -73,10 +82,11 @@ def test_a_verification_for_no_held_hit_of_the_table_is_refused(new_url: NewUrl,
     res = apply(led, table, body(table, seq, *message()))
     assert res.acks == {table: seq}  # refused, recorded, the table's next messages go on
     assert len(res.verify_refused) == 1 and why in res.verify_refused[0]
-    assert res.verifications_paid == 0 and res.awards == []
+    assert res.verified == [] and res.awards == []
     assert led.pool(P) == pool
     (still,) = led.held_hits(pending_only=True)
-    assert still["operator"] is None and led.undelivered_awards() == []
+    assert still["operator"] is None and still["verified_by"] is None
+    assert led.undelivered_awards() == []
     assert any("jackpot_verified" in a and why in a for a in alarms(led))
 
 
@@ -87,7 +97,7 @@ def test_a_verification_of_a_hit_that_does_not_add_up_is_refused(new_url: NewUrl
     pool = led.pool(P)
     res = apply(led, "T1", body("T1", len(msgs) + 1, *verified(1)))
     assert len(res.verify_refused) == 1 and "does not add up" in res.verify_refused[0]
-    assert "15.2.4" in res.verify_refused[0] and res.verifications_paid == 0
+    assert "15.2.4" in res.verify_refused[0] and res.verified == []
     assert led.pool(P) == pool and led.undelivered_awards() == []
     (still,) = led.held_hits(pending_only=True)
     assert still["status"] == "pending"

@@ -49,14 +49,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         if name == "tail":
             p.add_argument("-n", type=int, default=20)
         p.set_defaults(func=cmd_journal)
-    v = jsub.add_parser("verify", help="verify the hash chain, its MACs and the high-water mark "
-                        "offline (no daemon needed)")
+    v = jsub.add_parser("verify", help="verify the hash chain, its MACs, the high-water mark and "
+                        "every segment's archive offline (no daemon needed)")
     v.add_argument("--state-dir", type=Path, help="default: the installed table's ([service]"
                    f" state_dir of {DEFAULT_PATH}, else {ServiceConfig.state_dir})")
     v.add_argument("--key-file", type=Path, help="the journal key (default: as the daemon finds "
                    "it; without one the MACs are not checked)")
-    v.add_argument("--archive-dir", type=Path, help="where the archives of segments moved out of "
-                   "the file are (default STATE_DIR/archive; [journal] archive_dir)")
+    v.add_argument("--archive-dir", type=Path, help="where the segments' archives are, each "
+                   "checked (default: [journal] archive_dir of --config when its state_dir is "
+                   "STATE_DIR, else STATE_DIR/archive)")
+    v.add_argument("--config", type=Path, default=DEFAULT_PATH,
+                   help=f"the table's config, for its archive_dir (default {DEFAULT_PATH}; "
+                        "verify needs none)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
     a = jsub.add_parser("accept-loss", help="root only, daemon stopped: record that the journal "
@@ -132,7 +136,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
 
     if args.state_dir is None:
-        args.state_dir = installed_state_dir()
+        args.state_dir = installed_state_dir(args.config)
     if not args.state_dir.exists():  # not a FAILED report with MAC lines about nothing
         raise FileNotFoundError(errno.ENOENT, "no such state directory (no table installed"
                                 " here? give --state-dir)", str(args.state_dir))
@@ -140,10 +144,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise InputError(f"no journal in {args.state_dir} ({JOURNAL_FILE} is not there): give"
                          " --state-dir")
     rep = verify_dir(args.state_dir, key_file=args.key_file, progress=progress if show else None,
-                     archive_dir=args.archive_dir)
+                     archive_dir=args.archive_dir or _configured_archive_dir(args))
     if show:
         print(file=sys.stderr)
-    report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark}
+    report = {**rep.as_json(), "macs": rep.macs, "mark": rep.mark, "archives": rep.archives,
+              "archive_faults": rep.archive_faults}
 
     def human() -> str:
         head = "OK" if report["ok"] else "FAILED"
@@ -152,6 +157,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             f" {report['rounds_completed']} rounds completed, {report['rounds_voided']} voided",
             f"  MACs: {rep.macs}",
             f"  high-water mark: {rep.mark}",
+            f"  archives: {rep.archives}",
         ]
         lines += [f"  error: {e}" for e in report["errors"]]
         return "\n".join(lines)
@@ -160,14 +166,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report["ok"] else 1
 
 
-def installed_state_dir() -> Path:
+def installed_state_dir(config: Path = DEFAULT_PATH) -> Path:
     """The installed table's state directory: its config's, else the service's default."""
     from controller.config import ConfigError, load_config
 
     try:
-        return load_config(DEFAULT_PATH).service.state_dir
+        return load_config(config).service.state_dir
     except (ConfigError, OSError):
         return ServiceConfig.state_dir
+
+
+def _configured_archive_dir(args: argparse.Namespace) -> Path | None:
+    """[journal] archive_dir of the table's config, when that config's state directory is the
+    one verified (a copy elsewhere keeps its archives beside it); None (STATE_DIR/archive)
+    when there is no such config, or it cannot be read: verify works without one."""
+    from controller.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config)
+    except (ConfigError, OSError):
+        return None
+    if cfg.service.state_dir.resolve() != Path(args.state_dir).resolve():
+        return None
+    return cfg.journal.archive_dir
 
 
 def _operator() -> str:
@@ -257,6 +278,9 @@ def cmd_segments(args: argparse.Namespace) -> int:
     _meta, states, _last, macs = _read_only(args)
     rows = [st.as_json() for st in states]
 
+    def deleted(utc: str | None) -> str:
+        return "" if utc is None else f" (deleted by retention {utc})"
+
     def human() -> str:
         lines = [f"{len(rows)} closed segments (MACs {macs}); the open one follows the last"]
         for r in rows:
@@ -267,7 +291,8 @@ def cmd_segments(args: argparse.Namespace) -> int:
             lines.append(f"  segment {r['number']}: seq {r['first']}..{r['last']}, rounds "
                          f"{r['first_round']}..{r['last_round']}, {state}"
                          f"{'' if r['mac_ok'] else ', MAC DOES NOT CHECK OUT'}"
-                         f"{', ' + r['archive'] if r['archive'] else ''}")
+                         f"{', ' + r['archive'] if r['archive'] else ''}"
+                         f"{deleted(r['archive_deleted_utc'])}")
         return "\n".join(lines)
 
     emit(rows, args.json, human)

@@ -37,10 +37,11 @@ from controller.cli.show import (
     watch_lines,
 )
 from controller.config import DEFAULT_PATH, ConfigError, config_json, load_config
+from controller.config.model import MAX_JACKPOT_WAGER, TableConfig
 from controller.control import SOCKET_NAME, NotRunning, RequestRefused, request, stream
 from controller.describe import describe_round
 from controller.errors import InputError
-from controller.money import dollars_or_dash
+from controller.money import dollars, dollars_or_dash
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -134,6 +135,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             lines.append(f"OUT OF SERVICE: {st['out_of_service']}")
         elif st.get("ready") is False:  # devices and service tests answer once it is ready
             lines.append("STARTING: devices and journal not up yet; ask again in a moment")
+        faults = st.get("archive_faults") or []
+        if faults:
+            lines.append(f"ALARM: {len(faults)} journal archive(s) missing or altered (E106; "
+                         "tablectl journal verify; docs/operations.md, \"An archive missing or "
+                         "altered\"): " + "; ".join(faults[:3]))
         if st.get("mode") not in (None, "production"):
             lines.append(f"mode     {st['mode'].upper()} (may run unverified software)")
         failures = (st.get("tasks") or {}).get("failures") or {}
@@ -324,12 +330,27 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
             for line in exc.errors:
                 print(f"{args.file}: {line}" if not line.startswith(str(args.file)) else line)
         return 1
+    notes = head_office_notes(cfg)
     emit(
-        {"ok": True, "config": config_json(cfg)},
+        {"ok": True, "config": config_json(cfg), "notes": notes},
         args.json,
-        lambda: f"{args.file}: OK ({cfg.game}, table {cfg.table_id})",
+        lambda: "\n".join([f"{args.file}: OK ({cfg.game}, table {cfg.table_id})",
+                           *(f"  note: {n}" for n in notes)]),
     )
     return 0
+
+
+def head_office_notes(cfg: TableConfig) -> list[str]:
+    """What head office will accept of this table's configuration, by default: what a valid
+    file cannot promise alone (head office's own configuration decides)."""
+    jackpot = cfg.jackpot
+    if cfg.game != "uth" or jackpot is None or not jackpot.enabled:
+        return []
+    return [f"uth.jackpot.wager is {jackpot.wager} cents ({dollars(jackpot.wager)}); head office "
+            f"accepts a jackpot wager up to {MAX_JACKPOT_WAGER} cents "
+            f"({dollars(MAX_JACKPOT_WAGER)}) by default ([service] max_jackpot_wager), and only "
+            f"the wager of pool {jackpot.pool_id!r} when that pool sets one ([[pools]] wager, "
+            "15.2.5.2): an increment at another wager is refused"]
 
 
 def cmd_config_show(args: argparse.Namespace) -> int:

@@ -16,7 +16,13 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from controller.config.model import BASIS_POINTS, JackpotConfig, LinkConfig, paytables
+from controller.config.model import (
+    BASIS_POINTS,
+    MAX_JACKPOT_WAGER,
+    JackpotConfig,
+    LinkConfig,
+    paytables,
+)
 from controller.config.reader import MISSING, Table
 from controller.errors import InputError
 from controller.games.paigow.bank import MAX_BANKS_PER_BOX
@@ -24,6 +30,7 @@ from controller.games.paigow.bank import MAX_BOXES as PAIGOW_MAX_BOXES
 from controller.games.paigow.money import STANDARD_COMMISSION_BP
 from controller.games.paigow.profiles import Profile
 from controller.games.uth.deal import MAX_BOXES as UTH_MAX_BOXES
+from controller.money import dollars
 
 if TYPE_CHECKING:
     from controller.games.uth.evaluator import Category
@@ -162,6 +169,11 @@ def _jackpot(t: Table | None) -> JackpotConfig:
         what="1-64 characters of A-Z a-z 0-9 _ . -",
     )
     wager = t.cents("wager", d.wager)
+    if wager is not None and wager > MAX_JACKPOT_WAGER:
+        t.error("wager", f"must be at most {MAX_JACKPOT_WAGER} cents "
+                f"({dollars(MAX_JACKPOT_WAGER)}), the most head office accepts by default "
+                f"([service] max_jackpot_wager; 15.2.3), got {wager} ({dollars(wager)})")
+        wager = None
     increment = t.integer("increment_bp", MISSING if enabled else 0, lo=0, hi=BASIS_POINTS)
     hidden = t.integer("hidden_bp", 0, lo=0, hi=BASIS_POINTS)
     if increment is not None and hidden is not None and increment + hidden > BASIS_POINTS:

@@ -45,6 +45,12 @@ class ServiceConfig:
     development: bool = False
 
 
+# The largest jackpot wager a table may be configured with (cents: $1,000.00): head office's
+# default `[service] max_jackpot_wager` (headoffice/config.py), above which it refuses every
+# increment of the wager (15.2.3). A larger one could only play as a local jackpot no head
+# office accepts; a test keeps the two equal (tests/config/test_config.py).
+MAX_JACKPOT_WAGER = 100_000
+
 @dataclass(frozen=True)
 class JackpotConfig:
     enabled: bool = False

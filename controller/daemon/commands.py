@@ -108,6 +108,10 @@ class TableCommands:
                 "stop_errors": t.stats.stop_errors,
             },
             "control": t.control.stats(),
+            # What the background verification found wrong with the segments' archives (an
+            # alarm, E106; the table plays on: controller/journal/background.py).
+            "archive_faults": [] if t.journal is None else list(
+                t.journal.retention.archive_faults),
             "uptime_s": round(time.monotonic() - t.stats.started_mono, 1),
             "config": config_json(t.cfg),
             **{ext.name: ext.status() for ext in t.extensions},

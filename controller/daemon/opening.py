@@ -52,14 +52,14 @@ def open_journal(cfg: TableConfig, log: logging.Logger, *,
     if key.dev:
         # Off play (simulation, development: `mode`) the state directory's key is what a bench
         # uses, a notice like the mode itself (E801, not counted as an error); in production
-        # it is a fault of the installation (E106).
+        # it is a fault of the installation (E107).
         log_event(
             log,
             logging.WARNING,
             f"JOURNAL KEY IS A DEVELOPMENT KEY ({key.source}), kept beside the journal: its "
             "MACs stop nobody who can write the state directory. A table in play gets its "
             "key through systemd LoadCredential= (docs/journal.md)",
-            key_id=key.key_id, code="E106" if mode == "production" else "E801",
+            key_id=key.key_id, code="E107" if mode == "production" else "E801",
         )
     return journal
 

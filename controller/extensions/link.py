@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from controller.about import program_version
 from controller.clock import utc_now
 from controller.extensions.base import Table
 from controller.extensions.pool_values import PoolValues
@@ -263,7 +264,9 @@ class LinkExtension:
                            self._segments_loop(conn))
 
     async def _publish_status(self, conn: Connection) -> None:
-        body = contract.status_message(self.table_id, "online", utc_now())
+        out = self.table.out_of_service if self.table is not None else None
+        body = contract.status_message(self.table_id, "online", utc_now(),
+                                       in_service=out is None, reason=out)
         await conn.publish(contract.status_topic(self.table_id), contract.dumps(body), retain=True)
 
     async def _status_loop(self, conn: Connection) -> None:
@@ -378,6 +381,10 @@ class LinkExtension:
                     "voided": journal.get("rounds_voided"),
                 },
                 "journal_seq": journal.get("last_seq"),
+                "software": program_version()[:contract.MAX_SOFTWARE],
+                "in_service": table.out_of_service is None,
+                "out_of_service": (None if table.out_of_service is None
+                                   else table.out_of_service[:contract.MAX_REASON]),
             },
         )
 

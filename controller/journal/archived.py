@@ -23,7 +23,7 @@ from pathlib import Path
 from controller.journal.chain import chain_hash
 from controller.journal.codec import Codec, parse_body
 from controller.journal.records import RoundRecord, StoredEvent, stored_event
-from controller.journal.segments import SegmentState
+from controller.journal.segments import SegmentState, archive_name
 
 # A segment of 2,000 UTH rounds inflates to ~3 MB; far beyond that is not an archive we wrote.
 MAX_COMPRESSED = 64 << 20
@@ -31,7 +31,14 @@ MAX_INFLATED = 256 << 20
 
 
 class ArchiveRefused(ValueError):
-    """The archive is missing, is not the one recorded, or does not check out."""
+    """The archive is missing, is not the one recorded, or does not check out; `what` says
+    which: "missing" (no file), "unreadable" (the file cannot be read) or "altered" (not the
+    digest recorded, or, with that digest, not the records that chain to the segment's MAC'd
+    head: the recorded digest was changed too)."""
+
+    def __init__(self, text: str, what: str = "altered") -> None:
+        super().__init__(text)
+        self.what = what
 
 
 @dataclass(frozen=True)
@@ -126,8 +133,11 @@ def _open(path: Path, st: SegmentState, table_id: str, game: str) -> sqlite3.Con
             raise ArchiveRefused(f"archive {path} is {size} bytes, more than a segment's "
                                  f"archive can be ({MAX_COMPRESSED})")
         data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ArchiveRefused(f"archive {path} is missing", "missing") from exc
     except OSError as exc:
-        raise ArchiveRefused(f"archive {path} cannot be read: {exc.strerror or exc}") from exc
+        raise ArchiveRefused(f"archive {path} cannot be read: {exc.strerror or exc}",
+                             "unreadable") from exc
     digest = hashlib.sha256(data).hexdigest()
     if digest != st.digest:
         raise ArchiveRefused(f"archive {path} is not the one recorded for segment "
@@ -154,3 +164,42 @@ def _open(path: Path, st: SegmentState, table_id: str, game: str) -> sqlite3.Con
         raise ArchiveRefused(f"archive {path}: its meta {', '.join(wrong)} do not match "
                              f"segment {st.segment.number} of table {table_id} game {game}")
     return conn
+
+
+def whereabouts(st: SegmentState, archive_dir: Path, table_id: str, game: str, *,
+                whole: bool = True) -> tuple[str, str | None]:
+    """What is true of segment `st`'s archive, as `journal verify` and the daemon say it:
+    ("none", None) not archived yet; ("deleted", None) retention deleted it (a record that
+    checks out); ("whole", None) there and checking out (`whole=False`: only there, its content
+    not read); ("fault", text) missing or altered and not deleted by retention, `text` naming
+    the segment, the archive and what is wrong."""
+    seg = st.segment
+    name = (f"segment {seg.number} (rounds {seg.first_round}..{seg.last_round}"
+            f"{'' if not st.out_of_file else ', out of the journal file'})")
+    if st.archive is None:
+        if st.out_of_file:
+            return "fault", (f"{name}: its row names no archive (it was archived before it "
+                             "left the file: the row was altered)")
+        return "none", None
+    if st.archive != archive_name(seg.number):
+        return "fault", (f"{name}: its row names the archive {st.archive!r}, not "
+                         f"{archive_name(seg.number)!r} (the row was altered)")
+    path = archive_dir / st.archive
+    there = path.exists()
+    if st.deleted_by_retention and not there:
+        return "deleted", None
+    if st.deleted_utc is not None and not st.deleted_ok and not there:
+        return "fault", (f"{name}: archive {path} is missing; its row says retention deleted it "
+                         f"at {st.deleted_utc}, but that record does not check out with the "
+                         "table's key (forged)")
+    if not there:
+        return "fault", f"{name}: archive {path} is missing (not deleted by retention)"
+    if not whole:
+        return "whole", None
+    try:
+        check(path, st, table_id, game)
+    except ArchiveRefused as exc:
+        if exc.what == "missing":  # gone meanwhile
+            return "fault", f"{name}: archive {path} is missing (not deleted by retention)"
+        return "fault", f"{name}: {exc.what}: {exc}"
+    return "whole", None

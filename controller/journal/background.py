@@ -4,9 +4,11 @@ checkpoint, so every record, snapshot, checkpoint, ack and MAC is walked again h
 after READY, in a child process at the lowest CPU and I/O priority. The walk is a read
 transaction beside the writer (WAL): it never takes the journal's lock and never delays a
 commit, and in its own process it never holds the daemon's interpreter either. A failure takes
-the table out of service, as at start. Then, hourly and within seconds of a segment's close or
-head office's acknowledgement of one, closed segments are archived, those head office holds
-moved out of the file, and retention prunes what head office acknowledged.
+the table out of service, as at start; an archive of a closed segment missing or altered (and
+not deleted by retention) raises an alarm instead (E106: the error history, `tablectl status`),
+and play goes on: see `verify_in_background`. Then, hourly and within seconds of a segment's
+close or head office's acknowledgement of one, closed segments are archived, those head office
+holds moved out of the file, and retention prunes what head office acknowledged.
 
     python -m controller.journal.background STATE_DIR [ARCHIVE_DIR]   (what the daemon runs; JSON)
 """
@@ -19,6 +21,7 @@ import ctypes
 import json
 import logging
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Callable
@@ -118,7 +121,27 @@ async def look_after_journal(journal: Journal | None, on_failure: Callable[[str]
                 log_event(log, logging.INFO, "journal segments archived, moved and pruned",
                           archived=archived, moved=moved, pruned=pruned,
                           archives_deleted=expired)
+        await _look_for_missing_archives(journal, log)
         await _until_due(journal, every)
+
+
+async def _look_for_missing_archives(journal: Journal, log: logging.Logger) -> None:
+    """Between the background passes (one a start), an archive that has gone missing since is
+    an alarm within the upkeep's interval: a stat a segment, in a worker thread. (Whether one
+    that is there checks out is the pass's to say: reading every archive hourly would read the
+    whole record off the card every hour.)"""
+    try:
+        missing = await asyncio.to_thread(journal.retention.missing_archives,
+                                          journal.archive_dir)
+    except (JournalError, OSError, sqlite3.Error) as exc:
+        log_event(log, logging.ERROR, f"journal archives could not be looked at: {exc}")
+        return
+    known = journal.retention.archive_faults
+    new = [text for text in missing if text not in known]
+    if new:
+        journal.retention.archive_faults = [*known, *new]
+        log_event(log, logging.ERROR, f"ALARM journal archives missing or altered ({len(new)}"
+                  f" more): {'; '.join(new[:3])}", archives=len(new), code="E106")
 
 
 async def _until_due(journal: Journal, every: float) -> None:
@@ -153,15 +176,30 @@ async def verify_in_background(journal: Journal | None, on_failure: Callable[[st
     try:
         report = json.loads(out[:MAX_OUTPUT_BYTES])
         ok, errors = report["ok"] is True, [str(e) for e in report["errors"]]
+        faults = [str(e) for e in report.get("archive_faults", [])]
+        others = int(report.get("journal_errors", len(errors)))
     except (ValueError, KeyError, TypeError):
         ok, errors, report = False, [f"the verifier exited {proc.returncode}: "
                                      f"{err[-400:].decode(errors='replace').strip()}"], {}
+        faults, others = [], 1
     priority = report.get("priority")
     if isinstance(priority, dict) and priority.get("lowest") is False:
         # Not a failure of the journal: the pass still ran, but beside the table's own work.
         log_event(log, logging.WARNING, "journal background verification could not lower its "
                   f"priority (nice {str(priority.get('nice'))[:8]}, I/O class "
                   f"{str(priority.get('io_class'))[:16]}): it competes with the table's rounds")
+    journal.retention.archive_faults = faults
+    if not ok and others == 0 and faults:
+        # The journal itself verified; only archives of closed segments are missing or
+        # altered. They record past rounds: out of the file only once head office acknowledged
+        # them (their digests and every outbox message of those rounds), else still in it. No
+        # round from now on reads them: play stays safe, so the technician is alarmed and the
+        # table plays on; retention prunes nothing past such a segment (docs/journal.md,
+        # "Archives are checked"; docs/operations.md, "An archive missing or altered").
+        log_event(log, logging.ERROR, f"ALARM journal archives missing or altered "
+                  f"({len(faults)}): {'; '.join(faults[:3])}", archives=len(faults),
+                  code="E106")
+        ok = True
     if ok:
         log_event(log, logging.INFO, "journal verified in the background (the whole chain)",
                   records=report.get("records"), seconds=report.get("seconds"),
@@ -212,6 +250,8 @@ def main(argv: list[str]) -> int:
     start = time.monotonic()
     rep = verify_dir(Path(argv[0]), archive_dir=Path(argv[1]) if len(argv) == 2 else None)
     print(json.dumps({**rep.as_json(), "macs": rep.macs, "mark": rep.mark,
+                      "archives": rep.archives, "archive_faults": rep.archive_faults,
+                      "journal_errors": rep.error_count - len(rep.archive_faults),
                       "seconds": round(time.monotonic() - start, 3), "priority": priority}))
     return 0 if rep.ok else 1
 

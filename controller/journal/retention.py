@@ -60,6 +60,9 @@ class Retention:
         # is archived soon after it closes and moved soon after it is held, while few commits
         # follow it (each is copied by the move, and the VACUUM rewrites what remains).
         self.due = threading.Event()
+        # What the daemon's background verification last found wrong with the archives
+        # (background.py): `tablectl status` shows it until the next pass finds them whole.
+        self.archive_faults: list[str] = []
 
     def states(self) -> list[SegmentState]:
         with self._mutex:
@@ -256,6 +259,14 @@ class Retention:
                 c.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
         return back
 
+    def missing_archives(self, archive_dir: Path) -> list[str]:
+        """The archives that should be on the table and are not (and not deleted by retention),
+        each named as `journal verify` names it: the daemon's hourly look (a stat a segment;
+        whether one that is there checks out is the background pass's and `journal verify`'s
+        to say, archived.py)."""
+        return [text for st in self.states() if (text := archived.whereabouts(
+            st, archive_dir, self._table_id, self._game, whole=False)[1]) is not None]
+
     def pruned_segment(self, number: int) -> SegmentState | None:
         """The segment that held round `number` if its rows are out of the journal file,
         pruned or moved to its archive (None: the round is in the file)."""
@@ -265,17 +276,12 @@ class Retention:
     def where_pruned(self, number: int, archive_dir: Path,
                      st: SegmentState | None = None) -> str | None:
         """Where round `number` went, if it is out of the file (None: it is not); `st`: its
-        segment, when the caller has it already."""
+        segment, when the caller has it already. What became of its archive is said as it is:
+        there, deleted by retention (and when), or missing and not deleted by retention."""
         st = st or self.pruned_segment(number)
         if st is None:
             return None
-        seg, path = st.segment, archive_dir / str(st.archive)
-        where = (f"its records are in the archive {path}" if path.exists() else
-                 f"its archive {path} was deleted after retention; head office holds it")
-        what = ("pruned from the table's journal" if st.pruned_utc is not None else
-                "moved out of the journal file to its archive once head office held it")
-        return (f"round {number} was {what} (seq {seg.first}..{seg.last}, segment "
-                f"{seg.number}); {where} (sha256 {st.digest})")
+        return f"{pruned_head(st, number)}; {archive_whereabouts(st, archive_dir)}"
 
     def plan(self, keep_rounds: int | None, archive_dir: Path, last_round: int, *,
              keep_days: int | None = None) -> list[PrunePlan]:
@@ -288,23 +294,42 @@ class Retention:
         return their numbers. Only a segment whose row and head office's acknowledgement check
         out with the table's key, and whose file is still the digest head office acknowledged:
         an archive head office never held is never deleted. The segment row stays (head,
-        digest, when acknowledged): what an auditor asks head office for."""
+        digest, when acknowledged): what an auditor asks head office for. The deletion is
+        recorded in the row (MAC'd, before the file goes: a stop between the two leaves the
+        file, deleted at the next upkeep), so that `journal verify` and `round show` tell an
+        archive retention deleted from one that is missing."""
         if type(keep_days) is not int or keep_days < 0:
             raise ValueError(f"days to keep archives must be an int >= 0, got {keep_days!r}")
         now = now or datetime.now(UTC)
         gone = []
         for st in self.states():
-            if (st.pruned_utc is None or not (st.mac_ok and st.ack_ok) or st.archive is None
-                    or _age_days(st.pruned_utc, now) < keep_days):
+            if st.pruned_utc is None or not (st.mac_ok and st.ack_ok) or st.archive is None:
                 continue
             path = archive_dir / st.archive
             if not path.exists() or segments.file_digest(path) != st.digest:
                 continue  # gone already, or changed: left for a technician to look at
+            if not st.deleted_by_retention:
+                if _age_days(st.pruned_utc, now) < keep_days:
+                    continue
+                self._record_deleted(st, utc_now())
             path.unlink()
             gone.append(st.segment.number)
         if gone:
             fsync_dir(archive_dir)
         return gone
+
+    def _record_deleted(self, st: SegmentState, utc: str) -> None:
+        """Segment `st`'s archive is deleted by retention at `utc` (segments.ADD_DELETED)."""
+        mac = segments.deleted_mac(self._key, self._table_id, self._game, st.segment,
+                                   str(st.digest), utc)
+        with self._mutex:
+            self._guard.check()
+            with self._guard.transaction("archive deletion recorded") as c:
+                if not segments.has_deleted(c):
+                    for sql in segments.ADD_DELETED:
+                        c.execute(sql)
+                c.execute("UPDATE segments SET archive_deleted_utc = ?, archive_deleted_mac = ? "
+                          "WHERE number = ?", (utc, mac, st.segment.number))
 
     def prune(self, plans: list[PrunePlan]) -> int:
         """Delete the rows of the planned segments, each in one transaction; the checkpoint
@@ -368,6 +393,36 @@ def plan(states: list[SegmentState], keep_rounds: int | None, archive_dir: Path,
                                (seg.first_round, seg.last_round), not why,
                                why or "archived, acknowledged, past retention"))
     return plans
+
+
+def pruned_head(st: SegmentState, number: int) -> str:
+    """"round N was pruned ... (seq a..b, segment S)": the first half of `where_pruned`."""
+    seg = st.segment
+    what = ("pruned from the table's journal" if st.pruned_utc is not None else
+            "moved out of the journal file to its archive once head office held it")
+    return f"round {number} was {what} (seq {seg.first}..{seg.last}, segment {seg.number})"
+
+
+def archive_whereabouts(st: SegmentState, archive_dir: Path) -> str:
+    """What became of segment `st`'s archive, as far as its file and its row tell (whether a
+    file that is there checks out is archived.py's to say)."""
+    if st.archive is None:
+        return "its segment row names no archive (the row was altered: it was archived before "\
+               "it left the file)"
+    path = archive_dir / st.archive
+    held = (f"head office holds its digest (sha256 {st.digest}) and head, not its records: "
+            "they can be read only from a copy of the archive (docs/operations.md, \"An archive "
+            "missing or altered\")")
+    if path.exists():
+        return f"its records are in the archive {path} (sha256 {st.digest})"
+    if st.deleted_by_retention:
+        return (f"its archive {path} was deleted by retention at {st.deleted_utc} "
+                f"(keep_archives_days); {held}")
+    if st.deleted_utc is not None:
+        return (f"its archive {path} is missing; its row says retention deleted it at "
+                f"{st.deleted_utc}, but that record does not check out with the table's key "
+                f"(forged): it was not deleted by retention; {held}")
+    return f"its archive {path} is missing and was not deleted by retention; {held}"
 
 
 def _has_columns(archive: sqlite3.Connection) -> bool:

@@ -17,7 +17,7 @@ from controller.journal.mac import JournalKey
 from controller.journal.mark import MARK_FILE, MarkError, read_mark
 from controller.journal.outbox import Outbox
 from controller.journal.read import Reader
-from controller.journal.retention import PrunePlan, Retention
+from controller.journal.retention import PrunePlan, Retention, pruned_head
 
 
 class SegmentCalls:
@@ -97,7 +97,10 @@ class SegmentCalls:
         try:
             got = archived.read_round(path, st, number, self.table_id, self.game)
         except archived.ArchiveRefused as exc:
-            raise RoundPruned(f"{where}; it cannot be read back: {exc}") from exc
+            what = {"altered": "is altered", "missing": "is missing",
+                    "unreadable": "cannot be read"}.get(exc.what, "does not check out")
+            raise RoundPruned(f"{pruned_head(st, number)}; its archive {path} {what}, it "
+                              f"cannot be read back: {exc}") from exc
         with self._mutex:  # a round never spans segments today; were it to, the rest is here
             rest = [e for e in self.reader.round_events(number) if e.seq > st.segment.last]
             record = got.record or (self.reader.round_record(number) if rest else None)

@@ -43,6 +43,12 @@ CREATE TABLE IF NOT EXISTS segments(
 # Schema 5 (a segment moved out of the journal file: retention.py): the column a schema-4 file
 # is given when its first segment moves.
 ADD_MOVED = "ALTER TABLE segments ADD COLUMN moved_utc TEXT"
+# When retention deleted a segment's archive (keep_archives_days: retention.py), MAC'd: the
+# record that lets `journal verify` and `round show` tell an archive retention deleted from
+# one that is missing. Added to a file when its first archive is deleted (code before it
+# selects its columns by name, so it reads the file as before).
+ADD_DELETED = ("ALTER TABLE segments ADD COLUMN archive_deleted_utc TEXT",
+               "ALTER TABLE segments ADD COLUMN archive_deleted_mac BLOB")
 _ARCHIVE_TABLES = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE commits(seq INTEGER PRIMARY KEY, body BLOB NOT NULL, hash BLOB NOT NULL,
@@ -83,6 +89,15 @@ class SegmentState:
     # Its rows moved out of the journal file once head office held it (its archive is then
     # their copy on the table until retention prunes it): retention.py, `Retention.move`.
     moved_utc: str | None = None
+    # When retention deleted its archive (keep_archives_days), and whether that record's MAC
+    # checks out (without the key: taken as it is, as the other rows are).
+    deleted_utc: str | None = None
+    deleted_ok: bool = False
+
+    @property
+    def deleted_by_retention(self) -> bool:
+        """Retention deleted its archive, by a record that checks out."""
+        return self.deleted_utc is not None and self.deleted_ok
 
     @property
     def out_of_file(self) -> bool:
@@ -93,6 +108,7 @@ class SegmentState:
         return {**asdict(self.segment), "archive": self.archive, "digest": self.digest,
                 "acknowledged_utc": self.ack_utc if self.ack_ok else None,
                 "pruned_utc": self.pruned_utc, "moved_utc": self.moved_utc,
+                "archive_deleted_utc": self.deleted_utc if self.deleted_ok else None,
                 "mac_ok": self.mac_ok}
 
 
@@ -110,6 +126,16 @@ def ack_mac(key: JournalKey, table_id: str, game: str, seg: Segment, digest: str
     return key.mac("segment_ack", table_id, game, seg.number, seg.head, digest, utc)
 
 
+def deleted_mac(key: JournalKey, table_id: str, game: str, seg: Segment, digest: str,
+                utc: str) -> bytes:
+    return key.mac("archive_deleted", table_id, game, seg.number, seg.head, digest, utc)
+
+
+def archive_name(number: int) -> str:
+    """The file name of segment `number`'s archive (write_archive)."""
+    return f"segment-{number:06d}.sqlite3.z"
+
+
 def read_all(conn: sqlite3.Connection, key: JournalKey | None, table_id: str, game: str
              ) -> list[SegmentState]:
     """Every segment row, oldest first, with whether its MACs check."""
@@ -117,9 +143,12 @@ def read_all(conn: sqlite3.Connection, key: JournalKey | None, table_id: str, ga
         return []
     out = []
     moved_col = "moved_utc" if has_moved(conn) else "NULL"
-    for number, body, mac, archive, digest, ack_utc, a_mac, pruned, moved in conn.execute(
+    deleted_cols = ("archive_deleted_utc, archive_deleted_mac" if has_deleted(conn)
+                    else "NULL, NULL")
+    for (number, body, mac, archive, digest, ack_utc, a_mac, pruned, moved, d_utc,
+         d_mac) in conn.execute(
             "SELECT number, body, mac, archive, digest, ack_utc, ack_mac, pruned_utc, "
-            f"{moved_col} FROM segments ORDER BY number"):
+            f"{moved_col}, {deleted_cols} FROM segments ORDER BY number"):
         try:
             seg = Segment(**json.loads(body))
         except (TypeError, ValueError):
@@ -131,13 +160,26 @@ def read_all(conn: sqlite3.Connection, key: JournalKey | None, table_id: str, ga
         acked = ok and ack_utc is not None and digest is not None and (
             key is None or key.check(a_mac, "segment_ack", table_id, game, number, seg.head,
                                      digest, ack_utc))
-        out.append(SegmentState(seg, archive, digest, ack_utc, pruned, ok, acked, moved))
+        deleted = ok and d_utc is not None and digest is not None and (
+            key is None or key.check(d_mac, "archive_deleted", table_id, game, number,
+                                     seg.head, digest, d_utc))
+        out.append(SegmentState(seg, archive, digest, ack_utc, pruned, ok, acked, moved,
+                                None if d_utc is None else str(d_utc), deleted))
     return out
 
 
 def has_moved(conn: sqlite3.Connection) -> bool:
     """The segments table has the schema-5 column (a segment may have moved)."""
-    return any(row[1] == "moved_utc" for row in conn.execute("PRAGMA table_info(segments)"))
+    return _has_column(conn, "moved_utc")
+
+
+def has_deleted(conn: sqlite3.Connection) -> bool:
+    """The segments table records archives deleted by retention (ADD_DELETED)."""
+    return _has_column(conn, "archive_deleted_utc")
+
+
+def _has_column(conn: sqlite3.Connection, name: str) -> bool:
+    return any(row[1] == name for row in conn.execute("PRAGMA table_info(segments)"))
 
 
 def pruned_through(states: list[SegmentState]) -> tuple[int, list[str]]:
@@ -166,7 +208,7 @@ def write_archive(conn: sqlite3.Connection, seg: Segment, meta: dict[str, str],
     fsync); return its name and sha256. Killed before the rename, it leaves only a temporary
     file that the next attempt replaces."""
     archive_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
-    name = f"segment-{seg.number:06d}.sqlite3.z"
+    name = archive_name(seg.number)
     out = sqlite3.connect(":memory:", isolation_level=None)  # built in memory: written once
     try:
         out.executescript(_ARCHIVE_TABLES)

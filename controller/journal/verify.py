@@ -394,8 +394,8 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None,
                progress: Progress | None = None, archive_dir: Path | None = None
                ) -> VerifyReport:
     """Offline verification (`tablectl journal verify`): the chain, with the table's key (if
-    one is found, `find_key`) its MACs, the high-water mark, and the archives of the segments
-    moved out of the file (in `archive_dir`, default STATE_DIR/archive). Creates nothing;
+    one is found, `find_key`) its MACs, the high-water mark, and every segment's archive that
+    should be on the table (in `archive_dir`, default STATE_DIR/archive). Creates nothing;
     never raises for a missing or damaged journal, mark, key or archive: that is an error in
     the report."""
     state_dir = Path(state_dir)
@@ -441,8 +441,8 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None,
                 meta = read_meta(conn)
                 if meta.get("schema") in KEYED_SCHEMAS:
                     _verify_mark(conn, state_dir / MARK_FILE, key, meta, rep)
-                    _verify_moved(conn, archive_dir or state_dir / segments.ARCHIVE_DIR, key,
-                                  meta, rep)
+                    _verify_archives(conn, archive_dir or state_dir / segments.ARCHIVE_DIR,
+                                     key, meta, rep)
             return rep
         finally:
             conn.close()
@@ -451,19 +451,22 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None,
             os.close(lock_fd)
 
 
-def _verify_moved(conn: sqlite3.Connection, archive_dir: Path, key: JournalKey | None,
-                  meta: Mapping[str, str], rep: VerifyReport) -> None:
-    """A segment moved out of the file and not pruned yet: its archive is its only copy on
-    the table, so it must be there and check out (archived.py)."""
+def _verify_archives(conn: sqlite3.Connection, archive_dir: Path, key: JournalKey | None,
+                     meta: Mapping[str, str], rep: VerifyReport) -> None:
+    """Every archive that should be on the table is there and checks out (archived.py: its
+    digest the one recorded, and its records chained from the segment's start to its MAC'd
+    head), unless retention deleted it (a record that checks out with the key). A segment is
+    archived once it closes; pruned or moved, its archive is its only copy on the table."""
     table_id, game = meta["table_id"], meta["game"]
+    counts = {"whole": 0, "deleted": 0}
     for st in segments.read_all(conn, key, table_id, game):
-        if st.moved_utc is None or st.pruned_utc is not None:
-            continue
-        try:
-            archived.check(archive_dir / str(st.archive), st, table_id, game)
-        except archived.ArchiveRefused as exc:
-            rep.error(f"segment {st.segment.number} moved out of the journal file, but its "
-                      f"archive does not check out: {exc}")
+        what, text = archived.whereabouts(st, archive_dir, table_id, game)
+        if text is not None:
+            rep.archive_fault(text)
+        elif what in counts:
+            counts[what] += 1
+    rep.archives = (f"{counts['whole']} whole, {len(rep.archive_faults)} missing or altered, "
+                    f"{counts['deleted']} deleted by retention ({archive_dir})")
 
 
 def _verify_mark(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | None,

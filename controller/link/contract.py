@@ -418,13 +418,35 @@ def parse_birth(raw: bytes | str, topic_table: str | None = None) -> JSON:
         isinstance(h, dict) and isinstance(h.get("round"), int) for h in pending
     ):
         raise SchemaError(f"{what}: pending_hits must be a list of {{round, boxes}}")
+    _service_fields(data, what)
+    if "software" in data:
+        _str(data, "software", what, max_len=MAX_SOFTWARE)
     return data
 
 
-def status_message(table: str, state: str, utc: str | None = None) -> JSON:
+# Optional in schema 1 (a table before them sends none): whether the table is in service and,
+# when not, why (its out-of-service reason, cut to MAX_REASON); in its birth and status.
+MAX_REASON = 200
+MAX_SOFTWARE = 64  # the birth's `software`: the table program's version
+
+
+def _service_fields(data: JSON, what: str) -> None:
+    if "in_service" in data and not isinstance(data["in_service"], bool):
+        raise SchemaError(f"{what}: in_service must be true or false, got"
+                          f" {_show(data['in_service'])}")
+    if data.get("out_of_service") is not None:
+        _str(data, "out_of_service", what, max_len=MAX_REASON)
+
+
+def status_message(table: str, state: str, utc: str | None = None, *,
+                   in_service: bool | None = None, reason: str | None = None) -> JSON:
     out: JSON = {"v": VERSION, "table": table, "state": state}
     if utc is not None:
         out["utc"] = utc
+    if in_service is not None:
+        out["in_service"] = in_service
+        if not in_service and reason:
+            out["out_of_service"] = reason[:MAX_REASON]
     return out
 
 
@@ -436,6 +458,7 @@ def parse_status(raw: bytes | str, topic_table: str | None = None) -> JSON:
         raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
     if data.get("state") not in ("online", "offline"):
         raise SchemaError(f"{what}: state must be online or offline, got {data.get('state')!r}")
+    _service_fields(data, what)
     return data
 
 

@@ -1,9 +1,13 @@
 """The console's web application (Starlette): server-rendered pages, a JSON of live figures,
-and the two actions on a held hit, approve and refuse, which call the ledger exactly as
-`tablectl-headoffice hit approve|refuse` does (`Ledger.approve_hit`, `Ledger.refuse_hit`,
-with head office's `[service] operators` as the authorised list); a pool's parameter
-change as `pool set` makes it (`Ledger.set_params`) and a stopped pool's restart as
-`pool resume` (`Ledger.resume_pool`).
+and the decisions a person reads before making them. A held hit's page (GET /hits/N) shows
+what head office would pay, the hands in words, the checks, the attendant's verification and a
+first approval; its forms POST the approval or refusal with a required reason, which call the
+ledger exactly as `tablectl-headoffice hit approve|refuse` does (`Ledger.approve_hit`,
+`Ledger.refuse_hit`, with head office's `[service] operators` as the authorised list). A pool's
+parameter change is typed in dollars and percent, shown as a before/after table of what changes
+(GET /pools/P/params) and POSTed with a reason as `pool set` makes it (`Ledger.set_params`); a
+forced change on a live pool waits for a second approver (GET /decisions/N, then POST, as `pool
+approve|refuse`). A stopped pool's restart is `pool resume` (`Ledger.resume_pool`).
 
 Every request other than the login form needs a session; every POST needs the session's CSRF
 token; approving, refusing, changing parameters and resuming need the approver role. A refusal is
@@ -13,12 +17,12 @@ never an exception.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -32,22 +36,31 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from controller.errors import InputError
 from controller.link import contract
-from headoffice import cli
 from headoffice.config import HeadOfficeConfig
-from headoffice.console import views
+from headoffice.console import alarms_views, views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
-from headoffice.console.money import basis_points, dollars, percent
+from headoffice.console.money import (
+    dollars,
+    param_changes,
+    parse_dollars,
+    parse_percent,
+    percent,
+)
 from headoffice.console.sessions import COOKIE, Session, SessionStore
 from headoffice.ledger import Ledger, LedgerError
 
 log = logging.getLogger("tablectl.headoffice.console")
 HERE = Path(__file__).parent
 MAX_FORM = 8192  # bytes of a form body: the largest form is a refusal's reason
-MAX_FIELDS = 8
-MAX_TEXT = 500  # characters of a note or reason (the ledger keeps 500)
+MAX_FIELDS = 12
+MAX_TEXT = 500  # characters of a reason (the ledger keeps 500)
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-CENTS_OR_BP = re.compile(r"\d{1,15}")  # a form's whole number (cents, basis points)
+# A parameter change's fields: (form key, Params field, parser) in dollars and percent.
+PARAM_FIELDS = (("seed", "seed", "dollars"), ("increment", "increment", "percent"),
+                ("hidden", "hidden", "percent"), ("ceiling", "ceiling", "dollars"),
+                ("wager", "wager", "dollars"))
 HEADERS = [
     (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self';"
      b" img-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
@@ -110,6 +123,7 @@ class Console:
         self.ho = ho
         self.cfg = cfg
         self.ledger = ledger
+        ledger.policy = ho.hit_policy()  # what needs one approver and what two
         self.clock = clock
         self.auth = Authenticator(cfg.users, monotonic)
         self.sessions = SessionStore(cfg.idle_timeout_s, cfg.session_max_s, monotonic)
@@ -119,7 +133,8 @@ class Console:
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["dollars"] = dollars
         self.templates.env.filters["percent"] = percent
-        self.templates.env.filters["basis_points"] = basis_points
+        # Alarms, the audit trail and the exports (alarms_views.py); the `local` time filter.
+        self.alarm_pages = alarms_views.AlarmPages(self)
 
     # -- plumbing -------------------------------------------------------------------------------
     async def with_ledger(self, fn: Callable[[Ledger], Any]) -> Any:
@@ -149,7 +164,8 @@ class Console:
         if s is not None:
             s.flash.clear()
         ctx = {"account": s.account if s else None, "csrf": s.csrf if s else "",
-               "flash": flash, "page": name.removesuffix(".html"), **context}
+               "flash": flash, "page": name.removesuffix(".html"),
+               "alarm_count": getattr(request.state, "alarm_count", None), **context}
         response = self.templates.TemplateResponse(request, name, ctx, status_code=status)
         return self._cookie(response, s) if s is not None else response
 
@@ -199,6 +215,8 @@ class Console:
                         raise _Refused(403, "forbidden", f"operator {s.account.name!r} may"
                                        " view, not decide (role viewer)")
                     request.state.form = form
+                if not json:
+                    await self.alarm_pages.menu_count(request)
                 return await handler(request, s)
             except _Refused as exc:
                 return self.refuse(request, s, exc)
@@ -222,7 +240,12 @@ class Console:
             return self.refuse(request, s, exc)
         name, password = form.get("name", ""), form.get("password", "")
         account = await run_in_threadpool(self.auth.check, name, password)
+        client = _client(request)
         if account is None:
+            await self.with_ledger(lambda led: led.audit(
+                "login_failed", CONTROL.sub("?", name[:64]) or "-", client=client,
+                detail="locked after repeated failures" if self.auth.locked(name) else
+                "wrong name or password"))
             self.counters["login_refused"] += 1
             log.warning("console: login refused for %r from %s%s", name[:64], _client(request),
                         " (locked after repeated failures)" if self.auth.locked(name) else "")
@@ -230,6 +253,8 @@ class Console:
                                {"error": "wrong name or password, or locked for a while"}, 401)
         self.sessions.drop(s.token)
         fresh = self.sessions.new(account)
+        await self.with_ledger(lambda led: led.audit("login", account.name, client=client,
+                                                     detail=f"role {account.role}"))
         log.info("console: %s (%s) logged in from %s", account.name, account.role,
                  _client(request))
         return self._cookie(RedirectResponse("/", 303), fresh)
@@ -237,6 +262,8 @@ class Console:
     async def logout(self, request: Request, s: Session) -> Response:
         self.sessions.drop(s.token)
         assert s.account is not None
+        who = s.account.name
+        await self.with_ledger(lambda led: led.audit("logout", who, client=_client(request)))
         log.info("console: %s logged out", s.account.name)
         response = RedirectResponse("/login", 303)
         response.delete_cookie(COOKIE, path="/")
@@ -264,12 +291,12 @@ class Console:
         return self.render(request, s, "hits.html", await self.with_ledger(views.held_hits))
 
     async def alarms(self, request: Request, s: Session) -> Response:
-        return self.render(request, s, "alarms.html",
-                           {"alarms": await self.with_ledger(views.alarms)})
+        return await self.alarm_pages.alarms(request, s)
 
     async def params(self, request: Request, s: Session, status: int = 200) -> Response:
         def read(led: Ledger) -> dict[str, Any]:
-            return {"entries": led.param_log(), "pools": views.pools(led)}
+            return {"entries": views.param_log(led), "pools": views.pools(led),
+                    "pending": views.pending_changes(led)}
         return self.render(request, s, "params.html", await self.with_ledger(read), status)
 
     async def meters(self, request: Request, s: Session) -> Response:
@@ -282,25 +309,37 @@ class Console:
             lambda led: views.live(led, self.ho.live_window_s, self.clock())))
 
     # -- decisions ------------------------------------------------------------------------------
+    async def hit_page(self, request: Request, s: Session, status: int = 200) -> Response:
+        """What an approver reads before deciding a held hit (as `hit show` prints it)."""
+        hold_no = _hold_no(request.path_params["no"])
+        try:
+            review = await self.with_ledger(lambda led: views.hit_review(led, hold_no))
+        except LedgerError as exc:
+            raise _Refused(404, "bad_request", str(exc)) from None
+        return self.render(request, s, "hit.html", {"h": review}, status)
+
     async def decide(self, request: Request, s: Session) -> Response:
-        """Approve or refuse a held hit: the ledger's own methods, as the CLI calls them."""
+        """Approve or refuse a held hit, with a reason: the ledger's own methods, as the CLI
+        calls them. Under dual control the first approval leaves it pending."""
         assert s.account is not None
         operator = s.account.name
         hold_no = _hold_no(request.path_params["no"])
         verb = request.path_params["verb"]
         if verb not in ("approve", "refuse"):
             raise _Refused(404, "bad_request", f"no action {verb[:20]!r} on a held hit")
-        text = request.state.form.get("reason" if verb == "refuse" else "note", "")
-        if len(text) > MAX_TEXT or CONTROL.search(text):
-            raise _Refused(400, "bad_request", f"the {'reason' if verb == 'refuse' else 'note'}"
-                           f" is one line of at most {MAX_TEXT} characters")
+        text = _reason(request.state.form)
 
         def act(led: Ledger) -> str:
             if verb == "approve":
-                award = led.approve_hit(hold_no, operator=operator,
-                                        authorised=self.ho.operators, note=text)
-                paid = sum(p["amount"] for p in award["payouts"])
-                return f"held hit #{hold_no} approved by {operator}: {dollars(paid)} paid"
+                done = led.approve_hit(hold_no, operator=operator,
+                                       authorised=self.ho.operators, reason=text)
+                if done["status"] == "pending":
+                    return (f"held hit #{hold_no}: first approval by {operator}"
+                            f" ({dollars(done['amount'])}) recorded; a second, different"
+                            " approver completes it (dual control)")
+                who = f"{done['first_by']} and {operator}" if done["first_by"] else operator
+                return (f"held hit #{hold_no} approved by {who}: {dollars(done['amount'])}"
+                        " paid")
             led.refuse_hit(hold_no, operator=operator, authorised=self.ho.operators,
                            reason=text)
             return f"held hit #{hold_no} refused by {operator}: {text}"
@@ -312,45 +351,83 @@ class Console:
             log.warning("console: %s of held hit #%s by %s from %s refused by the ledger: %s",
                         verb, hold_no, operator, _client(request), exc)
             s.say(f"refused: {exc}")
-            return self.render(request, s, "hits.html",
-                               await self.with_ledger(views.held_hits), 409)
+            try:
+                return await self.hit_page(request, s, 409)
+            except _Refused:
+                return self.render(request, s, "hits.html",
+                                   await self.with_ledger(views.held_hits), 409)
         self.counters["decisions"] += 1
         log.warning("console: %s (from %s)", done, _client(request))
         s.say(done)
         return RedirectResponse("/hits", 303)
 
-    async def set_params(self, request: Request, s: Session) -> Response:
-        """Change a pool's parameters: `Ledger.set_params` with the changes `pool set` makes of
-        its options (`cli._changes`), refused while tables are live unless forced by one of
-        head office's operators; every attempt, applied or refused, is in the param_log."""
-        assert s.account is not None
-        operator = s.account.name
-        pool_id = request.path_params["pool"]
-        if not contract.POOL_ID.fullmatch(pool_id):
-            raise _Refused(404, "bad_request", f"no pool {pool_id[:64]!r}")
-        form = request.state.form
-
-        def number(key: str) -> int | None:
+    def _param_form(self, form: dict[str, str]) -> dict[str, Any]:
+        """The changes a parameter form asks for (dollars and percent), as `Ledger.set_params`
+        takes them; _Refused naming the field otherwise."""
+        changes: dict[str, Any] = {}
+        for key, field, kind in PARAM_FIELDS:
             text = form.get(key, "").strip()
             if not text:
-                return None
-            if not CENTS_OR_BP.fullmatch(text):
-                raise _Refused(400, "bad_request", f"{key}: a whole number, got {text[:20]!r}")
-            return int(text)
+                continue
+            try:
+                changes[field] = (parse_dollars(text, key) if kind == "dollars"
+                                  else parse_percent(text, key))
+            except ValueError as exc:
+                raise _Refused(400, "bad_request", str(exc)) from None
+        if form.get("no_ceiling") == "on":
+            if "ceiling" in changes:
+                raise _Refused(400, "bad_request", "a ceiling and no ceiling together")
+            changes["ceiling"] = None
+        if not changes:
+            raise _Refused(400, "bad_request", "nothing to change: give a seed, an increment,"
+                           " a hidden increment, a ceiling or a wager")
+        return changes
 
-        options = argparse.Namespace(
-            seed=number("seed"), increment_bp=number("increment_bp"),
-            hidden_bp=number("hidden_bp"), ceiling=number("ceiling"),
-            no_ceiling=form.get("no_ceiling") == "on", wager=number("wager"))
+    async def params_confirm(self, request: Request, s: Session) -> Response:
+        """A parameter change before it is made: what changes, before and after, in dollars
+        and percent; the live tables; a reason to give (GET: nothing changes here)."""
+        assert s.account is not None
+        if not s.account.approver:
+            raise _Refused(403, "forbidden", f"operator {s.account.name!r} may view, not"
+                           " decide (role viewer)")
+        pool_id = _pool_id(request.path_params["pool"])
+        form = dict(request.query_params)
+        if len(form) > MAX_FIELDS or any(len(v) > 40 for v in form.values()):
+            raise _Refused(400, "bad_request", "a parameter change is a few short figures")
+        changes = self._param_form(form)
+
+        def read(led: Ledger) -> dict[str, Any]:
+            pool = led.pool(pool_id)
+            if pool is None:
+                raise _Refused(404, "bad_request", f"no pool {pool_id!r}")
+            old = pool.params.as_json()
+            try:
+                new = replace(pool.params, **changes).as_json()
+            except (TypeError, InputError) as exc:
+                raise _Refused(400, "bad_request", f"pool {pool_id}: bad parameters: {exc}"
+                               ) from None
+            return {"pool": pool_id, "rows": param_changes(old, new),
+                    "live": led.live_tables(pool_id, self.ho.live_window_s),
+                    "fields": {k: form.get(k, "") for k, _, _ in PARAM_FIELDS},
+                    "no_ceiling": form.get("no_ceiling") == "on"}
+
+        return self.render(request, s, "params_confirm.html", await self.with_ledger(read))
+
+    async def set_params(self, request: Request, s: Session) -> Response:
+        """Change a pool's parameters, with a reason: `Ledger.set_params`, refused while
+        tables are live unless forced by one of head office's operators, and a forced change
+        on a live pool waits for a second approver; every attempt is in the param_log."""
+        assert s.account is not None
+        operator = s.account.name
+        pool_id = _pool_id(request.path_params["pool"])
+        form = request.state.form
+        changes = self._param_form(form)
+        text = _reason(form)
         force = form.get("force") == "on"
         try:
-            changes = cli._changes(options)
-        except ValueError as exc:  # the CLI's own check of pool set's options
-            raise _Refused(400, "bad_request", str(exc)) from None
-        try:
-            old, new = await self.with_ledger(lambda led: led.set_params(
+            change = await self.with_ledger(lambda led: led.set_params(
                 pool_id, changes, operator=operator, authorised=self.ho.operators, force=force,
-                live_window_s=self.ho.live_window_s))
+                reason=text, live_window_s=self.ho.live_window_s))
         except LedgerError as exc:
             self.counters["decisions_refused"] += 1
             log.warning("console: parameters of pool %s by %s from %s refused: %s", pool_id,
@@ -358,8 +435,56 @@ class Console:
             s.say(f"refused: {exc}")
             return await self.params(request, s, 409)
         self.counters["decisions"] += 1
-        done = (f"pool {pool_id} parameters changed by {operator}"
-                f"{' (forced)' if force else ''}: {old.as_json()} -> {new.as_json()}")
+        what = "; ".join(f"{a} {b} -> {c}" for a, b, c in param_changes(
+            change.old.as_json(), change.new.as_json()))
+        if change.status == "pending":
+            done = (f"pool {pool_id}: forced change ({what}) first approved by {operator}"
+                    f" (decision #{change.decision_no}); tables are live, so a second,"
+                    " different approver applies it")
+        else:
+            done = (f"pool {pool_id} parameters changed by {operator}"
+                    f"{' (forced)' if force else ''}: {what}")
+        log.warning("console: %s (from %s)", done, _client(request))
+        s.say(done)
+        return RedirectResponse("/params", 303)
+
+    async def decision_page(self, request: Request, s: Session, status: int = 200
+                            ) -> Response:
+        """A parameter change waiting for its second approver: what the first decided."""
+        no = _hold_no(request.path_params["no"])
+        d = await self.with_ledger(lambda led: led.decision(no))
+        if d is None or d["kind"] != "params":
+            raise _Refused(404, "bad_request", f"no parameter change #{no}")
+        rows = param_changes(d["detail"]["old"], d["detail"]["new"])
+        return self.render(request, s, "decision.html", {"d": d, "rows": rows}, status)
+
+    async def decide_change(self, request: Request, s: Session) -> Response:
+        """The second approval (or a refusal) of a forced parameter change, with a reason."""
+        assert s.account is not None
+        operator = s.account.name
+        no = _hold_no(request.path_params["no"])
+        verb = request.path_params["verb"]
+        if verb not in ("approve", "refuse"):
+            raise _Refused(404, "bad_request", f"no action {verb[:20]!r} on a change")
+        text = _reason(request.state.form)
+
+        def act(led: Ledger) -> str:
+            if verb == "approve":
+                change = led.approve_change(no, operator=operator, authorised=self.ho.operators,
+                                            reason=text, live_window_s=self.ho.live_window_s)
+                return (f"parameter change #{no} applied by {change.first_by} and {operator}")
+            led.refuse_change(no, operator=operator, authorised=self.ho.operators, reason=text)
+            return f"parameter change #{no} refused by {operator}: {text}"
+
+        try:
+            done = await self.with_ledger(act)
+        except LedgerError as exc:
+            self.counters["decisions_refused"] += 1
+            log.warning("console: %s of change #%s by %s from %s refused: %s", verb, no,
+                        operator, _client(request), exc)
+            s.say(f"refused: {exc}")
+            return await self.decision_page(request, s, 409)
+        self.counters["decisions"] += 1
         log.warning("console: %s (from %s)", done, _client(request))
         s.say(done)
         return RedirectResponse("/params", 303)
@@ -402,12 +527,18 @@ class Console:
             Route("/params", g(self.params)),
             Route("/meters", g(self.meters)),
             Route("/live.json", g(self.live, json=True)),
+            Route("/hits/{no:int}", g(self.hit_page)),
             Route("/hits/{no:int}/{verb:str}", g(self.decide, post=True, approver=True),
                   methods=["POST"]),
+            Route("/pools/{pool:str}/params", g(self.params_confirm), methods=["GET"]),
             Route("/pools/{pool:str}/params", g(self.set_params, post=True, approver=True),
                   methods=["POST"]),
+            Route("/decisions/{no:int}", g(self.decision_page)),
+            Route("/decisions/{no:int}/{verb:str}",
+                  g(self.decide_change, post=True, approver=True), methods=["POST"]),
             Route("/pools/{pool:str}/resume", g(self.resume, post=True, approver=True),
                   methods=["POST"]),
+            *alarms_views.routes(self, self.alarm_pages),
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         ]
         app = Starlette(routes=routes)
@@ -420,6 +551,24 @@ def _hold_no(value: int) -> int:
     if not 1 <= value < 2**62:
         raise _Refused(404, "bad_request", f"no held hit #{value}")
     return value
+
+
+def _pool_id(value: str) -> str:
+    if not contract.POOL_ID.fullmatch(value):
+        raise _Refused(404, "bad_request", f"no pool {value[:64]!r}")
+    return value
+
+
+def _reason(form: dict[str, str]) -> str:
+    """A decision's reason: required, one line of at most MAX_TEXT characters."""
+    text = form.get("reason", "").strip()
+    if not text:
+        raise _Refused(400, "bad_request", "a decision needs a reason: say why (it is"
+                       " recorded with your name)")
+    if len(text) > MAX_TEXT or CONTROL.search(text):
+        raise _Refused(400, "bad_request", f"the reason is one line of at most {MAX_TEXT}"
+                       " characters")
+    return text
 
 
 def _client(request: Request) -> str:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from headoffice import hits as hitcheck
 from headoffice import meters as ho_meters
-from headoffice.console.money import dollars
+from headoffice.console.money import dollars, param_changes
 from headoffice.ledger import Ledger
 
 TABLE_ALARMS = 5  # per table on the tables page
@@ -41,13 +42,17 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
     db = ledger.db
     rows = db.execute("SELECT id, pool_id, last_seq, state, last_seen_utc, last_seen_epoch,"
                       " birth, enrolled, journal_seq FROM tables ORDER BY id")
+    out_of_service = {r["table_id"] for r in db.execute(
+        "SELECT table_id FROM alarms WHERE kind = 'table_out_of_service'"
+        " AND cleared_utc IS NULL")}
     parked = {r["table_id"]: (int(r["n"]), int(r["top"])) for r in db.execute(
         "SELECT table_id, COUNT(*) AS n, MAX(seq) AS top FROM parked GROUP BY table_id")}
     out = []
     for r in rows:
         last = db.one("SELECT seq, type, status, utc FROM messages WHERE table_id = ?"
                       " ORDER BY seq DESC LIMIT 1", (r["id"],)) if detail else None
-        alarms = db.execute("SELECT alarm_no, utc, text FROM alarms WHERE table_id = ?"
+        alarms = db.execute("SELECT alarm_no, utc, kind, severity, text FROM alarms"
+                            " WHERE table_id = ? AND cleared_utc IS NULL"
                             " ORDER BY alarm_no DESC LIMIT ?",
                             (r["id"], TABLE_ALARMS)) if detail else []
         seen = r["last_seen_epoch"]
@@ -55,6 +60,10 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
         if state == "online" and (seen is None or now - float(seen) > live_window_s):
             state = "stale"
         n_parked, top_parked = parked.get(r["id"], (0, 0))
+        says = _birth_says(r["birth"])
+        if says["in_service"] is not None or r["id"] in out_of_service:
+            # its latest word (birth or status) is the out-of-service alarm's state
+            says["in_service"] = r["id"] not in out_of_service
         known = max(_birth_outbox_top(r["birth"]) or 0, top_parked)
         out.append({
             "id": r["id"], "pool_id": r["pool_id"], "enrolled": bool(r["enrolled"]),
@@ -63,8 +72,24 @@ def tables(ledger: Ledger, live_window_s: float, now: float,
             "last_seq": int(r["last_seq"]), "journal_seq": r["journal_seq"],
             "last_message": last, "parked": n_parked,
             "outbox_lag": max(0, known - int(r["last_seq"])), "alarms": alarms,
+            **says,
         })
     return out
+
+
+def _birth_says(birth: str | None) -> dict[str, Any]:
+    """What the table said of itself at its last connect: its software version and whether it
+    was in service (None: it did not say, or has not connected)."""
+    try:
+        b = json.loads(birth) if birth else {}
+    except ValueError:
+        b = {}
+    if not isinstance(b, dict):
+        b = {}
+    software = b.get("software")
+    return {"software": software[:64] if isinstance(software, str) else None,
+            "in_service": b.get("in_service") if isinstance(b.get("in_service"), bool)
+            else None}
 
 
 def _birth_outbox_top(birth: str | None) -> int | None:
@@ -82,9 +107,11 @@ def _birth_outbox_top(birth: str | None) -> int | None:
     return int(acked) + int(pending)
 
 
-def held_hits(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
+def held_hits(ledger: Ledger) -> dict[str, Any]:
     """Held hits waiting for a decision (oldest first) and the decided ones (newest first),
-    each with its hands as the table sent them."""
+    each with its hands as head office reads the cards and a first approval under dual
+    control; the dual-control threshold (cents, None: off)."""
+    firsts = {d["subject"]: d for d in ledger.decisions(pending_only=True, kind="hit")}
     pending: list[dict[str, Any]] = []
     decided: list[dict[str, Any]] = []
     bodies = {int(r["hold_no"]): r["body"] for r in ledger.db.execute(
@@ -92,21 +119,48 @@ def held_hits(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
     for h in ledger.held_hits():
         try:
             payload = json.loads(bodies[int(h["hold_no"])])["payload"]
-            hands = [{"box": e["box"], "cards": " ".join(e["cards"]),
-                      "category": e.get("category")} for e in payload["entries"]]
+            hands = [{**x, "cards": " ".join(x["cards"])} for x in hitcheck.hands_of(payload)]
         except (KeyError, TypeError, ValueError):
             hands = []
-        h = {**h, "hands": hands,
+        h = {**h, "hands": hands, "first": firsts.get(str(h["hold_no"])),
              "paid": None if h["award"] is None
              else sum(p["amount"] for p in h["award"]["payouts"])}
         (pending if h["status"] == "pending" else decided).append(h)
     decided.reverse()
-    return {"pending": pending, "decided": decided}
+    return {"pending": pending, "decided": decided,
+            "dual_from": ledger.policy.dual_control_from}
+
+
+def hit_review(ledger: Ledger, hold_no: int) -> dict[str, Any]:
+    """A held hit as an approver reads it before deciding (`Ledger.hit_review`), with each
+    payout's hand in words."""
+    review = ledger.hit_review(hold_no)
+    review["payouts"] = [{**p, "hand": hitcheck.hand_in_words(p["award"])}
+                         for p in review["payouts"]]
+    return review
+
+
+def param_log(ledger: Ledger) -> list[dict[str, Any]]:
+    """The parameter log in the order made, each entry's change as rows of (what, before, after)
+    in dollars and percent, only what changed."""
+    out = []
+    for e in ledger.param_log():
+        old = json.loads(e["old"]) if e["old"] else None
+        new = json.loads(e["new"]) if e["new"] else None
+        out.append({**e, "live": ", ".join(json.loads(e["live_tables"])) or "none",
+                    "changes": param_changes(old, new) if new is not None else []})
+    return out
+
+
+def pending_changes(ledger: Ledger) -> list[dict[str, Any]]:
+    """Forced parameter changes waiting for their second approver, oldest first."""
+    return [{**d, "changes": param_changes(d["detail"]["old"], d["detail"]["new"])}
+            for d in ledger.decisions(pending_only=True, kind="params")]
 
 
 def alarms(ledger: Ledger) -> list[dict[str, Any]]:
-    """The latest alarms, newest first (Ledger.report: the last 25)."""
-    return ledger.report()["alarms"]
+    """The active alarms, most severe then newest first (Ledger.alarms)."""
+    return ledger.alarms(active_only=True)
 
 
 def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
@@ -123,6 +177,7 @@ def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
         values[f"table:{t['id']}:outbox_lag"] = str(t["outbox_lag"])
     pending = ledger.db.one("SELECT COUNT(*) AS n FROM held_hits WHERE status = 'pending'")
     newest = ledger.db.one("SELECT MAX(alarm_no) AS n FROM alarms")
+    values["alarms:active"] = str(ledger.active_alarm_count())
     return {"values": values, "pending": int(pending["n"]) if pending else 0,
             "alarm": int(newest["n"] or 0) if newest else 0}
 

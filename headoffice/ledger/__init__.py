@@ -11,6 +11,7 @@ from headoffice.ledger.common import (
     utc_now,
 )
 from headoffice.ledger.core import Ledger
+from headoffice.ledger.params import ParamChange
 
 __all__ = ["LAST_ALARMS", "LAST_HITS", "BatchResult", "Incoming", "Ledger", "LedgerError",
-           "_Batch", "force_bool", "utc_now"]
+           "ParamChange", "_Batch", "force_bool", "utc_now"]

@@ -263,7 +263,8 @@ class _Batch(BatchTables, BatchHits):
             status, reason, amount = "refused", str(exc), 0
             self.result.refused.append(f"{t.id}/{body['seq']}: {exc}")
             self.ledger.alarm(f"message {t.id}/{body['seq']} refused: {exc}",
-                              pool_id if isinstance(pool_id, str) else None, t.id)
+                              pool_id if isinstance(pool_id, str) else None, t.id,
+                              kind="refused", subject=type_[:40] or None)
         except _Hold as exc:
             t.blocked = True
             self.result.held.append(f"{t.id}/{body['seq']}: {exc}")
@@ -276,7 +277,7 @@ class _Batch(BatchTables, BatchHits):
                     f" {journal_seq}, after one from record {t.journal_seq}: its journal went"
                     " backwards")
             self.result.forks.append(text)
-            self.ledger.alarm(text, None, t.id)
+            self.ledger.alarm(text, None, t.id, kind="chain_mismatch")
         t.journal_seq = journal_seq
         t.chain_hash = body.get("journal_hash")
         t.last_seq = body["seq"]
@@ -318,7 +319,8 @@ class _Batch(BatchTables, BatchHits):
             self.pools[pool_id] = stopped
             self.dirty_pools.add(pool_id)
             self.result.stopped.append(pool_id)
-            self.ledger.alarm(f"POOL {pool_id} STOPPED: conservation violated: {exc}", pool_id)
+            self.ledger.alarm(f"POOL {pool_id} STOPPED: conservation violated: {exc}", pool_id,
+                              kind="conservation")
             raise _Hold(f"pool {pool_id} stopped") from None
         self.pools[pool_id] = pool
         self.dirty_pools.add(pool_id)
@@ -332,6 +334,10 @@ class _Batch(BatchTables, BatchHits):
                                 encode_body(p)))
             return 0
         if type_ == SHIFT_METERS:  # moves no money: stored with the message (headoffice/meters.py)
+            if p.get("incomplete"):  # the table reports its journal lost the shift's start
+                self.ledger.alarm(f"table {t.id} reports journal records lost: its shift"
+                                  f" meters (message {seq}) are incomplete: {p['incomplete']}",
+                                  None, t.id, kind="journal_loss")
             return 0
         pool_id = p["pool_id"]
         pool = self._live_pool(t, pool_id)

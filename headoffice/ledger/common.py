@@ -56,11 +56,11 @@ class BatchResult:
     unknown: list[str] = field(default_factory=list)  # tables not enrolled: refused, not acked
     held_hits: list[str] = field(default_factory=list)  # hits held for an operator (PENDING)
     forks: list[str] = field(default_factory=list)  # sequence/chain anomalies, alarmed
-    # jackpot_verified from a table (rule 15): (hold_no, table, user) approved after the commit;
-    # refused ones (not held, implausible, another table's) are alarmed and counted here.
+    # jackpot_verified from a table (rule 15): (hold_no, table, user) recorded against the held
+    # hit (never a release); refused ones (not held, implausible, another table's, verified
+    # already) are alarmed and counted here.
     verified: list[tuple[int, str, str]] = field(default_factory=list)
     verify_refused: list[str] = field(default_factory=list)
-    verifications_paid: int = 0
     wager_refused: list[str] = field(default_factory=list)  # table/seq: not the pool's (15.2.5.2)
 
     def merge(self, other: BatchResult) -> None:
@@ -72,7 +72,6 @@ class BatchResult:
         self.applied += other.applied
         self.duplicates += other.duplicates
         self.parked += other.parked
-        self.verifications_paid += other.verifications_paid
         for name in ("awards", "refused", "held", "stopped", "unknown", "held_hits", "forks",
                      "verified", "verify_refused", "wager_refused"):
             getattr(self, name).extend(getattr(other, name))

@@ -13,7 +13,8 @@ pool's books are checked (`Pool.check`); a violation stops that pool, loudly, an
 is applied to it until an operator resumes it.
 
 The Ledger is assembled from one class per concern: tables.py (enrolment, trust), params.py
-(pools and parameters), hits.py (held hits), queries.py (reports); batch.py applies a batch.
+(pools and parameters), hits.py (held hits), queries.py (reports), alarms.py (the alarms);
+batch.py applies a batch.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from headoffice.db import Database, open_database
 from headoffice.hits import HitPolicy
+from headoffice.ledger.alarms import LedgerAlarms
 from headoffice.ledger.batch import _Batch
 from headoffice.ledger.common import BatchResult, Incoming, _Exclusive, _pool_ids, _shard_name, log
 from headoffice.ledger.hits import LedgerHits
@@ -32,7 +34,7 @@ from headoffice.ledger.queries import LedgerQueries
 from headoffice.ledger.tables import LedgerTables
 
 
-class Ledger(LedgerTables, LedgerPools, LedgerHits, LedgerQueries):
+class Ledger(LedgerTables, LedgerPools, LedgerHits, LedgerQueries, LedgerAlarms):
     def __init__(self, db: Database, *, clock: Any = time.time,
                  policy: HitPolicy | None = None, shard: str | None = None) -> None:
         self.db = db
@@ -76,8 +78,6 @@ class Ledger(LedgerTables, LedgerPools, LedgerHits, LedgerQueries):
                 continue
             result.merge(part)
             todo, skip = later, False
-        for hold_no, table, user in result.verified:
-            self._verify_hit(hold_no, table, user, result)
         return result
 
     def _apply_batch(self, items: Sequence[Incoming], skip: bool,

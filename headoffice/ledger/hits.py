@@ -1,5 +1,7 @@
 """Jackpot hits and their cancellations: in a batch (serialised per pool, in arrival order, the
-pool's row held), held for an operator, approved or refused, verified at the table (rule 15)."""
+pool's row held), held for a person at head office, approved (one signature, or two under dual
+control: headoffice/ledger/decisions.py) or refused; an attendant's verification at the table
+(rule 15) recorded against the held hit, never a release."""
 
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ from typing import Any
 
 from controller.errors import InputError
 from controller.link import contract
+from controller.money import dollars
 from headoffice import hits as hitcheck
 from headoffice.db import Database
 from headoffice.hits import HitPolicy
 from headoffice.ledger import common
+from headoffice.ledger.alarms import held_text
 from headoffice.ledger.common import (
     BatchResult,
     LedgerError,
@@ -23,6 +27,8 @@ from headoffice.ledger.common import (
     force_bool,
     log,
 )
+from headoffice.ledger.decisions import LedgerDecisions, reason_of
+from headoffice.ledger.decisions import authorised as authorised_
 from headoffice.pools import ConservationError, Pool
 
 # How long a worker's claim on an award it sends holds (claim_awards): far above a publish's
@@ -30,7 +36,7 @@ from headoffice.pools import ConservationError, Pool
 SENDING_S = 120.0
 
 
-class LedgerHits:
+class LedgerHits(LedgerDecisions):
     """Ledger: the held hits (the jackpot lock) and their approval."""
 
     db: Database
@@ -38,42 +44,19 @@ class LedgerHits:
     policy: HitPolicy
     shard: str
 
-    def _verify_hit(self, hold_no: int, table: str, user: str, result: BatchResult) -> None:
-        """An attendant's verification at the table pays a hit held for its size alone: the
-        same approval as `hit approve`, the attendant and the table recorded as who approved
-        (rule 15: a large award waits for verification before the pool resets)."""
-        try:
-            message = self._pay_held(hold_no, operator=f"attendant {user} at table {table}",
-                                     note="verified at the table", table=table)
-        except LedgerError as exc:  # decided at head office meanwhile, or cannot be paid
-            text = f"jackpot_verified from {table} for held hit #{hold_no} refused: {exc}"
-            result.verify_refused.append(text)
-            with self.db.transaction():
-                self.alarm(text, None, table)
-        else:
-            result.verifications_paid += 1
-            # The pool this award lowered goes out with the batch's values, at once: every
-            # linked meter comes down to it (2.4.3, 15.1.3), not at the next heartbeat.
-            paid = self.pool(message["pool"])
-            if paid is not None:
-                result.pools[paid.id] = paid.value()
     # -- held hits (the jackpot lock) ----------------------------------------------------------
     def held_hits(self, pending_only: bool = False) -> list[dict[str, Any]]:
-        """Hits held for an operator, oldest first; with who decided, when and why."""
+        """Hits held for an operator, oldest first; with who decided, when and why, and the
+        attendant's verification at the table if one came."""
         where = " WHERE status = 'pending'" if pending_only else ""
         rows = self.db.execute(
             "SELECT hold_no, table_id, round, seq, pool_id, utc, meter_at_hit, reason, status,"
-            f" operator, decided_utc, note, award, delivered FROM held_hits{where}"
-            " ORDER BY hold_no")
+            " operator, decided_utc, note, award, delivered, verified_by, verified_utc"
+            f" FROM held_hits{where} ORDER BY hold_no")
         for r in rows:
             r["delivered"] = bool(r["delivered"])
             r["award"] = None if r["award"] is None else json.loads(r["award"])
         return rows
-
-    @staticmethod
-    def _authorised(operator: str, authorised: Iterable[str]) -> None:
-        if operator not in set(authorised):
-            raise LedgerError(f"operator {operator!r} is not authorised to decide a held hit")
 
     def _held(self, hold_no: int) -> dict[str, Any]:
         """The pending held hit, locked (inside a transaction); LedgerError otherwise."""
@@ -86,35 +69,114 @@ class LedgerHits:
                               f" {row['operator']} at {row['decided_utc']}")
         return row
 
-    def approve_hit(self, hold_no: int, *, operator: str, authorised: Iterable[str],
-                    note: str = "") -> dict[str, Any]:
-        """Pay a held hit: head office's award by rule 15 on the meter as it was at the hit
-        (never more), recorded with who approved it and when. Returns the award message; the
-        worker publishes it to the table (`undelivered_awards`)."""
-        self._authorised(operator, authorised)
-        return self._pay_held(hold_no, operator=operator, note=note)
+    @staticmethod
+    def _award_of(row: dict[str, Any], pool: Pool) -> tuple[Pool, Any, list[dict[str, Any]]]:
+        """Head office's award for a held hit on the meter as it was at the hit (never more):
+        (the pool after it, the engine's result, the payouts); LedgerError if it cannot be
+        paid."""
+        if pool.stopped:
+            raise LedgerError(f"pool {pool.id} is stopped: {pool.stopped}")
+        body = json.loads(row["body"])
+        try:
+            entries = hitcheck.entries_of(body["payload"])
+            new, result = pool.award(entries, int(row["meter_at_hit"]))
+        except (InputError, ConservationError) as exc:
+            raise LedgerError(f"held hit #{row['hold_no']} cannot be paid ({exc}): refuse it"
+                              ) from None
+        return new, result, _payouts(result)
 
-    def _pay_held(self, hold_no: int, *, operator: str, note: str,
-                  table: str | None = None) -> dict[str, Any]:
-        """The approval itself, for an operator at head office or an attendant at `table`."""
+    def hit_review(self, hold_no: int) -> dict[str, Any]:
+        """What an approver reads before deciding a held hit: the hit, the award head office
+        would pay now (cents), each hand as head office evaluates the cards, what the checks
+        found, the attendant's verification, the first approval under dual control, and how
+        many signatures it needs. Reads only; LedgerError if there is no such hit."""
+        row = self.db.one("SELECT * FROM held_hits WHERE hold_no = ?", (hold_no,))
+        if row is None:
+            raise LedgerError(f"no held hit #{hold_no}")
+        payload = json.loads(row["body"])["payload"]
+        review: dict[str, Any] = {
+            k: row[k] for k in ("hold_no", "table_id", "round", "seq", "pool_id", "utc",
+                                "meter_at_hit", "reason", "status", "operator", "decided_utc",
+                                "note", "verified_by", "verified_utc")}
+        review["flop"] = list(payload.get("flop") or [])
+        review["hands"] = hitcheck.hands_of(payload)
+        review["checks"] = hitcheck.problems(payload, self._wagered_stored(
+            row["table_id"], int(row["round"])))
+        review["payouts"], review["amount"], review["cannot_pay"] = [], None, None
+        pool = self.pool(row["pool_id"])
+        if row["award"] is not None:
+            review["payouts"] = json.loads(row["award"])["payouts"]
+        elif pool is None:
+            review["cannot_pay"] = f"no pool {row['pool_id']!r}"
+        else:
+            try:
+                review["payouts"] = self._award_of(row, pool)[2]
+            except LedgerError as exc:
+                review["cannot_pay"] = str(exc)
+        if review["payouts"]:
+            review["amount"] = sum(p["amount"] for p in review["payouts"])
+        review["signatures"] = (2 if review["amount"] is not None
+                                and hitcheck.needs_two(self.policy, review["amount"]) else 1)
+        review["first"] = self._pending_decision("hit", str(hold_no))
+        if review["first"] is not None:
+            review["signatures"] = int(review["first"]["signatures"])
+        review["decisions"] = self.decisions(kind="hit", subject=str(hold_no))
+        return review
+
+    def _wagered_stored(self, table: str, round_: int) -> dict[str, Any] | None:
+        """The round's ledgered jackpot wagers {pool_id, boxes, wager, cancelled}, or None."""
+        inc = self.db.one("SELECT seq, pool_id, cancelled_seq FROM increments"
+                          " WHERE table_id = ? AND round = ?", (table, round_))
+        if inc is None:
+            return None
+        msg = self.db.one("SELECT body FROM messages WHERE table_id = ? AND seq = ?",
+                          (table, inc["seq"]))
+        payload = json.loads(msg["body"]).get("payload", {}) if msg else {}
+        return {"pool_id": inc["pool_id"], "boxes": payload.get("boxes", []),
+                "wager": payload.get("wager"), "cancelled": inc["cancelled_seq"] is not None}
+
+    def approve_hit(self, hold_no: int, *, operator: str, authorised: Iterable[str],
+                    reason: str) -> dict[str, Any]:
+        """An approval of a held hit by `operator`, a person the caller authenticated at head
+        office (the console's session, the CLI's OS login) and in `authorised` (head office's
+        operators). Pays head office's award by rule 15 on the meter as it was at the hit
+        (never more) unless the award needs two signatures (dual control) and this is the
+        first: then the approval is recorded and the hit stays pending for a second, different
+        approver. Returns {status: "approved" | "pending", decision_no, amount (cents),
+        award (the message the worker publishes to the table, `undelivered_awards`, or None),
+        first_by (the first approver under dual control, or None)}."""
+        why = reason_of(reason)
+        authorised_(operator, authorised, "release a held hit")
         with self.db.transaction():
             row = self._held(hold_no)
-            if table is not None and row["table_id"] != table:
-                raise LedgerError(f"held hit #{hold_no} is {row['table_id']}'s, not {table}'s")
             found = self._locked_pool(row["pool_id"])
             if found is None:
                 raise LedgerError(f"no pool {row['pool_id']!r}")
             pool = found
-            if pool.stopped:
-                raise LedgerError(f"pool {pool.id} is stopped: {pool.stopped}")
-            body = json.loads(row["body"])
-            try:
-                entries = hitcheck.entries_of(body["payload"])
-                new, result = pool.award(entries, int(row["meter_at_hit"]))
-            except (InputError, ConservationError) as exc:
-                raise LedgerError(f"held hit #{hold_no} cannot be paid ({exc}): refuse it"
-                                  ) from None
-            payouts = _payouts(result)
+            new, result, payouts = self._award_of(row, pool)
+            amount = sum(x["amount"] for x in payouts)
+            first = self._pending_decision("hit", str(hold_no))
+            what = f"held hit #{hold_no} ({row['table_id']} round {row['round']})"
+            if first is not None:
+                self._not_twice(first, operator, what)
+                if first["amount"] != amount:  # what the first signed is not what is paid
+                    self._lapse(first["decision_no"], f"the award is now {amount} cents, not the"
+                                f" {first['amount']} first approved")
+                    first = None
+            detail = {"table": row["table_id"], "round": int(row["round"]),
+                      "pool": pool.id, "payouts": payouts}
+            if first is None and hitcheck.needs_two(self.policy, amount):
+                no = self._first_signature(
+                    "hit", str(hold_no), status="pending", signatures=2, operator=operator,
+                    reason=why, amount=amount, detail=detail,
+                    outcome="first approval: waits for a second, different approver")
+                # The hit's own alarm stays active, now saying what it waits for.
+                self.alarm(f"{what}: first approval by {operator} ({dollars(amount)}, dual"
+                           " control): waits for a second approver", pool.id, row["table_id"],
+                           kind="held_hit", subject=f"round {row['round']}")
+                log.warning("held hit #%s: first approval by %s", hold_no, operator)
+                return {"status": "pending", "decision_no": no, "amount": amount,
+                        "award": None, "first_by": operator}
             message = contract.award_message(row["table_id"], pool.id, int(row["round"]),
                                              int(row["seq"]), payouts)
             now = common.utc_now()
@@ -124,32 +186,56 @@ class LedgerHits:
                 " pool_after, paid, seed_from_house, award) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                 " ?)",
                 (pool.id, new.hits, row["table_id"], row["round"], row["seq"], now, pool.amount,
-                 new.amount, sum(x["amount"] for x in payouts), result.seed_from_house,
+                 new.amount, amount, result.seed_from_house,
                  json.dumps(message, sort_keys=True)))
+            paid = f"paid {dollars(amount)}"
+            if first is not None:
+                no = int(first["decision_no"])
+                self._second_signature(no, status="approved", operator=operator, reason=why,
+                                       outcome=paid)
+                who = f"{first['first_by']} and {operator}"
+                note = f"{first['first_reason']} / {why}"
+            else:
+                no = self._first_signature("hit", str(hold_no), status="approved", signatures=1,
+                                           operator=operator, reason=why, amount=amount,
+                                           detail=detail, outcome=paid)
+                who, note = operator, why
             self.db.execute(
                 "UPDATE held_hits SET status = 'approved', operator = ?, decided_utc = ?,"
                 " note = ?, award = ? WHERE hold_no = ?",
-                (operator, now, note, json.dumps(message, sort_keys=True), hold_no))
-            self.alarm(f"held hit #{hold_no} ({row['table_id']} round {row['round']}) APPROVED"
-                       f" by {operator}: {sum(x['amount'] for x in payouts)} cents",
-                       pool.id, row["table_id"])
-        log.warning("held hit #%s approved by %s", hold_no, operator)
-        return message
+                (who, now, note[:1001], json.dumps(message, sort_keys=True), hold_no))
+            # Decided: its alarm ends (the decision itself is in the audit trail).
+            self.clear_alarm("held_hit", pool.id, row["table_id"], f"round {row['round']}")
+        log.warning("held hit #%s approved by %s", hold_no, who)
+        return {"status": "approved", "decision_no": no, "amount": amount, "award": message,
+                "first_by": None if first is None else first["first_by"]}
 
     def refuse_hit(self, hold_no: int, *, operator: str, authorised: Iterable[str],
                    reason: str) -> None:
-        """Never pay a held hit; who refused it, when and why are recorded. Nothing is sent
-        to the table: its hit stays PENDING there for the floor to resolve."""
-        if not reason.strip():
+        """Never pay a held hit; who refused it, when and why are recorded (a first approval
+        under dual control ends with it). Nothing is sent to the table: its hit stays PENDING
+        there for the floor to resolve."""
+        if not (reason or "").strip():
             raise LedgerError("a refusal needs a reason")
-        self._authorised(operator, authorised)
+        why = reason_of(reason)
+        authorised_(operator, authorised, "refuse a held hit")
         with self.db.transaction():
             row = self._held(hold_no)
+            first = self._pending_decision("hit", str(hold_no))
+            if first is not None:
+                self._second_signature(int(first["decision_no"]), status="refused",
+                                       operator=operator, reason=why, outcome="refused")
+            else:
+                self._first_signature("hit", str(hold_no), status="refused", signatures=1,
+                                      operator=operator, reason=why, amount=None,
+                                      detail={"table": row["table_id"],
+                                              "round": int(row["round"]),
+                                              "pool": row["pool_id"]},
+                                      outcome="refused")
             self.db.execute(
                 "UPDATE held_hits SET status = 'refused', operator = ?, decided_utc = ?,"
-                " note = ? WHERE hold_no = ?", (operator, common.utc_now(), reason[:500], hold_no))
-            self.alarm(f"held hit #{hold_no} ({row['table_id']} round {row['round']}) REFUSED"
-                       f" by {operator}: {reason[:500]}", row["pool_id"], row["table_id"])
+                " note = ? WHERE hold_no = ?", (operator, common.utc_now(), why, hold_no))
+            self.clear_alarm("held_hit", row["pool_id"], row["table_id"], f"round {row['round']}")
 
     def undelivered_awards(self) -> list[tuple[int, str, dict[str, Any]]]:
         """Approved held hits whose award the tables have not been sent: (no, table, message)."""
@@ -255,11 +341,13 @@ class BatchHits:
 
 
     def _verified(self, t: _Table, p: dict[str, Any], key: tuple[str, int]) -> int:
-        """jackpot_verified: an attendant at the table verified its hit (rule 15). Accepted
-        only for this table's hit held for its size alone (every check of headoffice/hits.py
-        passes); paid after this batch commits (`Ledger._verify_hit`). InputError otherwise:
-        the message is refused, alarmed and counted; nothing changes."""
-        row = self.db.one("SELECT hold_no, status, pool_id, body FROM held_hits"
+        """jackpot_verified: an attendant at the table says they verified its hit (rule 15).
+        It is still the table's word (the name is a string the table sent), so it releases
+        nothing: it is recorded against this table's pending held hit as a second factor the
+        approver at head office sees. InputError (refused, alarmed and counted; nothing
+        changes) for no such pending hit, a hit that does not add up, boxes that are not the
+        hit's, or a hit already verified."""
+        row = self.db.one("SELECT hold_no, status, pool_id, body, verified_by FROM held_hits"
                           " WHERE table_id = ? AND round = ?", key)
         why = ""
         if row is None:
@@ -268,6 +356,8 @@ class BatchHits:
             why = f"its held hit #{row['hold_no']} was already {row['status']}"
         elif row["pool_id"] != p["pool_id"]:
             why = f"its held hit is on pool {row['pool_id']}, not {p['pool_id']}"
+        elif row["verified_by"] is not None:
+            why = f"its held hit #{row['hold_no']} was already verified by {row['verified_by']}"
         else:
             hit = json.loads(row["body"])["payload"]
             wrong = hitcheck.problems(hit, self._wagered(key))
@@ -280,7 +370,13 @@ class BatchHits:
             text = f"jackpot_verified from {t.id} for round {p['round']} refused: {why}"
             self.result.verify_refused.append(text)
             raise InputError(text)
-        self.result.verified.append((int(row["hold_no"]), t.id, p["verified_by"]["user"]))
+        who = p["verified_by"]
+        verified_by = f"{who['user']} (uid {who['uid']}) at table {t.id}"
+        self.db.execute("UPDATE held_hits SET verified_by = ?, verified_utc = ?"
+                        " WHERE hold_no = ?", (verified_by, self.utc, row["hold_no"]))
+        self.result.verified.append((int(row["hold_no"]), t.id, who["user"]))
+        log.warning("held hit #%s: verified at the table by %s (recorded; a person at head"
+                    " office releases it)", row["hold_no"], verified_by)
         return 0
 
     def _wagered(self, key: tuple[str, int]) -> dict[str, Any] | None:
@@ -300,15 +396,14 @@ class BatchHits:
                   alarm: bool) -> None:
         """The jackpot lock: the hit is recorded PENDING for a person, never paid here."""
         p = body["payload"]
-        text = f"jackpot hit {t.id} round {p['round']} HELD for approval: {why}"
+        text = held_text(t.id, p["round"], why)
         self.held_hits.append((t.id, p["round"], body["seq"], pool.id, self.utc, pool.amount,
                                why[:2000], json.dumps(body, sort_keys=True), "pending",
                                force_bool(False)))
         self.result.held_hits.append(text)
-        if alarm:
-            self.ledger.alarm(text, pool.id, t.id)
-        else:
-            log.warning("%s", text)
+        # Waiting for a person: an alarm until decided (critical when it does not add up).
+        self.ledger.alarm(text, pool.id, t.id, kind="held_hit", subject=f"round {p['round']}",
+                          severity="critical" if alarm else "warning")
         raise _HeldHit(why)
 
     def _stored_increment(self, key: tuple[str, int]) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from controller.errors import InputError
@@ -20,7 +20,22 @@ from headoffice.ledger.common import (
     force_bool,
     log,
 )
+from headoffice.ledger.decisions import authorised as authorised_
+from headoffice.ledger.decisions import reason_of
 from headoffice.pools import ConservationError, Params, Pool
+
+
+@dataclass(frozen=True)
+class ParamChange:
+    """What `set_params` / `approve_change` did: `status` "applied", or "pending" (a first
+    approval under dual control, decision `decision_no`, waits for a second approver);
+    `first_by` the first approver when two signed."""
+
+    old: Params
+    new: Params
+    status: str
+    decision_no: int
+    first_by: str | None
 
 
 class LedgerPools:
@@ -91,12 +106,16 @@ class LedgerPools:
         *,
         operator: str,
         authorised: Iterable[str],
+        reason: str,
         force: bool = False,
         live_window_s: float = 60.0,
-    ) -> tuple[Params, Params]:
-        """Change a pool's parameters. Refused while tables are live on the pool unless
-        `force` by an operator in `authorised`; every attempt is logged with old and new."""
-
+    ) -> ParamChange:
+        """Change a pool's parameters, with a reason, by an operator in `authorised`. Refused
+        while tables are live on the pool unless `force`; a forced change on a pool with
+        live tables is dual control: this first approval is recorded (a pending decision,
+        `approve_change`) and nothing changes until a second, different operator approves it.
+        Every attempt is logged (param_log) with old and new."""
+        why_given = reason_of(reason)
         with self.db.transaction():
             pool = self._locked_pool(pool_id)
             if pool is None:
@@ -112,6 +131,11 @@ class LedgerPools:
                 why = f"tables live on pool {pool_id}: {', '.join(live)} (force needed)"
             elif force and operator not in set(authorised):
                 why = f"operator {operator!r} is not authorised to force a change"
+            elif operator not in set(authorised):
+                why = (f"operator {operator!r} is not authorised to change parameters (not in"
+                       " head office's [service] operators)")
+            elif new == old:
+                why = "nothing changes: the new values are the pool's own"
             if why is None:
                 try:
                     pool = pool.with_params(new)
@@ -119,14 +143,104 @@ class LedgerPools:
                     why = str(exc)
             if why is not None:
                 self._param_log(pool_id, operator, "set", force, f"refused: {why}", live, old, new)
+            elif live:  # forced on a live pool: dual control
+                detail = {"old": old.as_json(), "new": new.as_json(), "live": live}
+                no = self._first_signature(
+                    "params", pool_id, status="pending", signatures=2, operator=operator,
+                    reason=why_given, amount=None, detail=detail,
+                    outcome="first approval: waits for a second, different approver")
+                self._param_log(pool_id, operator, "set", force,
+                                f"pending: first approval of decision #{no}, waits for a second"
+                                f" approver; reason: {why_given}", live, old, new)
+                self.alarm(f"pool {pool_id}: forced parameter change with tables live"
+                           f" ({', '.join(live)}): first approval by {operator} (decision"
+                           f" #{no}), waits for a second approver", pool_id, None,
+                           kind="param_change", subject=f"decision {no}")
+                return ParamChange(old, new, "pending", no, operator)
             else:
+                no = self._first_signature(
+                    "params", pool_id, status="approved", signatures=1, operator=operator,
+                    reason=why_given, amount=None,
+                    detail={"old": old.as_json(), "new": new.as_json(), "live": live},
+                    outcome="applied")
                 self._write_pool(pool)
-                self._param_log(pool_id, operator, "set", force, "applied", live, old, new)
+                self._param_log(pool_id, operator, "set", force,
+                                f"applied: decision #{no}; reason: {why_given}", live, old, new)
         if why is not None:
             raise LedgerError(why)
         log.warning("pool %s parameters changed by %s: %s -> %s", pool_id, operator,
                     old.as_json(), new.as_json())
-        return old, new
+        return ParamChange(old, new, "applied", no, None)
+
+    def approve_change(self, decision_no: int, *, operator: str, authorised: Iterable[str],
+                       reason: str, live_window_s: float = 60.0) -> ParamChange:
+        """The second approval of a forced parameter change (dual control): applied as the
+        first approver saw it, by a different operator, with a reason; lapsed (LedgerError)
+        if the pool's parameters changed since the first approval."""
+        why_given = reason_of(reason)
+        authorised_(operator, authorised, "approve a parameter change")
+        lapsed = None
+        with self.db.transaction():
+            first, pool = self._pending_change(decision_no)
+            pool_id = pool.id
+            self._not_twice(first, operator, f"the parameter change of pool {pool_id}")
+            old = pool.params
+            new = Params.from_json(first["detail"]["new"])
+            live = self.live_tables(pool_id, live_window_s)
+            who = f"{first['first_by']} and {operator}"
+            if old.as_json() != first["detail"]["old"]:
+                lapsed = (f"the parameters of pool {pool_id} changed since the first approval"
+                          f" (decision #{decision_no}): start again")
+            else:
+                try:
+                    pool = pool.with_params(new)
+                except ConservationError as exc:
+                    lapsed = f"cannot be applied now: {exc}"
+            if lapsed is not None:
+                self._lapse(decision_no, lapsed)
+                self._param_log(pool_id, who, "set", True, f"refused: {lapsed}", live, old, new)
+            else:
+                self._second_signature(decision_no, status="approved", operator=operator,
+                                       reason=why_given, outcome="applied")
+                self._write_pool(pool)
+                self._param_log(pool_id, who, "set", True,
+                                f"applied: decision #{decision_no}, second approval; reasons:"
+                                f" {first['first_reason']} / {why_given}", live, old, new)
+        if lapsed is not None:
+            raise LedgerError(lapsed)
+        log.warning("pool %s parameters changed by %s: %s -> %s", pool_id, who, old.as_json(),
+                    new.as_json())
+        return ParamChange(old, new, "applied", decision_no, first["first_by"])
+
+    def refuse_change(self, decision_no: int, *, operator: str, authorised: Iterable[str],
+                      reason: str) -> None:
+        """End a pending parameter change: nothing changes; who, when and why recorded."""
+        why_given = reason_of(reason)
+        authorised_(operator, authorised, "refuse a parameter change")
+        with self.db.transaction():
+            first, pool = self._pending_change(decision_no)
+            self._second_signature(decision_no, status="refused", operator=operator,
+                                   reason=why_given, outcome="refused")
+            self._param_log(pool.id, operator, "set", True,
+                            f"refused: decision #{decision_no} by {operator}: {why_given}",
+                            first["detail"]["live"], pool.params,
+                            Params.from_json(first["detail"]["new"]))
+
+    def _pending_change(self, decision_no: int) -> tuple[dict[str, Any], Pool]:
+        """The pending parameter change and its pool, locked (inside a transaction): the
+        decision is read again under the pool's lock, so two second approvals, or an approval
+        and a refusal, at once are decided one after the other."""
+        row = self.decision(decision_no)  # type: ignore[attr-defined]
+        if row is None or row["kind"] != "params":
+            raise LedgerError(f"no parameter change #{decision_no}")
+        pool = self._locked_pool(row["subject"])
+        if pool is None:
+            raise LedgerError(f"no pool {row['subject']!r}")
+        row = self.decision(decision_no)  # type: ignore[attr-defined]  # as now committed
+        assert row is not None
+        if row["status"] != "pending":
+            raise LedgerError(f"parameter change #{decision_no} was already {row['status']}")
+        return row, pool
 
     def resume_pool(self, pool_id: str, *, operator: str, authorised: Iterable[str]) -> Pool:
         """Restart a stopped pool once its books balance again (after an investigation)."""
@@ -182,3 +296,10 @@ class LedgerPools:
                 None if new is None else json.dumps(new.as_json(), sort_keys=True),
             ),
         )
+        applied = outcome == "applied" or outcome.startswith("applied:")
+        if applied and action == "set":  # an event someone acknowledges
+            self.alarm(f"pool {pool_id} parameters changed by {operator}"
+                       f"{' (forced, tables live: ' + ', '.join(live) + ')' if forced else ''}",
+                       pool_id, kind="param_change", subject=f"entry {int(last['n']) + 1}")
+        elif applied and action == "resume":  # the stopped pool balances again
+            self.clear_alarm("conservation", pool_id)

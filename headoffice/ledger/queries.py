@@ -7,12 +7,7 @@ from typing import Any
 
 from headoffice.db import Database
 from headoffice.hits import HitPolicy
-from headoffice.ledger import common
-from headoffice.ledger.common import (
-    LAST_ALARMS,
-    LAST_HITS,
-    log,
-)
+from headoffice.ledger.common import LAST_ALARMS, LAST_HITS
 
 
 class LedgerQueries:
@@ -86,10 +81,3 @@ class LedgerQueries:
             return self.db.execute("SELECT * FROM param_log ORDER BY pool_id, entry_no")
         return self.db.execute("SELECT * FROM param_log WHERE pool_id = ? ORDER BY entry_no",
                                (pool_id,))
-
-    def alarm(self, text: str, pool_id: str | None = None, table: str | None = None) -> None:
-        """Logged critical and recorded; the database numbers it (`alarm_no`, see db.py)."""
-        log.critical("%s", text)
-        self.db.execute("INSERT INTO alarms (utc, pool_id, table_id, text) VALUES (?, ?, ?, ?)",
-                        (common.utc_now(), pool_id, table, text))
-

@@ -91,7 +91,7 @@ class BatchTables:
                     f" ({', '.join(differ)}): its outbox went backwards or forked (ledgered up"
                     f" to seq {t.last_seq}, journal record {t.journal_seq})")
             self.result.forks.append(text)
-            self.ledger.alarm(text, None, t.id)
+            self.ledger.alarm(text, None, t.id, kind="chain_mismatch")
 
     def birth(self, table_id: str, body: dict[str, Any]) -> None:
         t = self.enrolled(table_id)
@@ -108,6 +108,8 @@ class BatchTables:
             (self.utc, self.ledger.clock(), json.dumps(body, sort_keys=True), t.pool_id,
              table_id),
         )
+        self.ledger.clear_alarm("table_offline", None, table_id)
+        self._in_service(table_id, body)
         # The table starts again: tell it where it stands, and answer any hit it still shows
         # PENDING that the ledger has already awarded (the answer may have been lost).
         self.result.acks[table_id] = t.last_seq
@@ -137,7 +139,21 @@ class BatchTables:
         if found:
             text = f"table {t.id} started behind head office: {'; '.join(found)}"
             self.result.forks.append(text)
-            self.ledger.alarm(text, None, t.id)
+            self.ledger.alarm(text, None, t.id, kind="table_behind")
+
+    def _in_service(self, table_id: str, body: dict[str, Any]) -> None:
+        """A birth or status says whether the table is in service (`in_service`, and why not:
+        `out_of_service`): an alarm while it is not. A table that does not say (older, or
+        the broker's will) changes nothing."""
+        if not isinstance(body.get("in_service"), bool):
+            return
+        if body["in_service"] is False:
+            why = body.get("out_of_service")
+            self.ledger.alarm(f"table {table_id} is out of service"
+                              f"{': ' + why[:200] if isinstance(why, str) and why else ''}",
+                              None, table_id, kind="table_out_of_service")
+        else:
+            self.ledger.clear_alarm("table_out_of_service", None, table_id)
 
     def status(self, table_id: str, body: dict[str, Any]) -> None:
         if self.enrolled(table_id) is None:
@@ -146,4 +162,11 @@ class BatchTables:
             "UPDATE tables SET state = ?, last_seen_utc = ?, last_seen_epoch = ? WHERE id = ?",
             (body["state"], self.utc, self.ledger.clock(), table_id),
         )
+        self._in_service(table_id, body)
+        # The table's own word, or its broker will when the connection died.
+        if body["state"] == "offline":
+            self.ledger.alarm(f"table {table_id} is offline (its status at {self.utc})", None,
+                              table_id, kind="table_offline")
+        else:
+            self.ledger.clear_alarm("table_offline", None, table_id)
 

@@ -19,7 +19,7 @@ from tests.support.daemon import REPO, start_daemon, wait_ready
 
 
 @pytest.mark.parametrize(("mode", "code"), [("simulation", "E801"), ("development", "E801"),
-                                            ("production", "E106")])
+                                            ("production", "E107")])
 def test_the_development_key_line_is_a_notice_only_off_play(
         tmp_path: Path, caplog: pytest.LogCaptureFixture, mode: str, code: str) -> None:
     cfg = simulation_config("paigow", "nsw", tmp_path / "state", tmp_path / "run")

@@ -489,3 +489,47 @@ def test_the_games_configs_are_the_round_machines_own() -> None:
         if isinstance(node, ast.ClassDef) and node.name in ("PaiGowConfig", "UthConfig")
     )
     assert where == ["controller/rounds/paigow/state.py", "controller/rounds/uth/state.py"]
+
+
+# --- the jackpot wager head office accepts (issue 27 item 5) ----------------------------------
+
+JACKPOT = '[uth.jackpot]\nenabled = true\npool_id = "p1"\nincrement_bp = 2500\nseed = 100000\n'
+
+
+def test_a_jackpot_wager_above_what_head_office_accepts_is_refused() -> None:
+    """On main a $21,474,836.48 jackpot wager validated, and head office then refused every
+    increment of it (above its max_jackpot_wager, $1,000 by default)."""
+    from dataclasses import fields
+
+    from controller.config.model import MAX_JACKPOT_WAGER
+    from headoffice.config import HeadOfficeConfig
+
+    default = {f.name: f.default for f in fields(HeadOfficeConfig)}["max_jackpot_wager"]
+    assert MAX_JACKPOT_WAGER == default == 100_000
+    assert errors_of(UTH + JACKPOT + "wager = 2147483648\n") == [
+        "table.toml: uth.jackpot.wager: must be at most 100000 cents ($1,000.00), the most head "
+        "office accepts by default ([service] max_jackpot_wager; 15.2.3), got 2147483648 "
+        "($21,474,836.48)"]
+    assert len(errors_of(UTH + JACKPOT + "wager = 100001\n")) == 1
+    cfg = validate_text(UTH + JACKPOT + "wager = 100000\n")  # the limit itself is allowed
+    assert cfg.jackpot is not None and cfg.jackpot.wager == 100_000
+
+
+def test_config_validate_says_what_head_office_accepts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.cli.main import main as cli
+
+    path = tmp_path / "table.toml"
+    path.write_text(UTH + JACKPOT + "wager = 500\n")
+    assert cli(["config", "validate", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: OK (uth, table U1)",
+        "  note: uth.jackpot.wager is 500 cents ($5.00); head office accepts a jackpot wager up "
+        "to 100000 cents ($1,000.00) by default ([service] max_jackpot_wager), and only the "
+        "wager of pool 'p1' when that pool sets one ([[pools]] wager, 15.2.5.2): an increment "
+        "at another wager is refused"]
+    assert cli(["config", "validate", str(path), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["notes"]) == 1
+    path.write_text(UTH)  # no jackpot: nothing to say
+    assert cli(["config", "validate", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == []

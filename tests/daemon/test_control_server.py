@@ -7,6 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from controller.control import RequestRefused, request
 from controller.daemon.control import ControlServer
 
@@ -44,3 +46,132 @@ def test_a_handler_whose_awaited_future_is_cancelled_still_answers(tmp_path: Pat
     assert refused == "internal error: CancelledError"
     assert after == {"up": True}
     assert errors == ["control command failed: CancelledError: "]
+
+
+FLOOD = r"""
+import socket, sys, time
+path, seconds = sys.argv[1], float(sys.argv[2])
+held, opened, end = [], 0, time.monotonic() + seconds
+while time.monotonic() < end:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(0.5)
+    try:
+        s.connect(path)  # and never a byte sent: an idle connection
+    except OSError:
+        s.close()
+        continue
+    opened += 1
+    held.append(s)
+    if len(held) > 800:  # this process's own descriptors
+        held.pop(0).close()
+print(opened, flush=True)
+"""
+
+
+def test_a_flood_of_idle_connections_from_one_peer_does_not_stop_status(
+        tmp_path: Path) -> None:
+    """Issue 27: a member of the socket group filling it with idle connections. The daemon's
+    descriptors are bounded as under systemd (1,024); another client's `status` still gets
+    through each time, the flood's connections beyond the per-process cap are answered at once
+    with a one-line error, idle ones are let go after CLIENT_TIMEOUT_S, and status counts both
+    (logged once per 10 s, with how many the line stands for)."""
+    import resource
+    import subprocess
+    import sys
+    import time
+
+    from controller.control import CLIENT_TIMEOUT_S, MAX_PER_PROCESS
+
+    refused: list[str] = []
+    took: list[float] = []
+
+    async def status(_args: dict[str, Any]) -> Any:
+        return {"up": True}
+
+    async def go() -> tuple[int, int, str, dict[str, Any]]:
+        server = ControlServer(tmp_path / "c.sock", {"status": status}, {},
+                               on_refused=refused.append)
+        await server.start()
+        flood = subprocess.Popen([sys.executable, "-c", FLOOD, str(server.path), "8"],
+                                 stdout=subprocess.PIPE, text=True)
+        ok = failed = 0
+        try:
+            await asyncio.sleep(1)  # the flood under way
+            end = time.monotonic() + 6
+            while time.monotonic() < end:
+                t0 = time.monotonic()
+                try:
+                    assert await asyncio.to_thread(request, server.path, "status", None, 2) == {
+                        "up": True}
+                    ok += 1
+                    took.append(time.monotonic() - t0)
+                except OSError:  # a refused connect (EAGAIN) or a timeout: what the flood did
+                    failed += 1
+                await asyncio.sleep(0.1)
+            out = await asyncio.to_thread(flood.communicate, timeout=30)
+            idle = await asyncio.to_thread(idle_reply, server.path)
+            stats = server.stats()
+        finally:
+            if flood.poll() is None:
+                flood.kill()
+            await server.close()
+        return ok, failed, out[0], idle, stats
+
+    def idle_reply(path: Path) -> tuple[float, Any]:
+        """An idle connection: how long until the daemon answers it, and what it says."""
+        import json
+        import socket
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(CLIENT_TIMEOUT_S + 5)
+            sock.connect(str(path))
+            t0 = time.monotonic()
+            line = sock.makefile("rb").readline()
+            return time.monotonic() - t0, json.loads(line)
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+    try:
+        ok, failed, opened, (waited, idle), stats = asyncio.run(asyncio.wait_for(go(), 60))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert int(opened) > 1000  # a flood indeed
+    assert (failed, ok >= 5) == (0, True), (ok, failed)
+    print(f"status under the flood: {ok} answered, slowest {max(took):.3f} s")
+    assert stats["refused_by_reason"]["too_many"] > 500
+    assert stats["refused_by_reason"]["timeout"] >= 1
+    assert CLIENT_TIMEOUT_S - 0.5 < waited < CLIENT_TIMEOUT_S + 2
+    assert idle == {"ok": False, "error": f"no complete request within {CLIENT_TIMEOUT_S} s"}
+    lines = [r for r in refused if "(too_many)" in r]
+    assert 1 <= len(lines) <= 2  # once every 10 s, not once a connection
+    assert f"at most {MAX_PER_PROCESS} at once from one process" in lines[0]
+    assert any(f"no complete request within {CLIENT_TIMEOUT_S} s" in r for r in refused)
+
+
+def test_status_shows_the_archive_alarm(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """`tablectl status` of a table whose background pass found an archive missing: the alarm
+    is on its own line (E106), the table in service (exit 0)."""
+    from controller.cli.main import main as cli
+    from controller.control import SOCKET_NAME
+
+    fault = ("segment 1 (rounds 1..2000, out of the journal file): archive /var/lib/tablectl/"
+             "archive/segment-000001.sqlite3.z is missing (not deleted by retention)")
+
+    async def status(_args: dict[str, Any]) -> Any:
+        return {"table_id": "T1", "game": "uth", "rules": "nsw", "state": "idle", "round": 7,
+                "out_of_service": None, "ready": True, "mode": "production", "devices": {},
+                "link": "disabled", "events": 3, "uptime_s": 1.0, "archive_faults": [fault]}
+
+    async def go() -> int:
+        server = ControlServer(tmp_path / SOCKET_NAME, {"status": status}, {})
+        await server.start()
+        try:
+            return await asyncio.to_thread(cli, ["status", "--runtime-dir", str(tmp_path)])
+        finally:
+            await server.close()
+
+    assert asyncio.run(asyncio.wait_for(go(), 30)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert ("ALARM: 1 journal archive(s) missing or altered (E106; tablectl journal verify; "
+            f"docs/operations.md, \"An archive missing or altered\"): {fault}") in out

@@ -273,3 +273,86 @@ def test_a_pass_left_at_the_daemons_priority_is_reported(
         assert run(j, caplog) == []
     assert ("journal background verification could not lower its priority (nice 0, I/O class "
             "best-effort): it competes with the table's rounds") in caplog.messages
+
+
+def test_an_archive_altered_or_missing_alarms_and_the_table_plays_on(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: the background pass checks every archive; one altered or missing is an alarm
+    (E106, `status`'s archive_faults), not a failure of the journal: play goes on."""
+    monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=6)  # segments 1..3 closed
+        j.archive()
+        for st in j.retention.states()[:2]:
+            assert j.ack_segment(st.segment.number, st.segment.head, str(st.digest))
+        assert [p.number for p in j.prune(0) if p.prune] == [1, 2]
+        one = j.archive_dir / "segment-000001.sqlite3.z"
+        good = one.read_bytes()
+        one.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+        (j.archive_dir / "segment-000003.sqlite3.z").unlink()
+        assert run(j, caplog) == []  # not out of service
+        assert len(j.retention.archive_faults) == 2
+        assert "segment 1 (rounds 1..2, out of the journal file): altered: archive" in (
+            j.retention.archive_faults[0])
+        assert j.retention.archive_faults[1].endswith(
+            "segment-000003.sqlite3.z is missing (not deleted by retention)")
+        alarm = [r for r in caplog.records if getattr(r, "code", None) == "E106"
+                 or "E106" in str(getattr(r, "__dict__", {}))]
+        assert alarm and alarm[0].levelno == logging.ERROR
+        assert alarm[0].getMessage().startswith("ALARM journal archives missing or altered (2): "
+                                                "segment 1 (rounds 1..2")
+        one.write_bytes(good)  # put back from a copy: the next pass finds one fault
+        caplog.clear()
+        assert run(j, caplog) == []
+        assert len(j.retention.archive_faults) == 1
+        # A fault of the journal itself still takes the table out of service, archives or not.
+        with raw(tmp_path) as c:
+            c.execute("UPDATE commits SET mac = x'00' WHERE seq = (SELECT max(seq) FROM "
+                      "commits)")
+        failures = run(j, caplog)
+    assert len(failures) == 1 and "MAC mismatch" in failures[0], failures
+
+
+def test_an_archive_gone_after_the_pass_is_an_alarm_within_the_upkeep(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass runs once a start; an archive deleted after it is found by the upkeep's look
+    (every UPKEEP_ENV seconds): E106, status's archive_faults, and play goes on."""
+    monkeypatch.setattr(segments, "SEGMENT_ROUNDS", 2)
+    monkeypatch.setenv(DELAY_ENV, "0")
+    monkeypatch.setenv(UPKEEP_ENV, "1")
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=4)  # segments 1, 2 closed (archived by the upkeep)
+        failures: list[str] = []
+        log = logging.getLogger("test.look")
+
+        async def main() -> None:
+            task = asyncio.create_task(look_after_journal(j, failures.append, log,
+                                                          JournalConfig()))
+            try:
+                for _ in range(400):  # the pass done and both segments archived
+                    await asyncio.sleep(0.05)
+                    if all(st.archive for st in j.retention.states()):
+                        break
+                await asyncio.sleep(0.2)
+                assert j.retention.archive_faults == []
+                (j.archive_dir / "segment-000002.sqlite3.z").unlink()
+                for _ in range(100):
+                    await asyncio.sleep(0.05)
+                    if j.retention.archive_faults:
+                        break
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+        with caplog.at_level(logging.INFO, logger="test.look"):
+            asyncio.run(main())
+        assert failures == []
+        assert j.retention.archive_faults == [
+            f"segment 2 (rounds 3..4): archive {j.archive_dir / 'segment-000002.sqlite3.z'} is "
+            "missing (not deleted by retention)"]
+        alarms = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert alarms == ["ALARM journal archives missing or altered (1 more): "
+                          + j.retention.archive_faults[0]]

@@ -287,8 +287,16 @@ def test_an_archive_is_deleted_only_after_pruned_and_acknowledged(jdir: Path) ->
         assert j.expire_archives(1) == []  # pruned just now: kept a day
         assert j.expire_archives(0) == [1, 2]
         assert [n for n, p in archives.items() if p.exists()] == [3, 4]
-        with pytest.raises(ValueError, match=r"round 2 was pruned .* was deleted after "
-                                             r"retention; head office holds it"):
+        # Deleted by retention (a record MAC'd with the key): the record is whole.
+        rep = verify_dir(jdir)
+        assert rep.ok, rep.errors
+        assert rep.archives == (f"2 whole, 0 missing or altered, 2 deleted by retention "
+                                f"({j.archive_dir})")
+        with pytest.raises(ValueError, match=r"round 2 was pruned .* was deleted by retention "
+                                             r"at 20\d\d-\d\d-\d\dT[0-9:.]+Z "
+                                             r"\(keep_archives_days\); head office holds its "
+                                             r"digest \(sha256 [0-9a-f]{64}\) and head, not its "
+                                             r"records"):
             j.round_events(2)
         with raw(jdir) as c:  # a forged "pruned" mark on segment 3 does not delete its archive
             c.execute("UPDATE segments SET pruned_utc = '2020-01-01T00:00:00Z' WHERE number = 3")
@@ -415,10 +423,11 @@ def test_an_archive_that_does_not_check_out_is_not_read(jdir: Path) -> None:
             c2.execute("UPDATE segments SET digest = ? WHERE number = 1", (digest,))
         with pytest.raises(ValueError, match=r"\(records altered, added or dropped\)"):
             j.archived_round(1)
-        # Gone (retention deleted it, or a technician did): says where it went, as before.
+        # Gone, and not by retention: says so (not that retention deleted it).
         path.unlink()
-        with pytest.raises(ValueError, match=r"round 1 was pruned .* was deleted after "
-                                             r"retention; head office holds it"):
+        with pytest.raises(ValueError, match=r"round 1 was pruned .* is missing and was not "
+                                             r"deleted by retention; head office holds its "
+                                             r"digest"):
             j.archived_round(1)
 
 
@@ -491,12 +500,13 @@ def test_a_moved_segments_archive_must_check_out(jdir: Path) -> None:
     path.write_bytes(good[:100] + bytes([good[100] ^ 1]) + good[101:])
     rep = verify_dir(jdir)
     assert not rep.ok
-    assert rep.errors == ["segment 1 moved out of the journal file, but its archive does not "
-                          f"check out: archive {path} is not the one recorded for segment 1: "
+    assert rep.errors == ["segment 1 (rounds 1..2, out of the journal file): altered: "
+                          f"archive {path} is not the one recorded for segment 1: "
                           f"sha256 {hashlib.sha256(path.read_bytes()).hexdigest()}, recorded "
                           f"{hashlib.sha256(good).hexdigest()}"]
     path.unlink()
-    assert "cannot be read" in verify_dir(jdir).errors[0]
+    assert verify_dir(jdir).errors == [f"segment 1 (rounds 1..2, out of the journal file): "
+                                       f"archive {path} is missing (not deleted by retention)"]
     path.write_bytes(good)
     assert verify_dir(jdir).ok
     with Journal.open(jdir, table_id=TABLE, game=GAME) as j:  # pruned, then expired: gone
@@ -614,3 +624,135 @@ def test_a_segment_ending_inside_a_commit_reads_on_after_it_leaves(tmp_path: Pat
     with pytest.MonkeyPatch.context() as mp:  # the auditor's recipe across the straddle
         got = run_recipe(archive, mp)
     assert (got["seq"], got["h"]) == (20, seg.head)
+
+
+# ---- Archives are part of the record (issue 27, item 2) ------------------------------------
+
+def _pruned(jdir: Path) -> Path:
+    """Segments 1, 2 pruned (archived, held by head office), 3, 4 archived; the archive dir."""
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        acked(j, 1, 2)
+        assert [p.number for p in j.prune(0) if p.prune] == [1, 2]
+        return j.archive_dir
+
+
+def test_verify_fails_naming_an_archive_altered_or_missing(
+        jdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.cli.main import main as cli
+
+    archive_dir = _pruned(jdir)
+    assert verify_dir(jdir).archives == f"4 whole, 0 missing or altered, 0 deleted by " \
+                                         f"retention ({archive_dir})"
+    one = archive_dir / "segment-000001.sqlite3.z"
+    good = one.read_bytes()
+    one.write_bytes(good[:100] + bytes([good[100] ^ 1]) + good[101:])  # one byte flipped
+    rep = verify_dir(jdir)
+    assert not rep.ok
+    assert rep.archive_faults == rep.errors == [
+        f"segment 1 (rounds 1..2, out of the journal file): altered: archive {one} is not the "
+        f"one recorded for segment 1: sha256 "
+        f"{hashlib.sha256(one.read_bytes()).hexdigest()}, recorded "
+        f"{hashlib.sha256(good).hexdigest()}"]
+    assert cli(["journal", "verify", "--state-dir", str(jdir)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"journal {jdir} FAILED")
+    assert f"archives: 3 whole, 1 missing or altered, 0 deleted by retention ({archive_dir})" in out
+    assert f"error: segment 1 (rounds 1..2, out of the journal file): altered: archive {one}" \
+        in out
+    with (Journal.open(jdir, table_id=TABLE, game=GAME) as j,
+          pytest.raises(ValueError, match=r"round 1 was pruned from the table's journal \(seq "
+                                          r"1\.\.20, segment 1\); its archive .*segment-"
+                                          r"000001\.sqlite3\.z is altered, it cannot be read "
+                                          r"back: .* is not the one recorded")):
+        j.archived_round(1)
+    # Every archive deleted, by hand: not by retention, and verify says so for each.
+    for path in archive_dir.iterdir():
+        path.unlink()
+    rep = verify_dir(jdir)
+    assert rep.errors == [
+        f"segment {n} (rounds {2 * n - 1}..{2 * n}{', out of the journal file' if n < 3 else ''})"
+        f": archive {archive_dir / segments.archive_name(n)} is missing (not deleted by "
+        "retention)" for n in (1, 2, 3, 4)]
+    assert cli(["journal", "verify", "--state-dir", str(jdir), "--json"]) == 1
+    assert len(json.loads(capsys.readouterr().out)["archive_faults"]) == 4
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        for call in (j.round_events, j.archived_round):
+            with pytest.raises(ValueError, match=r"round 2 was pruned .*; its archive .*segment-"
+                                                 r"000001\.sqlite3\.z is missing and was not "
+                                                 r"deleted by retention; head office holds its "
+                                                 r"digest .* not its records"):
+                call(2)
+    # A "deleted by retention" record written without the key does not make it so.
+    with raw(jdir) as c:
+        c.execute(segments.ADD_DELETED[0])
+        c.execute(segments.ADD_DELETED[1])
+        c.execute("UPDATE segments SET archive_deleted_utc = '2026-01-01T00:00:00Z', "
+                  "archive_deleted_mac = x'00' WHERE number = 1")
+    rep = verify_dir(jdir)
+    assert rep.errors[0] == (
+        f"segment 1 (rounds 1..2, out of the journal file): archive {one} is missing; its row "
+        "says retention deleted it at 2026-01-01T00:00:00Z, but that record does not check out "
+        "with the table's key (forged)")
+    with (Journal.open(jdir, table_id=TABLE, game=GAME) as j,
+          pytest.raises(ValueError, match=r"that record does not check out with the table's "
+                                          r"key \(forged\): it was not deleted by retention")):
+        j.round_events(1)
+
+
+def test_an_archive_whose_row_was_altered_is_named(jdir: Path) -> None:
+    archive_dir = _pruned(jdir)
+    with raw(jdir) as c:  # the row pointed at another file, or at none
+        c.execute("UPDATE segments SET archive = 'segment-000003.sqlite3.z' WHERE number = 1")
+        c.execute("UPDATE segments SET archive = NULL WHERE number = 2")
+    assert verify_dir(jdir).archive_faults == [
+        "segment 1 (rounds 1..2, out of the journal file): its row names the archive "
+        "'segment-000003.sqlite3.z', not 'segment-000001.sqlite3.z' (the row was altered)",
+        "segment 2 (rounds 3..4, out of the journal file): its row names no archive (it was "
+        "archived before it left the file: the row was altered)"]
+    assert (archive_dir / "segment-000001.sqlite3.z").exists()
+
+
+def test_a_deletion_recorded_before_its_file_went_is_finished(
+        jdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Killed between the record and the unlink: the file is deleted at the next upkeep, and
+    meanwhile it is still checked (it is there)."""
+    archive_dir = _pruned(jdir)
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        st = j.retention.states()[0]
+        j.retention._record_deleted(st, "2026-01-02T00:00:00Z")
+        assert verify_dir(jdir).ok
+        assert j.expire_archives(400) == [1]  # recorded already: its age no longer matters
+        assert not (archive_dir / "segment-000001.sqlite3.z").exists()
+        assert j.retention.states()[0].deleted_utc == "2026-01-02T00:00:00Z"
+    rep = verify_dir(jdir)
+    assert rep.ok, rep.errors
+    assert "1 deleted by retention" in rep.archives
+    from controller.cli.main import main as cli
+
+    assert cli(["journal", "segments", "--state-dir", str(jdir)]) == 0
+    assert ("segment 1: seq 1..20, rounds 1..2, pruned ") in (out := capsys.readouterr().out)
+    assert "segment-000001.sqlite3.z (deleted by retention 2026-01-02T00:00:00Z)" in out
+
+
+def test_verify_finds_the_archives_where_the_config_keeps_them(
+        jdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """[journal] archive_dir elsewhere (as the daemon archives there): `journal verify` of that
+    table's state directory checks them there, not STATE_DIR/archive (tablectl-slot's health
+    check runs it without --archive-dir)."""
+    from controller.cli.main import main as cli
+
+    archive_dir = _pruned(jdir)
+    elsewhere = jdir.parent / "share"
+    archive_dir.rename(elsewhere)
+    example = (Path(__file__).resolve().parents[2] / "examples" / "paigow-nsw.toml").read_text()
+    conf = jdir.parent / "table.toml"
+    conf.write_text(example.replace("simulate = false", "simulate = true").replace(
+        'state_dir = "/var/lib/tablectl"', f'state_dir = "{jdir}"')
+        + f'\n[journal]\narchive_dir = "{elsewhere}"\n')
+    assert cli(["journal", "verify", "--state-dir", str(jdir), "--config", str(conf)]) == 0
+    assert f"archives: 4 whole, 0 missing or altered, 0 deleted by retention ({elsewhere})" in (
+        capsys.readouterr().out)
+    # No config (or another table's): STATE_DIR/archive, where they are not.
+    assert cli(["journal", "verify", "--state-dir", str(jdir), "--config",
+                str(jdir / "none.toml")]) == 1
+    assert "4 missing or altered" in capsys.readouterr().out

@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from controller.config.journal import JournalConfig
+from controller.journal.background import verify_in_background
 from controller.link import contract
 from controller.link.transport import connect
 from headoffice.ledger import Ledger
@@ -145,9 +147,13 @@ def test_head_office_refuses_a_broken_chain_alarms_and_answers_refused(
             assert worker.counters["segments_refused"] == 2
             ledger = Ledger.open(ledger_url)
             try:
-                alarms = [r["text"] for r in ledger.db.execute(
-                    "SELECT text FROM alarms WHERE table_id = 'T2' ORDER BY alarm_no")]
-                assert len([t for t in alarms if "journal segment refused" in t]) == 2
+                # One chain-mismatch alarm for the table, seen twice: the first refusal's
+                # text and the last's (headoffice/ledger/alarms.py).
+                (alarm,) = ledger.db.execute(
+                    "SELECT kind, text, last_text, repeats FROM alarms WHERE table_id = 'T2'")
+                assert (alarm["kind"], alarm["repeats"]) == ("chain_mismatch", 2)
+                assert "journal segment refused" in alarm["text"]
+                assert "journal segment refused" in alarm["last_text"]
                 assert [(r["number"], r["status"], r["head"]) for r in held(ledger, "T2")] == [
                     (1, "held", b), (2, "refused", c)]
             finally:
@@ -179,9 +185,19 @@ def test_round_show_of_a_pruned_round_reads_its_archive(broker: Broker, ledger_u
         assert (after["events"], after["record"]) == (before["events"], before["record"])
         assert after["archive"]["segment"] == 1
         assert Path(after["archive"]["path"]).name == "segment-000001.sqlite3.z"
-        Path(after["archive"]["path"]).unlink()
-        with pytest.raises(RoundPruned, match="was deleted after retention"):
+        Path(after["archive"]["path"]).unlink()  # by hand: not by retention
+        with pytest.raises(RoundPruned, match="is missing and was not deleted by retention"):
             await show({"number": 1})
+        # The background pass finds it: an alarm in status, and the table plays on.
+        failures: list[str] = []
+        assert await verify_in_background(journal(table), failures.append,
+                                          logging.getLogger("test"), delay=0)
+        status = await table.service.commands.status({})
+        assert (failures, status["out_of_service"]) == ([], None)
+        assert len(status["archive_faults"]) == 1
+        assert status["archive_faults"][0].startswith("segment 1 (rounds 1..")
+        assert status["archive_faults"][0].endswith("segment-000001.sqlite3.z is missing (not "
+                                                    "deleted by retention)")
         await table.stop()
 
     run(main())

@@ -278,9 +278,11 @@ def test_a_royal_waits_for_an_operator_then_its_award_reaches_the_table(
 def test_a_royal_waits_for_the_attendants_verification_at_the_table(
     broker, ledger_url, tmp_path
 ) -> None:
-    """Rule 15: the large award waits; the attendant's `jackpot_verify` at the table (through
-    the control socket's dealer command, which journals who) pays it, the pool resets and
-    the ledger names the attendant. A verification with no held hit is refused and alarmed."""
+    """Rule 15: the large award waits. The attendant's `jackpot_verify` at the table (through
+    the control socket's dealer command, which journals who) reaches head office and is
+    recorded against the held hit; it pays nothing (issue 26: it is the table's word). People
+    at head office pay it: the pool resets, the award reaches the table. A verification with
+    no held hit is refused at the table; a second one is refused and alarmed at head office."""
     async def main() -> None:
         async with head_office(ledger_url, broker) as (worker,):
             table = make_table("A", tmp_path / "A", broker, autoplay=False)
@@ -291,8 +293,8 @@ def test_a_royal_waits_for_the_attendants_verification_at_the_table(
             await wait_for(lambda: bool(worker.ledger.held_hits(pending_only=True)), 10,
                            "the hit held")
             (held,) = worker.ledger.held_hits()
-            await asyncio.sleep(1.0)  # heartbeats pass: nothing is paid without a verification
-            assert worker.ledger.pool(POOL).hits == 0  # type: ignore[union-attr]
+            before = worker.ledger.pool(POOL)
+            assert before is not None and before.hits == 0
             assert table.status()["pool"]["pending"] == [{"round": held["round"],
                                                           "boxes": [2]}]
             # No hit pending for round 99 at the table: the machine refuses, nothing is sent.
@@ -300,25 +302,32 @@ def test_a_royal_waits_for_the_attendants_verification_at_the_table(
             assert "no jackpot hit pending" in json.dumps(answer["effects"])
             answer = await _verify_as(table, "carol", round=held["round"])
             assert "jackpot verified by carol" in json.dumps(answer["effects"])
-            # Pressed twice before the award arrives: the second finds the hit decided at head
-            # office (not held any more): refused there, alarmed and counted, nothing paid.
+            await wait_for(lambda: worker.counters["verifications"] == 1, 10,
+                           "the verification recorded")
+            await asyncio.sleep(1.0)  # heartbeats pass: the table's word pays nothing
+            (still,) = worker.ledger.held_hits()
+            assert still["status"] == "pending" and still["operator"] is None
+            assert still["verified_by"].startswith("carol (uid 1001) at table A")
+            assert worker.ledger.pool(POOL).hits == 0  # type: ignore[union-attr]
+            assert table.status()["pool"]["pending"]  # still PENDING at the table
+            assert worker.counters["approved_awards_sent"] == 0
+            # Pressed again: recorded once, the second refused, alarmed and counted.
             answer = await _verify_as(table, "dave", round=held["round"])
             assert "jackpot verified by dave" in json.dumps(answer["effects"])
-            await wait_for(lambda: not table.status()["pool"]["pending"], 10, "award applied")
             await wait_for(lambda: worker.counters["verifications_refused"] == 1, 10,
                            "the second verification refused")
+            alarms = worker.ledger.report()["alarms"]
+            assert any("jackpot_verified from A" in a["text"]
+                       and "already verified by carol" in a["text"] for a in alarms)
+            # The people at head office release it.
+            award = await asyncio.to_thread(_approve, ledger_url, held["hold_no"])
+            await wait_for(lambda: not table.status()["pool"]["pending"], 10, "award applied")
             (decided,) = worker.ledger.held_hits()
-            assert decided["status"] == "approved"
-            assert decided["operator"] == "attendant carol at table A" and decided["decided_utc"]
+            assert decided["status"] == "approved" and decided["operator"] == "alice and bob"
             pool = worker.ledger.pool(POOL)
             assert pool is not None and pool.hits == 1 and pool.imbalance() == 0
-            paid = sum(p["amount"] for p in decided["award"]["payouts"])
+            paid = sum(p["amount"] for p in award["payouts"])
             assert table.status()["pool"]["ledger"]["paid"] == paid > 0
-            assert worker.counters["verifications"] == 1
-            alarms = worker.ledger.report()["alarms"]
-            assert any("jackpot_verified from A" in a["text"] and "already approved" in a["text"]
-                       for a in alarms)
-            assert worker.ledger.pool(POOL) == pool
             await drain([table])
             await table.stop()
             assert_ledger_matches(worker.ledger, [table])
@@ -338,12 +347,19 @@ async def _verify_as(table: Any, user: str, **data: Any) -> dict[str, Any]:
 
 
 def _approve(url: str, hold_no: int) -> dict[str, Any]:
-    """What `tablectl-headoffice hit approve` does, on its own connection to the ledger."""
+    """What `tablectl-headoffice hit approve` does, on its own connection to the ledger, by two
+    operators: the Royal pays $50,000.00, above the default dual-control threshold. The award
+    message."""
     from headoffice.ledger import Ledger
 
     led = Ledger.open(url)
+    ops = ["alice", "bob"]
     try:
-        return led.approve_hit(hold_no, operator="alice", authorised=["alice"])
+        first = led.approve_hit(hold_no, operator="alice", authorised=ops, reason="camera 4")
+        assert first["status"] == "pending" and first["award"] is None
+        done = led.approve_hit(hold_no, operator="bob", authorised=ops, reason="count agrees")
+        assert done["status"] == "approved"
+        return done["award"]
     finally:
         led.close()
 
