@@ -176,8 +176,8 @@ def status_exit(st: dict[str, Any]) -> int:
         return EXIT_OUT_OF_SERVICE
     if st.get("ready") is False:
         return EXIT_STARTING
-    if not (st.get("attention") or {}).get("healthy", True):
-        return EXIT_NEEDS_ATTENTION
+    if not (st.get("attention") or {}).get("healthy", True) or st.get("archive_faults"):
+        return EXIT_NEEDS_ATTENTION  # an archive missing or altered (E106) is one too
     return EXIT_HEALTHY
 
 

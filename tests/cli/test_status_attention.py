@@ -292,5 +292,9 @@ def test_a_daemon_still_starting_is_not_healthy(tmp_path: Path) -> None:
     assert st["ready"] is False and st["state"] == "starting"
     assert status_exit(st) == EXIT_STARTING
     assert status_exit({**st, "ready": True, "attention": {"healthy": True}}) == EXIT_HEALTHY
+    # The table plays on with a journal archive missing or altered, but a person must see to
+    # it (E106, docs/operations.md "An archive missing or altered"): not healthy.
+    assert status_exit({**st, "ready": True, "attention": {"healthy": True},
+                        "archive_faults": ["segment 1: archive missing"]}) == EXIT_NEEDS_ATTENTION
     # Out of service while starting (a journal that cannot open) is out of service.
     assert status_exit({**st, "out_of_service": "journal"}) == EXIT_OUT_OF_SERVICE
