@@ -40,7 +40,7 @@ from controller.journal.errors import RoundPruned
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT
 from controller.rounds.base import Event
-from controller.rounds.uth.status import face_down
+from controller.rounds.uth.status import face_down, face_down_record
 from devices.base import DeviceError
 
 if TYPE_CHECKING:
@@ -156,7 +156,14 @@ class TableCommands:
         if not 1 <= n <= JOURNAL_TAIL_MAX:
             raise Refused(f"n must be within 1..{JOURNAL_TAIL_MAX}, got {n}")
         journal = self.table.journal
-        return [] if journal is None else [e.as_json() for e in journal.tail(n)]
+        if journal is None:
+            return []
+        events = [e.as_json() for e in journal.tail(n)]
+        # A round still in play shows no dealt card (as status and watch); a closed round's
+        # events are the audit record, every card.
+        in_play = {r for r in {e.get("round") for e in events}
+                   if isinstance(r, int) and journal.round_record(r) is None}
+        return [face_down_record(e) if e.get("round") in in_play else e for e in events]
 
     async def summary(self, args: dict[str, Any]) -> dict[str, Any]:
         journal = self.table.journal
@@ -184,10 +191,12 @@ class TableCommands:
         record = journal.round_record(number)
         if record is None and not events:
             raise Refused(f"no round {number} in the journal")
+        shown = [e.as_json() for e in events]
         return {
             "round": number,
             "record": None if record is None else record.as_json(),
-            "events": [e.as_json() for e in events],
+            # Still in play: no dealt card's value (as status and watch); once closed, every one.
+            "events": shown if record is not None else [face_down_record(e) for e in shown],
         }
 
     def _refuse_action(self, what: str, reason: str) -> Refused:

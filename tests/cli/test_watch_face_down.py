@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from controller.rounds.uth.status import HIDDEN, face_down
-from tests.support.daemon import REPO, start_daemon, wait_ready
+from tests.support.daemon import REPO, ask, start_daemon, wait_ready
+from tests.support.devices import wait_until
 
 CARD = re.compile(r"\bcard=(?!hidden\b)\S+")
 
@@ -58,5 +59,38 @@ def test_watch_on_a_uth_table_prints_no_dealt_card(tmp_path: Path) -> None:
     finally:
         if watch is not None and watch.poll() is None:
             watch.kill()
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+@pytest.mark.slow
+def test_journal_tail_and_round_show_hide_the_cards_of_a_round_in_play(tmp_path: Path) -> None:
+    """A technician's `journal tail` or `round show` of the round being dealt would show the
+    cards watch hides; once the round is closed its events are the audit record, every card."""
+    proc = start_daemon(tmp_path, "--simulate=pty", "--game", "uth", "--no-players", "--quiet")
+
+    def cli(*args: str) -> str:
+        run = subprocess.run([sys.executable, "-m", "controller.cli.main", *args,
+                              "--runtime-dir", str(tmp_path / "run")], cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, (args, run.stdout, run.stderr)
+        return run.stdout
+
+    try:
+        wait_ready(tmp_path, proc)
+        wait_until(lambda: ask(tmp_path, "status")["machine"]["deck_ready"], 30)
+        ask(tmp_path, "dealer", {"action": "wager", "data": {"box": 1, "ante": 1000}})
+        assert not ask(tmp_path, "dealer", {"action": "deal"})["refused"]
+        wait_until(lambda: ask(tmp_path, "status")["machine"]["cards_dealt"] >= 4, 30)
+        number = ask(tmp_path, "status")["round"]
+        tail = cli("journal", "tail", "-n", "50")
+        shown = cli("round", "show", str(number))
+        for text in (tail, shown):
+            assert "card.dispensed card=hidden" in text and not CARD.search(text), text
+        ask(tmp_path, "dealer", {"action": "void", "data": {"reason": "test"}})
+        wait_until(lambda: ask(tmp_path, "round_show", {"number": number})["record"], 30)
+        closed = cli("round", "show", str(number))
+        assert CARD.search(closed) and "card=hidden" not in closed, closed
+    finally:
         proc.terminate()
         proc.communicate(timeout=30)

@@ -29,10 +29,17 @@ HIDDEN = "hidden"
 def face_down(item: JSON) -> JSON:
     """A processed event as a terminal may show it live: a dealt card's value `hidden`."""
     event = item.get("event") or {}
-    data = event.get("data") or {}
-    if event.get("kind") not in FACE_DOWN_KINDS or "card" not in data:
-        return item
-    return {**item, "event": {**event, "data": {**data, "card": HIDDEN}}}
+    shown = face_down_record(event)
+    return item if shown is event else {**item, "event": shown}
+
+
+def face_down_record(record: JSON) -> JSON:
+    """A journaled event (`kind`, `data`) of a round still in play, as a terminal may show it:
+    a dealt card's value `hidden` (the same object when there is nothing to hide)."""
+    data = record.get("data") or {}
+    if record.get("kind") not in FACE_DOWN_KINDS or "card" not in data:
+        return record
+    return {**record, "data": {**data, "card": HIDDEN}}
 
 
 # -- status and resume -------------------------------------------------------------------------
