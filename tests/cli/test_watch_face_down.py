@@ -80,6 +80,9 @@ def test_journal_tail_and_round_show_hide_the_cards_of_a_round_in_play(tmp_path:
         wait_ready(tmp_path, proc)
         wait_until(lambda: ask(tmp_path, "status")["machine"]["deck_ready"], 30)
         ask(tmp_path, "dealer", {"action": "wager", "data": {"box": 1, "ante": 1000}})
+        # The dealer's answer in dollars (it said `box 2: ante 2500 blind 2500 trips 0`).
+        said = cli("dealer", "wager", "box=2", "ante=2500")
+        assert "box 2: ante $25.00, blind $25.00, trips $0.00" in said, said
         assert not ask(tmp_path, "dealer", {"action": "deal"})["refused"]
         wait_until(lambda: ask(tmp_path, "status")["machine"]["cards_dealt"] >= 4, 30)
         number = ask(tmp_path, "status")["round"]
