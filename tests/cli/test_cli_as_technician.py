@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+import tests.daemon.test_control_access as acl
 from controller.cli.main import main
 from controller.control import request
+from controller.daemon.build import SIM_LIMITS
 from tests.daemon.test_control_access import NEITHER, NOBODY, SUPER, TECH, _daemon, _gid
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
@@ -26,7 +28,24 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another u
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    tmp = tmp_path_factory.mktemp("astech")
+    yield from _ready(tmp_path_factory.mktemp("astech"))
+
+
+@pytest.fixture
+def uth_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The same access set-up, a UTH table (its shuffler can raise a surveillance alarm)."""
+    paigow = acl.config_text
+
+    def uth(state: Path, run: Path, extra: str = "") -> str:
+        text = paigow(state, run, extra).replace('game = "paigow"', 'game = "uth"')
+        return text.split("[paigow]")[0] + "[uth]\n" + SIM_LIMITS["uth"] + \
+            "[devices]\nsimulate = true\n"
+
+    monkeypatch.setattr(acl, "config_text", uth)
+    yield from _ready(tmp_path)
+
+
+def _ready(tmp: Path) -> Iterator[Path]:
     for path, _proc in _daemon(tmp, "--simulate=pty", "--no-players", "--quiet"):
         deadline = time.monotonic() + 30
         while not request(path, "status")["ready"]:  # status exits 5 until then
@@ -110,3 +129,29 @@ def test_a_user_in_neither_group_is_told_which_groups_and_exits_77(table: Path) 
         assert "permission denied on" in err and f"the socket's group ({TECH})" in err, err
         assert "technician or supervisor group" in err, err
         assert err.count("\n") == 1, err
+
+
+def test_a_technician_acknowledges_a_technician_alarm_not_a_surveillance_one(
+        uth_table: Path) -> None:
+    """docs/operations.md "Alarms": a bad deck check's alarm (11.7.4) is surveillance's; a
+    technician's acknowledgement is refused naming the supervisor group, a supervisor's taken."""
+    request(uth_table / "control.sock", "device_fault", {"device": "shuffler", "fault": "missing"})
+    request(uth_table / "control.sock", "dealer", {"action": "deck_check"})
+    deadline = time.monotonic() + 30
+    while not (active := request(uth_table / "control.sock", "alarms")["active"]):
+        assert time.monotonic() < deadline, "no alarm"
+        time.sleep(0.05)
+    number = str(active[0]["id"])
+    assert active[0]["severity"] == "surveillance"
+    code, out, err = as_user(uth_table, [_gid(TECH)], "alarms")
+    assert code == 0 and "to clear: a supervisor acknowledges it" in out, out
+    code, out, err = as_user(uth_table, [_gid(TECH)], "alarms", "ack", number)
+    assert code == 2 and out == "", (code, out, err)
+    assert f"alarm {number} is a surveillance alarm; acknowledging it needs group {SUPER}" in err
+    code, out, _ = as_user(uth_table, [_gid(TECH)], "alarms", "ack", "--all")
+    assert code == 0 and "nothing acknowledged" in out, out  # --all leaves it to a supervisor
+    code, out, err = as_user(uth_table, [_gid(SUPER), _gid(TECH)], "alarms", "ack", number,
+                             "--note", "surveillance called")
+    assert code == 0 and f"acknowledged alarm {number}" in out, (out, err)
+    cleared = request(uth_table / "control.sock", "alarms")["cleared"][-1]["cleared"]
+    assert cleared == "acknowledged by nobody (uid 65534): surveillance called"
