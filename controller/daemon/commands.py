@@ -35,12 +35,11 @@ from controller.control import Refused, current_peer
 from controller.daemon.attention import attention
 from controller.daemon.logbook import RING_LINES
 from controller.errorlog import ERROR_DAYS, LEVELS, read_history
-from controller.events import Kind
+from controller.events import Kind, face_down, face_down_record
 from controller.journal.errors import RoundPruned
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT
 from controller.rounds.base import Event
-from controller.rounds.uth.status import face_down, face_down_record
 from devices.base import DeviceError
 
 if TYPE_CHECKING:

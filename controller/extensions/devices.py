@@ -24,8 +24,8 @@ from collections import deque
 from typing import Any
 
 from controller.control import Refused
+from controller.events import face_down
 from controller.extensions.base import Table, started
-from controller.rounds.uth.status import face_down
 from devices.base import DeviceError
 from devices.build import simulators
 from devices.sensors import Sensors

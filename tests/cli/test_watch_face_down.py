@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.rounds.uth.status import HIDDEN, face_down
+from controller.events import HIDDEN, face_down
 from tests.support.daemon import REPO, ask, start_daemon, wait_ready
 from tests.support.devices import wait_until
 

@@ -19,29 +19,6 @@ from controller.rounds.uth.state import (
 
 Result = tuple[UthState, list[Effect]]
 
-# The events whose `card` is a card as it leaves the shuffler or the shoe, face down: `tablectl
-# watch` shows them without it (`face_down`), as status shows no hole card; the journal and the
-# round record keep every card for the audit, and the round's result shows the hands once settled.
-FACE_DOWN_KINDS = frozenset({"card.dispensed", "dealer.card"})
-HIDDEN = "hidden"
-
-
-def face_down(item: JSON) -> JSON:
-    """A processed event as a terminal may show it live: a dealt card's value `hidden`."""
-    event = item.get("event") or {}
-    shown = face_down_record(event)
-    return item if shown is event else {**item, "event": shown}
-
-
-def face_down_record(record: JSON) -> JSON:
-    """A journaled event (`kind`, `data`) of a round still in play, as a terminal may show it:
-    a dealt card's value `hidden` (the same object when there is nothing to hide)."""
-    data = record.get("data") or {}
-    if record.get("kind") not in FACE_DOWN_KINDS or "card" not in data:
-        return record
-    return {**record, "data": {**data, "card": HIDDEN}}
-
-
 # -- status and resume -------------------------------------------------------------------------
 def status(config: UthConfig, state: UthState, *, hole_cards: bool = False) -> JSON:
     """The table as a technician's terminal shows it: no hole cards, only how many each box
