@@ -157,7 +157,7 @@ def test_the_service_fields_are_checked(field: str, value: object, why: str) -> 
 
 def test_a_parameter_change_is_an_alarm_and_in_the_trail(new_url: NewUrl) -> None:
     led = ledger(new_url)
-    led.set_params(P, {"seed": 600_000}, operator="alice", authorised=OPS)
+    led.set_params(P, {"seed": 600_000}, operator="alice", authorised=OPS, reason="new promotion")
     (a,) = active(led, "param_change")
     assert a["pool_id"] == P and a["severity"] == "notice" and "by alice" in a["text"]
     (entry,) = [t for t in audit.trail(led.db) if t["action"] == "param_set"]

@@ -38,7 +38,7 @@ def _offline_alarms(led: Ledger, active: bool) -> list[dict]:
 def test_a_table_cut_off_is_an_alarm_until_it_returns(broker, tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     ho = ho_config(db, None)
-    accounts = validate_text(console_toml(), ho.operators)
+    accounts = validate_text(console_toml(), (*ho.operators, "bob"))
 
     async def main() -> None:
         proxy = await mqtt_broker.TcpProxy(broker.port).start()

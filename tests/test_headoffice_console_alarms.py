@@ -70,7 +70,7 @@ def post(b: Browser, path: str, form: dict[str, str]) -> object:
 
 
 def test_the_menu_bar_counts_active_alarms_and_a_decision_clears_its_own(
-        browser: Browser) -> None:
+        browser: Browser, office: Office) -> None:
     browser.login("alice")
     for page in PAGES:  # every page, from its menu bar
         assert count(browser.client.get(page).text) == 3, page
@@ -78,8 +78,21 @@ def test_the_menu_bar_counts_active_alarms_and_a_decision_clears_its_own(
     assert "jackpot hit T1 round 29 HELD for approval" in alarm_row(alarms, 2)
     assert " active " in alarm_row(alarms, 2)
     r = browser.client.post("/hits/2/approve", data={"csrf": browser.csrf(),
-                                                     "note": "seen on camera"})
+                                                     "reason": "seen on camera"})
     assert r.status_code == 303
+    # A $50,000 Royal needs two approvers: after the first the hit still waits, and its alarm
+    # stays active, now saying so.
+    alarms = browser.client.get("/alarms").text
+    assert count(alarms) == 3 and " active " in alarm_row(alarms, 2)
+    assert "first approval by alice" in alarm_row(alarms, 2)
+    second = Browser(office)
+    try:
+        second.login("bob")
+        r = second.client.post("/hits/2/approve", data={"csrf": second.csrf(),
+                                                        "reason": "count agrees"})
+        assert r.status_code == 303
+    finally:
+        second.close()
     alarms = browser.client.get("/alarms").text
     assert count(alarms) == 2
     assert " active " not in alarm_row(alarms, 2)  # cleared, in the history

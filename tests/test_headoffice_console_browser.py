@@ -10,10 +10,13 @@ A screenshot of each page is taken; with TABLECTL_CONSOLE_SCREENSHOTS=DIR they a
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,7 @@ CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                                 reason="Debian's chromium and chromium-driver are not installed")
+ZONE = "Australia/Sydney"
 PAGES = ("overview", "pools", "tables", "hits", "alarms", "params", "meters", "audit")
 
 
@@ -46,6 +50,9 @@ PAGES = ("overview", "pools", "tables", "hits", "alarms", "params", "meters", "a
 def served(tmp_path: Path) -> Iterator[tuple[Office, str]]:
     port = mqtt_broker.free_port()
     office = make_office(tmp_path / "office", port=port)
+    # Times in the casino's zone (stored in UTC): the trail below is read in it.
+    office.ho_path.write_text(office.ho_path.read_text().replace(
+        "[service]\n", f'[service]\ntime_zone = "{ZONE}"\n'))
     proc = subprocess.Popen(
         [sys.executable, "-m", "headoffice.cli", "console", "--config", str(office.ho_path),
          "--console-config", str(office.console_path)],
@@ -134,6 +141,18 @@ def test_an_operator_works_the_console_in_a_browser(served: tuple[Office, str], 
         wait.until(ec.title_contains("Overview"))
 
     before_params = decisions(office.db)["pool"]["params"]
+    # The alarms: each held hit raised one, counted in the menu bar. The Royal's (#1) is
+    # acknowledged first: someone is on it (it stays active until the hit is decided).
+    assert d.find_element(By.ID, "alarm-count").text == "3"
+    d.get(f"{base}/alarms")
+    assert "Royal Flush award on box 1 waits" in d.find_element(By.ID, "alarm-1").text
+    d.find_element(By.CSS_SELECTOR, '#alarm-1 input[name="note"]').send_keys(
+        "supervisor on the way to T1")
+    d.find_element(By.CSS_SELECTOR, "#alarm-1 form.ack button").click()
+    wait.until(ec.text_to_be_present_in_element((By.CLASS_NAME, "flash"),
+                                                "alarm #1 acknowledged by alice"))
+    assert "supervisor on the way to T1" in d.find_element(By.ID, "alarm-1").text
+    shot("alarms-acked")
     # Refuse #3 (the hit on a round without a wager) on its page: what the checks found shows.
     d.get(f"{base}/hits/3")
     assert "no jackpot wagers ledgered" in d.find_element(By.ID, "checks").text
@@ -161,21 +180,28 @@ def test_an_operator_works_the_console_in_a_browser(served: tuple[Office, str], 
     assert (held[3]["status"], held[3]["operator"], held[3]["note"]) == (
         "refused", "alice", "no wager on the round")
     assert held[2]["status"] == "pending"
-    # The menu bar counts the alarms still active: #2's held hit, waiting. Acknowledged with a
-    # note, it stays active (its hit still waits) and the trail shows who.
-    assert d.find_element(By.ID, "alarm-count").text == "1"
+    # The Royal's and the refused hit's alarms ended with their decisions: #2 still waits.
     d.get(f"{base}/alarms")
-    d.find_element(By.CSS_SELECTOR, '#alarm-2 input[name="note"]').send_keys(
-        "supervisor on the way")
-    d.find_element(By.CSS_SELECTOR, "#alarm-2 form.ack button").click()
-    wait.until(ec.text_to_be_present_in_element((By.CLASS_NAME, "flash"),
-                                                "alarm #2 acknowledged by alice"))
-    assert "supervisor on the way" in d.find_element(By.ID, "alarm-2").text
-    shot("alarms-acked")
+    assert d.find_element(By.ID, "alarm-count").text == "1"
+    # The audit trail: every step, with who, in the casino's time zone.
     d.get(f"{base}/audit")
-    trail = d.find_element(By.CSS_SELECTOR, "table.audit").text
-    assert "alarm_ack alice" in trail and "hit_refused alice" in trail
+    entries = [[c.text for c in r.find_elements(By.TAG_NAME, "td")]
+               for r in d.find_elements(By.CSS_SELECTOR, "table.audit tbody tr")]
+    steps = [(e[1], e[2]) for e in entries]
+    for step in (("login", "alice"), ("alarm_ack", "alice"), ("hit_refused", "alice"),
+                 ("hit_first_approval", "alice"), ("login", "bob"),
+                 ("hit_second_approval", "bob"), ("hit_approved", "alice and bob")):
+        assert step in steps, step
+    assert steps.index(("hit_first_approval", "alice")) > steps.index(
+        ("hit_second_approval", "bob"))  # newest first
+    assert all(e[0].endswith(("AEDT", "AEST")) for e in entries), entries[:3]
     shot("audit")  # the trail after the decisions and the acknowledgement
+    # Its CSV export (the browser's session) holds the same rows.
+    cookies = "; ".join(f"{c['name']}={c['value']}" for c in d.get_cookies())
+    request = urllib.request.Request(f"{base}/export/audit.csv", headers={"Cookie": cookies})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        exported = list(csv.reader(io.StringIO(answer.read().decode())))
+    assert [r[1:] for r in exported[1:]] == entries
 
     # A parameter change typed in percent is shown before and after; nothing changes yet.
     d.get(f"{base}/params")

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import pytest
 
+from headoffice import audit
 from headoffice import hits as hitcheck
 from headoffice.hits import HitPolicy
 from headoffice.ledger import Incoming, Ledger, LedgerError
@@ -114,7 +115,22 @@ def test_above_the_dual_control_threshold_two_different_approvers_pay(new_url: N
     (decided,) = led.held_hits()
     assert decided["operator"] == "alice and bob"
     assert led.undelivered_awards() == [(no, "T1", done["award"])]
-    assert any("first approval by alice" in a for a in alarms(led))
+    # The first approval was said on the hit's own alarm (not a new one), which the second
+    # approval cleared.
+    (waited,) = [a for a in led.alarms(active_only=False) if a["kind"] == "held_hit"]
+    assert "first approval by alice" in waited["last_text"] and waited["cleared_utc"]
+    # The audit trail gives each person their own signature, with its reason, beside the
+    # outcome (the held hit, decided by "alice and bob").
+    mine = {t["action"]: t for t in audit.trail(led.db, audit.Filter(person="alice"))}
+    assert "decision #" in mine["hit_first_approval"]["subject"]
+    assert "camera 4 checked" in mine["hit_first_approval"]["detail"]
+    (bobs,) = audit.trail(led.db, audit.Filter(person="bob"))
+    assert bobs["action"] == "hit_second_approval" and "count agrees" in bobs["detail"]
+    assert bobs["table_id"] == "T1"
+    # Newest first: the first signature last (the outcome and the second are the same moment).
+    actions = [t["action"] for t in audit.trail(led.db, audit.Filter(table="T1"))]
+    assert sorted(actions[:2]) == ["hit_approved", "hit_second_approval"]
+    assert actions[2:] == ["hit_first_approval"]
 
 
 def test_a_refusal_by_either_ends_a_dual_decision(new_url: NewUrl) -> None:

@@ -269,7 +269,7 @@ def test_the_console_lists_approves_and_refuses_held_hits(
     assert f"HELD HIT #{forgery}" in text and "REFUSED by alice" in text
     assert "same cards twice" in text
     assert cli.main([*base, "hits", "--pending"]) == 0
-    assert capsys.readouterr().out.strip() == ""
+    assert capsys.readouterr().out.strip() == "no held hit waiting for a decision"
 
 
 # -- sequences and chains ---------------------------------------------------------------------
