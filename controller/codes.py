@@ -13,6 +13,8 @@ CODES: dict[str, str] = {
     "E104": "a journal checkpoint refused at start: verified from an older one",
     "E105": "the meters were replayed from a pruned journal: they lack the pruned rounds",
     "E106": "an archive of a closed segment is missing or altered (not deleted by retention)",
+    "E107": "the journal key is a development key in the state directory on a table in"
+            " production mode",
     "E201": "a device did not start",
     "E202": "a device command failed",
     "E203": "the self-test found problems",
@@ -31,13 +33,15 @@ CODES: dict[str, str] = {
     "E506": "events ignored while out of service (or dealer's keys held at a linked start)",
     "E601": "alarm for the technician (the text says what)",
     "E602": "alarm for surveillance (the text says what)",
+    "E603": "an alarm acknowledged by a person (the line names who and the alarm)",
     "E701": "a control-socket request refused (bad input, or a user not in the group)",
-    "E801": "a notice: the table runs off play (simulation, a development key, unverified"
-            " software in development mode); expected on a bench",
+    "E801": "a notice: the table runs off play (simulation, a development journal key,"
+            " unverified software in development mode); expected on a bench",
     "E702": "a control-socket command failed (a fault in the daemon)",
     "E900": "another warning (the message says what)",
 }
 OTHER = "E900"
 # Logged as warnings, kept in the history, but not faults of the table: `tablectl errors`
 # lists them apart and does not count them as errors.
-NOT_FAULTS: dict[str, str] = {"E701": "refused requests", "E801": "notices"}
+NOT_FAULTS: dict[str, str] = {"E603": "acknowledgements", "E701": "refused requests",
+                               "E801": "notices"}

@@ -84,11 +84,15 @@ READ_ONLY = frozenset(
         "meters",
         "logs",
         "errors",
+        "alarms",
     }
 )
-TECHNICIAN = READ_ONLY | SERVICE_TESTS  # READ_ONLY alone goes unlogged; a test is an action
+# A technician acknowledges a technician alarm (one a person has seen to); a surveillance alarm
+# needs the supervisor group, which the handler checks (controller/daemon/attention.py).
+# READ_ONLY alone goes unlogged; a test or an acknowledgement is an action.
+TECHNICIAN = READ_ONLY | SERVICE_TESTS | {"alarms_ack"}
 
-_STR, _INT, _BOOL, _OBJ = str, int, bool, dict
+_STR, _INT, _BOOL, _OBJ, _LIST = str, int, bool, dict, list
 _SCALAR = (str, int, float, bool, type(None))
 # Known commands' arguments: name -> (accepted types, required). A command not listed here (an
 # extension's) gets the generic bounds only; its handler checks its own arguments.
@@ -106,6 +110,8 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "logs": {"level": ((_STR,), False), "device": ((_STR,), False), "round": ((_INT,), False),
              "n": ((_INT,), False), "after": ((_INT,), False), "since": ((_STR,), False)},
     "errors": {"days": ((_INT,), False)},
+    "alarms": {},
+    "alarms_ack": {"ids": ((_LIST,), False), "note": ((_STR,), False)},
     "journal_tail": {"n": ((_INT,), False)},
     "round_show": {"number": ((_INT,), True)},
     "dealer": {"action": ((_STR,), True), "data": ((_OBJ,), False)},
@@ -124,6 +130,11 @@ ARGS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
 
 class NotRunning(TablectlError):
     """The daemon is not there to answer."""
+
+
+class SocketDenied(TablectlError):
+    """This user may not connect to the control socket (not in its group): not "not running",
+    and no reason to try another source (the CLI exits 77, EX_NOPERM, naming the groups)."""
 
 
 class Refused(InputError):
@@ -234,7 +245,7 @@ def check_args(cmd: str, args: dict[str, Any]) -> None:
 
 def _names(types: tuple[type, ...]) -> str:
     words = {str: "a string", int: "an integer", bool: "a boolean", dict: "an object",
-             float: "a number", type(None): "null"}  # fmt: skip
+             float: "a number", list: "a list", type(None): "null"}  # fmt: skip
     return " or ".join(words[t] for t in types)
 
 
@@ -280,11 +291,22 @@ def _connect(path: Path, timeout: float | None) -> socket.socket:
                          + not_running_hint(path)) from None
     except PermissionError:
         sock.close()
-        raise NotRunning(
-            f"permission denied on {path}: run as a member of the socket's group (tablectl)"
-            " and tablectl-tech or tablectl-super (docs/operations.md)"
+        raise SocketDenied(
+            f"permission denied on {path}: run as a member of the socket's group"
+            f" ({_group_of(path)}) and of the technician or supervisor group (tablectl-tech,"
+            " tablectl-super unless [service] names others; docs/operations.md)"
         ) from None
     return sock
+
+
+def _group_of(path: Path) -> str:
+    """The socket's group by name, as the kernel checks it ("tablectl" when it cannot be seen)."""
+    import grp
+
+    try:
+        return grp.getgrgid(path.stat().st_gid).gr_name
+    except (OSError, KeyError):
+        return "tablectl"
 
 
 def request(path: Path, cmd: str, args: dict[str, Any] | None = None, timeout: float = 10) -> Any:

@@ -301,3 +301,28 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--markdown"]:
         sys.exit("usage: python -m controller.events --markdown")
     sys.stdout.write(markdown())
+
+
+# The events whose `card` is a card as it leaves the shuffler or the shoe (UTH), face down:
+# `tablectl watch`, `devices watch`, and `journal tail`/`round show` of a round in play show them
+# without it, as status shows no hole card (controller/rounds/uth/status.py); the journal and
+# the closed round's record keep every card for the audit.
+FACE_DOWN_KINDS = frozenset({Kind.CARD_DISPENSED.value, Kind.DEALER_CARD.value})
+HIDDEN = "hidden"
+
+
+def face_down(item: JSON) -> JSON:
+    """A processed event (`{event, effects, ...}`) as a terminal may show it live: a dealt
+    card's value `hidden`."""
+    event = item.get("event") or {}
+    shown = face_down_record(event)
+    return item if shown is event else {**item, "event": shown}
+
+
+def face_down_record(record: JSON) -> JSON:
+    """A journaled event (`kind`, `data`) of a round still in play, as a terminal may show it:
+    a dealt card's value `hidden` (the same object when there is nothing to hide)."""
+    data = record.get("data") or {}
+    if record.get("kind") not in FACE_DOWN_KINDS or "card" not in data:
+        return record
+    return {**record, "data": {**data, "card": HIDDEN}}

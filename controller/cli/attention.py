@@ -12,6 +12,7 @@ EXIT_HEALTHY = 0
 EXIT_OUT_OF_SERVICE = 1
 EXIT_NOT_RUNNING = 3
 EXIT_NEEDS_ATTENTION = 4  # in service, with an active alarm, a device in fault or a stuck round
+EXIT_STARTING = 5  # the daemon answers but its devices and journal are not up yet: not healthy
 
 # Device counters a technician would not know by name: what each one counts.
 COUNTER_MEANING: dict[str, str] = {
@@ -37,14 +38,23 @@ def attention_lines(att: Mapping[str, Any] | None) -> list[str]:
         error = f" ({fault['error']})" if fault.get("error") else ""
         lines.append(f"  device {fault['device']} {fault.get('state')}{error}: {fault.get('next')}")
     for alarm in att.get("alarms") or []:
-        times = f" ({alarm['times']} times, last {alarm.get('last_utc')})" \
-            if alarm.get("times", 1) > 1 else ""
-        where = f"round {alarm['round']}, " if alarm.get("round") is not None else ""
-        rule = f" [{alarm['rule']}]" if alarm.get("rule") else ""
-        lines.append(f"  alarm ({where}{alarm.get('utc')}){rule}: {alarm.get('text')}{times}")
+        lines.append("  " + alarm_line(alarm))
+        if alarm.get("clears"):
+            lines.append(f"      to clear: {alarm['clears']}")
     if att.get("alarms"):
-        lines.append("  (an alarm stays here until its round ends; tablectl logs --level warning)")
+        lines.append("  (an alarm also clears when its round ends; tablectl alarms lists them,"
+                     " tablectl logs --level warning)")
     return lines
+
+
+def alarm_line(alarm: Mapping[str, Any]) -> str:
+    """`alarm 3 (round 1, <utc>) [12.1]: <text> (2 times, last <utc>)`."""
+    times = f" ({alarm['times']} times, last {alarm.get('last_utc')})" \
+        if alarm.get("times", 1) > 1 else ""
+    where = f"round {alarm['round']}, " if alarm.get("round") is not None else ""
+    rule = f" [{alarm['rule']}]" if alarm.get("rule") else ""
+    number = f" {alarm['id']}" if alarm.get("id") is not None else ""
+    return f"alarm{number} ({where}{alarm.get('utc')}){rule}: {alarm.get('text')}{times}"
 
 
 def counters_text(counters: Mapping[str, int]) -> str:

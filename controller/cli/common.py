@@ -65,6 +65,7 @@ def parse_json_object(text: str, what: str) -> dict[str, Any]:
 
 
 EX_UNAVAILABLE = 69  # sysexits(3): a part this command needs is not installed
+EX_NOPERM = 77  # sysexits(3): this user may not read or use what the command needs
 
 
 class Unavailable(Exception):

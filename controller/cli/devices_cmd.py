@@ -32,7 +32,7 @@ from typing import Any
 
 from controller.cli.attention import attention_lines, counters_text
 from controller.cli.common import emit
-from controller.cli.show import tree_lines
+from controller.cli.show import event_args, tree_lines
 from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, refusal_text, socket_path
 from controller.config import DEFAULT_PATH, ConfigError, load_config
 from controller.control import NotRunning, request
@@ -146,11 +146,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     )
                     print(
                         f"{item['utc']} {item['event']['kind']} "
-                        f"{json.dumps(item['event']['data'])} -> {effects or '-'}",
+                        f"{event_args(item['event']['data']) or '-'} -> {effects or '-'}",
                         flush=True,
                     )
                 if view["inputs"] != last_inputs:
-                    print(f"inputs {json.dumps(view['inputs'].get('state'))}", flush=True)
+                    print(f"inputs {inputs_text(view['inputs'].get('state') or {})}",
+                          flush=True)
                     for name, p in (view["inputs"].get("pins") or {}).items():
                         if p.get("active") or p.get("problem"):
                             extra = f" {p['problem'].upper()}" if p.get("problem") else ""
@@ -165,6 +166,17 @@ def cmd_watch(args: argparse.Namespace) -> int:
     except NotRunning as exc:
         print(f"tablectl: {exc}", file=sys.stderr)
         return EXIT_NOT_RUNNING
+
+
+def inputs_text(state: dict[str, Any]) -> str:
+    """The sensors' inputs in words: `chung 1, 3; off none; bet none; table_open yes`."""
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if isinstance(v, list):
+            return ", ".join(map(str, v)) or "none"
+        return str(v)
+    return "; ".join(f"{k} {value(v)}" for k, v in state.items()) or "-"
 
 
 def cmd_fault(args: argparse.Namespace) -> int:

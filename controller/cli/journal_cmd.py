@@ -11,6 +11,7 @@ running daemon; `verify`, `accept-loss`, `start-fresh` and `keygen` work offline
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import pwd
@@ -19,7 +20,7 @@ import sys
 import syslog
 from pathlib import Path
 
-from controller.cli.common import emit
+from controller.cli.common import EX_NOPERM, emit
 from controller.cli.show import event_args
 from controller.cli.table_cmd import _ask
 from controller.config.load import DEFAULT_PATH
@@ -161,6 +162,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     if args.state_dir is None:
         args.state_dir = installed_state_dir(args.config)
+    if not args.state_dir.exists():  # not a FAILED report with MAC lines about nothing
+        raise FileNotFoundError(errno.ENOENT, "no such state directory (no table installed"
+                                " here? give --state-dir)", str(args.state_dir))
     if not (args.state_dir / JOURNAL_FILE).exists() and os.access(args.state_dir, os.X_OK):
         raise InputError(f"no journal in {args.state_dir} ({JOURNAL_FILE} is not there): give"
                          " --state-dir")
@@ -294,8 +298,16 @@ def cmd_keygen(args: argparse.Namespace) -> int:
         print(f"tablectl: journal keygen: {args.path} exists; a key is never replaced (the "
               "journal it protects could not be reopened)", file=sys.stderr)
         return 1
+    except PermissionError:
+        print(f"tablectl: journal keygen: {args.path}: permission denied: the journal key is"
+              " root's (run it as root: sudo tablectl journal keygen)", file=sys.stderr)
+        return EX_NOPERM
     except OSError as exc:
-        print(f"tablectl: journal keygen: {args.path}: {exc.strerror or exc}", file=sys.stderr)
+        parent = Path(os.path.realpath(args.path)).parent
+        where = f" (the directory {parent} does not exist: make it first, mode 0755 root)" \
+            if isinstance(exc, FileNotFoundError) and not parent.is_dir() else ""
+        print(f"tablectl: journal keygen: {args.path}: {exc.strerror or exc}{where}",
+              file=sys.stderr)
         return 1
     syslog.openlog("tablectl")
     syslog.syslog(syslog.LOG_NOTICE, f"journal key made: {key.source} (key id {key.key_id})")

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from controller.cli import (
+    alarms_cmd,
     demo_cmd,
     devices_cmd,
     journal_cmd,
@@ -25,7 +26,8 @@ from controller.cli import (
     uth_cmd,
     verify_cmd,
 )
-from controller.cli.common import EX_UNAVAILABLE, Unavailable
+from controller.cli.common import EX_NOPERM, EX_UNAVAILABLE, Unavailable
+from controller.control import SocketDenied
 from controller.errors import TablectlError
 
 
@@ -65,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify_cmd.register(sub)
     meters_cmd.register(sub)
     logs_cmd.register(sub)
+    alarms_cmd.register(sub)
     return parser
 
 
@@ -74,6 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.typed = typed_command(sys.argv[1:] if argv is None else list(argv))
     try:
         return int(args.func(args) or 0)
+    except SocketDenied as exc:  # not in the socket's group: whatever the command, say so
+        print(f"tablectl: error: {exc}", file=sys.stderr)
+        return EX_NOPERM
     except TablectlError as exc:  # a refusal or bad input, named in one line
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return 2
@@ -108,7 +114,6 @@ def typed_command(argv: list[str]) -> str:
     return " ".join(["tablectl", *words[:3]])
 
 
-EX_NOPERM = 77  # sysexits(3): this user may not read what the command needs
 EX_IOERR = 74  # sysexits(3): a file the command needs cannot be read
 PERMISSION_HINT = ("the table's files are the service's: run it as root (sudo) or as a member"
                    " of the group that owns them, e.g. tablectl")

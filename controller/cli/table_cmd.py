@@ -22,6 +22,7 @@ from controller.cli.attention import (
     EXIT_NEEDS_ATTENTION,
     EXIT_NOT_RUNNING,
     EXIT_OUT_OF_SERVICE,
+    EXIT_STARTING,
     attention_lines,
 )
 from controller.cli.common import emit
@@ -53,7 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         return p
 
     add("status", "game, rules, state, round, devices, link, pool and what needs a person"
-        " (exit 0 healthy, 1 out of service, 3 not running, 4 needs a person)", cmd_status)
+        " (exit 0 healthy, 1 out of service, 3 not running, 4 needs a person, 5 still starting)",
+        cmd_status)
     add("watch", "live view of every event and effect", cmd_watch)
     add("selftest", "ask the daemon to exercise its devices", cmd_selftest)
 
@@ -168,11 +170,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def status_exit(st: dict[str, Any]) -> int:
     """0 in service and nothing needs a person; 1 out of service; 4 in service but an alarm, a
-    device fault or a stuck round needs one (3, not running, is `_ask`'s)."""
+    device fault or a stuck round needs one; 5 still starting: nothing is known healthy yet
+    (3, not running, is `_ask`'s)."""
     if st.get("out_of_service"):
         return EXIT_OUT_OF_SERVICE
-    if not (st.get("attention") or {}).get("healthy", True):
-        return EXIT_NEEDS_ATTENTION
+    if st.get("ready") is False:
+        return EXIT_STARTING
+    if not (st.get("attention") or {}).get("healthy", True) or st.get("archive_faults"):
+        return EXIT_NEEDS_ATTENTION  # an archive missing or altered (E106) is one too
     return EXIT_HEALTHY
 
 
@@ -250,23 +255,28 @@ def _field(text: str) -> tuple[str, Any]:
 
 
 def _acted(args: argparse.Namespace, name: str, result: dict[str, Any]) -> int:
-    """Exit 0 when the machine took the action; 1 with its reason on stderr when it refused."""
+    """Exit 0 when the machine took the action (what it did on stdout); 1 when it refused: one
+    line on stderr saying so and that nothing changed, nothing on stdout (a person must not read
+    `-> journal #20, state ...` as done)."""
     said = [e["data"].get("text") for e in result.get("effects", [])
             if e["kind"] in ("log", "alarm") and not e["data"].get("refused")]
+    status = result.get("status") or {}
+    where = f"state {status.get('state')} round {status.get('round')}"
+    if result.get("refused"):
+        if args.json:
+            emit(result, True, str)
+        reason = result["refused"]  # the machines' words start "<kind> refused: " (UTH, Pai Gow)
+        kept = ("the refusal is journaled as #" + str(result["seq"])) if result.get("seq") \
+            is not None else "not journaled"
+        print(f"tablectl: {reason if name in reason else f'{name} refused: {reason}'};"
+              f" nothing changed ({where}; {kept})", file=sys.stderr)
+        return 1
 
     def human() -> str:
-        head = (
-            f"{name} -> journal #{result['seq']}, state "
-            f"{result['status'].get('state')} round {result['status'].get('round')}"
-        )
+        head = f"{name} done: journal #{result['seq']}, {where}"
         return "\n".join([head, *(f"  {in_dollars(str(text))}" for text in said)])
 
     emit(result, args.json, human)
-    if result.get("refused"):
-        reason = result["refused"]  # the machines' words start "<kind> refused: " (UTH, Pai Gow)
-        print(f"tablectl: {reason if name in reason else f'{name} refused: {reason}'}",
-              file=sys.stderr)
-        return 1
     return 0
 
 

@@ -85,7 +85,7 @@ def _ask_long(args: argparse.Namespace, cmd: str, payload: dict[str, Any]) -> An
     except NotRunning:
         return _ask(args, cmd, payload)  # prints the usual not-running message, exits 3
     except RequestRefused as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(table_cmd.refusal_text(args, cmd, str(exc))) from None
 
 
 def _hmac_text(r: dict[str, Any]) -> str:

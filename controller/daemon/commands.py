@@ -14,6 +14,9 @@
                                         in-memory ring): newer than line `after` (the answer's
                                         `cursor`: `logs -f`), not before UTC `since`
     errors {days?}          the error history: every warning or worse, with its code
+    alarms {}               the active alarms and the recently cleared ones, with how
+    alarms_ack {ids?, note?}  acknowledge active alarms (all this person may, without ids):
+                            logged with who; a surveillance alarm needs the supervisor group
     selftest {}             every device's self-test and the journal's health
     devices {}              every device's status
     watch {}                a stream: the status, then every processed event with its effects
@@ -32,7 +35,7 @@ from controller.control import Refused, current_peer
 from controller.daemon.attention import attention
 from controller.daemon.logbook import RING_LINES
 from controller.errorlog import ERROR_DAYS, LEVELS, read_history
-from controller.events import Kind
+from controller.events import Kind, face_down, face_down_record
 from controller.journal.errors import RoundPruned
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT
@@ -63,6 +66,8 @@ class TableCommands:
             "meters_close_shift": self.close_shift,
             "logs": self.logs,
             "errors": self.errors,
+            "alarms": self.alarms,
+            "alarms_ack": self.alarms_ack,
         }
 
     def streams(self) -> dict[str, Any]:
@@ -72,12 +77,16 @@ class TableCommands:
         t = self.table
         machine = t.game_status()
         devices = {n: d.status() for n, d in t.devices.items()}
+        t.effects.alarms.clear_recovered(devices)
         return {
             "table_id": t.cfg.table_id,
             "game": t.cfg.game,
             # UTH has one approved rule set (NSW, The Star 2025); Pai Gow names its profile.
             "rules": machine.get("rules") or ("nsw" if t.cfg.game == "uth" else None),
-            "state": "out_of_service" if t.out_of_service else machine.get("state"),
+            # Starting: the machine's own state is in `machine`; until the devices and journal
+            # are up the table is neither healthy nor playing (`tablectl status` exits 5).
+            "state": "out_of_service" if t.out_of_service
+            else machine.get("state") if t.ready else "starting",
             "out_of_service": t.out_of_service,
             "ready": t.ready,  # False while starting: device/service commands are refused
             "round": machine.get("round"),
@@ -107,12 +116,53 @@ class TableCommands:
             **{ext.name: ext.status() for ext in t.extensions},
         }
 
+    async def alarms(self, args: dict[str, Any]) -> dict[str, Any]:
+        alarms = self.table.effects.alarms
+        alarms.clear_recovered({n: d.status() for n, d in self.table.devices.items()})
+        return {"active": list(alarms.active), "cleared": list(alarms.cleared)}
+
+    async def alarms_ack(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Acknowledge alarms; each one logged (with its round and device, so `tablectl logs
+        --round N` finds it) naming who. Surveillance alarms: the supervisor group only."""
+        t = self.table
+        ids = args.get("ids")
+        if ids is not None and not (ids and all(type(i) is int for i in ids)):
+            raise Refused("ids must be a non-empty list of alarm numbers (tablectl alarms)")
+        peer = current_peer()
+        who = "the daemon" if peer is None else f"{peer.user} (uid {peer.uid})"
+        supervisor = peer is None or t.control.access.role(peer) == "supervisor"
+        note = str(args.get("note") or "")
+        t.effects.alarms.clear_recovered({n: d.status() for n, d in t.devices.items()})
+        try:
+            done = t.effects.alarms.acknowledge(ids, who, supervisor, note)
+        except KeyError as exc:
+            raise Refused(f"no active alarm {exc.args[0]} (tablectl alarms lists them)") from None
+        except PermissionError as exc:
+            raise Refused(
+                f"permission denied: alarm {exc.args[0]} is a surveillance alarm; acknowledging"
+                f" it needs group {t.control.access.super_group}") from None
+        for alarm in done:
+            # A warning (E603, not counted as an error): who cleared an alarm is kept in the
+            # error history and journald even where info lines are not (simulation).
+            about = {k: alarm[k] for k in ("round", "device") if alarm.get(k) is not None}
+            log_event(t.log, logging.WARNING,
+                      f"alarm {alarm['id']} acknowledged by {who}"
+                      + (f" ({note})" if note else "") + f": {alarm['text']}", **about, code="E603")
+        return {"acknowledged": done, "active": list(t.effects.alarms.active)}
+
     async def tail(self, args: dict[str, Any]) -> list[dict[str, Any]]:
         n = int(args.get("n", 20))
         if not 1 <= n <= JOURNAL_TAIL_MAX:
             raise Refused(f"n must be within 1..{JOURNAL_TAIL_MAX}, got {n}")
         journal = self.table.journal
-        return [] if journal is None else [e.as_json() for e in journal.tail(n)]
+        if journal is None:
+            return []
+        events = [e.as_json() for e in journal.tail(n)]
+        # A round still in play shows no dealt card (as status and watch); a closed round's
+        # events are the audit record, every card.
+        in_play = {r for r in {e.get("round") for e in events}
+                   if isinstance(r, int) and journal.round_record(r) is None}
+        return [face_down_record(e) if e.get("round") in in_play else e for e in events]
 
     async def summary(self, args: dict[str, Any]) -> dict[str, Any]:
         journal = self.table.journal
@@ -140,10 +190,12 @@ class TableCommands:
         record = journal.round_record(number)
         if record is None and not events:
             raise Refused(f"no round {number} in the journal")
+        shown = [e.as_json() for e in events]
         return {
             "round": number,
             "record": None if record is None else record.as_json(),
-            "events": [e.as_json() for e in events],
+            # Still in play: no dealt card's value (as status and watch); once closed, every one.
+            "events": shown if record is not None else [face_down_record(e) for e in shown],
         }
 
     def _refuse_action(self, what: str, reason: str) -> Refused:
@@ -278,6 +330,6 @@ class TableCommands:
                 item = await q.get()
                 if item is None:
                     return
-                yield item
+                yield face_down(item)  # no dealt card's value on a terminal, as in status
         finally:
             self.table.unsubscribe(q)

@@ -64,7 +64,10 @@ class Effects:
                     about["device"] = device
                 # A refused action's alarm answers whoever acted (`tablectl dealer` prints it);
                 # it leaves nothing open, so it is not an active alarm.
-                times = 1 if data.get("refused") else self.alarms.raised(data, round_no, utc)
+                times = 1 if data.get("refused") else self.alarms.raised(
+                    data, round_no, utc, about.get("device"),
+                    device_ok=bool(about.get("device") is None
+                                   or self.devices[device].status().get("ok")))
                 if times > 1:
                     # The same alarm again in the same round (a device that stays unplugged
                     # fails each retry): one warning is enough; the repeats are counted

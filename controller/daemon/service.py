@@ -222,7 +222,7 @@ class TableService:
 
     def _open_journal(self) -> None:
         try:
-            self.journal = open_journal(self.cfg, self.log)
+            self.journal = open_journal(self.cfg, self.log, mode=self.mode)
             self.state, replayed = replay(self.journal, self.machine)
         except Unusable as exc:
             self.go_out_of_service(exc.reason, code=exc.code)

@@ -24,6 +24,7 @@ from collections import deque
 from typing import Any
 
 from controller.control import Refused
+from controller.events import face_down
 from controller.extensions.base import Table, started
 from devices.base import DeviceError
 from devices.build import simulators
@@ -179,7 +180,8 @@ class DevicesExtension:
                     inputs["pins"] = d.raw_inputs()
         return {
             "cursor": self.cursor,
-            "events": [e for e in self.events if e["n"] > since],
+            # No dealt card's value on a terminal, as in status and `tablectl watch`.
+            "events": [face_down(e) for e in self.events if e["n"] > since],
             "devices": {n: d.status() for n, d in self._devices().items()},
             "inputs": inputs,
         }

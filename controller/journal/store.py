@@ -155,10 +155,12 @@ class Journal(SegmentCalls):
             lock_fd = take_lock(state_dir / LOCK_FILE, exclusive=True, wait_s=LOCK_WAIT_S)
         except OSError as exc:
             if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # not a lock: the disk
-                why = "is on a read-only file system" if exc.errno == errno.EROFS else (
-                    "is not writable by this user")
+                rofs = exc.errno == errno.EROFS
+                why = "is on a read-only file system" if rofs else "is not writable by this user"
+                hint = "" if rofs else " (changing the journal is root's or the service's: sudo)"
                 raise JournalError(f"journal {path}: the state directory {state_dir} {why} "
-                                   f"({exc.strerror}); cannot take the journal lock") from exc
+                                   f"({exc.strerror}); cannot take the journal lock{hint}"
+                                   ) from exc
             raise JournalError(f"journal {path} is locked by another process (a running "
                                f"tablectld or journal verify): {exc}") from exc
         try:

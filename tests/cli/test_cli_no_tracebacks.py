@@ -113,13 +113,15 @@ def unreadable_cases(p: dict[str, Path]) -> list[list[str]]:
     run = ["--runtime-dir", str(p["missing"])]
     cases: list[list[str]] = []
     for words in TABLECTL:  # every command that asks the daemon: not running
-        if words[0] in ("status", "watch", "selftest", "dealer", "table", "logs", "meters") \
+        if words[0] in ("status", "watch", "selftest", "dealer", "table", "logs", "meters",
+                        "alarms") \
                 or words[:1] in (("devices",), ("round",)) or words in (
                     ("journal", "tail"), ("journal", "summary"), ("verify",)):
             extra = {("round", "show"): ["1"], ("dealer",): ["shake"], ("table",): ["open"],
                      ("devices", "test"): ["shaker"], ("devices", "fault"): ["shaker", "jam"],
                      ("devices", "input"): ["chung1", "on"],
-                     ("devices", "loopback"): ["shaker"]}.get(words, [])
+                     ("devices", "loopback"): ["shaker"],
+                     ("alarms", "ack"): ["--all"]}.get(words, [])
             if words != ("devices", "udev"):
                 cases.append([*words, *extra, *run])
     for what in ("missing", "garbage", "dir"):

@@ -151,7 +151,9 @@ def test_a_flood_of_idle_connections_from_one_peer_does_not_stop_status(
 def test_status_shows_the_archive_alarm(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     """`tablectl status` of a table whose background pass found an archive missing: the alarm
-    is on its own line (E106), the table in service (exit 0)."""
+    is on its own line (E106), the table in service but a person needed (exit 4, as for any
+    active alarm: `tablectl status && ...` means healthy, issue 28)."""
+    from controller.cli.attention import EXIT_NEEDS_ATTENTION
     from controller.cli.main import main as cli
     from controller.control import SOCKET_NAME
 
@@ -171,7 +173,7 @@ def test_status_shows_the_archive_alarm(tmp_path: Path,
         finally:
             await server.close()
 
-    assert asyncio.run(asyncio.wait_for(go(), 30)) == 0
+    assert asyncio.run(asyncio.wait_for(go(), 30)) == EXIT_NEEDS_ATTENTION
     out = capsys.readouterr().out.splitlines()
     assert ("ALARM: 1 journal archive(s) missing or altered (E106; tablectl journal verify; "
             f"docs/operations.md, \"An archive missing or altered\"): {fault}") in out

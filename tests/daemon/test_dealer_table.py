@@ -62,10 +62,15 @@ def test_supervisor_opens_and_closes_a_table_and_dealer_exit_codes(
     # Refused by the machine (the table is closed, 7.1 needs it open): exit 1 with the reason.
     res = _cli(tmp_path, "dealer", "deal")
     assert res.returncode == 1 and "dealer.deal refused:" in res.stderr, res
+    # Issue 28 (second pass, 4): a refusal says one thing: refused, nothing changed; nothing
+    # on stdout that reads as done (it printed `dealer.deal -> journal #N, state closed ...`).
+    assert res.stdout == "", res.stdout
+    assert "nothing changed (state closed round" in res.stderr, res.stderr
+    assert "the refusal is journaled as #" in res.stderr and res.stderr.count("\n") == 1
     # The supervisor opens the table from the socket: journaled with who.
     res = _cli(tmp_path, "table", "open")
     assert res.returncode == 0, res.stderr
-    assert "state betting" in res.stdout
+    assert "table.open done: journal #" in res.stdout and "state betting" in res.stdout
     assert ask(tmp_path, "status")["state"] == "betting"
     # Opening an open table is refused by the machine, with its words.
     res = _cli(tmp_path, "table", "open")

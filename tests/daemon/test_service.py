@@ -107,9 +107,9 @@ def test_effects_run_after_the_event_is_journaled(tmp_path: Path) -> None:
         assert svc.journal is not None
         original = svc.effects.run
 
-        async def spy(effect: Any) -> None:
+        async def spy(effect: Any, **about: Any) -> None:  # round_no, source, utc
             seen.append(svc.journal.last_seq)  # what is durable when the effect runs
-            await original(effect)
+            await original(effect, **about)
 
         svc.effects.run = spy  # type: ignore[method-assign]
         seq = await svc.process(Event("table.open"))

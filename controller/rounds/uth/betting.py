@@ -50,7 +50,9 @@ def wager(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     if wagers.trips:
         _chip_unit(config, Spot.TRIPS, wagers.trips)
     new = {**state.wagers, str(box): [wagers.ante, wagers.blind, wagers.trips]}
-    text = f"box {box}: ante {wagers.ante} blind {wagers.blind} trips {wagers.trips}"
+    # Cents marked `c` (as Pai Gow's wager line): a person's terminal shows them in dollars.
+    text = (f"box {box}: ante {wagers.ante} c, blind {wagers.blind} c,"
+            f" trips {wagers.trips} c")
     return replace(state, wagers=new), [fx.log(text)]
 
 

@@ -19,7 +19,6 @@ from controller.rounds.uth.state import (
 
 Result = tuple[UthState, list[Effect]]
 
-
 # -- status and resume -------------------------------------------------------------------------
 def status(config: UthConfig, state: UthState, *, hole_cards: bool = False) -> JSON:
     """The table as a technician's terminal shows it: no hole cards, only how many each box
