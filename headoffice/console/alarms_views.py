@@ -81,7 +81,8 @@ class AlarmPages:
 
     async def ack(self, request: Request, s: Session) -> Response:
         """Acknowledge an alarm: the operator's console name, now, and the note."""
-        from headoffice.console.app import _client, _Refused
+        from headoffice.console.forms import Refused as _Refused
+        from headoffice.console.forms import client_of as _client
 
         assert s.account is not None
         person = s.account.name
@@ -105,7 +106,7 @@ class AlarmPages:
         return RedirectResponse("/alarms", 303)
 
     def _filter(self, request: Request) -> tuple[audit.Filter, dict[str, str]]:
-        from headoffice.console.app import _Refused
+        from headoffice.console.forms import Refused as _Refused
 
         q = request.query_params
         typed = {k: q.get(k, "")[:100] for k in ("table", "person", "since", "until")}
@@ -129,7 +130,7 @@ class AlarmPages:
         return _csv(text, "audit-trail.csv")
 
     async def export(self, request: Request, s: Session) -> Response:
-        from headoffice.console.app import _Refused
+        from headoffice.console.forms import Refused as _Refused
 
         name = request.path_params["name"]
         make = EXPORTS.get(name)

@@ -18,11 +18,9 @@ never an exception.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -36,31 +34,22 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from controller.errors import InputError
 from controller.link import contract
 from headoffice.config import HeadOfficeConfig
 from headoffice.console import alarms_views, views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
+from headoffice.console.forms import CONTROL, MAX_FIELDS, Refused, client_of, hold_no_of, reason_of
 from headoffice.console.money import (
     dollars,
-    param_changes,
-    parse_dollars,
-    parse_percent,
     percent,
 )
+from headoffice.console.param_views import ParamPages
 from headoffice.console.sessions import COOKIE, Session, SessionStore
 from headoffice.ledger import Ledger, LedgerError
 
 log = logging.getLogger("tablectl.headoffice.console")
 HERE = Path(__file__).parent
 MAX_FORM = 8192  # bytes of a form body: the largest form is a refusal's reason
-MAX_FIELDS = 12
-MAX_TEXT = 500  # characters of a reason (the ledger keeps 500)
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# A parameter change's fields: (form key, Params field, parser) in dollars and percent.
-PARAM_FIELDS = (("seed", "seed", "dollars"), ("increment", "increment", "percent"),
-                ("hidden", "hidden", "percent"), ("ceiling", "ceiling", "dollars"),
-                ("wager", "wager", "dollars"))
 HEADERS = [
     (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self';"
      b" img-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
@@ -69,13 +58,6 @@ HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
 ]
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, counter: str, text: str) -> None:
-        super().__init__(text)
-        self.status = status
-        self.counter = counter
 
 
 class Guard:
@@ -116,7 +98,7 @@ def _host(header: bytes) -> str:
     return text.split(":")[0]
 
 
-class Console:
+class Console(ParamPages):
     def __init__(self, ho: HeadOfficeConfig, cfg: ConsoleConfig, ledger: Ledger, *,
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -151,11 +133,11 @@ class Console:
                             secure=self.cfg.cookie_secure, path="/")
         return response
 
-    def refuse(self, request: Request, s: Session | None, exc: _Refused) -> Response:
+    def refuse(self, request: Request, s: Session | None, exc: Refused) -> Response:
         self.counters[exc.counter] += 1
         who = s.account.name if s is not None and s.account is not None else "-"
         log.warning("console: refused %s %s from %s (operator %s): %s", request.method,
-                    request.url.path, _client(request), who, exc)
+                    request.url.path, client_of(request), who, exc)
         return self.render(request, s, "refused.html", {"reason": str(exc)}, exc.status)
 
     def render(self, request: Request, s: Session | None, name: str, context: dict[str, Any],
@@ -172,21 +154,21 @@ class Console:
     async def form(self, request: Request) -> dict[str, str]:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/x-www-form-urlencoded":
-            raise _Refused(415, "bad_request", f"a form is sent urlencoded, not {ctype[:60]!r}")
+            raise Refused(415, "bad_request", f"a form is sent urlencoded, not {ctype[:60]!r}")
         body = b""
         async for chunk in request.stream():
             body += chunk
             if len(body) > MAX_FORM:
-                raise _Refused(413, "bad_request", f"form larger than {MAX_FORM} bytes")
+                raise Refused(413, "bad_request", f"form larger than {MAX_FORM} bytes")
         try:
             pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True,
                               max_num_fields=MAX_FIELDS)
         except (UnicodeDecodeError, ValueError) as exc:
-            raise _Refused(400, "bad_request", f"form not readable: {exc}") from None
+            raise Refused(400, "bad_request", f"form not readable: {exc}") from None
         form: dict[str, str] = {}
         for key, value in pairs:
             if key in form:
-                raise _Refused(400, "bad_request", f"field {key[:40]!r} sent twice")
+                raise Refused(400, "bad_request", f"field {key[:40]!r} sent twice")
             form[key] = value
         return form
 
@@ -203,22 +185,22 @@ class Console:
                 if json or post:
                     self.counters["forbidden"] += 1
                     log.warning("console: %s %s from %s without a session", request.method,
-                                request.url.path, _client(request))
+                                request.url.path, client_of(request))
                     return JSONResponse({"error": "log in first"}, 401)
                 return RedirectResponse("/login", 303)
             try:
                 if post:
                     form = await self.form(request)
                     if not s.csrf_ok(form.get("csrf")):
-                        raise _Refused(403, "csrf_refused", "missing or wrong CSRF token")
+                        raise Refused(403, "csrf_refused", "missing or wrong CSRF token")
                     if approver and not s.account.approver:
-                        raise _Refused(403, "forbidden", f"operator {s.account.name!r} may"
+                        raise Refused(403, "forbidden", f"operator {s.account.name!r} may"
                                        " view, not decide (role viewer)")
                     request.state.form = form
                 if not json:
                     await self.alarm_pages.menu_count(request)
                 return await handler(request, s)
-            except _Refused as exc:
+            except Refused as exc:
                 return self.refuse(request, s, exc)
 
         return endpoint
@@ -235,19 +217,19 @@ class Console:
         try:
             form = await self.form(request)
             if s is None or not s.csrf_ok(form.get("csrf")):
-                raise _Refused(403, "csrf_refused", "login form expired or forged: load it again")
-        except _Refused as exc:
+                raise Refused(403, "csrf_refused", "login form expired or forged: load it again")
+        except Refused as exc:
             return self.refuse(request, s, exc)
         name, password = form.get("name", ""), form.get("password", "")
         account = await run_in_threadpool(self.auth.check, name, password)
-        client = _client(request)
+        client = client_of(request)
         if account is None:
             await self.with_ledger(lambda led: led.audit(
                 "login_failed", CONTROL.sub("?", name[:64]) or "-", client=client,
                 detail="locked after repeated failures" if self.auth.locked(name) else
                 "wrong name or password"))
             self.counters["login_refused"] += 1
-            log.warning("console: login refused for %r from %s%s", name[:64], _client(request),
+            log.warning("console: login refused for %r from %s%s", name[:64], client_of(request),
                         " (locked after repeated failures)" if self.auth.locked(name) else "")
             return self.render(request, s, "login.html",
                                {"error": "wrong name or password, or locked for a while"}, 401)
@@ -256,14 +238,14 @@ class Console:
         await self.with_ledger(lambda led: led.audit("login", account.name, client=client,
                                                      detail=f"role {account.role}"))
         log.info("console: %s (%s) logged in from %s", account.name, account.role,
-                 _client(request))
+                 client_of(request))
         return self._cookie(RedirectResponse("/", 303), fresh)
 
     async def logout(self, request: Request, s: Session) -> Response:
         self.sessions.drop(s.token)
         assert s.account is not None
         who = s.account.name
-        await self.with_ledger(lambda led: led.audit("logout", who, client=_client(request)))
+        await self.with_ledger(lambda led: led.audit("logout", who, client=client_of(request)))
         log.info("console: %s logged out", s.account.name)
         response = RedirectResponse("/login", 303)
         response.delete_cookie(COOKIE, path="/")
@@ -311,11 +293,11 @@ class Console:
     # -- decisions ------------------------------------------------------------------------------
     async def hit_page(self, request: Request, s: Session, status: int = 200) -> Response:
         """What an approver reads before deciding a held hit (as `hit show` prints it)."""
-        hold_no = _hold_no(request.path_params["no"])
+        hold_no = hold_no_of(request.path_params["no"])
         try:
             review = await self.with_ledger(lambda led: views.hit_review(led, hold_no))
         except LedgerError as exc:
-            raise _Refused(404, "bad_request", str(exc)) from None
+            raise Refused(404, "bad_request", str(exc)) from None
         return self.render(request, s, "hit.html", {"h": review}, status)
 
     async def decide(self, request: Request, s: Session) -> Response:
@@ -323,11 +305,11 @@ class Console:
         calls them. Under dual control the first approval leaves it pending."""
         assert s.account is not None
         operator = s.account.name
-        hold_no = _hold_no(request.path_params["no"])
+        hold_no = hold_no_of(request.path_params["no"])
         verb = request.path_params["verb"]
         if verb not in ("approve", "refuse"):
-            raise _Refused(404, "bad_request", f"no action {verb[:20]!r} on a held hit")
-        text = _reason(request.state.form)
+            raise Refused(404, "bad_request", f"no action {verb[:20]!r} on a held hit")
+        text = reason_of(request.state.form)
 
         def act(led: Ledger) -> str:
             if verb == "approve":
@@ -349,145 +331,17 @@ class Console:
         except LedgerError as exc:
             self.counters["decisions_refused"] += 1
             log.warning("console: %s of held hit #%s by %s from %s refused by the ledger: %s",
-                        verb, hold_no, operator, _client(request), exc)
+                        verb, hold_no, operator, client_of(request), exc)
             s.say(f"refused: {exc}")
             try:
                 return await self.hit_page(request, s, 409)
-            except _Refused:
+            except Refused:
                 return self.render(request, s, "hits.html",
                                    await self.with_ledger(views.held_hits), 409)
         self.counters["decisions"] += 1
-        log.warning("console: %s (from %s)", done, _client(request))
+        log.warning("console: %s (from %s)", done, client_of(request))
         s.say(done)
         return RedirectResponse("/hits", 303)
-
-    def _param_form(self, form: dict[str, str]) -> dict[str, Any]:
-        """The changes a parameter form asks for (dollars and percent), as `Ledger.set_params`
-        takes them; _Refused naming the field otherwise."""
-        changes: dict[str, Any] = {}
-        for key, field, kind in PARAM_FIELDS:
-            text = form.get(key, "").strip()
-            if not text:
-                continue
-            try:
-                changes[field] = (parse_dollars(text, key) if kind == "dollars"
-                                  else parse_percent(text, key))
-            except ValueError as exc:
-                raise _Refused(400, "bad_request", str(exc)) from None
-        if form.get("no_ceiling") == "on":
-            if "ceiling" in changes:
-                raise _Refused(400, "bad_request", "a ceiling and no ceiling together")
-            changes["ceiling"] = None
-        if not changes:
-            raise _Refused(400, "bad_request", "nothing to change: give a seed, an increment,"
-                           " a hidden increment, a ceiling or a wager")
-        return changes
-
-    async def params_confirm(self, request: Request, s: Session) -> Response:
-        """A parameter change before it is made: what changes, before and after, in dollars
-        and percent; the live tables; a reason to give (GET: nothing changes here)."""
-        assert s.account is not None
-        if not s.account.approver:
-            raise _Refused(403, "forbidden", f"operator {s.account.name!r} may view, not"
-                           " decide (role viewer)")
-        pool_id = _pool_id(request.path_params["pool"])
-        form = dict(request.query_params)
-        if len(form) > MAX_FIELDS or any(len(v) > 40 for v in form.values()):
-            raise _Refused(400, "bad_request", "a parameter change is a few short figures")
-        changes = self._param_form(form)
-
-        def read(led: Ledger) -> dict[str, Any]:
-            pool = led.pool(pool_id)
-            if pool is None:
-                raise _Refused(404, "bad_request", f"no pool {pool_id!r}")
-            old = pool.params.as_json()
-            try:
-                new = replace(pool.params, **changes).as_json()
-            except (TypeError, InputError) as exc:
-                raise _Refused(400, "bad_request", f"pool {pool_id}: bad parameters: {exc}"
-                               ) from None
-            return {"pool": pool_id, "rows": param_changes(old, new),
-                    "live": led.live_tables(pool_id, self.ho.live_window_s),
-                    "fields": {k: form.get(k, "") for k, _, _ in PARAM_FIELDS},
-                    "no_ceiling": form.get("no_ceiling") == "on"}
-
-        return self.render(request, s, "params_confirm.html", await self.with_ledger(read))
-
-    async def set_params(self, request: Request, s: Session) -> Response:
-        """Change a pool's parameters, with a reason: `Ledger.set_params`, refused while
-        tables are live unless forced by one of head office's operators, and a forced change
-        on a live pool waits for a second approver; every attempt is in the param_log."""
-        assert s.account is not None
-        operator = s.account.name
-        pool_id = _pool_id(request.path_params["pool"])
-        form = request.state.form
-        changes = self._param_form(form)
-        text = _reason(form)
-        force = form.get("force") == "on"
-        try:
-            change = await self.with_ledger(lambda led: led.set_params(
-                pool_id, changes, operator=operator, authorised=self.ho.operators, force=force,
-                reason=text, live_window_s=self.ho.live_window_s))
-        except LedgerError as exc:
-            self.counters["decisions_refused"] += 1
-            log.warning("console: parameters of pool %s by %s from %s refused: %s", pool_id,
-                        operator, _client(request), exc)
-            s.say(f"refused: {exc}")
-            return await self.params(request, s, 409)
-        self.counters["decisions"] += 1
-        what = "; ".join(f"{a} {b} -> {c}" for a, b, c in param_changes(
-            change.old.as_json(), change.new.as_json()))
-        if change.status == "pending":
-            done = (f"pool {pool_id}: forced change ({what}) first approved by {operator}"
-                    f" (decision #{change.decision_no}); tables are live, so a second,"
-                    " different approver applies it")
-        else:
-            done = (f"pool {pool_id} parameters changed by {operator}"
-                    f"{' (forced)' if force else ''}: {what}")
-        log.warning("console: %s (from %s)", done, _client(request))
-        s.say(done)
-        return RedirectResponse("/params", 303)
-
-    async def decision_page(self, request: Request, s: Session, status: int = 200
-                            ) -> Response:
-        """A parameter change waiting for its second approver: what the first decided."""
-        no = _hold_no(request.path_params["no"])
-        d = await self.with_ledger(lambda led: led.decision(no))
-        if d is None or d["kind"] != "params":
-            raise _Refused(404, "bad_request", f"no parameter change #{no}")
-        rows = param_changes(d["detail"]["old"], d["detail"]["new"])
-        return self.render(request, s, "decision.html", {"d": d, "rows": rows}, status)
-
-    async def decide_change(self, request: Request, s: Session) -> Response:
-        """The second approval (or a refusal) of a forced parameter change, with a reason."""
-        assert s.account is not None
-        operator = s.account.name
-        no = _hold_no(request.path_params["no"])
-        verb = request.path_params["verb"]
-        if verb not in ("approve", "refuse"):
-            raise _Refused(404, "bad_request", f"no action {verb[:20]!r} on a change")
-        text = _reason(request.state.form)
-
-        def act(led: Ledger) -> str:
-            if verb == "approve":
-                change = led.approve_change(no, operator=operator, authorised=self.ho.operators,
-                                            reason=text, live_window_s=self.ho.live_window_s)
-                return (f"parameter change #{no} applied by {change.first_by} and {operator}")
-            led.refuse_change(no, operator=operator, authorised=self.ho.operators, reason=text)
-            return f"parameter change #{no} refused by {operator}: {text}"
-
-        try:
-            done = await self.with_ledger(act)
-        except LedgerError as exc:
-            self.counters["decisions_refused"] += 1
-            log.warning("console: %s of change #%s by %s from %s refused: %s", verb, no,
-                        operator, _client(request), exc)
-            s.say(f"refused: {exc}")
-            return await self.decision_page(request, s, 409)
-        self.counters["decisions"] += 1
-        log.warning("console: %s (from %s)", done, _client(request))
-        s.say(done)
-        return RedirectResponse("/params", 303)
 
     async def resume(self, request: Request, s: Session) -> Response:
         """Restart a stopped pool: `Ledger.resume_pool`, as `pool resume` calls it (the books
@@ -496,20 +350,20 @@ class Console:
         operator = s.account.name
         pool_id = request.path_params["pool"]
         if not contract.POOL_ID.fullmatch(pool_id):
-            raise _Refused(404, "bad_request", f"no pool {pool_id[:64]!r}")
+            raise Refused(404, "bad_request", f"no pool {pool_id[:64]!r}")
         try:
             await self.with_ledger(lambda led: led.resume_pool(
                 pool_id, operator=operator, authorised=self.ho.operators))
         except LedgerError as exc:
             self.counters["decisions_refused"] += 1
             log.warning("console: resume of pool %s by %s from %s refused: %s", pool_id,
-                        operator, _client(request), exc)
+                        operator, client_of(request), exc)
             s.say(f"refused: {exc}")
             return self.render(request, s, "pools.html",
                                {"pools": await self.with_ledger(views.pools)}, 409)
         self.counters["decisions"] += 1
         done = f"pool {pool_id} resumed by {operator}"
-        log.warning("console: %s (from %s)", done, _client(request))
+        log.warning("console: %s (from %s)", done, client_of(request))
         s.say(done)
         return RedirectResponse("/pools", 303)
 
@@ -545,34 +399,6 @@ class Console:
         app.add_middleware(Guard, console=self)
         app.state.console = self
         return app
-
-
-def _hold_no(value: int) -> int:
-    if not 1 <= value < 2**62:
-        raise _Refused(404, "bad_request", f"no held hit #{value}")
-    return value
-
-
-def _pool_id(value: str) -> str:
-    if not contract.POOL_ID.fullmatch(value):
-        raise _Refused(404, "bad_request", f"no pool {value[:64]!r}")
-    return value
-
-
-def _reason(form: dict[str, str]) -> str:
-    """A decision's reason: required, one line of at most MAX_TEXT characters."""
-    text = form.get("reason", "").strip()
-    if not text:
-        raise _Refused(400, "bad_request", "a decision needs a reason: say why (it is"
-                       " recorded with your name)")
-    if len(text) > MAX_TEXT or CONTROL.search(text):
-        raise _Refused(400, "bad_request", f"the reason is one line of at most {MAX_TEXT}"
-                       " characters")
-    return text
-
-
-def _client(request: Request) -> str:
-    return f"{request.client.host}:{request.client.port}" if request.client else "-"
 
 
 def create_app(ho: HeadOfficeConfig, cfg: ConsoleConfig, ledger: Ledger, **kw: Any) -> Starlette:
