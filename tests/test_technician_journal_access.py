@@ -76,7 +76,12 @@ def test_the_role_groups_read_the_journal_now_and_later(tmp_path: Path) -> None:
     # The ACL's group names resolve through this machine's NSS: the root's groups are bound
     # over /etc/group in a private mount namespace for the one command.
     groups = tmp_path / "group"
-    groups.write_text(Path("/etc/group").read_text() + names)
+    # This machine's own entries of those names (a bench that made the groups) are left out,
+    # or the first of two same-named entries would win.
+    ours = {line.split(":")[0] for line in names.splitlines()}
+    host = [line for line in Path("/etc/group").read_text().splitlines(keepends=True)
+            if line.split(":")[0] not in ours]
+    groups.write_text("".join(host) + names)
     run = subprocess.run(
         ["unshare", "-m", "sh", "-c", f"mount --bind {groups} /etc/group && systemd-tmpfiles"
          f" --root={root} --create --prefix=/persistent/log"],
