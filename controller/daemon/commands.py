@@ -89,6 +89,7 @@ class TableCommands:
             "tasks": {
                 "failures": dict(t.stats.task_failures),
                 "stop_errors": t.stats.stop_errors,
+                "stop_abandoned": t.stats.stop_abandoned,
             },
             "control": t.control.stats(),
             "uptime_s": round(time.monotonic() - t.stats.started_mono, 1),
