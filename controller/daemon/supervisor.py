@@ -123,12 +123,14 @@ class Supervisor:
         task.add_done_callback(self.helpers.discard)
 
     async def stop_part(
-        self, what: str, stop: Callable[[], Awaitable[None]], limit_s: float = PART_STOP_LIMIT_S
+        self, what: str, stop: Callable[[], Awaitable[None]], limit_s: float | None = None
     ) -> bool:
         """Stop one part within `limit_s`; a failure is logged with its traceback and counted,
         one that has not stopped by then is named in the log (E507), cancelled and abandoned
         (never awaited again), and the other parts are still stopped (the journal is closed
-        last in any case). False when the part did not stop cleanly."""
+        last in any case). False when the part did not stop cleanly. `limit_s`: by default
+        PART_STOP_LIMIT_S."""
+        limit_s = PART_STOP_LIMIT_S if limit_s is None else limit_s
         task = asyncio.create_task(_call(stop), name=f"stop {what}")
         done, _ = await asyncio.wait([task], timeout=limit_s)
         if not done:
@@ -148,11 +150,12 @@ class Supervisor:
         return False
 
     async def stop_tasks(
-        self, what: str, tasks: Iterable[asyncio.Task[Any]], limit_s: float = PART_STOP_LIMIT_S
+        self, what: str, tasks: Iterable[asyncio.Task[Any]], limit_s: float | None = None
     ) -> None:
         """Cancel the daemon's own tasks until they have ended (devices/stopping.py: a single
         cancel can be swallowed on Python 3.11); those still running after `limit_s` are named
         in the log (E507) and abandoned."""
+        limit_s = PART_STOP_LIMIT_S if limit_s is None else limit_s
         left = await cancel_and_wait(tasks, limit_s=limit_s)
         if left:
             self.abandoned.extend(left)
