@@ -27,6 +27,7 @@ CODES: dict[str, str] = {
     "E504": "the control socket stopped serving and was restarted",
     "E505": "the round machine refused an event (a fault in the machine)",
     "E506": "events ignored while out of service",
+    "E507": "a part did not stop within its limit and was abandoned",
     "E601": "alarm for the technician (the text says what)",
     "E602": "alarm for surveillance (the text says what)",
     "E701": "a control-socket request refused",
