@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 from devices.meter.driver import AlphaMeter
 from devices.meter.wire import PtyMeterSim
+from devices.stopping import cancel_and_wait
 from tests.support.devices import serial_cfg as cfg
 
 STOPS = 300
@@ -56,3 +61,61 @@ def test_the_meter_stops_at_any_moment_of_a_fast_poll() -> None:
 
     hung = asyncio.run(go())
     assert hung == [], f"{len(hung)} of {STOPS} meter stops hung (stops {hung[:10]})"
+
+
+def test_cancel_and_wait_gives_up_at_its_limit_and_names_what_still_runs() -> None:
+    async def stubborn(release: asyncio.Event) -> None:
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                continue  # swallowed, every time
+
+    async def go() -> tuple[list[str], float, bool]:
+        release = asyncio.Event()
+        task = asyncio.create_task(stubborn(release), name="stubborn")
+        quick = asyncio.create_task(asyncio.sleep(3600), name="quick")
+        await asyncio.sleep(0)
+        began = asyncio.get_running_loop().time()
+        left = await cancel_and_wait([task, quick], every_s=0.05, limit_s=0.5)
+        took = asyncio.get_running_loop().time() - began
+        release.set()
+        await task
+        return [t.get_name() for t in left], took, quick.cancelled()
+
+    left, took, quick_cancelled = asyncio.run(asyncio.wait_for(go(), 10))
+    assert left == ["stubborn"] and quick_cancelled
+    assert 0.5 <= took < 1.5, took
+
+
+RUN_TO_END = """
+import asyncio, logging, sys, time
+from controller.daemon.main import run_to_end
+
+class Service:  # a daemon whose stop abandoned a part that swallows every cancel
+    async def run(self):
+        async def stubborn():
+            while True:
+                try:
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    pass
+        asyncio.create_task(stubborn(), name="stubborn-part")
+        await asyncio.sleep(0)
+        return 0
+
+logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
+run_to_end(Service(), logging.getLogger("tablectl"))
+"""
+
+
+def test_the_daemon_exits_though_an_abandoned_part_never_ends() -> None:
+    """`asyncio.run` cancels the tasks left once and waits for them for good: a part abandoned at
+    its stop limit would keep the process from exiting until systemd's SIGKILL."""
+    began = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", RUN_TO_END], capture_output=True, text=True,
+                       timeout=30, cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - began < 15
+    assert "exiting without waiting for stubborn-part" in r.stderr, r.stderr
+    assert "stopped (exit 0)" in r.stderr, r.stderr
