@@ -31,6 +31,7 @@ CODES: dict[str, str] = {
     "E504": "the control socket stopped serving and was restarted",
     "E505": "the round machine refused an event (a fault in the machine)",
     "E506": "events ignored while out of service (or dealer's keys held at a linked start)",
+    "E507": "a part did not stop within its limit and was abandoned",
     "E601": "alarm for the technician (the text says what)",
     "E602": "alarm for surveillance (the text says what)",
     "E603": "an alarm acknowledged by a person (the line names who and the alarm)",

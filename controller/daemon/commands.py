@@ -105,6 +105,7 @@ class TableCommands:
             "tasks": {
                 "failures": dict(t.stats.task_failures),
                 "stop_errors": t.stats.stop_errors,
+                "stop_abandoned": t.stats.stop_abandoned,
             },
             "control": t.control.stats(),
             # What the background verification found wrong with the segments' archives (an

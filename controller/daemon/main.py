@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import random
 import sys
 from collections.abc import Sequence
@@ -33,6 +34,8 @@ from controller.daemon.build import (
 from controller.daemon.service import TableService
 from controller.describe import describe_round
 from controller.errors import TablectlError
+from controller.logs import event as log_event
+from devices.stopping import cancel_and_wait, names
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -120,10 +123,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.simulate:
         log.setLevel(logging.WARNING)
-    code = asyncio.run(service.run())
+    return run_to_end(service, log)
+
+
+# After the daemon's stop, tasks still running (parts abandoned at their limit) get this long more.
+LEFTOVER_LIMIT_S = 1.0
+
+
+def run_to_end(service: TableService, log: logging.Logger) -> int:
+    """Run the daemon to its end and log the stop line. `asyncio.run` would then cancel the
+    tasks left once and wait for them for good: a part abandoned at its stop limit (one that
+    swallows cancels) would hang the exit it was abandoned to allow (issue 27). So the tasks
+    left are cancelled until they end, for LEFTOVER_LIMIT_S; if some still run (already named
+    in the log by the stop), the process exits without waiting for them (`os._exit`, after
+    the stop line and the log are flushed: the journal is closed by then)."""
     from controller.daemon.lifecycle import stop_line
 
+    loop = asyncio.new_event_loop()
+    left: list[asyncio.Task[Any]] = []
+    try:
+        asyncio.set_event_loop(loop)
+        code = loop.run_until_complete(service.run())
+        running = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        left = loop.run_until_complete(cancel_and_wait(running, limit_s=LEFTOVER_LIMIT_S))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        if not left:  # a thread of an abandoned task may never end: not waited for then
+            loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        asyncio.set_event_loop(None)
+        if not left:
+            loop.close()
     stop_line(log, code)
+    if left:
+        log_event(log, logging.ERROR,
+                  f"exiting without waiting for {names(left)} (abandoned at the stop)",
+                  tasks=names(left), code="E507")
+        sys.stdout.flush()
+        logging.shutdown()
+        os._exit(code)
     return code
 
 

@@ -192,16 +192,20 @@ class TableService:
             await self._stop.wait()
         finally:
             self._stopping = True
-            helpers = self.supervisor.helpers
-            for task in [*tasks, *helpers]:
-                task.cancel()
-            await asyncio.gather(*tasks, *helpers, return_exceptions=True)
-            self.ignored.log_summary(final=True)
             notify.notify("STOPPING=1")
+            # Every part stops within its limit or is named and abandoned (supervisor.py), so
+            # the journal's close below always runs before systemd's TimeoutStopSec.
+            await self.supervisor.stop_tasks(
+                "the daemon's tasks", [*tasks, *self.supervisor.helpers])
+            if self.journal is not None:
+                # Before the parts stop: the ack held for the next commit is on disk even if
+                # the process dies while they stop (the close writes any held after this).
+                self.journal.write_held_ack()
+            self.ignored.log_summary(final=True)
             for ext in reversed(self.extensions):
                 await self.supervisor.stop_part(f"extension {ext.name}", ext.stop)
             await self._stop_devices()
-            await self.control.close()
+            await self.supervisor.stop_part("control socket", self.control.close)
             if self.journal is not None:
                 self.journal.close()
             self.log.removeHandler(self.ring)

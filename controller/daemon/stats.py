@@ -16,4 +16,5 @@ class Stats:
     ignored: int = 0  # events that arrived while out of service (counted, summarised in the log)
     task_failures: Counter[str] = field(default_factory=Counter)  # task name -> deaths
     stop_errors: int = 0  # extensions/devices that failed to stop (logged)
+    stop_abandoned: int = 0  # parts (or tasks) that did not stop within their limit (logged)
     started_mono: float = field(default_factory=time.monotonic)

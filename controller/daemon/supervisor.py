@@ -13,13 +13,14 @@ import contextvars
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from controller.daemon.stats import Stats
 from controller.extensions.base import Extension, Table
 from controller.logs import FIELDS_ATTR
 from controller.logs import event as log_event
+from devices.stopping import cancel_and_wait, names
 
 # A long-lived task that dies is restarted after RESTART_MIN_S, doubling up to RESTART_MAX_S;
 # more than RESTART_LIMIT deaths within RESTART_WINDOW_S take the table out of service.
@@ -27,6 +28,10 @@ RESTART_MIN_S = 0.5
 RESTART_MAX_S = 30.0
 RESTART_LIMIT = 5
 RESTART_WINDOW_S = 300.0
+# Each part of the daemon (its own tasks, an extension, a device, the control socket) gets this
+# long to stop; one that takes longer is abandoned (issue 27: a stop must end well before
+# systemd's TimeoutStopSec=30s, and one hung part must not keep the others from stopping).
+PART_STOP_LIMIT_S = 3.0
 
 # Set while an extension starts: the tasks it creates then are its long-lived ones (supervised).
 _STARTING: contextvars.ContextVar[str | None] = contextvars.ContextVar("starting", default=None)
@@ -52,6 +57,7 @@ class Supervisor:
         self._restarting: set[str] = set()
         self._gave_up: set[str] = set()  # tasks that took the table out of service
         self.helpers: set[asyncio.Task[Any]] = set()  # restarts in flight: cancelled at stop
+        self.abandoned: list[asyncio.Task[Any]] = []  # parts that did not stop in their limit
 
     # -- the daemon's own tasks ---------------------------------------------------------------
 
@@ -116,15 +122,47 @@ class Supervisor:
         self.helpers.add(task)
         task.add_done_callback(self.helpers.discard)
 
-    async def stop_part(self, what: str, stop: Callable[[], Awaitable[None]]) -> None:
-        """Stop one part; a failure is logged with its traceback and counted, and the other
-        parts are still stopped (the journal is closed last in any case)."""
-        try:
-            await stop()
-        except Exception as exc:
-            self.stats.stop_errors += 1
-            self.log.error(f"{what} failed to stop: {type(exc).__name__}: {exc}", exc_info=exc,
-                           extra={FIELDS_ATTR: {"code": "E503"}})
+    async def stop_part(
+        self, what: str, stop: Callable[[], Awaitable[None]], limit_s: float | None = None
+    ) -> bool:
+        """Stop one part within `limit_s`; a failure is logged with its traceback and counted,
+        one that has not stopped by then is named in the log (E507), cancelled and abandoned
+        (never awaited again), and the other parts are still stopped (the journal is closed
+        last in any case). False when the part did not stop cleanly. `limit_s`: by default
+        PART_STOP_LIMIT_S."""
+        limit_s = PART_STOP_LIMIT_S if limit_s is None else limit_s
+        task = asyncio.create_task(_call(stop), name=f"stop {what}")
+        done, _ = await asyncio.wait([task], timeout=limit_s)
+        if not done:
+            task.cancel()
+            self.abandoned.append(task)
+            self.stats.stop_abandoned += 1
+            log_event(self.log, logging.ERROR,
+                      f"{what} did not stop within {limit_s:g} s: abandoned",
+                      part=what, limit_s=limit_s, code="E507")
+            return False
+        exc = None if task.cancelled() else task.exception()
+        if exc is None:
+            return True
+        self.stats.stop_errors += 1
+        self.log.error(f"{what} failed to stop: {type(exc).__name__}: {exc}", exc_info=exc,
+                       extra={FIELDS_ATTR: {"code": "E503"}})
+        return False
+
+    async def stop_tasks(
+        self, what: str, tasks: Iterable[asyncio.Task[Any]], limit_s: float | None = None
+    ) -> None:
+        """Cancel the daemon's own tasks until they have ended (devices/stopping.py: a single
+        cancel can be swallowed on Python 3.11); those still running after `limit_s` are named
+        in the log (E507) and abandoned."""
+        limit_s = PART_STOP_LIMIT_S if limit_s is None else limit_s
+        left = await cancel_and_wait(tasks, limit_s=limit_s)
+        if left:
+            self.abandoned.extend(left)
+            self.stats.stop_abandoned += len(left)
+            log_event(self.log, logging.ERROR,
+                      f"{what} ({names(left)}) did not stop within {limit_s:g} s: abandoned",
+                      part=what, tasks=names(left), limit_s=limit_s, code="E507")
 
     # -- extensions ---------------------------------------------------------------------------
 
@@ -187,3 +225,7 @@ class Supervisor:
             log_event(self.log, logging.WARNING, f"extension {ext.name} restarted", ext=ext.name)
             self._restarting.discard(ext.name)
             return
+
+
+async def _call(stop: Callable[[], Awaitable[None]]) -> None:
+    await stop()

@@ -30,6 +30,7 @@ from devices.base import DeviceError
 from devices.build import simulators
 from devices.sensors import Sensors
 from devices.sensors.gpio import GpioSensors
+from devices.stopping import cancel_and_wait
 
 WATCH_KEEP = 500
 DEVICE_EVENT_PREFIXES = (
@@ -107,8 +108,9 @@ class DevicesExtension:
         task, self._task = self._task, None
         if task is None or task.done():
             return
-        task.cancel()
-        await asyncio.wait([task])
+        # Cancelled until it ends (devices/stopping.py: one cancel can be swallowed on 3.11);
+        # the daemon bounds the whole stop (supervisor.stop_part).
+        await cancel_and_wait([task])
         if not task.cancelled() and (exc := task.exception()) is not None:
             raise exc
 

@@ -33,13 +33,13 @@ from controller.link.transport import (
     LinkError,
     Tls,
     Will,
-    cancel_and_wait,
     connect,
     run_together,
 )
 from controller.logs import FIELDS_ATTR
 from controller.logs import event as log_event
 from controller.rounds.base import Event
+from devices.stopping import cancel_and_wait
 
 if TYPE_CHECKING:
     from controller.config import TableConfig

@@ -13,7 +13,7 @@ import random
 import select
 import socket
 import ssl
-from collections.abc import AsyncIterator, Coroutine, Iterable
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from controller.errors import TablectlError
+from devices.stopping import cancel_and_wait
 
 
 class LinkError(TablectlError):
@@ -333,9 +334,9 @@ async def run_together(*coros: Coroutine[Any, Any, None]) -> None:
     The group alone is not enough on Python 3.11: it cancels each task once and then waits,
     and a task that swallows that one cancel (`asyncio.wait_for` can, gh-86296; aiomqtt waits
     for every PUBACK with it) leaves the group waiting forever. So before the group waits the
-    tasks are ended by `cancel_and_wait`, which cancels again until each has ended, and keeps
-    doing so even when the caller itself is cancelled meanwhile (the daemon's stop during a
-    reconnect), then passes that cancellation on."""
+    tasks are ended by `cancel_and_wait` (devices/stopping.py), which cancels again until each
+    has ended, and keeps doing so even when the caller itself is cancelled meanwhile (the
+    daemon's stop during a reconnect), then passes that cancellation on."""
     tasks: list[asyncio.Task[None]] = []
     try:
         async with asyncio.TaskGroup() as group:
@@ -346,28 +347,3 @@ async def run_together(*coros: Coroutine[Any, Any, None]) -> None:
                 await cancel_and_wait(tasks)
     except BaseExceptionGroup as failed:
         raise failed.exceptions[0] from None
-
-
-async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]], every_s: float = 0.5) -> None:
-    """Cancel `tasks` and wait until each has ended, cancelling again while one goes on: on
-    Python 3.11 `asyncio.wait_for` (aiomqtt waits for every PUBACK with it) can swallow a
-    cancellation that arrives in the same loop pass as its result (CPython gh-86296, fixed in
-    3.12), and a single cancel then left the daemon's stop waiting forever (found by the soak:
-    docs/security.md, finding 1). Our own cancellation meanwhile does not cut this short (a
-    task left running would outlive its connection); it is raised once the tasks have ended."""
-    tasks = list(tasks)
-    pending = {t for t in tasks if not t.done()}
-    cancelled: asyncio.CancelledError | None = None
-    while pending:
-        for task in pending:
-            task.cancel()
-        try:
-            _done, pending = await asyncio.wait(pending, timeout=every_s)
-        except asyncio.CancelledError as exc:
-            cancelled = exc
-            pending = {t for t in pending if not t.done()}
-    for task in tasks:
-        if not task.cancelled():
-            task.exception()  # retrieved: an error while stopping is no "never retrieved" noise
-    if cancelled is not None:
-        raise cancelled

@@ -21,7 +21,6 @@ driver renders, paces and frames:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from typing import Any, ClassVar
@@ -40,6 +39,7 @@ from devices.proto.alpha import (
 )
 from devices.proto.serial_config import SerialConfig
 from devices.proto.serial_line import SerialLine
+from devices.stopping import end_tasks
 
 MIN_INTERVAL_S = 0.25
 POLL_S = 5.0
@@ -94,12 +94,10 @@ class AlphaMeter(Meter):
             self._tasks.append(asyncio.create_task(self._poll(), name=f"{self.name}-poll"))
 
     async def _close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        tasks, self._tasks = self._tasks, []
+        # Cancelled until they end: one cancel can be swallowed by the read-back's wait_for
+        # on Python 3.11 (devices/stopping.py), and the stop then hung for good (issue 27).
+        await end_tasks(tasks, log, self.name)
         await self.line.close()
 
     def _down(self, reason: str) -> None:

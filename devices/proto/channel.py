@@ -24,7 +24,6 @@ device's own counters, so `tablectl devices list` shows them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
@@ -33,6 +32,7 @@ from devices.proto.arq import FramedLink
 from devices.proto.framing import MessageError, message, parse_message
 from devices.proto.serial_config import SerialConfig
 from devices.proto.serial_line import SerialLine
+from devices.stopping import end_tasks
 
 POLL_S = 5.0  # idle STATUS poll: how soon a silent idle device shows offline
 log = logging.getLogger("tablectl.devices")
@@ -91,11 +91,9 @@ class FramedChannel:
     async def close(self) -> None:
         self._stop_timer()
         self._held = None
-        if self._poll_task is not None:
-            self._poll_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poll_task
-            self._poll_task = None
+        task, self._poll_task = self._poll_task, None
+        if task is not None:  # cancelled until it ends (devices/stopping.py)
+            await end_tasks([task], log, self.device.name)
         if self._ask is not None and not self._ask[1].done():
             # An answer, never a cancellation: its caller (a self-test, perhaps the daemon's
             # start-up one) is not being cancelled and must not unwind as if it were.

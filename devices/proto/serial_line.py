@@ -22,7 +22,6 @@ and calls `on_up()`; the driver re-runs its handshake there. Retries are counted
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import select
@@ -30,6 +29,7 @@ from collections.abc import Callable
 
 from devices.base import Device, DeviceError
 from devices.proto import serial_port
+from devices.stopping import end_tasks
 
 WATCH_S = 0.5  # how often an open port's path is looked at
 NODE_POLL_S = 0.25  # how often a missing path is looked for (a stat: cheap)
@@ -121,10 +121,8 @@ class SerialLine:
     async def close(self) -> None:
         self._closed = True
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if task is not None:  # cancelled until it ends (devices/stopping.py)
+            await end_tasks([task], log, self.device.name)
         transport, self._transport = self._transport, None
         self._up.clear()
         self.down_reason = self.device.port_down = None  # stopped says it all now

@@ -11,7 +11,6 @@ watchdog, control socket, head-office link, logging to journald.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import sys
@@ -19,7 +18,6 @@ import sys
 from controller import logs
 from controller.daemon import build
 from controller.daemon import main as daemon
-from controller.daemon.lifecycle import stop_line
 from controller.daemon.service import TableService
 from controller.random_source import RandomSource
 from devices.build import build_hardware
@@ -45,9 +43,7 @@ def main() -> int:
         on_round=daemon.print_round,
         extensions=build.build_extensions(cfg, args),
     )
-    code = asyncio.run(service.run())
-    stop_line(log, code)
-    return code
+    return daemon.run_to_end(service, log)  # a stop bounded as tablectld's (issue 27)
 
 
 if __name__ == "__main__":
