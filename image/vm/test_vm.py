@@ -336,6 +336,12 @@ def test_paigow_plays_through_the_usb_serial_devices_under_the_shipped_sandbox(
     assert run_python(g, SCHEMA_CHECK).stdout.strip() == "4"
     log = g.ssh("journalctl -b -u tablectld --no-pager -o cat").stdout
     assert "journal kept at schema 3" not in log, log
+    # A technician (groups tablectl, tablectl-tech; not systemd-journal, not adm) reads the
+    # daemon's journal as root does: the image's tmpfiles ACL (issue 28 item 7).
+    theirs = g.ssh("journalctl -b -u tablectld --no-pager -o cat", user="tech", check=False)
+    assert theirs.returncode == 0, theirs.stderr
+    assert "No entries" not in theirs.stdout + theirs.stderr, theirs.stderr
+    assert re.search(r"^round \d+ completed", theirs.stdout, re.M), theirs.stdout[-2000:]
 
 
 LGPIO_CHECK = """
