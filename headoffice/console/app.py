@@ -38,7 +38,14 @@ from controller.link import contract
 from headoffice.config import HeadOfficeConfig
 from headoffice.console import alarms_views, views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
-from headoffice.console.forms import CONTROL, MAX_FIELDS, Refused, client_of, hold_no_of, reason_of
+from headoffice.console.forms import (
+    CONTROL,
+    MAX_FIELDS,
+    Refused,
+    client_of,
+    hold_no_of,
+    verb_and_reason,
+)
 from headoffice.console.money import (
     dollars,
     percent,
@@ -306,10 +313,7 @@ class Console(ParamPages):
         assert s.account is not None
         operator = s.account.name
         hold_no = hold_no_of(request.path_params["no"])
-        verb = request.path_params["verb"]
-        if verb not in ("approve", "refuse"):
-            raise Refused(404, "bad_request", f"no action {verb[:20]!r} on a held hit")
-        text = reason_of(request.state.form)
+        verb, text = verb_and_reason(request, "a held hit")
 
         def act(led: Ledger) -> str:
             if verb == "approve":

@@ -51,6 +51,14 @@ def reason_of(form: dict[str, str]) -> str:
     return text
 
 
+def verb_and_reason(request: Request, what: str) -> tuple[str, str]:
+    """A decision's POST: its verb (approve or refuse, from the path) and its reason."""
+    verb = request.path_params["verb"]
+    if verb not in ("approve", "refuse"):
+        raise Refused(404, "bad_request", f"no action {verb[:20]!r} on {what}")
+    return verb, reason_of(request.state.form)
+
+
 def client_of(request: Request) -> str:
     return f"{request.client.host}:{request.client.port}" if request.client else "-"
 

@@ -23,6 +23,7 @@ from headoffice.console.forms import (
     hold_no_of,
     pool_id_of,
     reason_of,
+    verb_and_reason,
 )
 from headoffice.console.money import param_changes, parse_dollars, parse_percent
 from headoffice.ledger import Ledger, LedgerError
@@ -145,10 +146,7 @@ class ParamPages:
         assert s.account is not None
         operator = s.account.name
         no = hold_no_of(request.path_params["no"])
-        verb = request.path_params["verb"]
-        if verb not in ("approve", "refuse"):
-            raise Refused(404, "bad_request", f"no action {verb[:20]!r} on a change")
-        text = reason_of(request.state.form)
+        verb, text = verb_and_reason(request, "a change")
 
         def act(led: Ledger) -> str:
             if verb == "approve":
