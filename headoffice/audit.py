@@ -18,12 +18,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from fractions import Fraction
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from controller.errors import InputError
 from controller.money import dollars
+from headoffice.console.money import param_changes
 from headoffice.db import Database
 from headoffice.localtime import next_day_utc, to_utc
 
@@ -128,27 +128,13 @@ def _param_log(db: Database, f: Filter) -> list[Entry]:
 
 
 def _changed(old: str | None, new: str | None) -> str:
-    """What a parameter change changes, in words: "; seed $5,000.00 -> $6,000.00"."""
+    """What a parameter change changes, in words, as the console and `pool set` show it:
+    "; seed $5,000.00 -> $6,000.00"."""
     if not old or not new:
         return ""
-    before, after = json.loads(old), json.loads(new)
-    diff = [f"{k} {_shown(k, before.get(k))} -> {_shown(k, after.get(k))}"
-            for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
-    return "; " + ", ".join(diff) if diff else "; no change"
-
-
-def _shown(key: str, value: Any) -> str:
-    """A stored parameter as a person reads it: money in dollars, rates in percent."""
-    if value is None:
-        return "none"
-    if key in ("seed", "ceiling", "wager") and isinstance(value, int):
-        return dollars(value)
-    if key in ("increment", "hidden"):
-        try:
-            return f"{float(Fraction(value)) * 100:.2f} %"
-        except (ValueError, ZeroDivisionError):
-            return str(value)
-    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else str(value)
+    rows = param_changes(json.loads(old), json.loads(new))
+    return "; " + ", ".join(f"{what} {a} -> {b}" for what, a, b in rows) if rows else \
+        "; no change"
 
 
 def _signatures(db: Database, f: Filter) -> list[Entry]:
