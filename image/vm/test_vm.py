@@ -716,17 +716,35 @@ def test_stop_start_cycles_each_stop_bounded_and_no_ack_lost(table: Table) -> No
 def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: Table) -> None:
     g = table.guest
     table.wait_active()
-    # Frozen right after the status (SIGSTOP), so the round it shows is still open at the cut.
-    s = json.loads(g.ssh(f"tablectl status --json; kill -STOP {table.main_pid()}").stdout)
+    pid = table.main_pid()
+    g.ssh(f"kill -STOP {pid}")
+    # Which round the frozen process had in hand, from its own lines (as the watchdog check
+    # does). A `tablectl status` before the stop raced the round's end: a CI run saw round 45
+    # open that ended while the status command was still exiting, so no boot after the cut
+    # could finish it again and the check waited for a line that could never come.
+    time.sleep(2)
+    mine = g.ssh(f"journalctl --no-pager -o cat _PID={pid}").stdout
+    last = re.findall(r"^round (\d+)(:| completed| voided)", mine, re.M)[-1]
+    open_round = int(last[0]) if last[1] == ":" else None
+    expect = open_round if open_round is not None else int(last[0]) + 1
     g.power_cut()
-    round_at_cut = s["round"]
-    assert s["state"] != "closed", s["state"]
     RESULTS["reboot"] = g.boot()
     table.wait_active()
-    done = re.compile(rf"round {round_at_cut} (completed|voided)")
-    wait_for(f"round {round_at_cut} finished after the power cut", lambda: done.search(
-        g.ssh("journalctl -b 0 -u tablectld --no-pager -o cat").stdout), 240, 3)
-    RESULTS["power_cut_round_resumed"] = round_at_cut
+    # The table plays past the round it had in hand at the cut, and the journal records that
+    # round as completed or voided: finished after the cut (the usual case), or, where the
+    # stop fell between its durable end and its log line, before it; either way once.
+    wait_for(f"the table past round {expect} after the power cut",
+             lambda: int(table.status().get("round") or 0) > expect, 300, 3)
+    shown = json.loads(g.ssh(f"tablectl round show {expect} --json").stdout)
+    assert (shown.get("record") or {}).get("status") in ("completed", "voided"), shown
+    boot_log = g.ssh("journalctl -b 0 -u tablectld --no-pager -o cat").stdout
+    first = re.search(r"^round (\d+)", boot_log, re.M)
+    assert first and int(first.group(1)) in (expect, expect + 1), (expect, first)
+    finished_after = bool(re.search(rf"^round {expect} (completed|voided)", boot_log, re.M))
+    if open_round is not None and int(first.group(1)) == expect:
+        assert finished_after, boot_log[-3000:]  # reopened after the cut: finished by it
+    RESULTS["power_cut_round"] = {"round": expect, "mid_round": open_round is not None,
+                                  "finished_after_the_cut": finished_after}
     # As root: the journal key (/etc/tablectl/journal-key -> the data partition) is root-only.
     verify = g.ssh("tablectl journal verify --state-dir /persistent/tablectl", check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
