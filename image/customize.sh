@@ -109,8 +109,11 @@ ln -sfn /persistent/etc/tablectl/table.toml "$ROOT/etc/tablectl/table.toml"
 # never in the image, which is the same on every table.
 ln -sfn /persistent/etc/tablectl/journal-key "$ROOT/etc/tablectl/journal-key"
 # Examples beside it, one per game: copy one to /persistent/etc/tablectl/table.toml and edit.
-install -m 0644 "$REPO/examples/paigow-nsw.toml" "$ROOT/etc/tablectl/table.toml.example"
-install -m 0644 "$REPO/examples/uth-nsw.toml" "$ROOT/etc/tablectl/uth-nsw.toml.example"
+# Each with the image's second high-water mark (image/outside-mark.toml: the directory is made
+# by tmpfiles and is the daemon's to write by the unit's drop-in).
+cat "$REPO/examples/paigow-nsw.toml" "$REPO/image/outside-mark.toml" >"$ROOT/etc/tablectl/table.toml.example"
+cat "$REPO/examples/uth-nsw.toml" "$REPO/image/outside-mark.toml" >"$ROOT/etc/tablectl/uth-nsw.toml.example"
+chmod 0644 "$ROOT/etc/tablectl/table.toml.example" "$ROOT/etc/tablectl/uth-nsw.toml.example"
 # The persistent journal lives on the data partition, shared by both slots and kept across
 # an update: /var/log/journal is a link to it (the flush drop-in in the overlay makes the
 # directory before journald moves the boot's logs there).

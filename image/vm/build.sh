@@ -41,7 +41,7 @@ fi
 recipe=$WORK/recipe
 rm -rf "$recipe"
 mkdir -p "$recipe"
-(cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay \
+(cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay image/outside-mark.toml \
     $(ls image/*.lock image/lock.sh 2>/dev/null) systemd controller devices headoffice \
     pyproject.toml docs/operations.md docs/verification.md examples "$recipe/")
 # The VM's own table configs are not part of the product (the udev rules below come from them).

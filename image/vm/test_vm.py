@@ -713,6 +713,37 @@ def test_stop_start_cycles_each_stop_bounded_and_no_ack_lost(table: Table) -> No
     table.wait_active()
 
 
+def test_a_vanished_state_directory_is_refused_not_started_fresh(table: Table) -> None:
+    """Issue 27 item 3 on the image: the UTH table's state directory gone (its mark with it),
+    the table's second mark on the data partition (image/outside-mark.toml, /persistent/
+    tablectl-mark) says a journal was there, so the daemon refuses to make a new one at
+    round 1; put back, it plays on."""
+    g = table.guest
+    table.wait_active()
+    # Made by the daemon at its first use, in the directory the unit's drop-in lets it write.
+    g.ssh("test -s /persistent/tablectl-mark/uth.mark")
+    rounds_before = int(table.status().get("round") or 0)
+    g.ssh("systemctl stop tablectld && mv /persistent/tablectl /persistent/tablectl.gone && "
+          "install -d -o tablectl -g tablectl -m 0750 /persistent/tablectl")
+    since = g.ssh("date +%s").stdout.strip()
+    started = g.ssh("systemctl start tablectld", check=False, timeout=240)
+    assert started.returncode != 0, "a table whose state directory is gone started"
+    log = wait_for("the start refused", lambda: (
+        out := table.journal_lines(f"--since=@{since}", "-o", "cat"))
+        and "refusing to start a new journal" in out and out, 120, 3)
+    assert "/persistent/tablectl-mark/uth.mark" in log, log[-3000:]
+    assert "tablectl journal start-fresh" in log, log[-3000:]
+    assert g.ssh("test -e /persistent/tablectl/journal.sqlite3", check=False).returncode != 0
+    RESULTS["vanished_state_dir"] = [ln for ln in log.splitlines()
+                                     if "refusing to start a new journal" in ln][:1]
+    g.ssh("systemctl stop tablectld; rm -rf /persistent/tablectl && "
+          "mv /persistent/tablectl.gone /persistent/tablectl && "
+          "systemctl reset-failed tablectld && systemctl start tablectld", timeout=240)
+    table.wait_active()
+    wait_for("a round after the state directory was put back",
+             lambda: int(table.status().get("round") or 0) > rounds_before, 300, 3)
+
+
 def test_power_cut_mid_round_resumes_and_head_office_matches_the_journal(table: Table) -> None:
     g = table.guest
     table.wait_active()
