@@ -1,5 +1,6 @@
 """`tablectl journal ...`: the journal's technician commands. `tail` and `summary` ask the
-running daemon; `verify`, `accept-loss`, `start-fresh` and `keygen` work offline, without it.
+running daemon; `verify`, `accept-loss`, `accept-archive-loss`, `start-fresh` and `keygen`
+work offline, without it.
 
     tablectl journal tail [-n N] | summary | verify [--state-dir DIR] | accept-loss ... | keygen
     tablectl journal start-fresh --state-dir DIR [--config FILE] --reason TEXT
@@ -19,6 +20,7 @@ import sqlite3
 import sys
 import syslog
 from pathlib import Path
+from typing import Any
 
 from controller.cli.common import EX_NOPERM, emit
 from controller.cli.show import event_args
@@ -120,6 +122,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         if p is not segs:
             p.add_argument("--archive-dir", type=Path, help="default STATE_DIR/archive")
         p.set_defaults(func=func)
+    al = jsub.add_parser("accept-archive-loss", help="root only, daemon stopped: record that a "
+                         "pruned or moved segment's archive is lost for good (missing or altered "
+                         "and no copy to put back), who and why, so that verify and status stop "
+                         "raising it (E106)")
+    al.add_argument("--state-dir", type=Path, required=True)
+    al.add_argument("--segment", type=int, required=True, metavar="N",
+                    help="the segment `journal verify` names")
+    al.add_argument("--reason", required=True, help="why it cannot be put back, for the record "
+                    "(who: taken from the OS)")
+    al.add_argument("--key-file", type=Path)
+    al.add_argument("--archive-dir", type=Path, help="default STATE_DIR/archive")
+    al.add_argument("--json", action="store_true")
+    al.set_defaults(func=cmd_accept_archive_loss)
     dg = jsub.add_parser("downgrade", help="root only, daemon stopped: give every row of a "
                          "schema-4 journal its chain hash back and mark it schema 3, for the "
                          "software from before schema 4 (tablectl-slot rollback runs it)")
@@ -346,8 +361,10 @@ def cmd_segments(args: argparse.Namespace) -> int:
     _meta, states, _last, macs = _read_only(args)
     rows = [st.as_json() for st in states]
 
-    def deleted(utc: str | None) -> str:
-        return "" if utc is None else f" (deleted by retention {utc})"
+    def deleted(r: dict[str, Any]) -> str:
+        lost = r["archive_lost"]
+        return (f" (deleted by retention {r['archive_deleted_utc']})" if r["archive_deleted_utc"]
+                else f" (lost, accepted by {lost['by']} {lost['utc']})" if lost else "")
 
     def human() -> str:
         lines = [f"{len(rows)} closed segments (MACs {macs}); the open one follows the last"]
@@ -360,7 +377,7 @@ def cmd_segments(args: argparse.Namespace) -> int:
                          f"{r['first_round']}..{r['last_round']}, {state}"
                          f"{'' if r['mac_ok'] else ', MAC DOES NOT CHECK OUT'}"
                          f"{', ' + r['archive'] if r['archive'] else ''}"
-                         f"{deleted(r['archive_deleted_utc'])}")
+                         f"{deleted(r)}")
         return "\n".join(lines)
 
     emit(rows, args.json, human)
@@ -386,6 +403,27 @@ def cmd_archive(args: argparse.Namespace) -> int:
     emit(out, args.json, lambda: "\n".join(
         [f"{len(out)} segments archived"]
         + [f"  segment {o['segment']}: {o['archive']} sha256 {o['sha256']}" for o in out]))
+    return 0
+
+
+def cmd_accept_archive_loss(args: argparse.Namespace) -> int:
+    if os.geteuid() != 0:  # as accept-loss: a supervisor's decision, through sudo
+        print("tablectl: journal accept-archive-loss is for root (a supervisor, through sudo)",
+              file=sys.stderr)
+        return 1
+    try:
+        with _writer(args) as j:
+            record = j.retention.accept_lost(args.segment, _archive_dir(args),
+                                             user=_operator(), reason=args.reason)
+    except (JournalError, InputError, OSError) as exc:
+        print(f"tablectl: journal accept-archive-loss refused: {exc}", file=sys.stderr)
+        return 1
+    syslog.openlog("tablectl")
+    syslog.syslog(syslog.LOG_WARNING, f"journal archive loss accepted: {json.dumps(record)}")
+    emit(record, args.json, lambda: (
+        f"segment {record['segment']} (rounds {record['rounds'][0]}..{record['rounds'][1]}): "
+        f"the loss of its archive {record['archive']} recorded by {record['by']} "
+        f"({record['found']}); head office holds its digest {record['sha256']}"))
     return 0
 
 

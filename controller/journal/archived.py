@@ -170,9 +170,10 @@ def whereabouts(st: SegmentState, archive_dir: Path, table_id: str, game: str, *
                 whole: bool = True) -> tuple[str, str | None]:
     """What is true of segment `st`'s archive, as `journal verify` and the daemon say it:
     ("none", None) not archived yet; ("deleted", None) retention deleted it (a record that
-    checks out); ("whole", None) there and checking out (`whole=False`: only there, its content
-    not read); ("fault", text) missing or altered and not deleted by retention, `text` naming
-    the segment, the archive and what is wrong."""
+    checks out); ("lost", None) a person accepted it as lost (`tablectl journal
+    accept-archive-loss`, a record that checks out); ("whole", None) there and checking out
+    (`whole=False`: only there, its content not read); ("fault", text) missing or altered and
+    not deleted by retention, `text` naming the segment, the archive and what is wrong."""
     seg = st.segment
     name = (f"segment {seg.number} (rounds {seg.first_round}..{seg.last_round}"
             f"{'' if not st.out_of_file else ', out of the journal file'})")
@@ -188,6 +189,12 @@ def whereabouts(st: SegmentState, archive_dir: Path, table_id: str, game: str, *
     there = path.exists()
     if st.deleted_by_retention and not there:
         return "deleted", None
+    if st.lost is not None and not there:
+        if st.lost_accepted:
+            return "lost", None
+        return "fault", (f"{name}: archive {path} is missing; its row says its loss was accepted "
+                         f"by {st.lost['by']} at {st.lost['utc']}, but that record does not "
+                         "check out with the table's key (forged)")
     if st.deleted_utc is not None and not st.deleted_ok and not there:
         return "fault", (f"{name}: archive {path} is missing; its row says retention deleted it "
                          f"at {st.deleted_utc}, but that record does not check out with the "

@@ -3,6 +3,7 @@ closed ones, recording head office's acknowledgement, and pruning what retention
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import threading
@@ -331,6 +332,57 @@ class Retention:
                 c.execute("UPDATE segments SET archive_deleted_utc = ?, archive_deleted_mac = ? "
                           "WHERE number = ?", (utc, mac, st.segment.number))
 
+    def accept_lost(self, number: int, archive_dir: Path, *, user: str, reason: str,
+                    utc: str | None = None) -> dict[str, Any]:
+        """A person accepts that segment `number`'s archive is lost for good (`tablectl journal
+        accept-archive-loss`): only a segment whose rows are out of the journal file (its
+        archive was their only copy on the table) and whose archive is missing or altered. An
+        altered file is kept beside, renamed `.altered-UTC`, for whoever looks into it. The
+        record (who, why, when, what was found) is MAC'd into the segment's row; from then on
+        `journal verify`, the daemon and `round show` say the archive was lost and accepted,
+        not raise it again. Head office's copy is untouched: it holds the digest and head
+        only. JournalError naming why it is refused."""
+        if not reason.strip():
+            raise JournalError("a reason is required: why the archive cannot be put back")
+        st = next((s for s in self.states() if s.segment.number == number), None)
+        if st is None:
+            raise JournalError(f"the journal has no segment {number}")
+        if not st.mac_ok:
+            raise JournalError(f"segment {number}'s row does not check out with the table's "
+                               "key: it is not a loss to accept but an alteration to report")
+        what, found = archived.whereabouts(st, archive_dir, self._table_id, self._game)
+        if found is None:
+            raise JournalError(f"segment {number}'s archive is not missing or altered ({what}):"
+                               " nothing to accept")
+        if not st.out_of_file:
+            raise JournalError(
+                f"segment {number}'s records are still in the journal file: nothing is lost "
+                "yet, and it is neither moved nor pruned while its archive is missing or "
+                "altered; put back a copy of the archive (sha256 "
+                f"{st.digest}) or leave it to be reported (docs/operations.md, \"An archive "
+                "missing or altered\")")
+        utc = utc or utc_now()
+        assert st.archive is not None  # whereabouts found a fault in a named archive
+        path = archive_dir / st.archive
+        if path.exists():  # altered: kept for whoever looks into it, out of the way
+            path.rename(path.with_name(f"{path.name}.altered-{utc.replace(':', '')}"))
+            fsync_dir(archive_dir)
+        rec = {"utc": utc, "by": user, "reason": reason.strip(), "found": found}
+        text = json.dumps(rec, sort_keys=True)
+        mac = segments.lost_mac(self._key, self._table_id, self._game, st.segment, text)
+        with self._mutex:
+            self._guard.check()
+            with self._guard.transaction("archive loss accepted") as c:
+                if not segments.has_lost(c):
+                    for sql in segments.ADD_LOST:
+                        c.execute(sql)
+                c.execute("UPDATE segments SET archive_lost = ?, archive_lost_mac = ? "
+                          "WHERE number = ?", (text, mac, number))
+        self.archive_faults = [f for f in self.archive_faults
+                               if not f.startswith(f"segment {number} ")]
+        return {"segment": number, "rounds": [st.segment.first_round, st.segment.last_round],
+                "archive": str(path), "sha256": st.digest, **rec}
+
     def prune(self, plans: list[PrunePlan]) -> int:
         """Delete the rows of the planned segments, each in one transaction; the checkpoint
         and snapshot at a pruned segment's last seq stay (the start of what remains)."""
@@ -418,6 +470,9 @@ def archive_whereabouts(st: SegmentState, archive_dir: Path) -> str:
     if st.deleted_by_retention:
         return (f"its archive {path} was deleted by retention at {st.deleted_utc} "
                 f"(keep_archives_days); {held}")
+    if st.lost_accepted and st.lost is not None:
+        return (f"its archive {path} was lost ({st.lost['found']}); the loss was accepted by "
+                f"{st.lost['by']} at {st.lost['utc']}: {st.lost['reason']}; {held}")
     if st.deleted_utc is not None:
         return (f"its archive {path} is missing; its row says retention deleted it at "
                 f"{st.deleted_utc}, but that record does not check out with the table's key "

@@ -49,6 +49,12 @@ ADD_MOVED = "ALTER TABLE segments ADD COLUMN moved_utc TEXT"
 # selects its columns by name, so it reads the file as before).
 ADD_DELETED = ("ALTER TABLE segments ADD COLUMN archive_deleted_utc TEXT",
                "ALTER TABLE segments ADD COLUMN archive_deleted_mac BLOB")
+# A person's acceptance that a pruned or moved segment's archive is lost for good (`tablectl
+# journal accept-archive-loss`: who, why, when, what was found), MAC'd like the deletion record:
+# `journal verify`, the daemon and `round show` then say so instead of raising the same alarm
+# forever. Added to a file at its first acceptance, as ADD_DELETED.
+ADD_LOST = ("ALTER TABLE segments ADD COLUMN archive_lost TEXT",
+            "ALTER TABLE segments ADD COLUMN archive_lost_mac BLOB")
 _ARCHIVE_TABLES = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE commits(seq INTEGER PRIMARY KEY, body BLOB NOT NULL, hash BLOB NOT NULL,
@@ -93,6 +99,15 @@ class SegmentState:
     # checks out (without the key: taken as it is, as the other rows are).
     deleted_utc: str | None = None
     deleted_ok: bool = False
+    # A person accepted its archive as lost (ADD_LOST): {utc, by, reason, found}, and whether
+    # that record's MAC checks out.
+    lost: dict[str, str] | None = None
+    lost_ok: bool = False
+
+    @property
+    def lost_accepted(self) -> bool:
+        """A person accepted its archive as lost, by a record that checks out."""
+        return self.lost is not None and self.lost_ok
 
     @property
     def deleted_by_retention(self) -> bool:
@@ -109,6 +124,7 @@ class SegmentState:
                 "acknowledged_utc": self.ack_utc if self.ack_ok else None,
                 "pruned_utc": self.pruned_utc, "moved_utc": self.moved_utc,
                 "archive_deleted_utc": self.deleted_utc if self.deleted_ok else None,
+                "archive_lost": self.lost if self.lost_ok else None,
                 "mac_ok": self.mac_ok}
 
 
@@ -131,6 +147,10 @@ def deleted_mac(key: JournalKey, table_id: str, game: str, seg: Segment, digest:
     return key.mac("archive_deleted", table_id, game, seg.number, seg.head, digest, utc)
 
 
+def lost_mac(key: JournalKey, table_id: str, game: str, seg: Segment, text: str) -> bytes:
+    return key.mac("archive_lost", table_id, game, seg.number, seg.head, text)
+
+
 def archive_name(number: int) -> str:
     """The file name of segment `number`'s archive (write_archive)."""
     return f"segment-{number:06d}.sqlite3.z"
@@ -145,10 +165,11 @@ def read_all(conn: sqlite3.Connection, key: JournalKey | None, table_id: str, ga
     moved_col = "moved_utc" if has_moved(conn) else "NULL"
     deleted_cols = ("archive_deleted_utc, archive_deleted_mac" if has_deleted(conn)
                     else "NULL, NULL")
+    lost_cols = "archive_lost, archive_lost_mac" if has_lost(conn) else "NULL, NULL"
     for (number, body, mac, archive, digest, ack_utc, a_mac, pruned, moved, d_utc,
-         d_mac) in conn.execute(
+         d_mac, l_text, l_mac) in conn.execute(
             "SELECT number, body, mac, archive, digest, ack_utc, ack_mac, pruned_utc, "
-            f"{moved_col}, {deleted_cols} FROM segments ORDER BY number"):
+            f"{moved_col}, {deleted_cols}, {lost_cols} FROM segments ORDER BY number"):
         try:
             seg = Segment(**json.loads(body))
         except (TypeError, ValueError):
@@ -163,14 +184,38 @@ def read_all(conn: sqlite3.Connection, key: JournalKey | None, table_id: str, ga
         deleted = ok and d_utc is not None and digest is not None and (
             key is None or key.check(d_mac, "archive_deleted", table_id, game, number,
                                      seg.head, digest, d_utc))
+        lost = _lost_record(l_text)
+        lost_ok = ok and lost is not None and (
+            key is None or key.check(l_mac, "archive_lost", table_id, game, number, seg.head,
+                                     str(l_text)))
         out.append(SegmentState(seg, archive, digest, ack_utc, pruned, ok, acked, moved,
-                                None if d_utc is None else str(d_utc), deleted))
+                                None if d_utc is None else str(d_utc), deleted, lost, lost_ok))
     return out
 
 
 def has_moved(conn: sqlite3.Connection) -> bool:
     """The segments table has the schema-5 column (a segment may have moved)."""
     return _has_column(conn, "moved_utc")
+
+
+def _lost_record(text: object) -> dict[str, str] | None:
+    """The acceptance record's fields (None: none, or not the record's shape: not accepted)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        rec = json.loads(text)
+    except ValueError:
+        return None
+    fields = ("utc", "by", "reason", "found")
+    if not isinstance(rec, dict) or sorted(rec) != sorted(fields) or not all(
+            isinstance(rec[f], str) for f in fields):
+        return None
+    return {f: rec[f] for f in fields}
+
+
+def has_lost(conn: sqlite3.Connection) -> bool:
+    """The segments table records archives accepted as lost (ADD_LOST)."""
+    return _has_column(conn, "archive_lost")
 
 
 def has_deleted(conn: sqlite3.Connection) -> bool:

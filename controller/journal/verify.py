@@ -459,15 +459,16 @@ def _verify_archives(conn: sqlite3.Connection, archive_dir: Path, key: JournalKe
     head), unless retention deleted it (a record that checks out with the key). A segment is
     archived once it closes; pruned or moved, its archive is its only copy on the table."""
     table_id, game = meta["table_id"], meta["game"]
-    counts = {"whole": 0, "deleted": 0}
+    counts = {"whole": 0, "deleted": 0, "lost": 0}
     for st in segments.read_all(conn, key, table_id, game):
         what, text = archived.whereabouts(st, archive_dir, table_id, game)
         if text is not None:
             rep.archive_fault(text)
         elif what in counts:
             counts[what] += 1
+    lost = f", {counts['lost']} lost and accepted as lost" if counts["lost"] else ""
     rep.archives = (f"{counts['whole']} whole, {len(rep.archive_faults)} missing or altered, "
-                    f"{counts['deleted']} deleted by retention ({archive_dir})")
+                    f"{counts['deleted']} deleted by retention{lost} ({archive_dir})")
 
 
 def _verify_mark(conn: sqlite3.Connection, mark_path: Path, key: JournalKey | None,

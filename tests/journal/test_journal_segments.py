@@ -756,3 +756,68 @@ def test_verify_finds_the_archives_where_the_config_keeps_them(
     assert cli(["journal", "verify", "--state-dir", str(jdir), "--config",
                 str(jdir / "none.toml")]) == 1
     assert "4 missing or altered" in capsys.readouterr().out
+
+
+def test_a_lost_archive_accepted_by_a_person_is_said_so_not_raised_forever(
+        jdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An archive missing (or altered) with no copy to put back: `journal accept-archive-loss`
+    records who, why and what was found (MAC'd into the segment's row); verify then passes and
+    says it, `round show` says it, the altered file is kept aside. Refused where nothing is
+    lost (records still in the file), where the archive is whole, without a reason, and a
+    record forged without the key counts for nothing."""
+    from controller.cli.main import main as cli
+
+    archive_dir = _pruned(jdir)  # 1, 2 pruned; 3, 4 archived, still in the file
+    one = archive_dir / "segment-000001.sqlite3.z"
+    one.write_bytes(b"junk")  # altered
+    (archive_dir / "segment-000002.sqlite3.z").unlink()  # missing
+    (archive_dir / "segment-000003.sqlite3.z").unlink()  # missing, its rows still in the file
+    assert len(verify_dir(jdir).archive_faults) == 3
+
+    def accept(segment: int, reason: str = "SD card replaced, no copy (ticket 41)") -> int:
+        capsys.readouterr()
+        return cli(["journal", "accept-archive-loss", "--state-dir", str(jdir), "--segment",
+                    str(segment), "--reason", reason, "--json"])
+
+    monkeypatch.setenv("SUDO_USER", "alice")
+    assert accept(3) == 1
+    assert "segment 3's records are still in the journal file: nothing is lost" in \
+        capsys.readouterr().err
+    assert accept(4) == 1 and "is not missing or altered (whole)" in capsys.readouterr().err
+    assert accept(9) == 1 and "the journal has no segment 9" in capsys.readouterr().err
+    assert accept(1, " ") == 1 and "a reason is required" in capsys.readouterr().err
+    assert accept(1) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["segment"] == 1 and record["rounds"] == [1, 2]
+    assert record["by"].endswith("(sudo from alice)")
+    assert record["found"].startswith("segment 1 (rounds 1..2, out of the journal file): "
+                                      "altered: archive")
+    assert not one.exists()  # the altered file is kept aside, out of the archive's name
+    assert [p.name.split(".altered-")[0] for p in archive_dir.glob("*.altered-*")] == [one.name]
+    assert accept(2) == 0
+    second = json.loads(capsys.readouterr().out)
+    rep = verify_dir(jdir)
+    assert [f.split(":")[0] for f in rep.archive_faults] == [
+        "segment 3 (rounds 5..6)"]  # only what is not accepted is still raised
+    assert "2 lost and accepted as lost" in rep.archives
+    with Journal.open(jdir, table_id=TABLE, game=GAME) as j:
+        with pytest.raises(ValueError, match=r"round 3 was pruned .*; its archive .*segment-"
+                                             r"000002\.sqlite3\.z was lost \(segment 2 .*is "
+                                             r"missing .*\); the loss was accepted by .*alice"
+                                             r"\) at .*: SD card replaced, no copy \(ticket 41\)"
+                                             r"; head office holds its digest"):
+            j.round_events(3)
+        assert j.retention.missing_archives(archive_dir) == [
+            f"segment 3 (rounds 5..6): archive {archive_dir / 'segment-000003.sqlite3.z'} is "
+            "missing (not deleted by retention)"]
+    assert cli(["journal", "segments", "--state-dir", str(jdir)]) == 0
+    assert "segment-000002.sqlite3.z (lost, accepted by " in capsys.readouterr().out
+    # The same record written without the key does not make it so.
+    with raw(jdir) as c:
+        c.execute("UPDATE segments SET archive_lost_mac = x'00' WHERE number = 2")
+    forged = verify_dir(jdir).archive_faults
+    assert forged[0] == (
+        f"segment 2 (rounds 3..4, out of the journal file): archive "
+        f"{archive_dir / 'segment-000002.sqlite3.z'} is missing; its row says its loss was "
+        f"accepted by {second['by']} at {second['utc']}, but that record does not check out "
+        "with the table's key (forged)")
