@@ -26,6 +26,7 @@ from controller.rounds.paigow.state import (
 Result = tuple[PaiGowState, list[Effect]]
 
 VOID_RULE = {Profile.NSW: "NSW 15.12", Profile.NZ: "NZ 12.13", Profile.ACT: "ACT 13.9"}
+UNDER_MINIMUM_RULE = "ACT 5.1(c)"  # further wagers under the minimum returned once advised
 TILE_VOID_RULE = {Profile.NSW: "NSW 15.17.2"}  # missing or foreign tile; NZ and ACT say nothing
 # The dealer exposed two or more tiles of a hand: its player may call it void before viewing the
 # rest; the player/banker's doing so voids the round (ACT has no player/banker version).

@@ -17,6 +17,7 @@ from controller.rounds.paigow.core import (
     HAND_VOID_RULE,
     HOUSE_EXPOSED_RULE,
     TILE_VOID_RULE,
+    UNDER_MINIMUM_RULE,
     VOID_RULE,
     PaiGowCore,
     Refused,
@@ -90,14 +91,29 @@ class RoundEnd(PaiGowCore):
             result, alarms = round_result(
                 self.config, bank, state.banker, state.wagers, state.off_boxes, data,
                 house_way_boxes=self._house_way_boxes(state), miscounted=bool(state.miscounts),
+                advised=frozenset(state.advised),
             )
         except InputError as e:
             raise Refused(f"result not accepted: {e}") from None
-        summary = {**self._summary(state, "completed", now), **result}
+        advise = self._to_advise(result)
+        summary = {**self._summary(state, "completed", now), **result,
+                   **({"advised": advise} if advise else {})}
         effects = [alarm(a) for a in alarms] + self._records(summary)
+        effects += [alarm(f"advise {p}: further wagers under the minimum are returned regardless"
+                          f" of the result ({UNDER_MINIMUM_RULE})", "info") for p in advise]
+        state = replace(state, advised=sorted({*state.advised, *advise}))
         history = self._history(state, bank)
         state, opened = self._open(state, state.number + 1, after_round(bank), now, history)
         return state, [*effects, *opened]
+
+    def _to_advise(self, result: JSON) -> list[str]:
+        """ACT 5.1(c): the owners of wagers under the minimum paid or collected this round, to
+        be advised that further ones are returned regardless of the result."""
+        if self.profile is not Profile.ACT or result["settlement"] is None:
+            return []
+        minimum = self.config.money.minimum
+        return sorted({r["player"] for r in result["settlement"]["results"]
+                       if r["amount"] < minimum and r["action"] > 0})
 
     def _void(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         kind = fields.text(data, "kind", "distribution")
