@@ -52,7 +52,8 @@ def test_the_play_is_settled_to_four_times_the_ante_maximum(
 ) -> None:
     # 6.3/11.8.2: a wager over the stated maximum is paid to the maximum; the Play area's is
     # 4 x the Ante's (the largest Play, 9.1.2) unless the sign states another.
-    rules = SettlementRules(limits={Spot.ANTE: Limits(0, ante_max), Spot.BLIND: Limits(0, ante_max)})
+    sign = Limits(0, ante_max)
+    rules = SettlementRules(limits={Spot.ANTE: sign, Spot.BLIND: sign})
     play = next(s for s in settle_box(ante, multiple, rules).spots if s.spot is Spot.PLAY)
     placed = ante * multiple
     assert play.placed == placed and play.stake == min(placed, 4 * ante_max)

@@ -14,8 +14,8 @@ from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import (
     BANKER_VOID_RULE,
-    HAND_VOID_RULE,
     FORFEIT_RULE,
+    HAND_VOID_RULE,
     HOUSE_EXPOSED_RULE,
     INVALIDATED_RULE,
     TILE_VOID_RULE,
