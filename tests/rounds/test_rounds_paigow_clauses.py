@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller.describe import describe_round
 from controller.games.paigow.bank import BankHolder
 from controller.games.paigow.money import BASIS_POINTS, TableMoney
 from controller.games.paigow.outcome import Outcome
@@ -195,7 +196,10 @@ def test_nsw_16_6_the_fraudsters_wagers_are_forfeited_the_others_refunded() -> N
     t = setting_table(Profile.NSW, p2=2000, p4=4000)
     effects = t.send("dealer.void", kind="invalidated", cause="fraud", reason="switched tiles",
                      forfeit=["p4"], operator=OPERATOR)
-    summary = first(effects, "round")["summary"]
+    record = first(effects, "round")
+    summary = record["summary"]
+    assert describe_round(record) == ("round 1 voided: switched tiles; outcome invalidated"
+                                      " (NSW 16.5.2, 16.6); voided by sam; forfeited $40.00")
     assert [w["player"] for w in summary["returned"]] == ["p2"]
     assert [(w["player"], w["amount"]) for w in summary["forfeited"]] == [("p4", 4000)]
     assert summary["house_net"] == 4000
