@@ -11,21 +11,14 @@ import pytest
 from controller.config import ConfigError, load_config
 from controller.daemon.build import build_machine
 from controller.games.uth.settlement import Spot
+from tests.support.examples import example_config
 from tests.support.uth_table import Table, of
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_LINE = "play_max = 2000000"
 
 
 def _config(tmp_path: Path, line: str) -> Path:
-    text = (REPO / "examples" / "uth-nsw.toml").read_text()
-    assert EXAMPLE_LINE in text  # the example shows the key
-    text = text.replace(EXAMPLE_LINE, line)
-    text = text.replace("simulate = false", "simulate = true").replace(
-        "[link]\nenabled = true", "[link]\nenabled = false")
-    path = tmp_path / "table.toml"
-    path.write_text(text)
-    return path
+    return example_config(tmp_path, "uth-nsw.toml", EXAMPLE_LINE, line)
 
 
 def _play_spot(path: Path) -> dict:
