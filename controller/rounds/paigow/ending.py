@@ -183,8 +183,8 @@ class RoundEnd(PaiGowCore):
         holders = bankers(state)
         for name in sorted(names):
             if name in holders:
-                raise InputError(f"{name} holds the bank: the table does not hold the bank's"
-                                 " wager to forfeit; the supervisor settles it by hand")
+                raise InputError(f"{name} holds the bank: only keyed wagers are forfeited; the"
+                                 " supervisor settles the bank's wager by hand")
             if not any(w["player"] == name for w in state.wagers):
                 raise InputError(f"{name} has no wager this round to forfeit")
         return names
