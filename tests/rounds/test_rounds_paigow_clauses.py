@@ -221,3 +221,17 @@ def test_forfeits_and_causes_the_clauses_do_not_allow_are_refused(
     t = setting_table(profile, p2=2000)
     effects = t.send("dealer.void", kind="invalidated", reason="r", operator=OPERATOR, **data)
     assert why in texts(effects) and t.phase == "setting" and not t.rounds
+
+
+def test_a_player_bankers_wager_is_not_forfeited_by_the_table() -> None:
+    from tests.rounds.test_rounds_paigow_irregularities import banked
+
+    t = banked(Profile.NSW)  # p3 banks on box 3, p2 wagers
+    effects = t.send("dealer.void", kind="invalidated", cause="fraud", reason="marked tiles",
+                     forfeit=["p3"], operator=OPERATOR)
+    assert "p3 holds the bank" in texts(effects) and t.phase == "announced"
+    effects = t.send("dealer.void", kind="invalidated", cause="fraud", reason="marked tiles",
+                     forfeit=["p2"], operator=OPERATOR)
+    summary = first(effects, "round")["summary"]
+    assert [w["player"] for w in summary["forfeited"]] == ["p2"] and summary["returned"] == []
+    assert t.state.bank["holder"] == "player"  # a void round is no round of play: p3 keeps it
