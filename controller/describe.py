@@ -13,7 +13,16 @@ def describe_round(record: dict[str, Any]) -> str:
     s = record.get("summary") or {}
     head = f"round {record.get('number')} {record.get('status')}"
     if record.get("status") == "voided":
-        return f"{head}: {s.get('reason', '')}".rstrip(": ")
+        line = f"{head}: {s.get('reason', '')}".rstrip(": ")
+        by = s.get("voided_by")
+        who = by.get("user") if isinstance(by, dict) else None
+        if s.get("kind") == "invalidated":  # NSW 16.5-16.6, ACT 15.3-15.4, UTH 13.9-13.10
+            line += f"; outcome invalidated ({s.get('rule')})"
+        if who:
+            line += f"; voided by {who}"
+        if s.get("forfeited"):
+            line += f"; forfeited {_money(s.get('house_net'))}"
+        return line
     if s.get("game") == "paigow":
         banker = s.get("banker") or {}
         who = (

@@ -226,8 +226,10 @@ _SPECS = (
     _dealer(Kind.DEALER_RESHUFFLE, "{by: supervisor|dealer|banker, exposed?}",
             "Pai Gow: all 32 tiles re-shuffled before the deal (NSW 15.4, NZ 12.7, ACT 13.2-13.3)"),
     _dealer(Kind.DEALER_VOID,
-            "{reason?, rule? (UTH); Pai Gow: kind?, handled?, reconstructed?}",
-            "the round is void (Pai Gow NSW: not after 15.11 / 15.13)"),
+            "{reason?, rule? (UTH); Pai Gow: kind?, handled?, reconstructed?;"
+            " kind: invalidated, cause, forfeit?}",
+            "the round is void (Pai Gow NSW: not after 15.11 / 15.13); invalidated by a"
+            " supervisor: NSW 16.5-16.6, ACT 15.3-15.4, UTH 13.9-13.10"),
     _dealer(Kind.DEALER_WITHDRAW, "{box}", "UTH: a box's wagers withdrawn"),
     _dealer(Kind.DEALER_DEAL, "{}", "UTH: no more bets, deal"),
     _dealer(Kind.DEALER_DEAL_METHOD, "{method: shuffler, shoe or hand}",

@@ -7,7 +7,7 @@ same records, in the same order, live and at start (a replay), so both give the 
 they reconcile exactly with the journal's round records (`tablectl journal summary`).
 
 All amounts are integer cents. A voided round is counted and moves no money (every wager went
-back). Pure: no I/O.
+back) but the wagers a supervisor forfeited (NSW 16.6, UTH 13.10: its `house_net`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ class Figures:
         self.last_round = number
         if status != "completed":
             self.rounds_voided += 1
+            self.house_win += _int(summary, "house_net")  # forfeited wagers, if any
             return
         self.rounds_played += 1
         for part in round_parts(summary):

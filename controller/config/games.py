@@ -245,6 +245,14 @@ def read_uth(t: Table) -> Section:
         for lo, hi in (("ante_min", "ante_max"), ("trips_min", "trips_max")):
             if v[lo] is not None and v[hi] is not None and v[hi] < v[lo]:
                 lt.error(hi, f"must be at least {lo} {v[lo]}, got {v[hi]}")
+        # 6.1: the sign's maximum for the Play area; omitted: 4 x ante_max (the largest Play).
+        v["play_max"] = lt.cents("play_max", None)
+        play_max = v["play_max"]
+        if play_max is not None and chip and play_max % chip:
+            lt.error("play_max", f"must be a whole number of {chip}-cent chips, got {play_max}")
+        if play_max is not None and v["ante_max"] is not None and play_max < v["ante_max"]:
+            lt.error("play_max", f"must be at least ante_max {v['ante_max']} (a 1x Play on a"
+                                 f" maximum Ante, 9.3.2), got {play_max}")
         lt.done()
         limits = (v, chip)
 
@@ -275,6 +283,7 @@ def read_uth(t: Table) -> Section:
                 Spot.ANTE: ante,
                 Spot.BLIND: ante,
                 Spot.TRIPS: Limits(v["trips_min"], v["trips_max"]),
+                **({Spot.PLAY: Limits(0, v["play_max"])} if v["play_max"] is not None else {}),
             },
         )
         return UthConfig(

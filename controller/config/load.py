@@ -166,6 +166,7 @@ def uth_json(u: UthConfig, jackpot: JackpotConfig | None) -> dict[str, Any]:
         "limits": {
             "ante_min": ante.minimum,
             "ante_max": ante.maximum,
+            "play_max": u.rules.limits_for(Spot.PLAY).maximum,  # 6.1; default 4 x ante_max
             "trips_min": trips.minimum,
             "trips_max": trips.maximum,
             "chip_unit": u.chip_unit,

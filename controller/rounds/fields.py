@@ -82,3 +82,16 @@ def reason(data: Mapping[str, Any], default: str) -> str:
     """A device's or dealer's free-text reason, bounded for logs and alarms."""
     value = data.get("reason", default)
     return str(value)[:200]
+
+
+def operator(data: Mapping[str, Any], required: str | None = None) -> dict[str, Any] | None:
+    """Who sent the event through the control socket (`operator: {uid, user}`, added by the
+    daemon: a keypad press names nobody). `required`: the refusal's words when nobody is named;
+    None: absent is None."""
+    who = data.get("operator")
+    if (isinstance(who, Mapping) and isinstance(who.get("user"), str)
+            and isinstance(who.get("uid"), int) and not isinstance(who.get("uid"), bool)):
+        return {"uid": who["uid"], "user": who["user"]}
+    if required is not None:
+        raise InputError(required)
+    return None

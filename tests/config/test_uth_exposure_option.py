@@ -11,22 +11,15 @@ import pytest
 
 from controller.config import ConfigError, load_config
 from controller.daemon.build import build_machine
+from tests.support.examples import example_config
 from tests.support.uth_table import Table, of
 
-REPO = Path(__file__).resolve().parents[2]
 DECK = "Ah Kh Qh 2c 7d 3s 4s Jh Th 9c 9d"  # 7.2 shuffler order; box 2 gets 9c 9d
 
 
 def _config(tmp_path: Path, line: str) -> Path:
-    # The shipped example, simulated devices, no head-office link: only the option differs.
-    text = (REPO / "examples" / "uth-nsw.toml").read_text()
-    assert "exposure_preflop_only = false" in text  # the example shows the option
-    text = text.replace("exposure_preflop_only = false", line)
-    text = text.replace("simulate = false", "simulate = true").replace(
-        "[link]\nenabled = true", "[link]\nenabled = false")
-    path = tmp_path / "table.toml"
-    path.write_text(text)
-    return path
+    # The shipped example shows the option; only the option differs.
+    return example_config(tmp_path, "uth-nsw.toml", "exposure_preflop_only = false", line)
 
 
 def _hole_card_after_a_flop_play(path: Path) -> list:

@@ -106,6 +106,7 @@ def resolve_round(
     multiples_notice: bool = True,
     house_way_boxes: Mapping[int, str] | None = None,
     miscounted: bool = False,
+    advised: frozenset[str] = frozenset(),
 ) -> Resolution:
     """Outcomes and settlement of a round; InputError for anything the rules do not allow.
 
@@ -115,6 +116,8 @@ def resolve_round(
     recounted after no more bets (NZ 12.17; another profile only by its table's option), so a
     bank that no longer covers the winners is made up by the player/banker, a co-bank's
     difference equally with the house (the odd cent the house's, as in a loss): `make_up`.
+    advised: ACT 5.1(c), players told that further wagers under the minimum are returned
+    regardless of the result.
     """
     check_house_way_boxes(profile, hands, house_way_boxes or {})
     played, alarms = house_hand(profile, holder, bank_hand, bank_as_set)
@@ -136,7 +139,8 @@ def resolve_round(
     missing = sorted(set(players) - set(hands))
     if missing:
         raise InputError(f"boxes {missing} have wagers but no hand")
-    accepted = [accept(w, profile, holder, money, multiples_notice) for w in wagers]
+    accepted = [accept(w, profile, holder, money, multiples_notice, w.player in advised)
+                for w in wagers]
     check_round_wagers(accepted, profile, holder, money, banker_box, n_boxes)
     cover = least_cover(holder, sum(a.action for a in accepted))
     if banker_wager is None:

@@ -11,7 +11,9 @@
   (NSW 14.3; ACT 12.8 "the lower multiple"); NZ wagers are exact by 6.12-6.13.
 - ACT 15.10: a win that can be paid in full in chips (less commission) is paid in full. Only one
   that cannot is, under a multiples notice and when the wager is not a multiple of the minimum,
-  paid to the lower multiple; otherwise it is paid to the next higher payable amount.
+  paid to the lower multiple; otherwise it is paid to the next higher payable amount. The cut
+  is for a win paid "from the table float", the house's (ACT 12.8): not when a player banks
+  alone (docs/rounds-paigow.md, "What a regulator should confirm").
 - An odd cent in a co-bank split goes to the co-banker (the patron), so the house never rounds in
   its own favour.
 
@@ -130,7 +132,7 @@ def settle_round(
         return ((acc.wager.box - banker_box) % n_boxes, acc.wager.distance_to_dealer)
 
     results = tuple(
-        _settle_wager(profile, money, acc, outcome, multiples_notice)
+        _settle_wager(profile, money, acc, outcome, multiples_notice, bank)
         for acc, outcome in sorted(wagers, key=payment_order)
     )
     commissions = sum(r.commission for r in results)
@@ -156,7 +158,8 @@ def settle_round(
 
 
 def _settle_wager(
-    profile: Profile, money: TableMoney, acc: Accepted, outcome: Outcome, multiples_notice: bool
+    profile: Profile, money: TableMoney, acc: Accepted, outcome: Outcome, multiples_notice: bool,
+    bank: BankHolder,
 ) -> WagerResult:
     if outcome is Outcome.PUSH:
         return WagerResult(acc, outcome, 0, 0, 0)
@@ -165,7 +168,9 @@ def _settle_wager(
     won = acc.action
     commission_of = money.commission_chips
     if profile is Profile.ACT and multiples_notice:
-        if act_short_payment(won, money, multiples_notice):
+        # ACT 15.10 cuts a win paid "from the table float" (the house's, ACT 12.8): a player
+        # banking alone pays from the losing wagers and their own wager, not the float.
+        if bank is not BankHolder.PLAYER and act_short_payment(won, money, multiples_notice):
             won -= won % money.minimum
         if not money.unpayable_up:
             # ACT is silent here (docs/paigow.md): the table's reading pays down, not up.

@@ -2,7 +2,8 @@
 
 Limits, read literally per profile:
 - Below the minimum: valid if not rejected before the dice are exposed (NSW 10.2-10.3); paid or
-  collected after the result (ACT 5.1(c)); NZ is silent, so the wager stands as placed.
+  collected after the result (ACT 5.1(c)), the player then advised that further ones are returned
+  regardless of the result, as they are (`advised`); NZ is silent, so the wager stands as placed.
 - Above the maximum: paid or collected to the maximum (NSW 10.3, ACT 5.1(d)); NZ is silent and we
   apply the same rule, the excess standing off. No maximum applies when a player banks alone
   (NSW 10.2, NZ 6.8, ACT 5.3), nor in an ACT co-bank (ACT 5.4: "no box maximums"); an NZ co-bank
@@ -53,8 +54,12 @@ def accept(
     bank: BankHolder,
     money: TableMoney,
     multiples_notice: bool = True,
+    advised: bool = False,
 ) -> Accepted:
-    """The part of one wager that is in action; InputError when it cannot be accepted at all."""
+    """The part of one wager that is in action; InputError when it cannot be accepted at all.
+
+    advised: ACT 5.1(c), the player was told after an earlier wager under the minimum that
+    further ones are returned regardless of the result."""
     if wager.amount <= 0:
         raise InputError(f"wager of {wager.player} on box {wager.box}: amount must be positive")
     if wager.amount % money.chip_unit:
@@ -66,6 +71,9 @@ def accept(
         raise InputError(f"box {HOUSE_BOX} holds the house's tiles: no wagers there (NSW 6.10)")
     notes: list[str] = []
     action = wager.amount
+    if action < money.minimum and advised and profile is Profile.ACT:
+        note = "under the minimum after the player was advised: returned regardless of the result"
+        return Accepted(wager, 0, wager.amount, (f"{note} (ACT 5.1(c))",))
     if action < money.minimum:
         rule = {Profile.NSW: "NSW 10.2-10.3", Profile.NZ: "NZ (silent)", Profile.ACT: "ACT 5.1(c)"}
         notes.append(f"below the table minimum; valid for this round ({rule[profile]})")

@@ -64,6 +64,12 @@ class Limits:
         return placed
 
 
+# The largest Play is four times the Ante (9.1.2): the Play area's maximum when the sign shows
+# none of its own (6.1 "for each playing area"; docs/rounds-uth.md, "What a regulator should
+# confirm").
+PLAY_MAX_ANTES = 4
+
+
 @dataclass(frozen=True)
 class SettlementRules:
     trips: PayTable = field(default_factory=lambda: TRIPS_PAYTABLE)
@@ -71,6 +77,11 @@ class SettlementRules:
     limits: Mapping[Spot, Limits] = field(default_factory=dict)
 
     def limits_for(self, spot: Spot) -> Limits:
+        """The sign's limits for `spot`; the Play area, unless given, has no minimum (6.2: a
+        Play is a multiple of the Ante) and PLAY_MAX_ANTES x the Ante's maximum (6.3, 11.8.2)."""
+        if spot is Spot.PLAY and spot not in self.limits:
+            ante = self.limits.get(Spot.ANTE, Limits()).maximum
+            return Limits(0, None if ante is None else PLAY_MAX_ANTES * ante)
         return self.limits.get(spot, Limits())
 
 

@@ -14,15 +14,19 @@ from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import (
     BANKER_VOID_RULE,
+    FORFEIT_RULE,
     HAND_VOID_RULE,
     HOUSE_EXPOSED_RULE,
+    INVALIDATED_RULE,
     TILE_VOID_RULE,
+    UNDER_MINIMUM_RULE,
     VOID_RULE,
     PaiGowCore,
     Refused,
     Result,
     alarm,
     banker_json,
+    bankers,
     log,
 )
 from controller.rounds.paigow.result import round_result, to_wager
@@ -90,17 +94,34 @@ class RoundEnd(PaiGowCore):
             result, alarms = round_result(
                 self.config, bank, state.banker, state.wagers, state.off_boxes, data,
                 house_way_boxes=self._house_way_boxes(state), miscounted=bool(state.miscounts),
+                advised=frozenset(state.advised),
             )
         except InputError as e:
             raise Refused(f"result not accepted: {e}") from None
-        summary = {**self._summary(state, "completed", now), **result}
+        advise = self._to_advise(result)
+        summary = {**self._summary(state, "completed", now), **result,
+                   **({"advised": advise} if advise else {})}
         effects = [alarm(a) for a in alarms] + self._records(summary)
+        effects += [alarm(f"advise {p}: further wagers under the minimum are returned regardless"
+                          f" of the result ({UNDER_MINIMUM_RULE})", "info") for p in advise]
+        state = replace(state, advised=sorted({*state.advised, *advise}))
         history = self._history(state, bank)
         state, opened = self._open(state, state.number + 1, after_round(bank), now, history)
         return state, [*effects, *opened]
 
+    def _to_advise(self, result: JSON) -> list[str]:
+        """ACT 5.1(c): the owners of wagers under the minimum paid or collected this round, to
+        be advised that further ones are returned regardless of the result."""
+        if self.profile is not Profile.ACT or result["settlement"] is None:
+            return []
+        minimum = self.config.money.minimum
+        return sorted({r["player"] for r in result["settlement"]["results"]
+                       if r["amount"] < minimum and r["action"] > 0})
+
     def _void(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         kind = fields.text(data, "kind", "distribution")
+        if kind == "invalidated":
+            return self._invalidated(state, data, now)
         rules = {"distribution": VOID_RULE, "tile": TILE_VOID_RULE,
                  "banker_exposed": BANKER_VOID_RULE,
                  "mixed": {Profile.NZ: "NZ 12.15"}}.get(kind)
@@ -116,14 +137,67 @@ class RoundEnd(PaiGowCore):
                 return state, [log("incorrect distribution reconstructed before the tiles were"
                                    " handled: the round goes on (NSW 15.11)")]
         reason = fields.text(data, "reason", "incorrect distribution")
-        summary = {
-            **self._summary(state, "voided", now),
-            "reason": reason,
-            "rule": rules[self.profile],
-            "returned": [dict(w) for w in state.wagers],  # all monies returned
-        }
+        record = {"reason": reason, "rule": rules[self.profile],
+                  "returned": [dict(w) for w in state.wagers]}  # all monies returned
+        return self._voided(state, record, data, now)
+
+    def _invalidated(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        """dealer.void {kind: "invalidated", cause: "disruption"|"fraud", reason, forfeit?:
+        [players]}: a casino supervisor invalidates the round's outcome (NSW 16.5, ACT 15.3),
+        whatever was handled; the wagers are refunded (NSW 16.6, ACT 15.4) but those of the
+        players named in `forfeit`, who perpetrated the fraud (NSW 16.6 only)."""
+        rules = INVALIDATED_RULE.get(self.profile)
+        if rules is None:
+            raise InputError(f"profile {self.profile} has no rule invalidating a game's outcome"
+                             " (NSW 16.5, ACT 15.3): void the round for its own cause")
+        fields.operator(data, "a casino supervisor invalidates the outcome (NSW 16.5, ACT 15.3):"
+                              " through the control socket, `tablectl dealer void"
+                              " kind=invalidated ...`, which names who; not from the keypad")
+        cause = fields.text(data, "cause")
+        if cause not in rules:
+            raise InputError(f"cause {cause!r}: one of {sorted(rules)}")
+        forfeit = self._forfeit(state, data, cause)
+        returned = [dict(w) for w in state.wagers if w["player"] not in forfeit]
+        record: JSON = {"kind": "invalidated", "cause": cause,
+                        "reason": fields.text(data, "reason"), "rule": rules[cause],
+                        "returned": returned}
+        if forfeit:
+            forfeited = [dict(w) for w in state.wagers if w["player"] in forfeit]
+            record |= {"forfeited": forfeited,
+                       "house_net": sum(w["amount"] for w in forfeited)}  # the house keeps them
+        return self._voided(state, record, data, now)
+
+    def _forfeit(self, state: PaiGowState, data: Mapping[str, Any], cause: str) -> set[str]:
+        raw = data.get("forfeit")
+        if raw is None:
+            return set()
+        if not isinstance(raw, list) or not all(isinstance(n, str) and n.strip() for n in raw):
+            raise InputError(f"forfeit must be a list of player names, got {str(raw)[:80]}")
+        rule = FORFEIT_RULE.get(self.profile)
+        if rule is None:  # ACT (NZ has no invalidation at all)
+            raise InputError("no wager is forfeited: every wager is refunded (ACT 15.4)")
+        if cause != "fraud":
+            raise InputError(f"only the wagers of a fraud's perpetrators are forfeited ({rule},"
+                             " NSW 16.5.2): cause must be fraud")
+        names = {n.strip() for n in raw}
+        holders = bankers(state)
+        for name in sorted(names):
+            if name in holders:
+                raise InputError(f"{name} holds the bank: only keyed wagers are forfeited; the"
+                                 " supervisor settles the bank's wager by hand")
+            if not any(w["player"] == name for w in state.wagers):
+                raise InputError(f"{name} has no wager this round to forfeit")
+        return names
+
+    def _voided(self, state: PaiGowState, record: JSON, data: Mapping[str, Any],
+                now: Now) -> Result:
+        """Round N ends void with `record` (reason, rule, returned, ...) and N+1 opens; the
+        round record names who voided it when the control socket said (`operator`)."""
+        who = fields.operator(data)
+        summary = {**self._summary(state, "voided", now), **record,
+                   **({"voided_by": who} if who else {})}
         effects = self._records(summary)
-        effects.append(log(f"round {state.number} void ({rules[self.profile]}): {reason};"
+        effects.append(log(f"round {state.number} void ({record['rule']}): {record['reason']};"
                             " re-shuffle all 32 tiles"))
         # A void round is no round of play ("void: invalid with no result", NSW 1.1): the bank's
         # round count does not move, and a bank the house took over only for this round (a

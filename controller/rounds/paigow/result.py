@@ -34,11 +34,13 @@ def round_result(
     *,
     house_way_boxes: Mapping[int, str] | None = None,
     miscounted: bool = False,
+    advised: frozenset[str] = frozenset(),
 ) -> tuple[JSON, list[str]]:
     """The result part of a round summary and the alarms it raises (house hand not house way).
 
     house_way_boxes: NZ 7.2, boxes whose tiles the dealer sets the house way. miscounted: a wager
     was recounted after no more bets (NZ 12.17): a bank that no longer covers is made up.
+    advised: players whose further wagers under the minimum are returned (ACT 5.1(c)).
     """
     profile = config.profile
     spec = data.get("bank_hand")
@@ -59,6 +61,7 @@ def round_result(
         banker_wager=None if funds is None else int(funds),
         house_way_boxes=house_way_boxes,
         miscounted=miscounted,
+        advised=advised,
         n_boxes=config.boxes,
         multiples_notice=config.multiples_notice,
     )

@@ -144,12 +144,15 @@ class PaiGowState:
     controls: JSON = field(default_factory=dict)  # NZ 7.2: player -> the one box they control
     miscounts: list[JSON] = field(default_factory=list)  # NZ 12.17: wagers recounted
     lajas: list[JSON] = field(default_factory=list)  # lajas and re-shuffles before the deal
+    # ACT 5.1(c): players told that further wagers under the minimum are returned regardless of
+    # the result; kept while the table is open (table.close forgets them).
+    advised: list[str] = field(default_factory=list)
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(PaiGowState))
 # Fields added after journals were written (issue 13), with the value an older snapshot means;
 # at that value they stay out of a snapshot, so snapshots of ordinary play keep their bytes.
-_ADDED: JSON = {"void_hands": [], "controls": {}, "miscounts": [], "lajas": []}
+_ADDED: JSON = {"void_hands": [], "controls": {}, "miscounts": [], "lajas": [], "advised": []}
 
 
 def state_to_json(state: PaiGowState) -> JSON:

@@ -38,8 +38,9 @@ class TableSteps(PaiGowCore):
 
     def _table_close(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
         state, effects = self._returned(state, lambda w: False, "table closed")
-        state = replace(state, phase=Phase.CLOSED, off_rolls=[], fault=None)
-        state, shown = self._show(state, "closed", "TABLE Phase.CLOSED")
+        # ACT 5.1(c)'s advice was to the players at the table: a closed table starts afresh.
+        state = replace(state, phase=Phase.CLOSED, off_rolls=[], fault=None, advised=[])
+        state, shown = self._show(state, "closed", "TABLE CLOSED")
         return state, [*effects, *shown, log(f"table closed; round {state.number} not played")]
 
     def _off_pressed(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:

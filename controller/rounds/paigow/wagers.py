@@ -23,6 +23,7 @@ from controller.rounds.paigow.core import (
     HOUSE_BOX_RULE,
     OFF_RULE,
     PLAYERS_RULE,
+    UNDER_MINIMUM_RULE,
     PaiGowCore,
     Result,
     bankers,
@@ -46,7 +47,10 @@ class WagerSteps(PaiGowCore):
         if problem:
             raise InputError(problem)
         state = replace(state, wagers=[*others, row])
-        return state, [log(f"wager of {row['player']} on box {row['box']}: {row['amount']} c")]
+        text = f"wager of {row['player']} on box {row['box']}: {row['amount']} c"
+        if row["player"] in state.advised and row["amount"] < self.config.money.minimum:
+            text += f"; under the minimum: returned regardless of the result ({UNDER_MINIMUM_RULE})"
+        return state, [log(text)]
 
     def _wager_problem(
         self, state: PaiGowState, bank: BankState, row: JSON, others: list[JSON]

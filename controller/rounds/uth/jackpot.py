@@ -361,12 +361,10 @@ def verify(config: UthConfig, state: UthState, data: Any) -> Result:
             or len(set(boxes)) != len(boxes) or not set(boxes) <= set(hit["boxes"])):
         raise InputError(f"round {number}: boxes {str(boxes)[:60]} are not among the hit's"
                          f" boxes {hit['boxes']}")
-    who = data.get("operator")
-    if (not isinstance(who, dict) or not isinstance(who.get("user"), str)
-            or not isinstance(who.get("uid"), int)):
-        raise InputError("jackpot_verify: no attendant identified (control socket only)")
+    who = fields.operator(data, "jackpot_verify: no attendant identified (control socket only)")
+    assert who is not None  # required: refused above without one
     payload = {"round": number, "pool_id": config.pool_id, "boxes": sorted(boxes),
-               "verified_by": {"uid": who["uid"], "user": who["user"]}}
+               "verified_by": who}
     return state, [fx.outbox("jackpot_verified", payload),
                    fx.log(f"round {number}: jackpot verified by {who['user']} (rule 15),"
                           " waiting for head office's award")]

@@ -86,13 +86,49 @@ def _no_wager_hand(config: UthConfig, state: UthState, data: Any) -> Result:
     return state, [fx.alarm("technician", text, "11.6.2")]
 
 
+# An invalidated outcome (13.9): its cause -> the clauses; the wagers refunded (13.10).
+INVALIDATED_RULE = {"disruption": "13.9.1, 13.10", "fraud": "13.9.2, 13.10"}
+
+
 def void(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    """dealer.void {reason, rule?}: a supervisor voids the round (11.6.1, 13.9)."""
+    """dealer.void {reason, rule?}: a supervisor voids the round (11.6.1, 13.9).
+    dealer.void {kind: "invalidated", ...}: see `_invalidated`. The round record names who
+    voided it when the control socket said (`operator`)."""
     if not state.in_round:
         raise InputError("no round in progress")
+    if fields.text(data, "kind", "void") == "invalidated":
+        return _invalidated(config, state, data)
     reason = fields.text(data, "reason", "voided by the supervisor")
     rule = fields.text(data, "rule", "13.9")
-    return rnd.void(config, state, [fx.alarm("technician", reason, rule)], reason, rule)
+    who = fields.operator(data)
+    return rnd.void(config, state, [fx.alarm("technician", reason, rule)], reason, rule,
+                    {"voided_by": who} if who else None)
+
+
+def _invalidated(config: UthConfig, state: UthState, data: Any) -> Result:
+    """dealer.void {kind: "invalidated", cause: "disruption"|"fraud", reason, forfeit?:
+    [boxes]}: a casino supervisor invalidates the outcome, the game disrupted by civil commotion,
+    fire, riot, brawl, robbery or an act of God (13.9.1), or by a fraud affecting it (13.9.2);
+    the wagers are refunded but those of the boxes in `forfeit`, whose player perpetrated the
+    fraud, which the supervisor may direct forfeited (13.10)."""
+    who = fields.operator(data, "a casino supervisor invalidates the outcome (13.9): through the"
+                                " control socket, `tablectl dealer void kind=invalidated ...`,"
+                                " which names who; not from the keypad")
+    cause = fields.text(data, "cause")
+    if cause not in INVALIDATED_RULE:
+        raise InputError(f"cause {cause!r}: one of {sorted(INVALIDATED_RULE)}")
+    reason = fields.text(data, "reason")
+    forfeit = fields.boxes(data, "forfeit", config.boxes) or []
+    if forfeit and cause != "fraud":
+        raise InputError("only the wagers of a fraud's perpetrators are forfeited (13.10,"
+                         " 13.9.2): cause must be fraud")
+    unwagered = [b for b in forfeit if str(b) not in state.wagers]
+    if unwagered:
+        raise InputError(f"boxes {unwagered} have no wager this round to forfeit")
+    rule = INVALIDATED_RULE[cause]
+    record = {"kind": "invalidated", "cause": cause, "voided_by": who}
+    alarm = fx.alarm("technician", f"outcome invalidated: {reason}", rule)
+    return rnd.void(config, state, [alarm], reason, rule, record, frozenset(forfeit))
 
 
 def card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:

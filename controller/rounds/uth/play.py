@@ -276,27 +276,37 @@ def _summary(state: UthState, d: Deal, result: RoundResult, decisions: dict[int,
 
 # -- void (11.1-11.7, 12.2, 15.3.1) ----------------------------------------------------------
 def void(
-    config: UthConfig, state: UthState, effects: list[Effect], reason: str, rule: str
+    config: UthConfig, state: UthState, effects: list[Effect], reason: str, rule: str,
+    record: JSON | None = None, forfeit: frozenset[int] = frozenset(),
 ) -> Result:
     """The round is void: every wager goes back (11.3, 11.7.2, 12.2.1), jackpot wagers are
-    cancelled and returned (15.3.1); the deck is reshuffled and the next round opens."""
-    returned = []
+    cancelled and returned (15.3.1); the deck is reshuffled and the next round opens.
+    `forfeit`: boxes whose Ante, Blind, Play and Trips the supervisor forfeited (13.10), kept by
+    the house; their jackpot wagers still go back (15.3.1). `record`: more of the round record
+    (an invalidation's kind, cause, who)."""
+    returned, forfeited = [], []
     for box, (ante, blind, trips) in sorted(state.box_wagers().items()):
         made = state.decisions.get(str(box))
         play = ante * Decision.parse(made).multiple if made else 0
         jp = config.jackpot_wager if box in state.jackpot_boxes else 0
-        returned.append(
-            {"box": box, "ante": ante, "blind": blind, "trips": trips, "play": play, "jackpot": jp}
-        )
+        main = {"box": box, "ante": ante, "blind": blind, "trips": trips, "play": play}
+        if box in forfeit:
+            forfeited.append(main)
+            main = {**main, "ante": 0, "blind": 0, "trips": 0, "play": 0}
+        returned.append({**main, "jackpot": jp})
     state, cancel_fx = jackpot.cancel(config, state)
     summary = {
         "round": state.round,
         "deck": state.deck,
         "cards": list(state.cards),
+        **(record or {}),
         "reason": reason,
         "rule": rule,
         "returned": returned,
     }
+    if forfeited:
+        summary |= {"forfeited": forfeited, "house_net": sum(
+            w["ante"] + w["blind"] + w["trips"] + w["play"] for w in forfeited)}
     return next_round(config, state, "voided", summary, [*effects, *cancel_fx])
 
 
