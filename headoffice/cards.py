@@ -65,6 +65,10 @@ def period_end(kind: str, length: int, start: str) -> str:
 
 def current_start(kind: str, length: int, start: str, now: str) -> str:
     """The start of the period `now` falls in, the periods following on from `start`."""
+    if kind != "month":  # fixed length: straight there
+        span = timedelta(days=length * (7 if kind == "week" else 1))
+        passed = (_dt(now) - _dt(start)) // span
+        return _utc(_dt(start) + span * passed) if passed > 0 else start
     while period_end(kind, length, start) <= now:
         start = period_end(kind, length, start)
     return start
