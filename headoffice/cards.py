@@ -412,7 +412,8 @@ def list_cards(db: Database, limit: int = MAX_LIST) -> list[Row]:
                                             row["period_start"], now)
         f = figures(db, row, now)
         out.append({"card": row["card_id"], "status": row["status"],
-                    "period_kind": row["period_kind"], "period_len": int(row["period_len"]),
+                    "invalid_why": row["invalid_why"], "period_kind": row["period_kind"],
+                    "period_len": int(row["period_len"]),
                     **f, "remaining": None if f["remaining"] is None else max(f["remaining"], 0)})
     return out
 
