@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -328,3 +329,20 @@ def test_threads_racing_one_card_never_exceed_the_limit(ledger_url: str) -> None
     assert not errors, errors
     assert sum(grants) == 14 * 700  # 40 asked for $7: 14 fit in $100, none beyond
     assert cards.show(ledger.db, "card-0001")["reserved"] == 14 * 700
+
+
+def test_the_docs_agree_with_the_code() -> None:
+    """docs/asyncapi.yaml and docs/mqtt.md name the patron topics and every outbox type."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML not installed (dev extra)")
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    doc = yaml.safe_load((docs / "asyncapi.yaml").read_text())
+    addresses = {c["address"].replace("{table}", "T1") for c in doc["channels"].values()}
+    assert {patron.request_topic("T1"), patron.answer_topic("T1")} <= addresses
+    outbox = doc["components"]["schemas"]["Outbox"]["properties"]["type"]["enum"]
+    assert tuple(outbox) == contract.OUTBOX_TYPES
+    request = doc["components"]["schemas"]["CardRequest"]["properties"]["type"]["enum"]
+    assert tuple(request) == patron.REQUEST_TYPES
+    mqtt = (docs / "mqtt.md").read_text()
+    for name in (*contract.CARD_TYPES, "tablectl/v1/table/{table}/patron",
+                 "tablectl/v1/ho/table/{table}/patron"):
+        assert f"`{name}`" in mqtt
