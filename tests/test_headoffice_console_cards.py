@@ -4,7 +4,6 @@ head office's ledger has them (headoffice/cards.py), for any logged-in operator,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from controller.link import contract, patron
 from headoffice import cards
 from headoffice.ledger import Incoming
-from tests.test_headoffice_console import cells
+from tests.test_headoffice_console import browser, cells  # noqa: F401 -- the fixture
 from tests.test_headoffice_console_support import Browser, Office, make_office
 
 UTC = "2026-11-28T10:00:00.000Z"
@@ -48,14 +47,7 @@ def office(tmp_path: Path) -> Office:
     return office
 
 
-@pytest.fixture
-def browser(office: Office) -> Iterator[Browser]:
-    b = Browser(office)
-    yield b
-    b.close()
-
-
-def test_the_cards_and_one_cards_view(browser: Browser) -> None:
+def test_the_cards_and_one_cards_view(browser: Browser) -> None:  # noqa: F811
     assert browser.login("victor").status_code == 303  # a viewer reads them too
     page = browser.client.get("/cards")
     assert page.status_code == 200 and 'href="/cards"' in page.text
@@ -78,7 +70,7 @@ def test_the_cards_and_one_cards_view(browser: Browser) -> None:
     assert "asked for a break" in one and "new member" in one
 
 
-def test_bad_or_unknown_cards_are_refused(browser: Browser) -> None:
+def test_bad_or_unknown_cards_are_refused(browser: Browser) -> None:  # noqa: F811
     assert browser.login("alice").status_code == 303
     assert browser.client.get("/cards/nobody-9").status_code == 404
     assert browser.client.get("/cards/%3Cscript%3E").status_code == 404
