@@ -77,23 +77,13 @@ class Worker:
         # Player Card requests: answered on a connection of their own (opened by `run`), so a
         # table waiting before the first card never queues behind the ledger's batches.
         self._patron_queue: asyncio.Queue[Incoming] = asyncio.Queue(_PATRON_QUEUE)
+        self._cards_lock = asyncio.Lock()  # one thread at a time on cards_db
         self.cards_db: Any = None
+        self._strangers: set[str] = set()  # tables not enrolled asking for cards, logged once
 
     async def _db(self, fn: Any, *args: Any) -> Any:
-        """Run a ledger call in a thread. Cancelled meanwhile, we still wait for the thread,
-        through every further cancel (`cancel_and_wait` repeats them): the lock must not pass
-        to the next call, nor the connection close, under a transaction in progress."""
-        async with self._db_lock:
-            work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-            try:
-                return await asyncio.shield(work)
-            except asyncio.CancelledError:
-                while not work.done():
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await asyncio.wait([work])  # never cancels `work` itself
-                if not work.cancelled():
-                    work.exception()  # retrieved; the cancellation is what we raise
-                raise
+        """Run a ledger call in a thread (`in_thread`), one at a time on its connection."""
+        return await in_thread(self._db_lock, fn, *args)
 
     async def run(self) -> None:
         for pool_id, params in self.cfg.pools.items():
@@ -237,15 +227,17 @@ class Worker:
         while True:
             item = await self._patron_queue.get()
             try:
-                ans = await asyncio.shield(asyncio.to_thread(self._answer, item.body))
+                ans = await in_thread(self._cards_lock, self._answer, item.body)
             except Exception:  # the table hears nothing and refuses (strict reading)
                 self.counters["patron_failures"] += 1
                 log.exception("head office: card request %s failed", item.body.get("req"))
                 continue
             if ans is None:
                 self.counters["unknown_table"] += 1
-                log.warning("head office: card request from %s refused: not an enrolled"
-                            " table", item.table)
+                if item.table not in self._strangers and len(self._strangers) < 1000:
+                    self._strangers.add(item.table)
+                    log.warning("head office: card requests from %s refused: not an enrolled"
+                                " table", item.table)
                 continue
             self.counters["patron_answers"] += 1
             if not ans["valid"] or ans["restricted"] or ans["granted"] == 0:
@@ -426,6 +418,24 @@ class Worker:
                 self.counters["ledger_notices"] += 1
         finally:
             await watch.close()
+
+
+async def in_thread(lock: asyncio.Lock, fn: Any, *args: Any) -> Any:
+    """Run a database call in a thread, holding `lock` (one thread at a time on a connection).
+    Cancelled meanwhile, we still wait for the thread, through every further cancel
+    (`cancel_and_wait` repeats them): the lock must not pass to the next call, nor the
+    connection close, under a transaction in progress."""
+    async with lock:
+        work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            while not work.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait([work])  # never cancels `work` itself
+            if not work.cancelled():
+                work.exception()  # retrieved; the cancellation is what we raise
+            raise
 
 
 def parse(topic: str, payload: bytes) -> Incoming:
