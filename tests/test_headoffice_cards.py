@@ -346,3 +346,20 @@ def test_the_docs_agree_with_the_code() -> None:
     for name in (*contract.CARD_TYPES, "tablectl/v1/table/{table}/patron",
                  "tablectl/v1/ho/table/{table}/patron"):
         assert f"`{name}`" in mqtt
+
+
+def test_an_older_ledger_gains_the_card_tables(ledger_url: str) -> None:
+    """A ledger made before Player Cards (no card tables) gets them when it is opened."""
+    ledger = opened(ledger_url)
+    with ledger.db.transaction():
+        for name in ("card_log", "card_rounds", "card_reservations", "cards"):
+            ledger.db.execute(f"DROP TABLE {name}")
+    ledger.close()
+    ledger = opened(ledger_url)
+    try:
+        cards.add_card(ledger.db, "card-0001", limit=500, kind="day", length=1, start=None,
+                       operator="alice", allowed=OPS, reason="after the upgrade")
+        ans = cards.answer(ledger.db, reserve("T1", 1, "card-0001", 500))
+        assert ans is not None and ans["granted"] == 500
+    finally:
+        ledger.close()
