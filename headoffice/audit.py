@@ -3,7 +3,8 @@
 Read from where each record is kept, never copied: logins, failed logins, logouts and alarm
 acknowledgements from the `audit` table (db.py); approvals and refusals of held hits from
 `held_hits`; parameter actions (create, set applied or refused, resume) from `param_log`; each
-signature of a two-person decision from `decisions`. Each
+signature of a two-person decision from `decisions`; decisions on Player Cards from
+`card_log`. Each
 source is one function of `SOURCES` that reads its rows with the filters in its own SQL and
 gives `Entry`s; the trail is their union, newest first. Adding a source is one function.
 
@@ -168,8 +169,26 @@ def _signatures(db: Database, f: Filter) -> list[Entry]:
     return out
 
 
+def _card_log(db: Database, f: Filter) -> list[Entry]:
+    """Decisions on Player Cards (headoffice/cards.py): a person's at head office (added, a
+    Loss Limit, a restriction, lifted, invalidated) and a supervisor's restriction at a table
+    (UTH 13.4, `by` as the table sent it: login@table). Head office's own refusals and the
+    chips players declared are the card's view, not people's decisions."""
+    w = f.where({"table_id": "table_id", "person": "person", "utc": "utc"})
+    if w is None:
+        return []
+    rows = db.execute("SELECT log_no, utc, card_id, action, person, table_id, detail"
+                      f" FROM card_log WHERE action IN {_CARD_DECISIONS} AND {w[0]}"
+                      " ORDER BY log_no DESC LIMIT ?", [*w[1], MAX_ROWS])
+    return [{"utc": r["utc"], "action": f"card_{r['action']}", "person": r["person"],
+             "table_id": r["table_id"], "pool_id": None,
+             "subject": f"card {r['card_id']}", "detail": r["detail"]} for r in rows]
+
+
+_CARD_DECISIONS = "('added', 'limit', 'restricted', 'unrestricted', 'invalidated')"
+
 SOURCES: list[Callable[[Database, Filter], list[Entry]]] = [_own, _held_hits, _param_log,
-                                                            _signatures]
+                                                            _signatures, _card_log]
 
 
 def trail(db: Database, f: Filter = Filter(), limit: int = MAX_ROWS) -> list[Entry]:

@@ -16,6 +16,8 @@
     tablectl-headoffice meters [--table T] [--limit N] [--config FILE | --db URL] [--json]
     tablectl-headoffice alarms [list [--all] [--json] | ack ID --note TEXT]
     tablectl-headoffice audit [--table T] [--person P] [--since WHEN] [--until WHEN] [--csv|--json]
+    tablectl-headoffice card add|show|list|limit|restrict|unrestrict|invalidate ...
+                                 (headoffice/cli_cards.py: Player Cards, Loss Limits)
     tablectl-headoffice console [--config FILE] [--console-config FILE] [--listen HOST:PORT]
     tablectl-headoffice console-password
 
@@ -48,7 +50,7 @@ from typing import Any
 
 from controller.link.contract import TABLE_ID
 from controller.money import dollars_or_dash as _money
-from headoffice import cli_alarms, localtime, meters
+from headoffice import cli_alarms, cli_cards, localtime, meters
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
 from headoffice.console import server as console_server
 from headoffice.console.money import param_changes
@@ -255,6 +257,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     me.add_argument("--db", help="ledger URL (instead of the config's)")
     me.add_argument("--json", action="store_true")
     cli_alarms.add_parsers(sub, cfg)
+    cli_cards.add_parsers(sub, cfg)
     console_server.add_parsers(sub, cfg)
     return ap.parse_args(argv)
 
@@ -388,6 +391,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
                   else "\n".join(format_shift(s) for s in shifts) or "no shift closed")
             return 0
         assert cfg is not None
+        if args.cmd == "card":  # headoffice/cli_cards.py
+            return cli_cards.run(args, ledger, cfg.operators, lambda: _operator(args))
         if args.cmd in ("alarms", "audit"):  # headoffice/cli_alarms.py
             return cli_alarms.run(args, ledger, localtime.zone(cfg.time_zone), login_name())
         if args.cmd == "hit":

@@ -115,6 +115,35 @@ DECISIONS_COLUMNS = """
     first_utc TEXT NOT NULL, first_reason TEXT NOT NULL, second_by TEXT, second_utc TEXT,
     second_reason TEXT, outcome TEXT"""
 
+# Player Cards (issue 29; headoffice/cards.py, docs/headoffice.md "Player Cards"). A card is an
+# opaque id (never a name): its status (active | invalid), Loss Limit in cents (NULL: none set,
+# where the profile does not require one), its period (`period_kind` day | week | month times
+# `period_len`, the current one starting at `period_start`), and a supervisor's restriction
+# (UTH 13.4) until the period resets. A reservation is the most a card can lose in one round at
+# one table, held against the limit from before the first card until the round is settled
+# (`settled`), in the period it was granted in. card_rounds: each round's result per card, as
+# the table settled it (net: the player's, negative = a loss), counted in `period_start`.
+# card_log: every decision about a card (a person's or head office's refusal), newest last.
+# Every card row is locked (FOR UPDATE on PostgreSQL; SQLite: one writer) by whatever reserves
+# against it or settles it, so the reservation is decided on what every table has committed.
+CARDS_COLUMNS = """
+    card_id TEXT PRIMARY KEY, status TEXT NOT NULL, loss_limit BIGINT,
+    period_kind TEXT NOT NULL, period_len INTEGER NOT NULL, period_start TEXT NOT NULL,
+    restricted_until TEXT, restricted_by TEXT, restricted_why TEXT, invalid_why TEXT,
+    created_utc TEXT NOT NULL, updated_utc TEXT NOT NULL"""
+CARD_RESERVATIONS_COLUMNS = """
+    table_id TEXT NOT NULL, round BIGINT NOT NULL, card_id TEXT NOT NULL, amount BIGINT NOT NULL,
+    period_start TEXT NOT NULL, utc TEXT NOT NULL, settled BOOLEAN NOT NULL,
+    PRIMARY KEY (table_id, round, card_id)"""
+CARD_ROUNDS_COLUMNS = """
+    table_id TEXT NOT NULL, round BIGINT NOT NULL, card_id TEXT NOT NULL, seq BIGINT NOT NULL,
+    period_start TEXT NOT NULL, reserved BIGINT NOT NULL, wagered BIGINT NOT NULL,
+    net BIGINT NOT NULL, returned BIGINT NOT NULL, void BOOLEAN NOT NULL, utc TEXT NOT NULL,
+    PRIMARY KEY (table_id, round, card_id)"""
+CARD_LOG_COLUMNS = """
+    log_no {AUTO_KEY}, utc TEXT NOT NULL, card_id TEXT NOT NULL, action TEXT NOT NULL,
+    person TEXT, table_id TEXT, round BIGINT, amount BIGINT, detail TEXT NOT NULL"""
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pools (
     id TEXT PRIMARY KEY, params TEXT NOT NULL, amount BIGINT NOT NULL, carry TEXT NOT NULL,
@@ -155,6 +184,13 @@ CREATE TABLE IF NOT EXISTS pool_shares ({POOL_SHARES_COLUMNS});
 CREATE TABLE IF NOT EXISTS decisions ({DECISIONS_COLUMNS});
 CREATE INDEX IF NOT EXISTS decisions_by_subject ON decisions (kind, subject, status);
 CREATE TABLE IF NOT EXISTS segments ({SEGMENTS_COLUMNS});
+CREATE TABLE IF NOT EXISTS cards ({CARDS_COLUMNS});
+CREATE TABLE IF NOT EXISTS card_reservations ({CARD_RESERVATIONS_COLUMNS});
+CREATE INDEX IF NOT EXISTS card_reservations_by_card ON card_reservations (card_id, settled);
+CREATE TABLE IF NOT EXISTS card_rounds ({CARD_ROUNDS_COLUMNS});
+CREATE INDEX IF NOT EXISTS card_rounds_by_card ON card_rounds (card_id, period_start);
+CREATE TABLE IF NOT EXISTS card_log ({CARD_LOG_COLUMNS});
+CREATE INDEX IF NOT EXISTS card_log_by_card ON card_log (card_id, log_no);
 CREATE TABLE IF NOT EXISTS ho_partitions (
     part INTEGER PRIMARY KEY, owner TEXT, expires_epoch DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS ho_workers (
@@ -165,7 +201,10 @@ CREATE TABLE IF NOT EXISTS ho_workers (
     "{TABLES_ADDED}", "".join(f", {name} {kind}" for name, kind in TABLES_ADDED)).replace(
     "{POOL_SHARES_COLUMNS}", POOL_SHARES_COLUMNS).replace(
     "{DECISIONS_COLUMNS}", DECISIONS_COLUMNS).replace(
-    "{SEGMENTS_COLUMNS}", SEGMENTS_COLUMNS)
+    "{SEGMENTS_COLUMNS}", SEGMENTS_COLUMNS).replace(
+    "{CARDS_COLUMNS}", CARDS_COLUMNS).replace(
+    "{CARD_RESERVATIONS_COLUMNS}", CARD_RESERVATIONS_COLUMNS).replace(
+    "{CARD_ROUNDS_COLUMNS}", CARD_ROUNDS_COLUMNS).replace("{CARD_LOG_COLUMNS}", CARD_LOG_COLUMNS)
 
 # Serialises schema creation and migration between workers opening one PostgreSQL database at
 # once (concurrent CREATE TABLE IF NOT EXISTS can fail there); any constant, this one is ours.

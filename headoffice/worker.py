@@ -18,8 +18,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from controller.link import contract
+from controller.link import contract, patron
 from controller.link.transport import Backoff, Connection, LinkError, connect, run_together
+from headoffice import cards
 from headoffice.config import HeadOfficeConfig
 from headoffice.db import open_database
 from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
@@ -32,6 +33,11 @@ log = logging.getLogger("tablectl.headoffice")
 _POOL_PUBACK_S = 60.0  # how long a pool value's PUBACK may take (a dead link: keepalive)
 _POOL_GAP_S = 0.05  # pool values from one worker: at most 20 a second per pool
 _TOPICS_PER_PACKET = 200  # exact outbox topics per SUBSCRIBE / UNSUBSCRIBE
+# The tables' Player Card requests, shared among the workers (any one answers: the decision is
+# the database's, cards.py). Waiting ones beyond this are dropped: the table hears no answer in
+# its [cards] answer_s and refuses the carded wager (the strict reading, UTH 13.1).
+PATRON_SUBSCRIPTION = f"$share/{contract.SHARE_GROUP}/{contract.PREFIX}/table/+/patron"
+_PATRON_QUEUE = 1000
 
 
 def lease_for(heartbeat_s: float) -> float:
@@ -68,22 +74,16 @@ class Worker:
         self._released: set[int] = set()  # released, read until another worker takes them
         self._reading: set[str] = set()  # the tables whose outbox this session subscribes
         self._decided_lock = asyncio.Lock()  # the heartbeat and a ledger notice: one at a time
+        # Player Card requests: answered on a connection of their own (opened by `run`), so a
+        # table waiting before the first card never queues behind the ledger's batches.
+        self._patron_queue: asyncio.Queue[Incoming] = asyncio.Queue(_PATRON_QUEUE)
+        self._cards_lock = asyncio.Lock()  # one thread at a time on cards_db
+        self.cards_db: Any = None
+        self._strangers: set[str] = set()  # tables not enrolled asking for cards, logged once
 
     async def _db(self, fn: Any, *args: Any) -> Any:
-        """Run a ledger call in a thread. Cancelled meanwhile, we still wait for the thread,
-        through every further cancel (`cancel_and_wait` repeats them): the lock must not pass
-        to the next call, nor the connection close, under a transaction in progress."""
-        async with self._db_lock:
-            work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-            try:
-                return await asyncio.shield(work)
-            except asyncio.CancelledError:
-                while not work.done():
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await asyncio.wait([work])  # never cancels `work` itself
-                if not work.cancelled():
-                    work.exception()  # retrieved; the cancellation is what we raise
-                raise
+        """Run a ledger call in a thread (`in_thread`), one at a time on its connection."""
+        return await in_thread(self._db_lock, fn, *args)
 
     async def run(self) -> None:
         for pool_id, params in self.cfg.pools.items():
@@ -95,6 +95,7 @@ class Worker:
         await self._db(self.ledger.enrol, self.cfg.tables)
         self.routing = Routing(await asyncio.to_thread(open_database, self.ledger.db.url),
                                self.cfg.broker.client_id, self.lease_s)  # type: ignore[union-attr]
+        self.cards_db = await asyncio.to_thread(open_database, self.ledger.db.url)
         try:
             await self._sessions()
         finally:
@@ -102,6 +103,7 @@ class Worker:
                 with contextlib.suppress(BaseException):
                     await self._claiming
             self.routing.db.close()
+            self.cards_db.close()
 
     async def _sessions(self) -> None:
         if not self.cfg.tables:
@@ -128,7 +130,7 @@ class Worker:
             await asyncio.sleep(backoff.next_delay())
 
     async def _session(self, conn: Connection) -> None:
-        await conn.subscribe(list(contract.HO_SHARED_SUBSCRIPTIONS))
+        await conn.subscribe([*contract.HO_SHARED_SUBSCRIPTIONS, PATRON_SUBSCRIPTION])
         # A persistent session may still hold subscriptions of an earlier session (or of a
         # worker before issue 17, the shared outbox): dropped, then only the held tables'.
         await self._route(conn, fresh=True)
@@ -141,7 +143,7 @@ class Worker:
         await self._broker_alarm(None)
         await run_together(self._read(conn), self._apply(conn), self._heartbeat(conn),
                            self._pool_publisher(conn), self._routing(conn),
-                           self._ledger_changes(conn))
+                           self._ledger_changes(conn), self._patron(conn))
 
     async def _read(self, conn: Connection) -> None:
         async for message in conn.messages():
@@ -157,7 +159,13 @@ class Worker:
                 self.counters["message_errors"] += 1
                 log.exception("head office: message failed (topic %s)", message.topic[:200])
             else:
-                await self._queue.put(item)
+                if item.kind != "patron":
+                    await self._queue.put(item)
+                    continue
+                try:
+                    self._patron_queue.put_nowait(item)
+                except asyncio.QueueFull:
+                    self.counters["patron_dropped"] += 1
 
     async def _apply(self, conn: Connection) -> None:
         while True:
@@ -212,6 +220,38 @@ class Worker:
             for pool_id in result.stopped:
                 self._pool_due.pop(pool_id, None)
             self._pool_wake.set()
+
+    async def _patron(self, conn: Connection) -> None:
+        """Answer the tables' Player Card requests, one at a time on the cards' connection,
+        each decided in one transaction (cards.answer) and only then published."""
+        while True:
+            item = await self._patron_queue.get()
+            try:
+                ans = await in_thread(self._cards_lock, self._answer, item.body)
+            except Exception:  # the table hears nothing and refuses (strict reading)
+                self.counters["patron_failures"] += 1
+                log.exception("head office: card request %s failed", item.body.get("req"))
+                continue
+            if ans is None:
+                self.counters["unknown_table"] += 1
+                if item.table not in self._strangers and len(self._strangers) < 1000:
+                    self._strangers.add(item.table)
+                    log.warning("head office: card requests from %s refused: not an enrolled"
+                                " table", item.table)
+                continue
+            self.counters["patron_answers"] += 1
+            if not ans["valid"] or ans["restricted"] or ans["granted"] == 0:
+                self.counters["patron_refusals"] += 1
+            await conn.publish(patron.answer_topic(item.table), contract.dumps(ans))
+
+    def _answer(self, req: dict[str, Any]) -> dict[str, Any] | None:
+        for attempt in range(1, 4):  # PostgreSQL may abort a transaction: decided again
+            try:
+                return cards.answer(self.cards_db, req)
+            except Exception as exc:
+                if attempt == 3 or not self.cards_db.is_retryable(exc):
+                    raise
+        return None  # not reached
 
     async def _segments(self, conn: Connection, items: list[tuple[str, dict[str, Any]]]) -> None:
         res = await self._db(apply_segments, self.ledger, items)
@@ -380,6 +420,24 @@ class Worker:
             await watch.close()
 
 
+async def in_thread(lock: asyncio.Lock, fn: Any, *args: Any) -> Any:
+    """Run a database call in a thread, holding `lock` (one thread at a time on a connection).
+    Cancelled meanwhile, we still wait for the thread, through every further cancel
+    (`cancel_and_wait` repeats them): the lock must not pass to the next call, nor the
+    connection close, under a transaction in progress."""
+    async with lock:
+        work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            while not work.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait([work])  # never cancels `work` itself
+            if not work.cancelled():
+                work.exception()  # retrieved; the cancellation is what we raise
+            raise
+
+
 def parse(topic: str, payload: bytes) -> Incoming:
     """A message from a table's topic -> Incoming; SchemaError if it breaks the contract."""
     table, leaf = contract.table_of_topic(topic)
@@ -393,6 +451,8 @@ def parse(topic: str, payload: bytes) -> Incoming:
         return Incoming("status", table, contract.parse_status(payload, table))
     if leaf == "segment":
         return Incoming("segment", table, contract.parse_segment(payload, table))
+    if leaf == "patron":  # a Player Card request (issue 29): the topic's table asks for itself
+        return Incoming("patron", table, patron.parse_card_request(payload, table))
     raise contract.SchemaError(f"topic {topic}: unknown leaf {leaf!r}")
 
 

@@ -18,9 +18,15 @@ def contract_seeds() -> list[bytes]:
     hit = {"round": 4, "pool_id": "p1", "hits": [{"box": 2, "award": "royal"}],
            "entries": [{"box": 2, "wager": 100, "cards": ["AS", "KS", "QS", "JS", "TS"],
                         "folded": False}]}
+    settled = {"round": 3, "card": "card-0001", "reserved": 2500, "wagered": 2000,
+               "net": -1500, "returned": 500, "void": False}
     out = [c.outbox_message(TABLE, 1, 5, t, "2026-01-01T00:00:00Z", p)
            for t, p in (("jackpot_increment", inc), ("jackpot_cancel", inc),
-                        ("jackpot_hit", hit), ("round_result", {"round": 3, "status": "ok"}))]
+                        ("jackpot_hit", hit), ("round_result", {"round": 3, "status": "ok"}),
+                        ("card_settled", settled),
+                        ("card_restricted", {"card": "card-0001", "by": "sup", "reason": "r"}),
+                        ("chips_declared", {"card": "card-0001", "round": None,
+                                            "amount": 10000, "kind": "brought"}))]
     rest = [
         c.birth_message(TABLE, "2026-01-01T00:00:00Z", {"pool": {"amount": 1}, "pending_hits": [
             {"round": 4, "boxes": [2]}]}),
@@ -32,6 +38,16 @@ def contract_seeds() -> list[bytes]:
         c.segment_message(TABLE, 2, 21, 40, "a" * 64, "b" * 64, "c" * 64, 2_500_000, (3, 4),
                           "2026-01-01T00:00:00.000Z"),
         c.segment_ack_message(TABLE, 2, "b" * 64, "c" * 64, "refused", "a broken chain"),
+    ]
+    from controller.link import patron as pa
+
+    rest += [  # Player Cards (issue 29)
+        pa.card_request(TABLE, f"{TABLE}/1", "card_reserve", "card-0001", round=3,
+                        amount=2500, utc="2026-01-01T00:00:00Z"),
+        pa.card_request(TABLE, f"{TABLE}/2", "card_check", "card-0001",
+                        utc="2026-01-01T00:00:00Z"),
+        pa.card_answer(TABLE, f"{TABLE}/1", "card-0001", valid=True, limit=10000,
+                       remaining=7500, period_end="2026-01-02T00:00:00.000Z", granted=2500),
     ]
     return [c.dumps(m) for m in out + rest]
 

@@ -28,7 +28,7 @@ from controller.config import ConfigError, SerialConfig
 from controller.config import load_config as load_table_config
 from controller.config import validate_text as validate_table_config
 from controller.control import parse_request
-from controller.link import contract
+from controller.link import contract, patron
 from devices.base import State
 from devices.proto.alpha import (
     FLASH,
@@ -347,6 +347,8 @@ CONTRACT_PARSERS = {
     "award": lambda raw: contract.parse_award(raw, TABLE),
     "segment": lambda raw: contract.parse_segment(raw, TABLE),
     "segment_ack": lambda raw: contract.parse_segment_ack(raw, TABLE),
+    "card_request": lambda raw: patron.parse_card_request(raw, TABLE),
+    "card_answer": lambda raw: patron.parse_card_answer(raw, TABLE),
 }
 
 
@@ -357,7 +359,12 @@ def _whole(value: object, lo: int = 0) -> bool:
 def _money_checked(name: str, got: Any) -> None:
     """What a parser accepted carries its money and numbers as integers (cents), never float
     or bool: the fields each parser promises to check (birth and status carry no money)."""
-    if name == "outbox":
+    if name == "outbox" and "card" in got:  # Player Cards: a restriction has no round
+        assert got.get("round") is None or _whole(got["round"], 1)
+        assert all(_whole(got[k]) for k in ("amount", "reserved", "wagered", "returned")
+                   if k in got)
+        assert "net" not in got or type(got["net"]) is int
+    elif name == "outbox":
         assert _whole(got["round"], 1)
         if "amount" in got and "hits" not in got:  # an increment or a cancellation
             assert _whole(got["amount"]) and got["amount"] == got["wager"] * got["wagers"]
@@ -374,6 +381,12 @@ def _money_checked(name: str, got: Any) -> None:
         assert _whole(got["first"], 1) and _whole(got["last"], got["first"])
         assert _whole(got["size"], 1) and _whole(got["segment"], 1)
         assert all(len(got[k]) == 64 for k in ("prev", "head", "digest"))
+    elif name == "card_request":  # a reservation's round and amount whole
+        assert got["type"] != "card_reserve" or (_whole(got["round"], 1)
+                                                 and _whole(got["amount"]))
+    elif name == "card_answer":
+        assert all(got[k] is None or _whole(got[k]) for k in ("limit", "remaining", "granted"))
+        assert type(got["valid"]) is bool and type(got["restricted"]) is bool
     elif name == "segment_ack":
         assert _whole(got["segment"], 1) and got["status"] in ("held", "refused")
 

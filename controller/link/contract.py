@@ -21,9 +21,13 @@ SHARE_GROUP = "headoffice"  # MQTT v5 shared-subscription group of head-office w
 
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+CARD_ID = re.compile(r"[A-Za-z0-9_-]{4,32}")  # a Player Card's opaque id (patron.py), never a name
 RECOVERED = "table_recovered"  # a recovery of the journal (controller/journal/recover.py)
+# The Player Card's outbox messages (controller/link/patron.py, issue 29): per card per round
+# settled, a supervisor's restriction (UTH 13.4), chips declared (UTH 13.2).
+CARD_TYPES = ("card_settled", "card_restricted", "chips_declared")
 OUTBOX_TYPES = ("jackpot_increment", "jackpot_cancel", "jackpot_hit", "jackpot_verified",
-                "round_result", "shift_meters", RECOVERED)
+                "round_result", "shift_meters", RECOVERED, *CARD_TYPES)
 MAX_RECOVERY_TEXT = 1000  # who ran a recovery, why, and what it found (the reason: 500)
 MAX_METER_BOXES = 16  # boxes in a shift's meters (Pai Gow has 7, UTH 7; room for more)
 MAX_WAGER_TYPES = 8  # wager types in one meter (UTH: ante, blind, play, trips)
@@ -294,6 +298,10 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         return _shift_meters(payload, what)
     if type_ == RECOVERED:
         return _recovered(payload, what)
+    if type_ in CARD_TYPES:
+        from controller.link.patron import check_card_payload  # patron.py imports this module
+
+        return check_card_payload(type_, payload, what)
     _int(payload, "round", what, lo=1)
     _str(payload, "pool_id", what, POOL_ID)
     if type_ in ("jackpot_increment", "jackpot_cancel"):

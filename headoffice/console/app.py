@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controller.link import contract
 from headoffice.config import HeadOfficeConfig
-from headoffice.console import alarms_views, views
+from headoffice.console import alarms_views, card_views, views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
 from headoffice.console.forms import (
     CONTROL,
@@ -397,6 +397,7 @@ class Console(ParamPages):
             Route("/pools/{pool:str}/resume", g(self.resume, post=True, approver=True),
                   methods=["POST"]),
             *alarms_views.routes(self, self.alarm_pages),
+            *card_views.routes(self),  # Player Cards (issue 29)
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         ]
         app = Starlette(routes=routes)

@@ -23,6 +23,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from controller.link import contract
+from headoffice import cards
 from headoffice.db import Database, open_database
 from headoffice.hits import HitPolicy
 from headoffice.ledger.alarms import LedgerAlarms
@@ -93,6 +95,8 @@ class Ledger(LedgerTables, LedgerPools, LedgerHits, LedgerQueries, LedgerAlarms)
             items, later, pool_ids = batch.preload(items, skip)
             for pool_id in sorted(pool_ids):
                 batch.pool(pool_id)
+            # The Player Cards the batch settles or restricts, in one order (cards.py).
+            cards.lock_cards(self.db, _card_ids(items))
             for item in items:
                 if item.kind == "outbox":
                     batch.outbox(item.table, item.body, item.text)
@@ -109,3 +113,10 @@ class Ledger(LedgerTables, LedgerPools, LedgerHits, LedgerQueries, LedgerAlarms)
                     sorted(batch.shared_changed)):
                 result.pools[pool.id] = pool.value()
         return result, later
+
+
+def _card_ids(items: Sequence[Incoming]) -> set[str]:
+    return {i.body["payload"]["card"] for i in items
+            if i.kind == "outbox" and i.body.get("type") in contract.CARD_TYPES
+            and isinstance(i.body.get("payload"), dict)
+            and isinstance(i.body["payload"].get("card"), str)}
