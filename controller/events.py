@@ -88,6 +88,7 @@ class Kind(StrEnum):
     LINK_DOWN = "link.down"
     HO_POOL = "ho.pool"
     HO_AWARD = "ho.award"
+    HO_CARD = "ho.card"
     TICK = "tick"
     JOURNAL_LOSS_ACCEPTED = "journal.loss_accepted"
     # The dealer keypad: `dealer.<action>`. Pai Gow.
@@ -129,6 +130,11 @@ class Kind(StrEnum):
     DEALER_JACKPOT_OTHER = "dealer.jackpot_other"
     DEALER_JACKPOT_OFF = "dealer.jackpot_off"
     DEALER_JACKPOT_ON = "dealer.jackpot_on"
+    # Carded play, both games (issue 29).
+    DEALER_PLAYER_CARD = "dealer.player_card"
+    DEALER_CARD_INVALID = "dealer.card_invalid"
+    DEALER_CARD_RESTRICT = "dealer.card_restrict"
+    DEALER_CHIPS_DECLARED = "dealer.chips_declared"
 
 
 DEALER_PREFIX = "dealer."  # a keypad action `x` is the event `dealer.x`
@@ -191,6 +197,10 @@ _SPECS = (
           "UTH: head office's jackpot pool value (fresh_ms: the link's, how long it holds)"),
     _link(Kind.HO_AWARD, "{round, payouts: [{box, award, amount}]}",
           "UTH: head office's award for a pending jackpot hit"),
+    _link(Kind.HO_CARD,
+          "{req, card, valid, reason?, limit?, remaining?, restricted?, granted?} or"
+          " {req, card, offline: true}",
+          "head office's answer about a Player Card (or none within [cards] answer_s)"),
     _link(Kind.TICK, "{pool_quiet_ms?}",
           "the clock moved (the pool's timeout); pool_quiet_ms: head office quiet that long"),
     KindSpec(Kind.JOURNAL_LOSS_ACCEPTED, Source.SERVICE, "controller/journal", "{..}",
@@ -250,6 +260,14 @@ _SPECS = (
             "UTH: a jackpot wager on another player's box, supervisor allowed (15.2.1.1)"),
     _dealer(Kind.DEALER_JACKPOT_OFF, "{}", "UTH: the supervisor takes the jackpot out (11.11)"),
     _dealer(Kind.DEALER_JACKPOT_ON, "{}", "UTH: the jackpot back in"),
+    _dealer(Kind.DEALER_PLAYER_CARD, "UTH {box, card}; Pai Gow {box, player, card}",
+            "a Player Card at a box, read or keyed (UTH 13.1, Pai Gow 9.1): head office checks it"),
+    _dealer(Kind.DEALER_CARD_INVALID, "UTH {box, reason?}; Pai Gow {box, player, reason?}",
+            "a card found invalid (not the player's own: Pai Gow 16.1; UTH 11.16.1-11.16.2)"),
+    _dealer(Kind.DEALER_CARD_RESTRICT, "{card, by, reason?}",
+            "a supervisor restricts a player until the Loss Limit period resets (UTH 13.4)"),
+    _dealer(Kind.DEALER_CHIPS_DECLARED, "{card, amount, kind: purchase|brought}",
+            "chips a player declared, bought at or brought to the table (UTH 13.2)"),
 )
 REGISTRY: Mapping[str, KindSpec] = {s.kind: s for s in _SPECS}
 

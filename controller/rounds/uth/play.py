@@ -16,6 +16,7 @@ from controller.games.uth.settlement import RoundResult, settle_round
 from controller.games.uth.wagers import Action, BoxWagers, Decision, Round, Street
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
+from controller.rounds.uth import carded
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import jackpot
 from controller.rounds.uth.state import (
@@ -236,6 +237,10 @@ def on_dealer_hand(config: UthConfig, state: UthState, data: Any) -> Result:
     folded = {p.box for p in plays if p.decision.action in (Action.FOLD, Action.CONCEDE)}
     state, jp_fx, jp_summary = jackpot.settle(config, state, d, folded)
     summary = _summary(state, d, result, {p.box: str(p.decision) for p in plays})
+    # Each box as its Player Card allows (11.16.2, 11.17); card_settled per card.
+    summary["boxes"], card_fx = carded.settle_boxes(state, summary["boxes"])
+    summary["house_net"] = -sum(b["net"] for b in summary["boxes"])
+    jp_fx = [*jp_fx, *card_fx]
     if state.jackpot_owners:  # 15.2.1.1: whose jackpot wager each such box carried
         jp_summary = {**jp_summary, "owners": dict(state.jackpot_owners)}
     summary["jackpot"] = jp_summary
@@ -285,10 +290,13 @@ def void(
         made = state.decisions.get(str(box))
         play = ante * Decision.parse(made).multiple if made else 0
         jp = config.jackpot_wager if box in state.jackpot_boxes else 0
-        returned.append(
-            {"box": box, "ante": ante, "blind": blind, "trips": trips, "play": play, "jackpot": jp}
-        )
+        row = {"box": box, "ante": ante, "blind": blind, "trips": trips, "play": play,
+               "jackpot": jp}
+        if str(box) in state.patrons:
+            row["card"] = state.patrons[str(box)]["card"]
+        returned.append(row)
     state, cancel_fx = jackpot.cancel(config, state)
+    cancel_fx = [*cancel_fx, *carded.voided(state)]
     summary = {
         "round": state.round,
         "deck": state.deck,
@@ -334,6 +342,7 @@ def next_round(
         pool_at_lock=None,
         void_hands=[],
         jackpot_owners={},
+        patrons=carded.next_patrons(state),
     )
     state, lamp_fx = jackpot.relamp(config, state, keep=winners)
     return state, [*effects, *lamp_fx]
