@@ -22,8 +22,9 @@ SHARE_GROUP = "headoffice"  # MQTT v5 shared-subscription group of head-office w
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 RECOVERED = "table_recovered"  # a recovery of the journal (controller/journal/recover.py)
+CARD_TYPES = ("card_settled", "card_restricted", "chips_declared")  # Player Cards (issue 29)
 OUTBOX_TYPES = ("jackpot_increment", "jackpot_cancel", "jackpot_hit", "jackpot_verified",
-                "round_result", "shift_meters", RECOVERED)
+                "round_result", "shift_meters", RECOVERED, *CARD_TYPES)
 MAX_RECOVERY_TEXT = 1000  # who ran a recovery, why, and what it found (the reason: 500)
 MAX_METER_BOXES = 16  # boxes in a shift's meters (Pai Gow has 7, UTH 7; room for more)
 MAX_WAGER_TYPES = 8  # wager types in one meter (UTH: ante, blind, play, trips)
@@ -294,6 +295,8 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         return _shift_meters(payload, what)
     if type_ == RECOVERED:
         return _recovered(payload, what)
+    if type_ in CARD_TYPES:
+        return _card_payload(type_, payload, what)
     _int(payload, "round", what, lo=1)
     _str(payload, "pool_id", what, POOL_ID)
     if type_ in ("jackpot_increment", "jackpot_cancel"):
@@ -336,6 +339,31 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
             raise SchemaError(f"{what}: box {e['box']}: cards must be 5 card tokens")
         if not isinstance(e.get("folded", False), bool):
             raise SchemaError(f"{what}: box {e['box']}: folded must be a boolean")
+    return payload
+
+
+CARD_ID = re.compile(r"[A-Za-z0-9_-]{4,32}")  # a Player Card's opaque id (link/patron.py)
+
+
+def _card_payload(type_: str, payload: JSON, what: str) -> JSON:
+    """The Player Card messages of the patron contract (docs/mqtt.md): only the card's id."""
+    _str(payload, "card", what, CARD_ID)
+    if type_ == "card_settled":
+        _int(payload, "round", what, lo=1, hi=MAX_SEQ)
+        for key in ("reserved", "wagered", "returned"):
+            _cents(payload, key, what)
+        _int(payload, "net", what, lo=-MAX_CENTS, hi=MAX_CENTS)
+        if not isinstance(payload.get("void"), bool):
+            raise SchemaError(f"{what}: void must be true or false")
+    elif type_ == "card_restricted":
+        _str(payload, "by", what, max_len=MAX_USER)
+        _str(payload, "reason", what, max_len=200)
+    else:
+        if payload.get("round") is not None:
+            _int(payload, "round", what, lo=1, hi=MAX_SEQ)
+        _cents(payload, "amount", what)
+        if payload.get("kind") not in ("purchase", "brought"):
+            raise SchemaError(f"{what}: kind must be 'purchase' or 'brought'")
     return payload
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from controller.link import contract
 from controller.link.contract import MAX_SMALL, PREFIX, SchemaError
 
-CARD_ID = re.compile(r"[A-Za-z0-9_-]{4,32}")
+CARD_ID = contract.CARD_ID  # the opaque id (4-32 letters, digits, _ or -)
 REQ_ID = re.compile(r"[A-Za-z0-9_/.-]{1,64}")
 REQUEST_TYPES = ("card_check", "card_reserve")
 MAX_REASON = 200

@@ -57,7 +57,7 @@ def wager(t: Table, ho: HeadOffice, **data: Any) -> list[Any]:
 
 
 def test_13_1_11_16_1_a_wager_without_a_card_is_refused_before_the_deal() -> None:
-    t, ho = carded()
+    t, _ho = carded()
     out = t.step("dealer.wager", box=1, ante=1000)
     assert t.state.wagers == {}
     assert "no valid Player Card" in texts(out) and "11.16.1" in texts(out)

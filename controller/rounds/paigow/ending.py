@@ -95,6 +95,7 @@ class RoundEnd(PaiGowCore):
             raise Refused(f"result not accepted: {e}") from None
         summary = {**self._summary(state, "completed", now), **result}
         effects = [alarm(a) for a in alarms] + self._records(summary)
+        effects += self._cards_settled(state, summary, False)
         history = self._history(state, bank)
         state, opened = self._open(state, state.number + 1, after_round(bank), now, history)
         return state, [*effects, *opened]
@@ -122,7 +123,7 @@ class RoundEnd(PaiGowCore):
             "rule": rules[self.profile],
             "returned": [dict(w) for w in state.wagers],  # all monies returned
         }
-        effects = self._records(summary)
+        effects = self._records(summary) + self._cards_settled(state, summary, True)
         effects.append(log(f"round {state.number} void ({rules[self.profile]}): {reason};"
                             " re-shuffle all 32 tiles"))
         # A void round is no round of play ("void: invalid with no result", NSW 1.1): the bank's

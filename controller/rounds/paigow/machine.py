@@ -19,6 +19,7 @@ from controller.events import Kind
 from controller.games.paigow.bank import accepts_wager
 from controller.rounds.base import Effect, Event, Guarded, Now, Route, route, skip_rounds
 from controller.rounds.paigow.bank import BankSteps
+from controller.rounds.paigow.carded import CardSteps
 from controller.rounds.paigow.core import (
     LOCK_RULE,
     SHAKE,
@@ -93,11 +94,16 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.DEALER_MISCOUNT: ("_miscount", (Phase.ANNOUNCED, Phase.SETTING)),
     Kind.DEALER_LAJA: ("_laja", BEFORE_DICE),
     Kind.DEALER_RESHUFFLE: ("_reshuffle", BEFORE_DICE),
+    Kind.HO_CARD: ("_ho_card", ANY),
+    Kind.DEALER_PLAYER_CARD: ("_player_card", BETTING),
+    Kind.DEALER_CARD_INVALID: ("_card_invalid", BETTING),
+    Kind.DEALER_CARD_RESTRICT: ("_card_restrict", ANY),
+    Kind.DEALER_CHIPS_DECLARED: ("_chips_declared", ANY),
 }
 
 
 class PaiGowMachine(
-    TableSteps, BankSteps, WagerSteps, CutSteps, DiceSteps, LajaSteps, RoundEnd,
+    TableSteps, BankSteps, WagerSteps, CardSteps, CutSteps, DiceSteps, LajaSteps, RoundEnd,
     Guarded[PaiGowState],
 ):
     """One table's Pai Gow rounds. Holds only configuration; every state is passed in."""

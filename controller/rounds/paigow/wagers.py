@@ -45,8 +45,14 @@ class WagerSteps(PaiGowCore):
         problem = self._wager_problem(state, self._bank(state), row, others)
         if problem:
             raise InputError(problem)
+        state, card_fx = self._card_for_wager(state, data, row)  # NSW 9.1, 16.1
+        record = state.patrons.get(f"{row['box']}/{row['player']}")
+        if record is not None:
+            row = {**row, "card": record["card"]}  # the journal names each wager's card
         state = replace(state, wagers=[*others, row])
-        return state, [log(f"wager of {row['player']} on box {row['box']}: {row['amount']} c")]
+        on_card = f" on card {row['card']}" if "card" in row else ""
+        return state, [*card_fx, log(f"wager of {row['player']} on box {row['box']}:"
+                                     f" {row['amount']} c{on_card}")]
 
     def _wager_problem(
         self, state: PaiGowState, bank: BankState, row: JSON, others: list[JSON]

@@ -9,9 +9,8 @@ from controller.games.uth.settlement import Spot
 from controller.games.uth.wagers import BoxWagers
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
-from controller.rounds.uth import carded
+from controller.rounds.uth import carded, jackpot
 from controller.rounds.uth import effects as fx
-from controller.rounds.uth import jackpot
 from controller.rounds.uth import play as rnd
 from controller.rounds.uth.state import (
     BETTING,

@@ -16,9 +16,8 @@ from controller.games.uth.settlement import RoundResult, settle_round
 from controller.games.uth.wagers import Action, BoxWagers, Decision, Round, Street
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
-from controller.rounds.uth import carded
+from controller.rounds.uth import carded, jackpot
 from controller.rounds.uth import effects as fx
-from controller.rounds.uth import jackpot
 from controller.rounds.uth.state import (
     BETTING,
     DEALING,
