@@ -56,6 +56,12 @@ class CardsConfig:
     offline: str = REFUSE
     offline_allowance: int = 0
 
+    @property
+    def asks(self) -> bool:
+        """Head office is asked: cards required on a linked table. Not required, a card given
+        is recorded with the wager and nothing is asked (NZ, ACT: no such rule)."""
+        return self.required and not self.local
+
     def __post_init__(self) -> None:
         if self.offline not in (REFUSE, ALLOWANCE):
             raise InputError(f"cards offline must be {REFUSE!r} or {ALLOWANCE!r}")
@@ -94,7 +100,7 @@ def present(config: CardsConfig, patrons: JSON, seat: str, card: str, req: str, 
     old = patrons.get(seat)
     if old is not None and old["card"] == card and old["status"] in (VALID, *PENDING):
         return patrons, []
-    if config.local:
+    if not config.asks:
         record = _record(card, VALID)
         return {**patrons, seat: record}, []
     record = {**_record(card, CHECKING), "req": req}
@@ -127,7 +133,7 @@ def reserve(config: CardsConfig, patrons: JSON, seat: str, amount: int, round_: 
     if remaining is not None and amount > remaining:
         raise InputError(f"over the Loss Limit: {dollars(remaining)} remains, this wager"
                          f" risks {dollars(amount)} (UTH 13.3)")
-    if config.local:
+    if not config.asks:
         return {**patrons, seat: {**record, "status": VALID, "asked": amount,
                                   "granted": amount}}, []
     record = {**record, "status": RESERVING, "req": req, "asked": amount, "granted": None}
@@ -203,6 +209,19 @@ def _offline(config: CardsConfig, seat: str, record: JSON, offline_used: JSON) -
         why = f"{OFFLINE_REASON}; offline allowance left {dollars(max(left, 0))}"
     record |= {"status": REFUSED, "req": None, "asked": 0, "granted": None, "reason": why}
     return Answer(seat, record, refused=why)
+
+
+def reissue(patrons: JSON, round_: int) -> list[Effect]:
+    """After a restart: the requests head office has not answered are asked again (the same
+    `req`: head office answers a repeat the same, the patron contract)."""
+    out = []
+    for r in patrons.values():
+        if r["status"] == CHECKING and r["req"]:
+            out.append(request("card_check", r["req"], r["card"]))
+        elif r["status"] == RESERVING and r["req"]:
+            out.append(request("card_reserve", r["req"], r["card"], round_=round_,
+                               amount=r["asked"]))
+    return out
 
 
 def pending(patrons: JSON, seats: list[str]) -> list[str]:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from controller.errors import InputError
 from controller.events import Kind
 from controller.games.paigow.bank import accepts_wager
+from controller.rounds import cards
 from controller.rounds.base import Effect, Event, Guarded, Now, Route, route, skip_rounds
 from controller.rounds.paigow.bank import BankSteps
 from controller.rounds.paigow.carded import CardSteps
@@ -209,7 +210,7 @@ class PaiGowMachine(
             effects.append(SHAKE)
         if state.phase == Phase.CUTTING:
             effects.append(self._select_cut_request())
-        return effects
+        return [*effects, *cards.reissue(state.patrons, state.number)]  # unanswered card asks
 
     def _awaiting(self, state: PaiGowState) -> str:
         if state.phase == Phase.CLOSED:
