@@ -173,7 +173,7 @@ def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_
     for key in ("limit", "remaining"):
         record[key] = fields.cents(data, key, None)
     if not valid or restricted:
-        why = fields.reason(data, "restricted (13.4)" if restricted else "card not valid")
+        why = _why(data, "restricted (13.4)" if restricted else "card not valid")
         record |= {"status": INVALID if in_hand else REFUSED, "reason": why}
         if in_hand:
             return Answer(seat, record, invalid=why)
@@ -185,12 +185,17 @@ def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_
     if granted >= asked:
         record |= {"status": VALID, "granted": granted}
         return Answer(seat, record)
-    why = fields.reason(data, f"over the Loss Limit: {dollars(granted)} can be risked (13.3)")
+    why = _why(data, f"over the Loss Limit: {dollars(granted)} can be risked (13.3)")
     if in_hand:  # 11.17: found over the limit after the deal
         record |= {"status": VALID, "granted": granted, "found": granted, "reason": why}
         return Answer(seat, record, capped=granted)
     record |= {"status": REFUSED, "granted": 0, "asked": 0, "reason": why}
     return Answer(seat, record, refused=why)
+
+
+def _why(data: Mapping[str, Any], default: str) -> str:
+    """Head office's reason, or ours when it gave none (`reason: null` in the contract)."""
+    return fields.reason(data, default) if data.get("reason") else default
 
 
 def _offline(config: CardsConfig, seat: str, record: JSON, offline_used: JSON) -> Answer:
