@@ -89,6 +89,10 @@ class Kind(StrEnum):
     HO_POOL = "ho.pool"
     HO_AWARD = "ho.award"
     HO_CARD = "ho.card"
+    CARDREADER_READ = "cardreader.read"
+    CARDREADER_UNREADABLE = "cardreader.unreadable"
+    CARDREADER_REMOVED = "cardreader.removed"
+    CARDREADER_FAULT = "cardreader.fault"
     TICK = "tick"
     JOURNAL_LOSS_ACCEPTED = "journal.loss_accepted"
     # The dealer keypad: `dealer.<action>`. Pai Gow.
@@ -189,6 +193,13 @@ _SPECS = (
     _dev(Kind.DECK_CHECK, "shuffler",
          "{deck?, ok, missing: [..], extra: [..], duplicate: [..], unreadable: n}",
          "UTH: the shuffler read a whole deck"),
+    _dev(Kind.CARDREADER_READ, "cardreader", "{box, card}",
+         "a Player Card read at a box (its opaque id): as `dealer.player_card` (UTH 13.1)"),
+    _dev(Kind.CARDREADER_UNREADABLE, "cardreader", "{box}",
+         "a card inserted that could not be read: the dealer keys it"),
+    _dev(Kind.CARDREADER_REMOVED, "cardreader", "{box}", "the card taken out of a box's reader"),
+    _dev(Kind.CARDREADER_FAULT, "cardreader", "{reason}",
+         "the card reader failed or its port went: the dealer keys cards"),
     _dev(Kind.CUT_SELECTED, "rng", "{cut, options: [..]}",
          "Pai Gow NZ: the random cut selection (9.3A(c))"),
     _link(Kind.LINK_UP, "{}", "the head-office link is up"),

@@ -268,3 +268,17 @@ def test_11_17_1_excess_returned_in_reverse_order_property(amounts: list[int], v
     for i, (_, r) in enumerate(back):
         if r:
             assert all(kept[j][1] == 0 for j in range(i + 1, len(bets)))
+
+
+def test_13_1_the_card_reader_at_a_box_gives_the_box_its_card() -> None:
+    t, ho = carded()
+    t.step("cardreader.read", box=3, card="CARD-0001")
+    assert t.state.patrons["3"]["card"] == "CARD-0001"
+    ho.answer(t, t.effects)
+    assert t.state.patrons["3"]["status"] == "valid"
+    wager(t, ho, box=3, ante=1000)  # no card keyed: the one read at the box
+    assert t.state.wagers == {"3": [1000, 1000, 0]}
+    out = t.step("cardreader.unreadable", box=4)
+    assert "unreadable" in texts(out) and "4" not in t.state.patrons
+    out = t.step("cardreader.fault", reason="disconnected: /dev/tablectl-cardreader")
+    assert of(out, "alarm") and "dealer keys" in texts(out)

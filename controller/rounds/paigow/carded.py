@@ -45,6 +45,13 @@ class CardSteps(PaiGowCore):
             raise InputError("card is required")
         return self._present(state, where, card, check=True)
 
+    def _card_read(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        """The card reader at a box: a Pai Gow box holds several players' wagers, so the reader
+        cannot say whose card it read; the dealer keys it with its player
+        (`dealer.player_card {box, player, card}` or `dealer.wager {.., card}`)."""
+        return state, [log(f"card reader: {dict(data)}: the dealer keys the card with its"
+                           " player (dealer.player_card)")]
+
     def _card_for_wager(self, state: PaiGowState, data: Mapping[str, Any], row: JSON) -> Result:
         """Before a wager is taken: the player's own card (NSW 9.1, 16.1) and the wager
         reserved against its Loss Limit."""

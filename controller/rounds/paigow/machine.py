@@ -100,6 +100,10 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.DEALER_CARD_INVALID: ("_card_invalid", BETTING),
     Kind.DEALER_CARD_RESTRICT: ("_card_restrict", ANY),
     Kind.DEALER_CHIPS_DECLARED: ("_chips_declared", ANY),
+    Kind.CARDREADER_READ: ("_card_read", ANY),
+    Kind.CARDREADER_UNREADABLE: ("_card_read", ANY),
+    Kind.CARDREADER_REMOVED: ("_card_read", ANY),
+    Kind.CARDREADER_FAULT: ("_card_read", ANY),
 }
 
 

@@ -42,6 +42,28 @@ def player_card(config: UthConfig, state: UthState, data: Any, now: Now) -> Resu
     return present(config, state, str(box), card)
 
 
+def unreadable(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """cardreader.unreadable {box}: no card is taken; the dealer keys it (dealer.player_card)."""
+    box = fields.box(data, config.boxes)
+    return state, [fx.log(f"box {box}: Player Card unreadable: key its id (13.1)", refused=True)]
+
+
+def removed(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """cardreader.removed {box}: the player took the card out. Between rounds, with no wager on
+    the box, the box has no card any more; a wager placed with it stays on it (13.1)."""
+    box = str(fields.box(data, config.boxes))
+    if box in state.patrons and box not in state.wagers and not state.in_round:
+        patrons = {s: r for s, r in state.patrons.items() if s != box}
+        return replace(state, patrons=patrons), [fx.log(f"box {box}: Player Card removed")]
+    return state, [fx.log(f"box {box}: Player Card removed; its wager stays on it")]
+
+
+def reader_fault(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    why = fields.reason(data, "card reader fault")
+    return state, [fx.alarm("technician", f"card reader: {why}; the dealer keys each Player"
+                            " Card (dealer.player_card)")]
+
+
 def at_risk(config: UthConfig, state: UthState, box: int, wagers: tuple[int, int, int]) -> int:
     """The most box `box` can lose this round: ante + blind + trips + the largest Play (4 x
     ante, 9.1) + its jackpot wager when its sensor is on (the patron contract)."""

@@ -88,6 +88,10 @@ ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
     Kind.DEALER_CARD_INVALID: (carded.card_invalid, ANY),
     Kind.DEALER_CARD_RESTRICT: (carded.restrict, ANY),
     Kind.DEALER_CHIPS_DECLARED: (carded.chips_declared, ANY),
+    Kind.CARDREADER_READ: (carded.player_card, ANY),
+    Kind.CARDREADER_UNREADABLE: (carded.unreadable, ANY),
+    Kind.CARDREADER_REMOVED: (carded.removed, ANY),
+    Kind.CARDREADER_FAULT: (carded.reader_fault, ANY),
 }
 EVENT_KINDS = frozenset(ROUTES)
 # Device events of the other game: refused with a log line ("not part of the UTH vocabulary").
