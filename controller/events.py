@@ -275,7 +275,7 @@ _SPECS = (
             "a Player Card at a box, read or keyed (UTH 13.1, Pai Gow 9.1): head office checks it"),
     _dealer(Kind.DEALER_CARD_INVALID, "UTH {box, reason?}; Pai Gow {box, player, reason?}",
             "a card found invalid (not the player's own: Pai Gow 16.1; UTH 11.16.1-11.16.2)"),
-    _dealer(Kind.DEALER_CARD_RESTRICT, "{card, by, reason?}",
+    _dealer(Kind.DEALER_CARD_RESTRICT, "{card, by (keypad; the CLI's login instead), reason?}",
             "a supervisor restricts a player until the Loss Limit period resets (UTH 13.4)"),
     _dealer(Kind.DEALER_CHIPS_DECLARED, "{card, amount, kind: purchase|brought}",
             "chips a player declared, bought at or brought to the table (UTH 13.2)"),

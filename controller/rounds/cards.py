@@ -270,6 +270,16 @@ def after_round(patrons: JSON) -> JSON:
     return out
 
 
+def who(data: Mapping[str, Any]) -> str:
+    """Who restricted a card (13.4): the control socket's peer (`tablectl dealer`, its login,
+    journaled by the daemon as `operator`), else the supervisor's id keyed as `by`."""
+    operator = data.get("operator")
+    if isinstance(operator, Mapping) and isinstance(operator.get("user"), str) and (
+            operator["user"]):
+        return str(operator["user"])[:64]
+    return str(fields.text(data, "by"))[:64]
+
+
 def restricted(card: str, by: str, reason: str) -> Effect:
     """13.4: a supervisor restricts the player until the Loss Limit period resets."""
     payload = {"card": card, "by": by[:64], "reason": reason[:200]}

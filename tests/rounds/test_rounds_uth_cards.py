@@ -282,3 +282,13 @@ def test_13_1_the_card_reader_at_a_box_gives_the_box_its_card() -> None:
     assert "unreadable" in texts(out) and "4" not in t.state.patrons
     out = t.step("cardreader.fault", reason="disconnected: /dev/tablectl-cardreader")
     assert of(out, "alarm") and "dealer keys" in texts(out)
+
+
+def test_13_4_from_the_cli_the_restriction_names_the_login_not_a_typed_name() -> None:
+    t, _ = carded()
+    data = {"card": "CARD-0001", "by": "someone", "operator": {"uid": 1001, "user": "sup-ann"}}
+    out = t.event(Event("dealer.card_restrict", data))
+    (msg,) = [o["payload"] for o in of(out, "outbox") if o["type"] == "card_restricted"]
+    assert msg["by"] == "sup-ann"
+    out = t.event(Event("dealer.card_restrict", {"card": "CARD-0002"}))
+    assert "by is required" in texts(out)

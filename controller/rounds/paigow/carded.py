@@ -99,7 +99,7 @@ class CardSteps(PaiGowCore):
         card = cards.card_id(data)
         if card is None:
             raise InputError("card is required")
-        by = fields.text(data, "by")
+        by = cards.who(data)
         why = fields.reason(data, "restricted by the casino supervisor")
         patrons = {s: ({**r, "status": cards.REFUSED, "reason": f"restricted: {why}"}
                        if r["card"] == card else r) for s, r in state.patrons.items()}

@@ -169,7 +169,7 @@ def restrict(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     card = cards.card_id(data)
     if card is None:
         raise InputError("card is required")
-    by = fields.text(data, "by")
+    by = cards.who(data)
     why = fields.reason(data, "restricted by the casino supervisor")
     patrons = dict(state.patrons)
     effects: list[Effect] = [cards.restricted(card, by, why),
