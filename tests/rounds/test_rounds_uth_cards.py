@@ -173,14 +173,16 @@ def test_11_16_2_a_card_found_invalid_in_the_hand_returns_the_wager_without_winn
 
 
 def test_11_16_2_head_office_saying_invalid_during_the_hand() -> None:
-    t, ho = carded()
+    # Taken under the offline allowance; head office's late answer: the card is not valid.
+    cards = CardsConfig(required=True, local=False, offline="allowance", offline_allowance=10_000)
+    t, ho = carded(HeadOffice({}, silent=True), cards)
     _played(t, ho, {3: "CARD-0001"})
-    req = "late"
-    t.state = t.state.__class__(**{**t.state.__dict__, "patrons": {
-        "3": {**t.state.patrons["3"], "req": req}}})
-    t.step("ho.card", req=req, card="CARD-0001", valid=False, reason="card cancelled")
+    req = t.state.patrons["3"]["req"]
+    out = t.step("ho.card", req=req, card="CARD-0001", valid=False, reason="card cancelled")
+    assert "11.16.2" in texts(out)
     summary = _finish(t)
     assert summary["boxes"][0]["net"] == 0
+    assert summary["boxes"][0]["card_invalid"] == "card cancelled"
 
 
 def test_11_17_over_the_limit_after_the_deal_settles_to_the_limit_excess_in_reverse() -> None:

@@ -150,25 +150,10 @@ def jackpot_other(config: UthConfig, state: UthState, data: Any, now: Now) -> Re
     held = [b for b, p in state.jackpot_owners.items() if p == player and b != str(box)]
     if held:
         raise InputError(f"{player} already holds the jackpot wager on box {held[0]} (5.6)")
-    state, card_fx = _jackpot_card(config, state, data, box)
+    state, card_fx = carded.on_jackpot_other(config, state, data, box)
     owners = {**state.jackpot_owners, str(box): player}
     return replace(state, jackpot_owners=owners), [*card_fx,
         fx.log(f"box {box}: jackpot wager of {player}{carded.card_of(state, f'j{box}')},"
                " allowed by the Casino Supervisor (15.2.1.1)")
     ]
 
-
-def _jackpot_card(config: UthConfig, state: UthState, data: Any, box: int) -> Result:
-    """15.2.1.1 with 13.1: the other player's jackpot wager carries that player's own card."""
-    seat = f"j{box}"
-    card = carded.cards.card_id(data)
-    effects: list[Effect] = []
-    if card is not None:
-        state, effects = carded.present(config, state, seat, card, check=False)
-    if carded.cards.usable(config.cards, state.patrons, seat, f"the jackpot wager on box {box}",
-                           "UTH 11.16.1, 13.1") is None:
-        return state, effects
-    state, req = carded._req(state)
-    patrons, more = carded.cards.reserve(config.cards, state.patrons, seat,
-                                         config.jackpot_wager, state.round, req)
-    return replace(state, patrons=patrons), [*effects, *more]

@@ -91,6 +91,23 @@ def on_wager(config: UthConfig, state: UthState, data: Any, box: int,
     return replace(state, patrons=patrons), [*effects, *more]
 
 
+def on_jackpot_other(config: UthConfig, state: UthState, data: Any, box: int) -> Result:
+    """15.2.1.1 with 13.1: another player's jackpot wager on box `box` carries that player's
+    own card (seat `j<box>`), reserved like a wager."""
+    seat = f"j{box}"
+    card = cards.card_id(data)
+    effects: list[Effect] = []
+    if card is not None:
+        state, effects = present(config, state, seat, card, check=False)
+    if cards.usable(config.cards, state.patrons, seat, f"the jackpot wager on box {box}",
+                    "UTH 11.16.1, 13.1") is None:
+        return state, effects
+    state, req = _req(state)
+    patrons, more = cards.reserve(config.cards, state.patrons, seat, config.jackpot_wager,
+                                  state.round, req)
+    return replace(state, patrons=patrons), [*effects, *more]
+
+
 def card_of(state: UthState, seat: str) -> str:
     record = state.patrons.get(seat)
     return f" on card {record['card']}" if record else ""
