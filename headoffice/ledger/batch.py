@@ -362,6 +362,8 @@ class _Batch(BatchTables, BatchHits):
         if type_ == contract.RECOVERED:  # moves no money: stored with the message, alarmed
             self._recovered(t, p, seq)
             return 0
+        if type_ in contract.CARD_TYPES:  # Player Cards: stored with the message; the patron
+            return 0  # service (issue 29, head office's side) records them
         pool_id = p["pool_id"]
         pool = self._live_pool(t, pool_id)
         key = (t.id, p["round"])

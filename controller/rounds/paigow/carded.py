@@ -140,5 +140,7 @@ class CardSteps(PaiGowCore):
             nets[seat(r["box"], r["player"])] = r["net"]
         for w in state.wagers:
             amounts[seat(w["box"], w["player"])] = w["amount"]
+        if not self.config.cards.asks:  # no reservation at head office to release
+            return []
         return [cards.settled(state.number, r, amounts.get(s, 0), nets.get(s, 0), 0, void)
                 for s, r in state.patrons.items() if r.get("granted")]

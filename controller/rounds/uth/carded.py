@@ -217,11 +217,12 @@ def chips_declared(config: UthConfig, state: UthState, data: Any, now: Now) -> R
 
 
 # -- settlement ------------------------------------------------------------------------------
-def settle_boxes(state: UthState, summary_boxes: list[dict[str, Any]]) -> tuple[
-        list[dict[str, Any]], list[Effect]]:
+def settle_boxes(config: UthConfig, state: UthState, summary_boxes: list[dict[str, Any]]
+                 ) -> tuple[list[dict[str, Any]], list[Effect]]:
     """Each settled box as its card allows (11.16.2 returned with no winnings; 11.17 valid up to
     the limit, the excess returned in reverse order), with its card; and `card_settled` for
-    every card that held a reservation this round."""
+    every card that held a reservation at head office this round (none when it was not asked:
+    cards not required, or a standalone table)."""
     out, effects = [], []
     seen: set[str] = set()
     for b in summary_boxes:
@@ -250,7 +251,7 @@ def settle_boxes(state: UthState, summary_boxes: list[dict[str, Any]]) -> tuple[
             wagered = record["granted"]  # the jackpot wager went into the pool (15.3)
             net = -wagered if record["status"] != cards.INVALID else 0
         effects.append(cards.settled(state.round, record, wagered, net, 0, False))
-    return out, effects
+    return out, effects if config.cards.asks else []
 
 
 def _void_box(b: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -284,10 +285,10 @@ def _capped_box(b: dict[str, Any], valid: int) -> tuple[dict[str, Any], int]:
     return b, total_back
 
 
-def voided(state: UthState) -> list[Effect]:
+def voided(config: UthConfig, state: UthState) -> list[Effect]:
     """A void round: every card's reservation released, nothing won or lost."""
     return [cards.settled(state.round, r, 0, 0, 0, True)
-            for r in state.patrons.values() if r.get("granted")]
+            for r in state.patrons.values() if r.get("granted") and config.cards.asks]
 
 
 def next_patrons(state: UthState) -> dict[str, Any]:

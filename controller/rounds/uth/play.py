@@ -237,7 +237,7 @@ def on_dealer_hand(config: UthConfig, state: UthState, data: Any) -> Result:
     state, jp_fx, jp_summary = jackpot.settle(config, state, d, folded)
     summary = _summary(state, d, result, {p.box: str(p.decision) for p in plays})
     # Each box as its Player Card allows (11.16.2, 11.17); card_settled per card.
-    summary["boxes"], card_fx = carded.settle_boxes(state, summary["boxes"])
+    summary["boxes"], card_fx = carded.settle_boxes(config, state, summary["boxes"])
     summary["house_net"] = -sum(b["net"] for b in summary["boxes"])
     jp_fx = [*jp_fx, *card_fx]
     if state.jackpot_owners:  # 15.2.1.1: whose jackpot wager each such box carried
@@ -295,7 +295,7 @@ def void(
             row["card"] = state.patrons[str(box)]["card"]
         returned.append(row)
     state, cancel_fx = jackpot.cancel(config, state)
-    cancel_fx = [*cancel_fx, *carded.voided(state)]
+    cancel_fx = [*cancel_fx, *carded.voided(config, state)]
     summary = {
         "round": state.round,
         "deck": state.deck,
