@@ -21,7 +21,7 @@ from controller.about import program_version
 from controller.clock import utc_now
 from controller.extensions.base import Table
 from controller.extensions.numbering import Numbering
-from controller.extensions.patron import PatronDevice
+from controller.extensions.patron import card_answer, cards_on
 from controller.extensions.pool_values import PoolValues
 from controller.journal import JournalError
 from controller.link import contract, patron
@@ -265,19 +265,9 @@ class LinkExtension:
         async def publish(topic: str, payload: bytes) -> None:
             await conn.publish(topic, payload)
 
-        cards = self._patron()
-        if cards is not None:
-            cards.publish = publish  # Player Card requests go out on this connection
-        try:
+        with cards_on(self.table, publish):  # Player Card requests go out on this connection
             await run_together(self._read(conn), self.relay.run(publish),
                                self._status_loop(conn), self._segments_loop(conn))
-        finally:
-            if cards is not None:
-                cards.publish = None
-
-    def _patron(self) -> PatronDevice | None:
-        device = None if self.table is None else self.table.devices.get("patron")
-        return device if isinstance(device, PatronDevice) else None
 
     async def _publish_status(self, conn: Connection) -> None:
         out = self.table.out_of_service if self.table is not None else None
@@ -434,10 +424,7 @@ class LinkExtension:
             self.counters["awards"] += 1
             self._emit(Event("ho.award", data))
         elif topic == patron.answer_topic(self.table_id):
-            cards = self._patron()
-            if cards is None:
-                raise contract.SchemaError("a Player Card answer, but this table asks none")
-            cards.on_answer(payload)
+            card_answer(self.table, payload)
         elif self.pool_id is not None and topic == contract.pool_topic(self.pool_id):
             data = contract.parse_pool(payload)
             if data["pool"] != self.pool_id:

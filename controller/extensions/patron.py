@@ -14,8 +14,9 @@ A device (devices/base.py) so the daemon's effect runner needs nothing new; the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from controller.clock import utc_now
@@ -96,3 +97,29 @@ class PatronDevice(Device):
 
     async def selftest(self) -> dict[str, Any]:
         return {"ok": True, "link": self.publish is not None, "waiting": len(self._waiting)}
+
+
+def _device(table: Any) -> PatronDevice | None:
+    device = None if table is None else table.devices.get("patron")
+    return device if isinstance(device, PatronDevice) else None
+
+
+@contextlib.contextmanager
+def cards_on(table: Any, publish: Publish) -> Iterator[None]:
+    """While the link's session lasts, the table's card requests go out on it."""
+    device = _device(table)
+    if device is not None:
+        device.publish = publish
+    try:
+        yield
+    finally:
+        if device is not None:
+            device.publish = None
+
+
+def card_answer(table: Any, payload: bytes) -> None:
+    """Head office's answer on the table's patron topic, to its PatronDevice."""
+    device = _device(table)
+    if device is None:
+        raise contract.SchemaError("a Player Card answer, but this table asks none")
+    device.on_answer(payload)
