@@ -29,7 +29,9 @@ log = logging.getLogger("tablectl.patron")
 
 class PatronDevice(Device):
     COMMANDS: ClassVar[tuple[str, ...]] = patron.REQUEST_TYPES
-    EVENTS: ClassVar[tuple[str, ...]] = ("ho.card",)
+    # Its answers are the link's `ho.card` (controller/events.py: source link), not events of a
+    # device: none is listed here.
+    EVENTS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, table_id: str, answer_s: float, name: str = "patron") -> None:
         super().__init__(name)

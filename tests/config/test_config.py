@@ -444,7 +444,7 @@ def test_the_configs_keypad_actions_are_the_running_machines() -> None:
 # game sections, as they were before the games' configs became the round machines' own
 # (tests/config/data/config_json.json was written by the code before that change; since then
 # only the examples' keypads (issue 13), `exposure_preflop_only`, the Pai Gow readings
-# `clockwise_delivery`/`miscount_make_up` and `[journal]` were added).
+# `clockwise_delivery`/`miscount_make_up`, `[journal]` and `devices.cardreader` were added).
 BROKEN = {
  "pg-noprofile": 'table_id="t"\ngame="paigow"\n[paigow]\nrules="xx"\nboxes=9\nbanks_per_box=2\n'
                  '[paigow.limits]\nminimum=-5\n[devices]\nsimulate=true\n',
