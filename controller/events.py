@@ -88,6 +88,11 @@ class Kind(StrEnum):
     LINK_DOWN = "link.down"
     HO_POOL = "ho.pool"
     HO_AWARD = "ho.award"
+    HO_CARD = "ho.card"
+    CARDREADER_READ = "cardreader.read"
+    CARDREADER_UNREADABLE = "cardreader.unreadable"
+    CARDREADER_REMOVED = "cardreader.removed"
+    CARDREADER_FAULT = "cardreader.fault"
     TICK = "tick"
     JOURNAL_LOSS_ACCEPTED = "journal.loss_accepted"
     # The dealer keypad: `dealer.<action>`. Pai Gow.
@@ -129,6 +134,11 @@ class Kind(StrEnum):
     DEALER_JACKPOT_OTHER = "dealer.jackpot_other"
     DEALER_JACKPOT_OFF = "dealer.jackpot_off"
     DEALER_JACKPOT_ON = "dealer.jackpot_on"
+    # Carded play, both games (issue 29).
+    DEALER_PLAYER_CARD = "dealer.player_card"
+    DEALER_CARD_INVALID = "dealer.card_invalid"
+    DEALER_CARD_RESTRICT = "dealer.card_restrict"
+    DEALER_CHIPS_DECLARED = "dealer.chips_declared"
 
 
 DEALER_PREFIX = "dealer."  # a keypad action `x` is the event `dealer.x`
@@ -183,6 +193,13 @@ _SPECS = (
     _dev(Kind.DECK_CHECK, "shuffler",
          "{deck?, ok, missing: [..], extra: [..], duplicate: [..], unreadable: n}",
          "UTH: the shuffler read a whole deck"),
+    _dev(Kind.CARDREADER_READ, "cardreader", "{box, card}",
+         "a Player Card read at a box (its opaque id): as `dealer.player_card` (UTH 13.1)"),
+    _dev(Kind.CARDREADER_UNREADABLE, "cardreader", "{box}",
+         "a card inserted that could not be read: the dealer keys it"),
+    _dev(Kind.CARDREADER_REMOVED, "cardreader", "{box}", "the card taken out of a box's reader"),
+    _dev(Kind.CARDREADER_FAULT, "cardreader", "{reason}",
+         "the card reader failed or its port went: the dealer keys cards"),
     _dev(Kind.CUT_SELECTED, "rng", "{cut, options: [..]}",
          "Pai Gow NZ: the random cut selection (9.3A(c))"),
     _link(Kind.LINK_UP, "{}", "the head-office link is up"),
@@ -191,6 +208,10 @@ _SPECS = (
           "UTH: head office's jackpot pool value (fresh_ms: the link's, how long it holds)"),
     _link(Kind.HO_AWARD, "{round, payouts: [{box, award, amount}]}",
           "UTH: head office's award for a pending jackpot hit"),
+    _link(Kind.HO_CARD,
+          "{req, card, valid, reason?, limit?, remaining?, restricted?, granted?} or"
+          " {req, card, offline: true}",
+          "head office's answer about a Player Card (or none within [cards] answer_s)"),
     _link(Kind.TICK, "{pool_quiet_ms?}",
           "the clock moved (the pool's timeout); pool_quiet_ms: head office quiet that long"),
     KindSpec(Kind.JOURNAL_LOSS_ACCEPTED, Source.SERVICE, "controller/journal", "{..}",
@@ -252,6 +273,14 @@ _SPECS = (
             "UTH: a jackpot wager on another player's box, supervisor allowed (15.2.1.1)"),
     _dealer(Kind.DEALER_JACKPOT_OFF, "{}", "UTH: the supervisor takes the jackpot out (11.11)"),
     _dealer(Kind.DEALER_JACKPOT_ON, "{}", "UTH: the jackpot back in"),
+    _dealer(Kind.DEALER_PLAYER_CARD, "UTH {box, card}; Pai Gow {box, player, card}",
+            "a Player Card at a box, read or keyed (UTH 13.1, Pai Gow 9.1): head office checks it"),
+    _dealer(Kind.DEALER_CARD_INVALID, "UTH {box, reason?}; Pai Gow {box, player, reason?}",
+            "a card found invalid (not the player's own: Pai Gow 16.1; UTH 11.16.1-11.16.2)"),
+    _dealer(Kind.DEALER_CARD_RESTRICT, "{card, by (keypad; the CLI's login instead), reason?}",
+            "a supervisor restricts a player until the Loss Limit period resets (UTH 13.4)"),
+    _dealer(Kind.DEALER_CHIPS_DECLARED, "{card, amount, kind: purchase|brought}",
+            "chips a player declared, bought at or brought to the table (UTH 13.2)"),
 )
 REGISTRY: Mapping[str, KindSpec] = {s.kind: s for s in _SPECS}
 

@@ -25,6 +25,9 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from devices.base import Device
+from devices.cardreader.config import SECTION as CARDREADER
+from devices.cardreader.driver import SerialCardReader
+from devices.cardreader.wire import PtyCardReaderSim
 from devices.config import DevicesConfig, GameNeeds
 from devices.meter.config import SECTION as METER
 from devices.meter.driver import AlphaMeter
@@ -88,6 +91,8 @@ def build_hardware(cfg: TableConfig) -> dict[str, Device]:
         devices.append(SerialShaker(d.shaker, cut_die=cfg.needs.cut_die))
     if d.shuffler is not None and _uses(cfg, "shuffler"):
         devices.append(SerialShuffler(d.shuffler, decks=cfg.needs.decks))
+    if d.cardreader is not None:
+        devices.append(SerialCardReader(d.cardreader, boxes=cfg.boxes))
     return {dev.name: dev for dev in devices}
 
 
@@ -147,6 +152,11 @@ def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, D
         port = _plug(sim2, "shuffler", links)
         shuffler = SerialShuffler(_serial(d.shuffler, port, SHUFFLER.baud), decks=needs.decks)
         devices.append(Simulated.attach(shuffler, sim2))
+    if d.cardreader is not None:  # a configured reader: its simulator inserts the cards
+        sim3 = PtyCardReaderSim(rng=rng)
+        port = _plug(sim3, "cardreader", links)
+        reader = SerialCardReader(_serial(d.cardreader, port, CARDREADER.baud), boxes=cfg.boxes)
+        devices.append(Simulated.attach(reader, sim3))
     return {dev.name: dev for dev in devices}
 
 

@@ -9,6 +9,8 @@ registry, so it offers this list instead. `dealer.<action>` stands for every key
 from __future__ import annotations
 
 from devices.base import Device
+from devices.cardreader import CardReader
+from devices.cardreader.driver import SerialCardReader
 from devices.meter import Meter
 from devices.meter.driver import AlphaMeter
 from devices.meter.sim import SimMeter
@@ -27,6 +29,7 @@ INTERFACES: dict[str, type[Device]] = {
     "shuffler": Shuffler,
     "sensors": Sensors,
     "meter": Meter,
+    "cardreader": CardReader,
 }
 # Every implementation of each interface: a driver may add events of its own (the meter's
 # driver reports its port going and coming back).
@@ -35,6 +38,7 @@ IMPLEMENTATIONS: dict[str, tuple[type[Device], ...]] = {
     "shuffler": (SerialShuffler, SimShuffler),
     "sensors": (GpioSensors, SimSensors),
     "meter": (AlphaMeter, SimMeter),
+    "cardreader": (SerialCardReader,),  # the in-process table keys cards (`dealer.player_card`)
 }
 
 

@@ -4,6 +4,7 @@
     [devices.shaker]     devices/shaker/config.py     (a serial section)
     [devices.shuffler]   devices/shuffler/config.py   (a serial section)
     [devices.meter]      devices/meter/config.py      (a serial section)
+    [devices.cardreader] devices/cardreader/config.py (a serial section; optional)
     [devices.gpio]       devices/sensors/config.py
 
 `read_devices(root, needs)` reads them all into a `DevicesConfig`, recording every problem in
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from devices.cardreader.config import SECTION as CARDREADER
 from devices.config_reader import Table
 from devices.meter.config import SECTION as METER
 from devices.proto.serial_config import SerialConfig, SerialSection
@@ -26,7 +28,7 @@ from devices.sensors.config import GROUPS, GpioConfig, read_gpio
 from devices.shaker.config import SECTION as SHAKER
 from devices.shuffler.config import SECTION as SHUFFLER
 
-SERIAL_SECTIONS: tuple[SerialSection, ...] = (SHAKER, SHUFFLER, METER)
+SERIAL_SECTIONS: tuple[SerialSection, ...] = (SHAKER, SHUFFLER, METER, CARDREADER)
 # device -> (default port, baud): the names udev makes and the daemon's unit allows
 SERIAL_DEFAULTS = {s.name: (s.port, s.baud) for s in SERIAL_SECTIONS}
 
@@ -37,6 +39,7 @@ class DevicesConfig:
     shaker: SerialConfig | None = None
     shuffler: SerialConfig | None = None
     meter: SerialConfig | None = None
+    cardreader: SerialConfig | None = None  # Player Cards (issue 29); optional: keyed instead
     gpio: GpioConfig | None = None
 
 

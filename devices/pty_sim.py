@@ -1,7 +1,8 @@
 """Wire-level simulators on a host: the shaker, the shuffler and the meter as hardware behind
 pty pairs, for a VM whose emulated serial adapters open the pty (image/vm/):
 
-    python -m devices.pty_sim --shaker LINK --shuffler LINK --meter LINK [--cut-die] [--decks N]
+    python -m devices.pty_sim --shaker LINK --shuffler LINK --meter LINK [--cardreader LINK]
+                              [--cut-die] [--decks N]
                               [--loopback LINK]
 
 makes LINK a symlink to each simulator's pty and runs until SIGTERM or SIGINT; `--loopback` is
@@ -19,14 +20,16 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from devices.cardreader.wire import PtyCardReaderSim
 from devices.meter.wire import PtyMeterSim
 from devices.proto.wire_sim import LoopbackPlug, WireSim
 from devices.shaker.wire import PtyShakerSim
 from devices.shuffler.wire import PtyShufflerSim
 
-__all__ = ["LoopbackPlug", "PtyMeterSim", "PtyShakerSim", "PtyShufflerSim", "main", "serve"]
+__all__ = ["LoopbackPlug", "PtyCardReaderSim", "PtyMeterSim", "PtyShakerSim", "PtyShufflerSim",
+           "main", "serve"]
 
-NAMES = ("shaker", "shuffler", "meter", "loopback")
+NAMES = ("shaker", "shuffler", "meter", "cardreader", "loopback")
 
 
 # --- host-side entry point ----------------------------------------------------------------------
@@ -38,6 +41,7 @@ async def serve(links: dict[str, str], *, cut_die: bool = False, decks: int = 1)
         "shaker": lambda: PtyShakerSim(cut_die=cut_die),
         "shuffler": lambda: PtyShufflerSim(decks=decks),
         "meter": lambda: PtyMeterSim(),
+        "cardreader": lambda: PtyCardReaderSim(),
         "loopback": lambda: LoopbackPlug(),
     }
     sims: dict[str, WireSim] = {name: make[name]() for name in links}

@@ -1,6 +1,6 @@
 """udev rules that give the table's USB serial adapters stable names.
 
-    /dev/tablectl-shaker, /dev/tablectl-shuffler, /dev/tablectl-meter
+    /dev/tablectl-shaker, /dev/tablectl-shuffler, /dev/tablectl-meter, /dev/tablectl-cardreader
 
 A rule matches the adapter's USB vendor and product ids (and its serial number when two
 identical adapters must be told apart) from `[devices.<name>]` usb_vendor / usb_product /
@@ -43,7 +43,7 @@ def rule(name: str, cfg: SerialConfig) -> str | None:
 
 def rules(devices: DevicesConfig) -> str:
     lines = [HEADER]
-    for name in ("shaker", "shuffler", "meter"):
+    for name in ("shaker", "shuffler", "meter", "cardreader"):
         cfg: SerialConfig | None = getattr(devices, name)
         if cfg is None:
             continue

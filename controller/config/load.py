@@ -6,6 +6,7 @@ devices/config.py) and raises one `ConfigError` listing every problem found.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from collections.abc import Mapping
@@ -19,7 +20,7 @@ from controller.config.games import GAMES, READERS, Section
 from controller.config.journal import read_journal
 from controller.config.model import JackpotConfig, TableConfig, game_needs
 from controller.config.reader import ConfigError, Errors, Table
-from controller.config.sections import read_link, read_service
+from controller.config.sections import read_cards, read_link, read_service
 from controller.errors import InputError
 from devices.config import read_devices
 from devices.config_reader import TomlError, parse_toml, read_text
@@ -63,12 +64,15 @@ def validate_text(text: str, source: str = "table.toml") -> TableConfig:
     section = sections.get(game or "")
     devices = read_devices(root, game_needs(game, section.needs if section else None))
     link = read_link(root, table_id)
+    # NSW Pai Gow 9.1, 16.1 and UTH 13.1 require Player Cards; NZ and ACT Pai Gow do not.
+    profile = section.needs.get("profile") if section else None
+    cards = read_cards(root, profile_requires=game == "uth" or str(profile) == "nsw", link=link)
     journal = read_journal(root)
     root.done()
     built: dict[str, Any] = {}
     if not errors.lines and section is not None and game in clean:
         try:
-            built[game] = section.build(table_id, link)
+            built[game] = dataclasses.replace(section.build(table_id, link), cards=cards)
         except InputError as exc:  # a check of the round machine's own (rounds/*/state.py)
             errors.add(game, str(exc))
     if errors.lines:

@@ -1,4 +1,5 @@
-"""The table's own sections: `[service]` (paths, groups, watchdog) and `[link]` (head office)."""
+"""The table's own sections: `[service]` (paths, groups, watchdog), `[link]` (head office) and
+`[cards]` (carded play, issue 29)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 
 from controller.config.model import LinkConfig, ServiceConfig, TlsConfig
 from controller.config.reader import MISSING, Table
+from controller.rounds.cards import ALLOWANCE, REFUSE, CardsConfig
 
 POOL_TIMEOUT_S = (0.1, 300.0)  # link.pool_timeout_s: bounds of a finite number of seconds
 _CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -77,3 +79,28 @@ def read_link(root: Table, table_id: str | None) -> LinkConfig:
         }
     )
     return cfg
+
+
+ANSWER_S = (0.1, 60.0)  # cards.answer_s: how long a card's answer may take, in seconds
+
+
+def read_cards(root: Table, *, profile_requires: bool, link: LinkConfig) -> CardsConfig:
+    """[cards]: `required` defaults to the profile's rule (NSW Pai Gow 9.1, 16.1; UTH 13.1) on
+    a table linked to head office, where the cards and Loss Limits are; a standalone table has
+    no patron service and plays uncarded unless `required = true` is written (then it checks
+    only that each wager names a card: docs/rounds-uth.md, "What a regulator should confirm").
+    """
+    t = root.table("cards")
+    default = profile_requires and link.enabled
+    if t is None:
+        return CardsConfig(required=default, local=not link.enabled)
+    required = t.boolean("required", default)
+    answer_s = t.seconds("answer_s", 2.0, lo=ANSWER_S[0], hi=ANSWER_S[1])
+    offline = t.string("offline", REFUSE, choices=[REFUSE, ALLOWANCE])
+    allowance = t.cents("offline_allowance", 0, positive=False)
+    if offline == ALLOWANCE and not allowance:
+        t.error("offline_allowance", 'required (cents > 0) with offline = "allowance"')
+    t.done()
+    return CardsConfig(required=bool(required), local=not link.enabled,
+                       answer_ms=int((answer_s or 2.0) * 1000), offline=offline or REFUSE,
+                       offline_allowance=allowance or 0)

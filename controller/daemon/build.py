@@ -87,6 +87,12 @@ def build_devices(
     else:
         devices = build_simulators(cfg, rng)
     devices["rng"] = RandomSource(rng=rng)
+    game = cfg.uth or cfg.paigow
+    if cfg.link.enabled and game is not None:
+        # Player Cards asked of head office over the link (issue 29; extensions/patron.py).
+        from controller.extensions.patron import PatronDevice
+
+        devices["patron"] = PatronDevice(cfg.table_id, game.cards.answer_ms / 1000)
     return devices
 
 

@@ -21,9 +21,10 @@ from controller.about import program_version
 from controller.clock import utc_now
 from controller.extensions.base import Table
 from controller.extensions.numbering import Numbering
+from controller.extensions.patron import card_answer, cards_on
 from controller.extensions.pool_values import PoolValues
 from controller.journal import JournalError
-from controller.link import contract
+from controller.link import contract, patron
 from controller.link.relay import OutboxRelay
 from controller.link.supervise import supervised
 from controller.link.transport import (
@@ -240,7 +241,7 @@ class LinkExtension:
     async def _session(self, conn: Connection) -> None:
         assert self.relay is not None
         topics = [contract.ack_topic(self.table_id), contract.award_topic(self.table_id),
-                  contract.segment_ack_topic(self.table_id)]
+                  contract.segment_ack_topic(self.table_id), patron.answer_topic(self.table_id)]
         if self.pool_id is not None:
             topics.append(contract.pool_topic(self.pool_id))
         await conn.subscribe(topics)
@@ -264,8 +265,9 @@ class LinkExtension:
         async def publish(topic: str, payload: bytes) -> None:
             await conn.publish(topic, payload)
 
-        await run_together(self._read(conn), self.relay.run(publish), self._status_loop(conn),
-                           self._segments_loop(conn))
+        with cards_on(self.table, publish):  # Player Card requests go out on this connection
+            await run_together(self._read(conn), self.relay.run(publish),
+                               self._status_loop(conn), self._segments_loop(conn))
 
     async def _publish_status(self, conn: Connection) -> None:
         out = self.table.out_of_service if self.table is not None else None
@@ -421,6 +423,8 @@ class LinkExtension:
                 return  # already resolved: a redelivery, nothing to journal
             self.counters["awards"] += 1
             self._emit(Event("ho.award", data))
+        elif topic == patron.answer_topic(self.table_id):
+            card_answer(self.table, payload)
         elif self.pool_id is not None and topic == contract.pool_topic(self.pool_id):
             data = contract.parse_pool(payload)
             if data["pool"] != self.pool_id:

@@ -34,10 +34,10 @@ __all__ = ["CARD_ID", "REQUEST_TYPES", "answer_topic", "card_answer", "card_requ
            "parse_card_answer", "parse_card_request", "request_topic"]
 
 REQUEST_TYPES = ("card_check", "card_reserve")
-MAX_REQ = 64  # a request id: "<table>/<n>"
+MAX_REQ = 64  # a request id: "<table>/<round>/<n>" (or "<table>/<n>")
 MAX_REASON = 200  # an answer's reason
 MAX_UTC = 40
-REQ_ID = re.compile(r"[A-Za-z0-9_-]{1,32}/[0-9]{1,30}")
+REQ_ID = re.compile(r"[A-Za-z0-9_-]{1,32}(/[0-9]{1,30}){1,2}")
 
 
 def request_topic(table: str) -> str:
@@ -66,8 +66,8 @@ def _table_and_req(data: JSON, what: str, topic_table: str | None) -> str:
     if topic_table is not None and table != topic_table:
         raise SchemaError(f"{what}: table {table!r} on the topic of {topic_table!r}")
     req = _str(data, "req", f"{what} from {table}", REQ_ID, max_len=MAX_REQ)
-    if req.split("/", 1)[0] != table:  # "<table>/<n>": a table numbers its own requests
-        raise SchemaError(f"{what} from {table}: 'req' {_show(req)} is not {table}/<n>")
+    if req.split("/", 1)[0] != table:  # "<table>/<round>/<n>": a table numbers its own
+        raise SchemaError(f"{what} from {table}: 'req' {_show(req)} is not {table}/<round>/<n>")
     return table
 
 

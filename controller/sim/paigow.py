@@ -119,6 +119,7 @@ class PaiGowSim:
             events.append(Event(Kind.DEALER_WAGER, {
                 "box": box, "player": player, "amount": step * self.rng.randint(1, 5),
                 "seated": player == f"p{box}",
+                "card": f"SIM-{player}",  # the player's own simulated card (NSW 9.1, 16.1)
             }))
         return events
 

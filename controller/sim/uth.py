@@ -70,7 +70,9 @@ class UthSim:
             ante = self.rng.choice(ANTES)
             # Half the Ante in whole dollars: wagers above the minimum go in the chip unit (6.1).
             trips = ante // 200 * 100 if self.rng.random() < self.trips_rate else 0
-            events.append(Event(Kind.DEALER_WAGER, {"box": box, "ante": ante, "trips": trips}))
+            # Each simulated player presents a simulated Player Card (13.1; issue 29).
+            events.append(Event(Kind.DEALER_WAGER, {"box": box, "ante": ante, "trips": trips,
+                                                    "card": f"SIM-{box:04d}"}))
             wants_jackpot = online and self.rng.random() < self.jackpot_rate
             if wants_jackpot and box not in chips:
                 events.append(Event(Kind.BET_ON, {"box": box}))

@@ -444,8 +444,8 @@ def test_the_configs_keypad_actions_are_the_running_machines() -> None:
 # game sections, as they were before the games' configs became the round machines' own
 # (tests/config/data/config_json.json was written by the code before that change; since then
 # only the examples' keypads (issue 13), `exposure_preflop_only`, the Pai Gow readings
-# `clockwise_delivery`/`miscount_make_up`, `[journal]` and UTH's `play_max` (issue 30) were
-# added).
+# `clockwise_delivery`/`miscount_make_up`, `[journal]`, UTH's `play_max` (issue 30) and
+# `devices.cardreader` (issue 29) were added).
 BROKEN = {
  "pg-noprofile": 'table_id="t"\ngame="paigow"\n[paigow]\nrules="xx"\nboxes=9\nbanks_per_box=2\n'
                  '[paigow.limits]\nminimum=-5\n[devices]\nsimulate=true\n',

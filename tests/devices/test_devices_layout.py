@@ -85,4 +85,6 @@ def test_the_catalog_keeps_the_event_kinds_in_the_hash_chain() -> None:
         "sensors": ("chung.on", "chung.off", "off.pressed", "off.released", "bet.on", "bet.off",
                     "dealer.<action>", "table.open", "table.close"),
         "meter": ("meter.fault", "meter.ready"),
+        "cardreader": ("cardreader.read", "cardreader.unreadable", "cardreader.removed",
+                       "cardreader.fault"),
     }  # fmt: skip

@@ -57,7 +57,8 @@ pool = "p1"
              "hidden_bp = 500", "seed = 500000", "[devices]", "simulate = true", "[link]",
              "enabled = true", 'host = "127.0.0.1"', f"port = {broker.port}", "[link.tls]",
              f'ca = "{cfg.link.tls.ca}"', f'cert = "{cfg.link.tls.cert}"',  # type: ignore[union-attr]
-             f'key = "{cfg.link.tls.key}"']  # type: ignore[union-attr]
+             f'key = "{cfg.link.tls.key}"',  # type: ignore[union-attr]
+             "[cards]", "required = false"]  # uncarded: carded play is test_link_patron.py
     toml.write_text("\n".join(lines) + "\n")
     state = cfg.service.state_dir
     daemon = subprocess.Popen(

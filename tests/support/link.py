@@ -42,9 +42,11 @@ SEED = 500_000  # $5,000: small enough that royal minimum top-ups show up
 
 
 def table_toml(table_id: str, root: Path, broker: Broker, *, port: int | None = None,
-               pool_timeout_s: float = 2.0, game: str = "uth") -> str:
+               pool_timeout_s: float = 2.0, game: str = "uth",
+               cards: str = "required = false") -> str:
     """A linked table's config file: UTH on the shared pool POOL, or Pai Gow (NZ rules) whose
-    link carries round results only."""
+    link carries round results only. `cards`: its [cards] section; these tables play uncarded
+    unless a test says otherwise (carded play: tests/link/test_link_patron.py)."""
     tls = broker.pki.client(table_id)
     game_section = """[paigow]
 rules = "nz"
@@ -86,6 +88,8 @@ client_id = "table-{table_id}"
 ca = "{tls.ca}"
 cert = "{tls.cert}"
 key = "{tls.key}"
+[cards]
+{cards}
 """
 
 

@@ -13,6 +13,7 @@ from controller.games.paigow.cuts import CutSource
 from controller.games.paigow.delivery import CLOCKWISE_RULE, Drop, delivery_plan
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.wagers import Wager, house_way_boxes
+from controller.rounds import cards
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.state import (
     JSON,
@@ -136,6 +137,7 @@ class PaiGowCore:
             last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
             reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
             void_hands=[], controls={}, miscounts=[], lajas=[],
+            patrons=cards.after_round(state.patrons),
         )
         state, effects = self._show(state, "betting", f"ROUND {number} PLACE YOUR BETS")
         if bank_open(bank):

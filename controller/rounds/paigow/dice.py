@@ -29,6 +29,7 @@ from controller.rounds.paigow.state import PaiGowState, Phase
 
 class DiceSteps(PaiGowCore):
     def _no_more_bets(self, state: PaiGowState, data: Mapping[str, Any], now: Now) -> Result:
+        self._card_ready(state)  # NSW 9.1: every card confirmed before play begins
         state, effects = self._settle_bank(state, fields.cents(data, "make_up", 0))
         bank = self._bank(state)
         state, returned = self._returned(

@@ -104,6 +104,7 @@ class RoundEnd(PaiGowCore):
         effects = [alarm(a) for a in alarms] + self._records(summary)
         effects += [alarm(f"advise {p}: further wagers under the minimum are returned regardless"
                           f" of the result ({UNDER_MINIMUM_RULE})", "info") for p in advise]
+        effects += self._cards_settled(state, summary, False)
         state = replace(state, advised=sorted({*state.advised, *advise}))
         history = self._history(state, bank)
         state, opened = self._open(state, state.number + 1, after_round(bank), now, history)
@@ -196,7 +197,7 @@ class RoundEnd(PaiGowCore):
         who = fields.operator(data)
         summary = {**self._summary(state, "voided", now), **record,
                    **({"voided_by": who} if who else {})}
-        effects = self._records(summary)
+        effects = self._records(summary) + self._cards_settled(state, summary, True)
         effects.append(log(f"round {state.number} void ({record['rule']}): {record['reason']};"
                             " re-shuffle all 32 tiles"))
         # A void round is no round of play ("void: invalid with no result", NSW 1.1): the bank's

@@ -17,8 +17,10 @@ from collections.abc import Mapping
 from controller.errors import InputError
 from controller.events import Kind
 from controller.games.paigow.bank import accepts_wager
+from controller.rounds import cards
 from controller.rounds.base import Effect, Event, Guarded, Now, Route, route, skip_rounds
 from controller.rounds.paigow.bank import BankSteps
+from controller.rounds.paigow.carded import CardSteps
 from controller.rounds.paigow.core import (
     LOCK_RULE,
     SHAKE,
@@ -93,11 +95,20 @@ ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
     Kind.DEALER_MISCOUNT: ("_miscount", (Phase.ANNOUNCED, Phase.SETTING)),
     Kind.DEALER_LAJA: ("_laja", BEFORE_DICE),
     Kind.DEALER_RESHUFFLE: ("_reshuffle", BEFORE_DICE),
+    Kind.HO_CARD: ("_ho_card", ANY),
+    Kind.DEALER_PLAYER_CARD: ("_player_card", BETTING),
+    Kind.DEALER_CARD_INVALID: ("_card_invalid", BETTING),
+    Kind.DEALER_CARD_RESTRICT: ("_card_restrict", ANY),
+    Kind.DEALER_CHIPS_DECLARED: ("_chips_declared", ANY),
+    Kind.CARDREADER_READ: ("_card_read", ANY),
+    Kind.CARDREADER_UNREADABLE: ("_card_read", ANY),
+    Kind.CARDREADER_REMOVED: ("_card_read", ANY),
+    Kind.CARDREADER_FAULT: ("_card_read", ANY),
 }
 
 
 class PaiGowMachine(
-    TableSteps, BankSteps, WagerSteps, CutSteps, DiceSteps, LajaSteps, RoundEnd,
+    TableSteps, BankSteps, WagerSteps, CardSteps, CutSteps, DiceSteps, LajaSteps, RoundEnd,
     Guarded[PaiGowState],
 ):
     """One table's Pai Gow rounds. Holds only configuration; every state is passed in."""
@@ -203,7 +214,7 @@ class PaiGowMachine(
             effects.append(SHAKE)
         if state.phase == Phase.CUTTING:
             effects.append(self._select_cut_request())
-        return effects
+        return [*effects, *cards.reissue(state.patrons, state.number)]  # unanswered card asks
 
     def _awaiting(self, state: PaiGowState) -> str:
         if state.phase == Phase.CLOSED:

@@ -19,6 +19,7 @@ from controller.games.paigow.bank import MAX_BOXES, BankHolder, BankState
 from controller.games.paigow.cuts import Cut
 from controller.games.paigow.money import TableMoney
 from controller.games.paigow.profiles import Profile
+from controller.rounds.cards import CardsConfig
 
 JSON = dict[str, Any]
 
@@ -64,6 +65,7 @@ class PaiGowConfig:
     multiples_notice: bool = True
     clockwise_delivery: bool | None = None
     miscount_make_up: bool = False
+    cards: CardsConfig = field(default_factory=CardsConfig)  # [cards]: NSW 9.1, 16.1
 
     def __post_init__(self) -> None:
         # BankState validates boxes and max_banks_per_box against the profile.
@@ -147,12 +149,16 @@ class PaiGowState:
     # ACT 5.1(c): players told that further wagers under the minimum are returned regardless of
     # the result; kept while the table is open (table.close forgets them).
     advised: list[str] = field(default_factory=list)
+    patrons: JSON = field(default_factory=dict)  # "<box>/<player>" -> Player Card (cards.py)
+    card_seq: int = 0  # requests to head office about cards so far (each one's `req`)
+    offline_used: JSON = field(default_factory=dict)  # card -> offline allowance used
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(PaiGowState))
 # Fields added after journals were written (issue 13), with the value an older snapshot means;
 # at that value they stay out of a snapshot, so snapshots of ordinary play keep their bytes.
-_ADDED: JSON = {"void_hands": [], "controls": {}, "miscounts": [], "lajas": [], "advised": []}
+_ADDED: JSON = {"void_hands": [], "controls": {}, "miscounts": [], "lajas": [], "advised": [],
+                "patrons": {}, "card_seq": 0, "offline_used": {}}
 
 
 def state_to_json(state: PaiGowState) -> JSON:

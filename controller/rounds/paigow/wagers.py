@@ -46,11 +46,16 @@ class WagerSteps(PaiGowCore):
         problem = self._wager_problem(state, self._bank(state), row, others)
         if problem:
             raise InputError(problem)
+        state, card_fx = self._card_for_wager(state, data, row)  # NSW 9.1, 16.1
+        record = state.patrons.get(f"{row['box']}/{row['player']}")
+        if record is not None:
+            row = {**row, "card": record["card"]}  # the journal names each wager's card
         state = replace(state, wagers=[*others, row])
-        text = f"wager of {row['player']} on box {row['box']}: {row['amount']} c"
+        on_card = f" on card {row['card']}" if "card" in row else ""
+        text = f"wager of {row['player']} on box {row['box']}: {row['amount']} c{on_card}"
         if row["player"] in state.advised and row["amount"] < self.config.money.minimum:
             text += f"; under the minimum: returned regardless of the result ({UNDER_MINIMUM_RULE})"
-        return state, [log(text)]
+        return state, [*card_fx, log(text)]
 
     def _wager_problem(
         self, state: PaiGowState, bank: BankState, row: JSON, others: list[JSON]

@@ -9,8 +9,8 @@ from controller.games.uth.settlement import Spot
 from controller.games.uth.wagers import BoxWagers
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
+from controller.rounds.uth import carded, jackpot
 from controller.rounds.uth import effects as fx
-from controller.rounds.uth import jackpot
 from controller.rounds.uth import play as rnd
 from controller.rounds.uth.state import (
     BETTING,
@@ -49,11 +49,14 @@ def wager(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     _chip_unit(config, Spot.ANTE, wagers.ante)
     if wagers.trips:
         _chip_unit(config, Spot.TRIPS, wagers.trips)
+    # 11.16.1, 13.1, 13.3: the box's Player Card, and the amount at risk reserved against it.
+    state, card_fx = carded.on_wager(config, state, data, box,
+                                     (wagers.ante, wagers.blind, wagers.trips))
     new = {**state.wagers, str(box): [wagers.ante, wagers.blind, wagers.trips]}
     # Cents marked `c` (as Pai Gow's wager line): a person's terminal shows them in dollars.
     text = (f"box {box}: ante {wagers.ante} c, blind {wagers.blind} c,"
-            f" trips {wagers.trips} c")
-    return replace(state, wagers=new), [fx.log(text)]
+            f" trips {wagers.trips} c{carded.card_of(state, str(box))}")
+    return replace(state, wagers=new), [*card_fx, fx.log(text)]
 
 
 def _chip_unit(config: UthConfig, spot: Spot, amount: int) -> None:
@@ -93,6 +96,7 @@ def deal(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         raise InputError(f"dealer.deal while {state.phase}")
     if not state.wagers:
         raise InputError("no box has an Ante and a Blind (5.3, 7.2.4)")
+    carded.deal_ready(config, state)
     if not rnd.deck_usable(state):
         why = "suspect, to be checked (11.7.3)" if state.deck in state.suspect else "not shuffled"
         raise InputError(f"deck {state.deck} is {why}")
@@ -146,8 +150,10 @@ def jackpot_other(config: UthConfig, state: UthState, data: Any, now: Now) -> Re
     held = [b for b, p in state.jackpot_owners.items() if p == player and b != str(box)]
     if held:
         raise InputError(f"{player} already holds the jackpot wager on box {held[0]} (5.6)")
+    state, card_fx = carded.on_jackpot_other(config, state, data, box)
     owners = {**state.jackpot_owners, str(box): player}
-    return replace(state, jackpot_owners=owners), [
-        fx.log(f"box {box}: jackpot wager of {player}, allowed by the Casino Supervisor"
-               " (15.2.1.1)")
+    return replace(state, jackpot_owners=owners), [*card_fx,
+        fx.log(f"box {box}: jackpot wager of {player}{carded.card_of(state, f'j{box}')},"
+               " allowed by the Casino Supervisor (15.2.1.1)")
     ]
+

@@ -24,7 +24,7 @@ from controller.errors import InputError
 from controller.events import Kind
 from controller.games.uth.evaluator import build_tables
 from controller.rounds.base import JSON, Effect, Event, Guarded, Now, Route, route, skip_rounds
-from controller.rounds.uth import betting, jackpot, keypad, link, shuffler
+from controller.rounds.uth import betting, carded, jackpot, keypad, link, shuffler
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import play as rnd
 from controller.rounds.uth.state import (
@@ -83,6 +83,15 @@ ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
     Kind.METER_READY: (link.meter_ready, ANY),
     Kind.METER_COMMAND_FAILED: (link.meter_command_failed, ANY),
     Kind.TICK: (link.tick, ANY),
+    Kind.HO_CARD: (carded.ho_card, ANY),
+    Kind.DEALER_PLAYER_CARD: (carded.player_card, ANY),
+    Kind.DEALER_CARD_INVALID: (carded.card_invalid, ANY),
+    Kind.DEALER_CARD_RESTRICT: (carded.restrict, ANY),
+    Kind.DEALER_CHIPS_DECLARED: (carded.chips_declared, ANY),
+    Kind.CARDREADER_READ: (carded.player_card, ANY),
+    Kind.CARDREADER_UNREADABLE: (carded.unreadable, ANY),
+    Kind.CARDREADER_REMOVED: (carded.removed, ANY),
+    Kind.CARDREADER_FAULT: (carded.reader_fault, ANY),
 }
 EVENT_KINDS = frozenset(ROUTES)
 # Device events of the other game: refused with a log line ("not part of the UTH vocabulary").

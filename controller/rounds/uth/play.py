@@ -16,8 +16,8 @@ from controller.games.uth.settlement import RoundResult, settle_round
 from controller.games.uth.wagers import Action, BoxWagers, Decision, Round, Street
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
+from controller.rounds.uth import carded, jackpot
 from controller.rounds.uth import effects as fx
-from controller.rounds.uth import jackpot
 from controller.rounds.uth.state import (
     BETTING,
     DEALING,
@@ -236,6 +236,10 @@ def on_dealer_hand(config: UthConfig, state: UthState, data: Any) -> Result:
     folded = {p.box for p in plays if p.decision.action in (Action.FOLD, Action.CONCEDE)}
     state, jp_fx, jp_summary = jackpot.settle(config, state, d, folded)
     summary = _summary(state, d, result, {p.box: str(p.decision) for p in plays})
+    # Each box as its Player Card allows (11.16.2, 11.17); card_settled per card.
+    summary["boxes"], card_fx = carded.settle_boxes(config, state, summary["boxes"])
+    summary["house_net"] = -sum(b["net"] for b in summary["boxes"])
+    jp_fx = [*jp_fx, *card_fx]
     if state.jackpot_owners:  # 15.2.1.1: whose jackpot wager each such box carried
         jp_summary = {**jp_summary, "owners": dict(state.jackpot_owners)}
     summary["jackpot"] = jp_summary
@@ -293,8 +297,12 @@ def void(
         if box in forfeit:
             forfeited.append(main)
             main = {**main, "ante": 0, "blind": 0, "trips": 0, "play": 0}
-        returned.append({**main, "jackpot": jp})
+        row = {**main, "jackpot": jp}
+        if str(box) in state.patrons:
+            row["card"] = state.patrons[str(box)]["card"]
+        returned.append(row)
     state, cancel_fx = jackpot.cancel(config, state)
+    cancel_fx = [*cancel_fx, *carded.voided(config, state)]
     summary = {
         "round": state.round,
         "deck": state.deck,
@@ -344,6 +352,7 @@ def next_round(
         pool_at_lock=None,
         void_hands=[],
         jackpot_owners={},
+        patrons=carded.next_patrons(state),
     )
     state, lamp_fx = jackpot.relamp(config, state, keep=winners)
     return state, [*effects, *lamp_fx]

@@ -20,6 +20,7 @@ from controller.games.uth.deal import MAX_BOXES, DealMethod
 from controller.games.uth.jackpot import PoolState
 from controller.games.uth.paytables import JackpotPayTable
 from controller.games.uth.settlement import SettlementRules
+from controller.rounds.cards import CardsConfig
 
 JSON = dict[str, Any]
 
@@ -71,6 +72,7 @@ class UthConfig:
     pool_timeout_ms: int = 5000
     chip_unit: int | None = None  # 6.1: the unit of wagers above the minimum, if the sign says
     exposure_preflop_only: bool = False  # 11.4.1 reading (docs: What a regulator should confirm)
+    cards: CardsConfig = field(default_factory=CardsConfig)  # [cards] carded play (13.1)
 
     def __post_init__(self) -> None:
         if not 1 <= self.boxes <= MAX_BOXES:
@@ -149,6 +151,9 @@ class UthState:
     jackpot_owners: dict[str, str] = field(default_factory=_dict)  # 15.2.1.1: box -> player
     dealt_by: str | None = None  # 12.2.3: "shoe" or "hand" once a supervisor switched from
     # the shuffler (the dealer enters each card, dealer.card); None: the configured method
+    patrons: dict[str, JSON] = field(default_factory=_dict)  # box -> Player Card (cards.py)
+    card_seq: int = 0  # requests to head office about cards so far (each one's `req`)
+    offline_used: dict[str, int] = field(default_factory=_dict)  # card -> offline allowance
 
     def box_wagers(self) -> dict[int, tuple[int, int, int]]:
         return {int(b): (w[0], w[1], w[2]) for b, w in self.wagers.items()}
@@ -199,7 +204,8 @@ def pool_display(config: UthConfig, amount: int, *, online: bool) -> JSON:
 
 
 # Fields added after journals were written (issue 13), with the value an older snapshot means.
-_ADDED: JSON = {"void_hands": [], "jackpot_owners": {}, "dealt_by": None}
+_ADDED: JSON = {"void_hands": [], "jackpot_owners": {}, "dealt_by": None, "patrons": {},
+               "card_seq": 0, "offline_used": {}}
 
 
 def state_to_json(state: UthState) -> JSON:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from controller.games.uth.cards import format_card
+from controller.rounds import cards
 from controller.rounds.base import JSON, Effect
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import jackpot
@@ -105,4 +106,4 @@ def resume(config: UthConfig, state: UthState) -> list[Effect]:
         effects += [fx.display({"mode": "pending", "box": b}) for b in hit["boxes"]]
     for box in range(1, config.boxes + 1):
         effects.append(fx.lamp(box, state.lamps.get(str(box), "idle")))
-    return effects
+    return [*effects, *cards.reissue(state.patrons, state.round)]  # unanswered card requests

@@ -1,0 +1,13 @@
+"""The Player Card reader (issue 29): a reader at each box (or one at the dealer's position,
+which names the box), reporting cards inserted and removed. No command plays a round: a card read
+is the table's `dealer.player_card`, which the round machine checks with head office.
+
+Events:   cardreader.read {box, card}        a card read (its opaque id only, never a name)
+          cardreader.unreadable {box}        a card inserted that could not be read
+          cardreader.removed {box}           the card taken out
+          cardreader.fault {reason}          the reader failed or its port went
+"""
+
+from devices.cardreader.interface import CARD_ID, CardReader
+
+__all__ = ["CARD_ID", "CardReader"]

@@ -1,0 +1,80 @@
+"""Pai Gow carded play through the round machine (issue 29): NSW 9.1 (a valid Player Card at
+the commencement of play), 16.1 (only the player's own card; otherwise the wager is invalid).
+Head office is answered by hand here (its link: tests/link/test_link_patron.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.games.paigow.profiles import Profile
+from controller.rounds.cards import CardsConfig
+from tests.support.paigow_table import Table, texts
+
+LINKED = CardsConfig(required=True, local=False)
+
+
+def answer(t: Table, effects: list[Any], granted: int | None = None, valid: bool = True,
+           **extra: Any) -> list[Any]:
+    out = []
+    for e in effects:
+        if e.kind == "device" and e.data["device"] == "patron":
+            a = e.data["args"]
+            out += t.send("ho.card", req=a["req"], card=a["card"], valid=valid,
+                          granted=a.get("amount") if granted is None else granted, **extra)
+    return out
+
+
+def test_nsw_9_1_16_1_a_wager_without_a_card_is_refused() -> None:
+    t = Table(Profile.NSW, {"cards": LINKED})
+    t.send("table.open")
+    out = t.send("dealer.wager", box=2, player="p2", amount=2000)
+    assert t.state.wagers == [] and "no valid Player Card" in texts(out) and "9.1" in texts(out)
+
+
+def test_nsw_9_1_each_wager_names_its_card_and_settles_it() -> None:
+    t = Table(Profile.NSW, {"cards": LINKED})
+    t.send("table.open")
+    out = t.send("dealer.wager", box=2, player="p2", amount=2000, card="CARD-0002")
+    (req,) = [e.data for e in out if e.kind == "device" and e.data["device"] == "patron"]
+    assert req["command"] == "card_reserve" and req["args"]["amount"] == 2000
+    refused = t.send("dealer.no_more_bets")
+    assert t.phase == "betting" and "waiting for head office" in texts(refused)
+    answer(t, out)
+    assert t.state.wagers[0]["card"] == "CARD-0002"
+    t.send("dealer.no_more_bets")
+    assert t.phase == "shaking"
+    t.dice(1, 2, 3)
+    t.send("dealer.delivered")
+    end = t.send("dealer.void", reason="test")
+    (settled,) = [e.data["payload"] for e in end
+                  if e.kind == "outbox" and e.data["type"] == "card_settled"]
+    assert settled == {"round": 1, "card": "CARD-0002", "reserved": 2000, "wagered": 2000,
+                       "net": 0, "returned": 0, "void": True}
+    summary = t.rounds[-1]["summary"]
+    assert summary["returned"][0]["card"] == "CARD-0002"
+
+
+def test_nsw_16_1_not_the_players_own_card_returns_the_wager() -> None:
+    t = Table(Profile.NSW, {"cards": CardsConfig(required=True)})  # standalone: local answers
+    t.send("table.open")
+    t.send("dealer.wager", box=2, player="p2", amount=2000, card="CARD-0002")
+    assert len(t.state.wagers) == 1
+    out = t.send("dealer.card_invalid", box=2, player="p2", reason="not the player's own card")
+    assert t.state.wagers == [] and "not the player's own card" in texts(out)
+
+
+def test_13_3_head_office_refusing_the_reservation_returns_the_wager() -> None:
+    t = Table(Profile.NSW, {"cards": LINKED})
+    t.send("table.open")
+    out = t.send("dealer.wager", box=2, player="p2", amount=2000, card="CARD-0002")
+    answer(t, out, granted=0, remaining=500)
+    assert t.state.wagers == []
+    assert "over the Loss Limit: $0.00 can be risked" in t.state.patrons["2/p2"]["reason"]
+
+
+def test_nz_and_act_do_not_require_cards() -> None:
+    for profile in (Profile.NZ, Profile.ACT):
+        t = Table(profile)
+        t.send("table.open")
+        t.send("dealer.wager", box=2, player="p2", amount=2000)
+        assert len(t.state.wagers) == 1
