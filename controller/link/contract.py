@@ -249,8 +249,11 @@ def parse_outbox(raw: bytes | str, topic_table: str | None = None) -> JSON:
     """An outbox message. The envelope is checked here; the payload of each type by
     `check_outbox_payload` (a bad payload with a good envelope still has a sequence number, so
     head office records it as refused instead of blocking the table's queue behind it)."""
+    return _outbox_envelope(_obj(raw, "outbox message"), topic_table)
+
+
+def _outbox_envelope(data: JSON, topic_table: str | None) -> JSON:
     what = "outbox message"
-    data = _obj(raw, what)
     table = _str(data, "table", what, TABLE_ID)
     if topic_table is not None and table != topic_table:
         raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
@@ -484,13 +487,17 @@ def parse_status(raw: bytes | str, topic_table: str | None = None) -> JSON:
 
 
 # -- head office -> table ----------------------------------------------------------------------
-def ack_message(table: str, upto: int, last_round: int | None = None) -> JSON:
+def ack_message(table: str, upto: int, last_round: int | None = None,
+                pack: int | None = None) -> JSON:
     """`last_round` (head office's answer to a birth): the last round number it has ledgered
     for the table, so that a table whose journal is behind it never numbers a round again
-    that head office holds (docs/journal.md, "Recovering")."""
+    that head office holds (docs/journal.md, "Recovering"). `pack`: the most outbox rows head
+    office reads in one packed message (below; absent: it reads single messages only)."""
     out: JSON = {"v": VERSION, "table": table, "upto": upto}
     if last_round is not None:
         out["round"] = last_round
+    if pack is not None:
+        out["pack"] = pack
     return out
 
 
@@ -500,12 +507,19 @@ def parse_ack(raw: bytes | str, table: str) -> int:
 
 def parse_ack_round(raw: bytes | str, table: str) -> tuple[int, int | None]:
     """-> (upto, the last round head office has ledgered, when the ack says it)."""
+    return parse_ack_fields(raw, table)[:2]
+
+
+def parse_ack_fields(raw: bytes | str, table: str) -> tuple[int, int | None, int]:
+    """-> (upto, the last round head office has ledgered or None, the most rows it reads in one
+    packed outbox message: 1 when the ack does not say, an older head office)."""
     what = "ack"
     data = _obj(raw, what, MAX_SMALL)
     if _str(data, "table", what, TABLE_ID) != table:
         raise SchemaError(f"{what}: for table {data['table']!r}, this is {table!r}")
     upto = _int(data, "upto", what, lo=0, hi=2**62)
-    return upto, (_int(data, "round", what, lo=0, hi=2**62) if "round" in data else None)
+    last_round = _int(data, "round", what, lo=0, hi=2**62) if "round" in data else None
+    return upto, last_round, _int(data, "pack", what, lo=1, hi=PACK_MAX) if "pack" in data else 1
 
 
 def pool_message(pool: str, amount: int, version: int, utc: str, *, awards: int | None = None,
@@ -619,3 +633,42 @@ def parse_segment_ack(raw: bytes | str, table: str) -> JSON:
     if data.get("reason") is not None:
         out["reason"] = _str(data, "reason", what, max_len=500)
     return out
+
+
+# -- packed outbox messages (issue 31: fewer MQTT messages per increment) ------------------------
+# A relay with several rows due sends them as one message on the same outbox topic, once head
+# office has said it reads packs (its ack's `pack`: the most rows in one). Each row keeps its own
+# (table, seq) identity and is exactly the single message it would otherwise be: head office
+# applies them one by one, as if they had come singly. An older head office sends no `pack` and
+# gets single messages; an older table sends singles, which stay understood. Head office's
+# Python cost per MQTT message (receive, PUBACK, parse, queue) is paid once per pack.
+PACK_MAX = 64  # rows in one pack at most
+PACK_BYTES = 64 * 1024  # a relay packs rows up to this size; a larger row goes alone
+
+
+def outbox_pack(table: str, messages: list[JSON]) -> JSON:
+    """Several outbox messages (each as `outbox_message` makes it) of one table, in one."""
+    return {"v": VERSION, "table": table, "pack": messages}
+
+
+def parse_outbox_messages(raw: bytes | str,
+                          topic_table: str | None = None) -> tuple[list[JSON], bool]:
+    """A message on an outbox topic -> (its outbox messages, whether it was a pack): one, or a
+    pack's 1..PACK_MAX, each checked as `parse_outbox` checks a single one (the pack's table
+    is theirs)."""
+    data = _obj(raw, "outbox message")
+    if "pack" not in data:
+        return [_outbox_envelope(data, topic_table)], False
+    what = "outbox pack"
+    table = _str(data, "table", what, TABLE_ID)
+    if topic_table is not None and table != topic_table:
+        raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
+    items = _list(data, "pack", what)
+    if not 1 <= len(items) <= PACK_MAX:
+        raise SchemaError(f"{what} from {table}: {len(items)} messages (1..{PACK_MAX})")
+    for item in items:
+        if not isinstance(item, dict) or item.get("v") != VERSION:
+            raise SchemaError(f"{what} from {table}: {_show(item)} is not an outbox message"
+                              f" of schema version {VERSION}")
+        _outbox_envelope(item, table)
+    return items, True
