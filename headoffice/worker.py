@@ -389,14 +389,10 @@ def parse(topic: str, payload: bytes) -> list[Incoming]:
     in order); SchemaError if it breaks the contract."""
     table, leaf = contract.table_of_topic(topic)
     if leaf == "outbox":
-        bodies, packed = contract.parse_outbox_messages(payload, table)
-        if not packed:
-            # Parsed, so UTF-8 JSON: the ledger stores it as received rather than encode it
-            # again.
-            return [Incoming("outbox", table, bodies[0], payload.decode())]
-        # A pack's rows are stored as each would have come alone from the relay (its
-        # encoding): the audit body does not depend on how the table sent it.
-        return [Incoming("outbox", table, b, contract.dumps(b).decode()) for b in bodies]
+        # Parsed, so UTF-8 JSON: the ledger stores each row's text rather than encode it
+        # again; a pack's rows as each would have come alone from the relay.
+        rows, _ = contract.parse_outbox_messages(payload, table)
+        return [Incoming("outbox", table, body, text) for body, text in rows]
     if leaf == "birth":
         return [Incoming("birth", table, contract.parse_birth(payload, table))]
     if leaf == "status":

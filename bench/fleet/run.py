@@ -60,7 +60,7 @@ from bench.fleet.cpuquota import CpuGroup, CpuQuotas, unavailable_reason, verdic
 from bench.fleet.nagle import allow_nagle  # noqa: E402
 from bench.fleet.pgwaits import WaitSampler  # noqa: E402
 from controller.link import contract  # noqa: E402
-from controller.link.transport import Connection, connect  # noqa: E402
+from controller.link.transport import Connection, LinkError, connect  # noqa: E402
 from tests.mqtt_broker import ACL, Broker, Pki  # noqa: E402
 
 POOL = "bench"
@@ -332,8 +332,15 @@ async def meters_process(idx: int, tables: list[int], broker: Broker,
         async with sem:
             # Its own certificate (M<i>, reading T<i>'s acks by the bench's ACL): the broker
             # binds client ids to certificates, and T<i>'s is the publisher's.
-            cm = connect(broker.settings(f"M{i}", f"bench-T{i}", session_expiry_s=0))
-            conn = await cm.__aenter__()
+            for attempt in range(5):  # a TLS handshake can time out on a loaded machine
+                cm = connect(broker.settings(f"M{i}", f"bench-T{i}", session_expiry_s=0))
+                try:
+                    conn = await cm.__aenter__()
+                    break
+                except LinkError:
+                    if attempt == 4:
+                        raise
+                    await asyncio.sleep(1 + attempt)
             stack.append(cm)
             await conn.subscribe([contract.pool_topic(POOL), contract.ack_topic(f"T{i}")])
             return conn

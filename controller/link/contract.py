@@ -123,9 +123,10 @@ def _no_constant(text: str) -> Any:
     raise SchemaError(f"{text} is not a JSON number")
 
 
-def _check_shape(data: Any, what: str) -> None:
-    """Depth and string lengths of a parsed document, iteratively (no recursion to exhaust)."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
+def _check_shape(data: Any, what: str, depth: int = 1) -> None:
+    """Depth and string lengths of a parsed document (`data` at `depth` in it), iteratively (no
+    recursion to exhaust)."""
+    stack: list[tuple[Any, int]] = [(data, depth)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, str):
@@ -151,6 +152,13 @@ _LONG_DIGITS = b"9" * (MAX_DIGITS + 1)
 def _obj(raw: bytes | str, what: str, limit: int = MAX_PAYLOAD) -> JSON:
     """Bytes from outside -> a JSON object of this schema version, or SchemaError: bounded in
     size, nesting, string length and integer digits before anything reads a field."""
+    data, text = _decode(raw, what, limit)
+    _shaped(data, text, what)
+    return _versioned(data, what)
+
+
+def _decode(raw: bytes | str, what: str, limit: int) -> tuple[Any, str]:
+    """-> (the JSON value, its text), bounded in size and integer digits."""
     if len(raw) > limit:  # checked before decoding: nothing large is ever copied
         raise SchemaError(f"{what}: {len(raw)} bytes, more than {limit}")
     if isinstance(raw, bytes | bytearray):
@@ -171,11 +179,20 @@ def _obj(raw: bytes | str, what: str, limit: int = MAX_PAYLOAD) -> JSON:
         raise SchemaError(f"{what}: {exc}") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise SchemaError(f"{what}: not JSON ({exc})") from None
-    # No decoded string (or key) is longer than the text it came from, and each object or list
-    # is one '{' or '[' of the text: a short text with few of them is within the bounds
-    # without walking it (a table's increment: ~200 characters, 3 of them).
-    if len(raw) > MAX_STRING or raw.count("{") + raw.count("[") > MAX_DEPTH:
-        _check_shape(data, what)
+    return data, raw
+
+
+def _shaped(data: Any, text: str, what: str, depth: int = 1) -> None:
+    """Nesting and string lengths of `data`, found `depth` levels down a document, whose JSON
+    text is `text` (or longer: an encoding of it). No decoded string (or key) is longer than the
+    text it came from, and each object or list is one '{' or '[' of the text: a short text with
+    few of them is within the bounds without walking it (a table's increment: ~200
+    characters, 3 of them)."""
+    if len(text) > MAX_STRING or text.count("{") + text.count("[") > MAX_DEPTH - depth + 1:
+        _check_shape(data, what, depth)
+
+
+def _versioned(data: Any, what: str) -> JSON:
     if not isinstance(data, dict):
         raise SchemaError(f"{what}: a JSON object is expected, got {type(data).__name__}")
     if data.get("v") != VERSION:
@@ -651,24 +668,35 @@ def outbox_pack(table: str, messages: list[JSON]) -> JSON:
     return {"v": VERSION, "table": table, "pack": messages}
 
 
-def parse_outbox_messages(raw: bytes | str,
-                          topic_table: str | None = None) -> tuple[list[JSON], bool]:
-    """A message on an outbox topic -> (its outbox messages, whether it was a pack): one, or a
-    pack's 1..PACK_MAX, each checked as `parse_outbox` checks a single one (the pack's table
-    is theirs)."""
-    data = _obj(raw, "outbox message")
-    if "pack" not in data:
-        return [_outbox_envelope(data, topic_table)], False
+def parse_outbox_messages(raw: bytes | str, topic_table: str | None = None,
+                          ) -> tuple[list[tuple[JSON, str]], bool]:
+    """A message on an outbox topic -> ([(outbox message, its text as a single message)],
+    whether it was a pack): one, or a pack's 1..PACK_MAX, each checked as `parse_outbox` checks
+    a single one (the pack's table is theirs). A row's text is its encoding by `dumps`, the
+    relay's: what head office stores does not depend on how the row came."""
+    what = "outbox message"
+    data, text = _decode(raw, what, MAX_PAYLOAD)
+    if not isinstance(data, dict) or "pack" not in data:
+        _shaped(data, text, what)
+        return [(_outbox_envelope(_versioned(data, what), topic_table), text)], False
     what = "outbox pack"
+    _versioned(data, what)
     table = _str(data, "table", what, TABLE_ID)
     if topic_table is not None and table != topic_table:
         raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
     items = _list(data, "pack", what)
     if not 1 <= len(items) <= PACK_MAX:
         raise SchemaError(f"{what} from {table}: {len(items)} messages (1..{PACK_MAX})")
+    for key, value in data.items():  # anything beside the rows: bounded too
+        if key != "pack":
+            _check_shape({key: value}, what)
+    rows = []
     for item in items:
         if not isinstance(item, dict) or item.get("v") != VERSION:
             raise SchemaError(f"{what} from {table}: {_show(item)} is not an outbox message"
                               f" of schema version {VERSION}")
-        _outbox_envelope(item, table)
-    return items, True
+        # Walked only when its own text is long or deep: a row is 2 levels down the pack.
+        row_text = dumps(item).decode()
+        _shaped(item, row_text, what, depth=3)
+        rows.append((_outbox_envelope(item, table), row_text))
+    return rows, True

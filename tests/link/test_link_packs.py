@@ -41,8 +41,27 @@ def pack(table: str, rows: list[dict[str, Any]]) -> bytes:
 # -- the contract ------------------------------------------------------------------------------
 def test_a_pack_parses_to_its_messages_in_order_and_a_single_message_to_itself() -> None:
     rows = [body("T1", n, *inc(n, n)) for n in (3, 1, 2)]
-    assert contract.parse_outbox_messages(pack("T1", rows), "T1") == (rows, True)
-    assert contract.parse_outbox_messages(contract.dumps(rows[0]), "T1") == ([rows[0]], False)
+    # each with its text as the relay would have sent it alone
+    singles = [(r, contract.dumps(r).decode()) for r in rows]
+    assert contract.parse_outbox_messages(pack("T1", rows), "T1") == (singles, True)
+    laid_out = json.dumps(rows[0], indent=1)  # a single message's text is kept as it came
+    assert contract.parse_outbox_messages(laid_out, "T1") == ([(rows[0], laid_out)], False)
+
+
+def test_a_pack_is_bounded_like_a_single_message_row_by_row() -> None:
+    deep: Any = 1
+    for _ in range(contract.MAX_DEPTH - 3):  # the row 2 levels down: 1 too deep in all
+        deep = [deep]
+    row = body("T1", 1, "round_result", {"round": 1, "status": "completed", "x": deep})
+    with pytest.raises(contract.SchemaError, match="nested deeper than 16"):
+        contract.parse_outbox_messages(pack("T1", [row]), "T1")
+    contract.parse_outbox(contract.dumps(row), "T1")  # alone it is 2 levels shallower
+    long = body("T1", 1, "round_result", {"round": 1, "status": "x" * (contract.MAX_STRING + 1)})
+    with pytest.raises(contract.SchemaError, match="a string of 4097 characters"):
+        contract.parse_outbox_messages(pack("T1", [long]), "T1")
+    with pytest.raises(contract.SchemaError, match="a string of 4097 characters"):
+        contract.parse_outbox_messages(contract.dumps({**contract.outbox_pack(
+            "T1", [body("T1", 1, *inc(1))]), "note": "y" * (contract.MAX_STRING + 1)}), "T1")
 
 
 @pytest.mark.parametrize(("raw", "says"), [
@@ -98,7 +117,7 @@ class Outbox:
 
 def sent_ids(sent: list[bytes]) -> list[list[int]]:
     """Each message published -> the seqs in it."""
-    return [[m["seq"] for m in contract.parse_outbox_messages(raw, "T1")[0]] for raw in sent]
+    return [[m["seq"] for m, _ in contract.parse_outbox_messages(raw, "T1")[0]] for raw in sent]
 
 
 def test_the_relay_packs_rows_due_together_only_after_head_office_said_it_reads_packs() -> None:
@@ -162,7 +181,8 @@ def test_packs_singles_duplicates_and_reorderings_are_applied_once_stored_as_sin
                 for raw in sends:
                     await t1.publish(contract.outbox_topic("T1"), raw)
                 # 0 again, 4 and 5 again, 6 again, then all six: 1 + 2 + 1 + 6 duplicates
-                await wait_for(lambda: worker.counters["duplicates"] == 10, 10, "duplicates")
+                await wait_for(lambda: worker.counters["duplicates"] == 10
+                               and bool(acks) and acks[-1][0] == 6, 10, "duplicates, acks")
                 reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await reader
@@ -220,3 +240,15 @@ def test_a_backlog_goes_in_packs_to_a_head_office_that_reads_them_and_singly_to_
         await proxy.close()
 
     run(main())
+
+
+def test_the_asyncapi_document_describes_packs_as_the_contract_bounds_them() -> None:
+    yaml = pytest.importorskip("yaml", reason="PyYAML not installed (dev extra)")
+    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "docs" / "asyncapi.yaml")
+                         .read_text())
+    schemas = doc["components"]["schemas"]
+    assert schemas["OutboxPack"]["properties"]["pack"]["maxItems"] == contract.PACK_MAX
+    assert schemas["OutboxPack"]["properties"]["pack"]["items"] == {
+        "$ref": "#/components/schemas/Outbox"}
+    assert schemas["Ack"]["properties"]["pack"]["maximum"] == contract.PACK_MAX
+    assert "outboxPack" in doc["channels"]["outbox"]["messages"]
