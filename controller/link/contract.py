@@ -237,8 +237,12 @@ def _list(data: JSON, key: str, what: str) -> list[Any]:
     return value
 
 
+# One encoder for every message: json.dumps with options makes a new one per call.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+
+
 def dumps(data: JSON) -> bytes:
-    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+    return _ENCODE(data).encode()
 
 
 # -- table -> head office ----------------------------------------------------------------------
@@ -696,7 +700,7 @@ def parse_outbox_messages(raw: bytes | str, topic_table: str | None = None,
             raise SchemaError(f"{what} from {table}: {_show(item)} is not an outbox message"
                               f" of schema version {VERSION}")
         # Walked only when its own text is long or deep: a row is 2 levels down the pack.
-        row_text = dumps(item).decode()
+        row_text = _ENCODE(item)
         _shaped(item, row_text, what, depth=3)
         rows.append((_outbox_envelope(item, table), row_text))
     return rows, True
