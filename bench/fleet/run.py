@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
@@ -316,7 +317,7 @@ async def meters_process(idx: int, tables: list[int], broker: Broker,
     answers ("armed", idx), and reports ("burst", idx, t, deliveries) once head office has
     acknowledged every one of its tables up to its target."""
     loop = asyncio.get_running_loop()
-    sem = asyncio.Semaphore(32)
+    sem = asyncio.Semaphore(8)  # TLS handshakes at once: more time out on a loaded machine
     stack = []
     where = {t: n for n, t in enumerate(tables)}
     shown = [0] * len(tables)
@@ -333,7 +334,8 @@ async def meters_process(idx: int, tables: list[int], broker: Broker,
             # Its own certificate (M<i>, reading T<i>'s acks by the bench's ACL): the broker
             # binds client ids to certificates, and T<i>'s is the publisher's.
             for attempt in range(5):  # a TLS handshake can time out on a loaded machine
-                cm = connect(broker.settings(f"M{i}", f"bench-T{i}", session_expiry_s=0))
+                cm = connect(dataclasses.replace(
+                    broker.settings(f"M{i}", f"bench-T{i}", session_expiry_s=0), timeout_s=60))
                 try:
                     conn = await cm.__aenter__()
                     break
