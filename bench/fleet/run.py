@@ -427,7 +427,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         t_connect = time.perf_counter()
         ready = 0
         while ready < nproc:
-            ready += (await get(120))[0] == "ready"
+            ready += (await get(600))[0] == "ready"  # TLS handshakes on a loaded machine
         await asyncio.to_thread(wait_in_log, broker, "u'T", k - 1)
         # A lock published before head office reads its table is lost: wait for the workers
         # to share the partitions (headoffice/routing.py), and for the released ones to be
