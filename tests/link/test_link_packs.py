@@ -14,6 +14,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.link import contract
 from controller.link.relay import OutboxRelay
@@ -252,3 +254,30 @@ def test_the_asyncapi_document_describes_packs_as_the_contract_bounds_them() -> 
         "$ref": "#/components/schemas/Outbox"}
     assert schemas["Ack"]["properties"]["pack"]["maximum"] == contract.PACK_MAX
     assert "outboxPack" in doc["channels"]["outbox"]["messages"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-2, 2**63), json_values,
+                          st.dictionaries(st.text(max_size=6), json_values, max_size=2)),
+                max_size=5))
+def test_any_pack_is_refused_or_read_as_rows_each_its_own_single_message(
+        rows: list[tuple[int, Any, dict[str, Any]]]) -> None:
+    """Whatever a pack holds: SchemaError, or rows each of which, parsed alone from the text
+    head office stores for it, is that row (so a row is judged the same packed or not)."""
+    raw = pack("T1", [{**extra, **body("T1", 1, "round_result", {"round": 1}), "seq": seq,
+                       "payload": payload} for seq, payload, extra in rows])
+    try:
+        got, packed = contract.parse_outbox_messages(raw, "T1")
+    except contract.SchemaError:
+        return
+    assert packed and len(got) == len(rows)
+    for (row, text), (seq, _, _) in zip(got, rows, strict=True):
+        assert row["seq"] == seq and contract.parse_outbox(text, "T1") == row
