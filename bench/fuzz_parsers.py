@@ -396,7 +396,7 @@ def _report(name: str, engine: str, code: int, out: str, seconds: float) -> dict
     rate = f"{inputs / secs:,.0f}/s" if inputs and secs else "-"  # type: ignore[operator]
     cov = f"  coverage {summary['coverage']} edges" if summary.get("coverage") else ""
     cov += f"  peak RSS {summary['max_rss_mb']} MB" if summary.get("max_rss_mb") else ""
-    print(f"{name:26} {inputs or 0:>10,} inputs {secs:>7} s {rate:>9}{cov}"
+    print(f"{name:31} {inputs or 0:>10,} inputs {secs:>7} s {rate:>9}{cov}"
           f"  findings: {summary['findings'] or 'none'}", flush=True)
     return summary
 
