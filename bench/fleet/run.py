@@ -22,7 +22,9 @@ each waited for a CPU; `--profile-worker FILE` runs each worker under cProfile
 (bench/fleet/profiled.py); `--worker-cpu F` holds each worker to F of a core in a cgroup of its
 own (bench/fleet/cpuquota.py), so that the workers' rates can be seen to add up on a machine
 whose cores the rest of the fleet fills; `--pg-waits` samples what the PostgreSQL backends
-wait on (bench/fleet/pgwaits.py).
+wait on (bench/fleet/pgwaits.py); `--pack N` sends the tables' bursts N increments to a message
+(a relay's packed outbox messages, issue 31), `--compare-pack N` one a message, then N, in one
+run.
 
 ~800 lines because one run measures the baselines, the fleet, the worker matrix and the p99
 sweep with the same broker, PKI and process meters, and its figures are read as ratios to each
