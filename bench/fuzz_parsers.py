@@ -59,6 +59,18 @@ def _outbox(data: bytes) -> None:
     c.check_outbox_payload(body["type"], body["payload"])
 
 
+def _outbox_messages(data: bytes) -> None:
+    """A message on an outbox topic, single or a pack (issue 31): every row's payload checked,
+    and each row's text, parsed alone, is that row (what head office stores for it)."""
+    from controller.link import contract as c
+
+    rows, _ = c.parse_outbox_messages(data, TABLE)
+    for body, text in rows:
+        c.check_outbox_payload(body["type"], body["payload"])
+        if c.parse_outbox(text, TABLE) != body:
+            raise AssertionError(f"a row's text is not the row: {text[:200]!r}")
+
+
 def _ho_side(name: str) -> Callable[[bytes], None]:
     def run(data: bytes) -> None:
         from controller.link import contract as c
@@ -190,6 +202,9 @@ TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[str, str] | None,
                          Callable[[], list[bytes]], str]] = {
     "contract.parse_outbox": (_outbox, CONTRACT, fuzz_seeds.contract_seeds,
                               "head office: a table's outbox message and its payload"),
+    "contract.parse_outbox_messages": (_outbox_messages, CONTRACT, fuzz_seeds.contract_seeds,
+                                       "head office: a message on a table's outbox topic, single"
+                                       " or a pack"),
     "contract.parse_birth": (_ho_side("parse_birth"), CONTRACT, fuzz_seeds.contract_seeds,
                              "head office: a table's birth message"),
     "contract.parse_status": (_ho_side("parse_status"), CONTRACT, fuzz_seeds.contract_seeds,
@@ -381,7 +396,7 @@ def _report(name: str, engine: str, code: int, out: str, seconds: float) -> dict
     rate = f"{inputs / secs:,.0f}/s" if inputs and secs else "-"  # type: ignore[operator]
     cov = f"  coverage {summary['coverage']} edges" if summary.get("coverage") else ""
     cov += f"  peak RSS {summary['max_rss_mb']} MB" if summary.get("max_rss_mb") else ""
-    print(f"{name:26} {inputs or 0:>10,} inputs {secs:>7} s {rate:>9}{cov}"
+    print(f"{name:31} {inputs or 0:>10,} inputs {secs:>7} s {rate:>9}{cov}"
           f"  findings: {summary['findings'] or 'none'}", flush=True)
     return summary
 

@@ -148,8 +148,10 @@ class Worker:
     async def _read(self, conn: Connection) -> None:
         async for message in conn.messages():
             try:
-                item = parse(message.topic, message.payload)
+                items = parse(message.topic, message.payload)
                 self.counters["received"] += 1
+                if len(items) > 1:
+                    self.counters["packs"] += 1
             except contract.SchemaError as exc:
                 self.counters["malformed"] += 1
                 log.warning("head office: message refused: %s (topic %s)", exc,
@@ -159,13 +161,14 @@ class Worker:
                 self.counters["message_errors"] += 1
                 log.exception("head office: message failed (topic %s)", message.topic[:200])
             else:
-                if item.kind != "patron":
-                    await self._queue.put(item)
-                    continue
-                try:
-                    self._patron_queue.put_nowait(item)
-                except asyncio.QueueFull:
-                    self.counters["patron_dropped"] += 1
+                for item in items:
+                    if item.kind != "patron":
+                        await self._queue.put(item)
+                        continue
+                    try:
+                        self._patron_queue.put_nowait(item)
+                    except asyncio.QueueFull:
+                        self.counters["patron_dropped"] += 1
 
     async def _apply(self, conn: Connection) -> None:
         while True:
@@ -213,7 +216,8 @@ class Worker:
             for table, upto in result.acks.items():
                 conn.publish_nowait(contract.ack_topic(table),
                                     contract.dumps(contract.ack_message(
-                                        table, upto, result.birth_rounds.get(table))))
+                                        table, upto, result.birth_rounds.get(table),
+                                        pack=contract.PACK_MAX)))
             # A hit's lower value is among them: published at once (2.4.3, 15.1.3).
             for pool_id, value in result.pools.items():
                 self._due(pool_id, value)
@@ -438,21 +442,23 @@ async def in_thread(lock: asyncio.Lock, fn: Any, *args: Any) -> Any:
             raise
 
 
-def parse(topic: str, payload: bytes) -> Incoming:
-    """A message from a table's topic -> Incoming; SchemaError if it breaks the contract."""
+def parse(topic: str, payload: bytes) -> list[Incoming]:
+    """A message from a table's topic -> its Incoming (a packed outbox message: one per row,
+    in order); SchemaError if it breaks the contract."""
     table, leaf = contract.table_of_topic(topic)
     if leaf == "outbox":
-        body = contract.parse_outbox(payload, table)
-        # Parsed, so UTF-8 JSON: the ledger stores it as received rather than encode it again.
-        return Incoming("outbox", table, body, payload.decode())
+        # Parsed, so UTF-8 JSON: the ledger stores each row's text rather than encode it
+        # again; a pack's rows as each would have come alone from the relay.
+        rows, _ = contract.parse_outbox_messages(payload, table)
+        return [Incoming("outbox", table, body, text) for body, text in rows]
     if leaf == "birth":
-        return Incoming("birth", table, contract.parse_birth(payload, table))
+        return [Incoming("birth", table, contract.parse_birth(payload, table))]
     if leaf == "status":
-        return Incoming("status", table, contract.parse_status(payload, table))
+        return [Incoming("status", table, contract.parse_status(payload, table))]
     if leaf == "segment":
-        return Incoming("segment", table, contract.parse_segment(payload, table))
+        return [Incoming("segment", table, contract.parse_segment(payload, table))]
     if leaf == "patron":  # a Player Card request (issue 29): the topic's table asks for itself
-        return Incoming("patron", table, patron.parse_card_request(payload, table))
+        return [Incoming("patron", table, patron.parse_card_request(payload, table))]
     raise contract.SchemaError(f"topic {topic}: unknown leaf {leaf!r}")
 
 

@@ -32,6 +32,8 @@ def contract_seeds() -> list[bytes]:
             {"round": 4, "boxes": [2]}]}),
         c.status_message(TABLE, "online", "2026-01-01T00:00:00Z"),
         c.ack_message(TABLE, 7),
+        c.ack_message(TABLE, 7, pack=c.PACK_MAX),
+        c.outbox_pack(TABLE, out[:2]),
         c.pool_message("p1", 500_000, 3, "2026-01-01T00:00:00Z"),
         c.pool_message("p1", 500_000, 4, "2026-01-01T00:00:00Z", awards=2, wager=500),
         c.award_message(TABLE, "p1", 4, 9, [{"box": 2, "award": "royal", "amount": 500_000}]),

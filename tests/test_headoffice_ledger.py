@@ -220,7 +220,7 @@ def test_a_message_is_stored_as_received_parked_or_not(new_url: NewUrl) -> None:
     assert res.duplicates == 1 and len(res.forks) == 1
     # the worker hands the ledger the payload it parsed
     payload = contract.dumps(msgs[0])
-    item = parse(contract.outbox_topic("T1"), payload)
+    [item] = parse(contract.outbox_topic("T1"), payload)
     assert item.text == payload.decode() and item.body == msgs[0]
     pool = led.pool(P)
     assert pool is not None and pool.wagers_in == 100 * (1 + 2 + 3 + 4)

@@ -22,7 +22,9 @@ each waited for a CPU; `--profile-worker FILE` runs each worker under cProfile
 (bench/fleet/profiled.py); `--worker-cpu F` holds each worker to F of a core in a cgroup of its
 own (bench/fleet/cpuquota.py), so that the workers' rates can be seen to add up on a machine
 whose cores the rest of the fleet fills; `--pg-waits` samples what the PostgreSQL backends
-wait on (bench/fleet/pgwaits.py).
+wait on (bench/fleet/pgwaits.py); `--pack N` sends the tables' bursts N increments to a message
+(a relay's packed outbox messages, issue 31), `--compare-pack N` one a message, then N, in one
+run.
 
 ~800 lines because one run measures the baselines, the fleet, the worker matrix and the p99
 sweep with the same broker, PKI and process meters, and its figures are read as ratios to each
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
@@ -60,7 +63,7 @@ from bench.fleet.cpuquota import CpuGroup, CpuQuotas, unavailable_reason, verdic
 from bench.fleet.nagle import allow_nagle  # noqa: E402
 from bench.fleet.pgwaits import WaitSampler  # noqa: E402
 from controller.link import contract  # noqa: E402
-from controller.link.transport import Connection, connect  # noqa: E402
+from controller.link.transport import Connection, LinkError, connect  # noqa: E402
 from tests.mqtt_broker import ACL, Broker, Pki  # noqa: E402
 
 POOL = "bench"
@@ -71,6 +74,20 @@ def _increment(table: str, seq: int) -> bytes:
                "amount": 100}
     return contract.dumps(contract.outbox_message(table, seq, seq, "jackpot_increment",
                                                   "2026-01-01T00:00:00.000Z", payload))
+
+
+def _burst(table: str, first: int, n: int, pack: int) -> bytes:
+    """A table's burst of `n` increments from seq `first`, one line per MQTT message: each
+    alone (pack 1: a table before issue 31, or a relay with one row due), or `pack` rows to a
+    message, as a relay with a backlog sends them to a head office that reads packs."""
+    seqs = range(first, first + n)
+    if pack == 1:
+        return b"".join(_increment(table, s) + b"\n" for s in seqs)
+    rows = [contract.outbox_message(table, s, s, "jackpot_increment", "2026-01-01T00:00:00.000Z",
+                                    {"round": s, "pool_id": POOL, "boxes": [1], "wager": 100,
+                                     "wagers": 1, "amount": 100}) for s in seqs]
+    return b"".join(contract.dumps(contract.outbox_pack(table, rows[lo:lo + pack])) + b"\n"
+                    for lo in range(0, n, pack))
 
 
 async def raw_rate(broker: Broker, n: int) -> float:
@@ -302,7 +319,7 @@ async def meters_process(idx: int, tables: list[int], broker: Broker,
     answers ("armed", idx), and reports ("burst", idx, t, deliveries) once head office has
     acknowledged every one of its tables up to its target."""
     loop = asyncio.get_running_loop()
-    sem = asyncio.Semaphore(32)
+    sem = asyncio.Semaphore(8)  # TLS handshakes at once: more time out on a loaded machine
     stack = []
     where = {t: n for n, t in enumerate(tables)}
     shown = [0] * len(tables)
@@ -318,8 +335,16 @@ async def meters_process(idx: int, tables: list[int], broker: Broker,
         async with sem:
             # Its own certificate (M<i>, reading T<i>'s acks by the bench's ACL): the broker
             # binds client ids to certificates, and T<i>'s is the publisher's.
-            cm = connect(broker.settings(f"M{i}", f"bench-T{i}", session_expiry_s=0))
-            conn = await cm.__aenter__()
+            for attempt in range(5):  # a TLS handshake can time out on a loaded machine
+                cm = connect(dataclasses.replace(
+                    broker.settings(f"M{i}", f"bench-T{i}", session_expiry_s=0), timeout_s=60))
+                try:
+                    conn = await cm.__aenter__()
+                    break
+                except LinkError:
+                    if attempt == 4:
+                        raise
+                    await asyncio.sleep(1 + attempt)
             stack.append(cm)
             await conn.subscribe([contract.pool_topic(POOL), contract.ack_topic(f"T{i}")])
             return conn
@@ -380,7 +405,10 @@ async def fleet(args: argparse.Namespace, broker: Broker,
     k, nproc = args.tables, args.procs
     # T0's publisher connects after the latency phase: until then T0's certificate is the
     # lock publisher's (one connection per certificate: use_username_as_clientid).
-    publishers = [spawn_publisher(broker, f"T{i}", f"bench-pub-T{i}") for i in range(1, k)]
+    # A relay keeps at most 32 rows in flight (LinkOptions.max_inflight), packed or not.
+    inflight = max(1, 32 // args.pack)
+    publishers = [spawn_publisher(broker, f"T{i}", f"bench-pub-T{i}", inflight)
+                  for i in range(1, k)]
     assert broker.proc is not None
     ctx = mp.get_context("fork")
     results = ctx.Queue()
@@ -401,7 +429,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         t_connect = time.perf_counter()
         ready = 0
         while ready < nproc:
-            ready += (await get(120))[0] == "ready"
+            ready += (await get(600))[0] == "ready"  # TLS handshakes on a loaded machine
         await asyncio.to_thread(wait_in_log, broker, "u'T", k - 1)
         # A lock published before head office reads its table is lost: wait for the workers
         # to share the partitions (headoffice/routing.py), and for the released ones to be
@@ -441,15 +469,14 @@ async def fleet(args: argparse.Namespace, broker: Broker,
             cpu_latency = cpu.shares()
             follower.cancel()
         await asyncio.sleep(0.2)
-        publishers.insert(0, spawn_publisher(broker, "T0", "bench-pub-T0"))
+        publishers.insert(0, spawn_publisher(broker, "T0", "bench-pub-T0", inflight))
         await asyncio.to_thread(wait_in_log, broker, "u'T", k + 1)  # + the lock publisher
         while not results.empty():  # late "seen" reports of the last sample
             await get(1)
         # Throughput: every table sends a burst; timed to the last ack of every table.
         per_table = max(1, args.increments // k)
         base = {i: args.samples if i == 0 else 0 for i in range(k)}
-        bursts = [b"".join(_increment(f"T{i}", base[i] + s) + b"\n"
-                           for s in range(1, per_table + 1)) for i in range(k)]
+        bursts = [_burst(f"T{i}", base[i] + 1, per_table, args.pack) for i in range(k)]
         for c in cmds:
             c.put(("burst", {i: base[i] + per_table for i in range(k)}))
         armed = 0
@@ -519,6 +546,7 @@ async def fleet(args: argparse.Namespace, broker: Broker,
         "latency_p99_ms": round(latencies[min(len(latencies) - 1,
                                               int(len(latencies) * 0.99))] * 1000, 1),
         "increments": per_table * k,
+        "increments_per_message": args.pack,
         "increments_per_s": round(increments_per_s),
         # T0's lock publisher counts for its worker too
         "tables_per_worker": tables_per_worker,
@@ -695,6 +723,39 @@ def matrix_line(rep: int, workers: int, r: dict[str, Any], base: float) -> str:
     return line
 
 
+def compare_pack(args: argparse.Namespace, root: Path, pki: Pki) -> None:
+    """One increment a message (the baseline) against `--compare-pack` N to a message, each
+    ledger, alternately, `--repeat` times: increments/s and increments per second of the
+    workers' CPU, as ratios to the baseline of the same repetition."""
+    ledgers = [None, *([args.pg] if args.pg else [])]
+    print(f"# {args.tables} tables, {args.workers} worker(s), {args.increments} increments:"
+          f" 1 increment a message (baseline) -> {args.compare_pack} a message, this run")
+    for rep in range(1, args.repeat + 1):
+        for pg in ledgers:
+            got = {}
+            for pack in (1, args.compare_pack):
+                run = argparse.Namespace(**{**vars(args), "pack": pack})
+                got[pack] = r = run_fleet(run, root, pki, args.tables, args.workers, pg)
+                print(f"[{rep}] {r['ledger']:>10} pack {pack:>2}: {r['increments_per_s']:>6}"
+                      f" increments/s, per worker-core {r['increments_per_worker_core']}/s"
+                      f" (workers {r['workers_cores_burst']} cores), p50/p99"
+                      f" {r['latency_p50_ms']}/{r['latency_p99_ms']} ms; messages per"
+                      f" transaction {r['messages_per_transaction']}; baselines: Python client"
+                      f" {r['python_client_raw_per_s']}/s, Mosquitto C"
+                      f" {r['mosquitto_raw_publish_per_s']}/s, ledger alone"
+                      f" {r['ledger_alone_increments_per_s']}/s; load"
+                      f" {r['load_average_at_start']}; cpu {r['cpu_cores_burst_phase']}",
+                      flush=True)
+                if args.json_lines:
+                    print("#json", json.dumps(r), flush=True)
+            one, n = got[1], got[args.compare_pack]
+            print(f"[{rep}] {one['ledger']:>10} pack {args.compare_pack} / pack 1: increments/s"
+                  f" x{n['increments_per_s'] / one['increments_per_s']:.2f}, per worker-core"
+                  f" x{n['increments_per_worker_core'] / one['increments_per_worker_core']:.2f},"
+                  f" vs the Python client's raw rate"
+                  f" x{n['increments_per_s'] / n['python_client_raw_per_s']:.2f}", flush=True)
+
+
 def print_result(result: dict[str, Any]) -> None:
     for key, value in result.items():
         print(f"{key:>34}: {value}")
@@ -714,6 +775,13 @@ def main() -> int:
                     help="the ledger on this PostgreSQL server (a schema of its own, dropped"
                          " afterwards), e.g. postgresql://root@127.0.0.1:5432/test;"
                          " default SQLite")
+    ap.add_argument("--pack", type=int, default=1,
+                    help="the tables' bursts with this many increments to an MQTT message (a"
+                         " relay's packed outbox messages, issue 31); default 1: one each")
+    ap.add_argument("--compare-pack", metavar="N", type=int,
+                    help="the same fleet with one increment a message (the baseline: a table"
+                         " before issue 31), then with N to a message, in this run (--repeat"
+                         " times, alternately); with --pg on that PostgreSQL too")
     ap.add_argument("--nagle", action="store_true",
                     help="TCP_NODELAY off everywhere: the fleet before issue 17")
     ap.add_argument("--compare-nagle", action="store_true",
@@ -773,6 +841,9 @@ def main() -> int:
             for key in ("latency_p50_ms", "latency_p99_ms", "increments_per_s"):
                 print(f"{key:>34}: {before[key]} -> {after[key]}"
                       f" (x{after[key] / before[key]:.2f})")
+            return 0
+        if args.compare_pack:
+            compare_pack(args, root, pki)
             return 0
         if args.nagle:
             allow_nagle()  # this process's and the meter processes' link sockets

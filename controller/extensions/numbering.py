@@ -51,7 +51,8 @@ class Numbering:
     def on_ack(self, table: Table, relay: OutboxRelay, payload: bytes, table_id: str) -> None:
         """Head office's cumulative ack: the relay records it, then the numbers are checked
         (`answered`). SchemaError if it is malformed or goes back."""
-        upto, ho_round = contract.parse_ack_round(payload, table_id)
+        upto, ho_round, pack = contract.parse_ack_fields(payload, table_id)
+        relay.head_office_packs(pack)
         try:
             relay.ack(upto)
         except AckBeyondJournal as exc:  # head office applied messages this journal lost

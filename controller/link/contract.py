@@ -127,9 +127,10 @@ def _no_constant(text: str) -> Any:
     raise SchemaError(f"{text} is not a JSON number")
 
 
-def _check_shape(data: Any, what: str) -> None:
-    """Depth and string lengths of a parsed document, iteratively (no recursion to exhaust)."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
+def _check_shape(data: Any, what: str, depth: int = 1) -> None:
+    """Depth and string lengths of a parsed document (`data` at `depth` in it), iteratively (no
+    recursion to exhaust)."""
+    stack: list[tuple[Any, int]] = [(data, depth)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, str):
@@ -155,6 +156,13 @@ _LONG_DIGITS = b"9" * (MAX_DIGITS + 1)
 def _obj(raw: bytes | str, what: str, limit: int = MAX_PAYLOAD) -> JSON:
     """Bytes from outside -> a JSON object of this schema version, or SchemaError: bounded in
     size, nesting, string length and integer digits before anything reads a field."""
+    data, text = _decode(raw, what, limit)
+    _shaped(data, text, what)
+    return _versioned(data, what)
+
+
+def _decode(raw: bytes | str, what: str, limit: int) -> tuple[Any, str]:
+    """-> (the JSON value, its text), bounded in size and integer digits."""
     if len(raw) > limit:  # checked before decoding: nothing large is ever copied
         raise SchemaError(f"{what}: {len(raw)} bytes, more than {limit}")
     if isinstance(raw, bytes | bytearray):
@@ -175,11 +183,20 @@ def _obj(raw: bytes | str, what: str, limit: int = MAX_PAYLOAD) -> JSON:
         raise SchemaError(f"{what}: {exc}") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise SchemaError(f"{what}: not JSON ({exc})") from None
-    # No decoded string (or key) is longer than the text it came from, and each object or list
-    # is one '{' or '[' of the text: a short text with few of them is within the bounds
-    # without walking it (a table's increment: ~200 characters, 3 of them).
-    if len(raw) > MAX_STRING or raw.count("{") + raw.count("[") > MAX_DEPTH:
-        _check_shape(data, what)
+    return data, raw
+
+
+def _shaped(data: Any, text: str, what: str, depth: int = 1) -> None:
+    """Nesting and string lengths of `data`, found `depth` levels down a document, whose JSON
+    text is `text` (or longer: an encoding of it). No decoded string (or key) is longer than the
+    text it came from, and each object or list is one '{' or '[' of the text: a short text with
+    few of them is within the bounds without walking it (a table's increment: ~200
+    characters, 3 of them)."""
+    if len(text) > MAX_STRING or text.count("{") + text.count("[") > MAX_DEPTH - depth + 1:
+        _check_shape(data, what, depth)
+
+
+def _versioned(data: Any, what: str) -> JSON:
     if not isinstance(data, dict):
         raise SchemaError(f"{what}: a JSON object is expected, got {type(data).__name__}")
     if data.get("v") != VERSION:
@@ -224,8 +241,12 @@ def _list(data: JSON, key: str, what: str) -> list[Any]:
     return value
 
 
+# One encoder for every message: json.dumps with options makes a new one per call.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+
+
 def dumps(data: JSON) -> bytes:
-    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+    return _ENCODE(data).encode()
 
 
 # -- table -> head office ----------------------------------------------------------------------
@@ -253,8 +274,11 @@ def parse_outbox(raw: bytes | str, topic_table: str | None = None) -> JSON:
     """An outbox message. The envelope is checked here; the payload of each type by
     `check_outbox_payload` (a bad payload with a good envelope still has a sequence number, so
     head office records it as refused instead of blocking the table's queue behind it)."""
+    return _outbox_envelope(_obj(raw, "outbox message"), topic_table)
+
+
+def _outbox_envelope(data: JSON, topic_table: str | None) -> JSON:
     what = "outbox message"
-    data = _obj(raw, what)
     table = _str(data, "table", what, TABLE_ID)
     if topic_table is not None and table != topic_table:
         raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
@@ -492,13 +516,17 @@ def parse_status(raw: bytes | str, topic_table: str | None = None) -> JSON:
 
 
 # -- head office -> table ----------------------------------------------------------------------
-def ack_message(table: str, upto: int, last_round: int | None = None) -> JSON:
+def ack_message(table: str, upto: int, last_round: int | None = None,
+                pack: int | None = None) -> JSON:
     """`last_round` (head office's answer to a birth): the last round number it has ledgered
     for the table, so that a table whose journal is behind it never numbers a round again
-    that head office holds (docs/journal.md, "Recovering")."""
+    that head office holds (docs/journal.md, "Recovering"). `pack`: the most outbox rows head
+    office reads in one packed message (below; absent: it reads single messages only)."""
     out: JSON = {"v": VERSION, "table": table, "upto": upto}
     if last_round is not None:
         out["round"] = last_round
+    if pack is not None:
+        out["pack"] = pack
     return out
 
 
@@ -508,12 +536,19 @@ def parse_ack(raw: bytes | str, table: str) -> int:
 
 def parse_ack_round(raw: bytes | str, table: str) -> tuple[int, int | None]:
     """-> (upto, the last round head office has ledgered, when the ack says it)."""
+    return parse_ack_fields(raw, table)[:2]
+
+
+def parse_ack_fields(raw: bytes | str, table: str) -> tuple[int, int | None, int]:
+    """-> (upto, the last round head office has ledgered or None, the most rows it reads in one
+    packed outbox message: 1 when the ack does not say, an older head office)."""
     what = "ack"
     data = _obj(raw, what, MAX_SMALL)
     if _str(data, "table", what, TABLE_ID) != table:
         raise SchemaError(f"{what}: for table {data['table']!r}, this is {table!r}")
     upto = _int(data, "upto", what, lo=0, hi=2**62)
-    return upto, (_int(data, "round", what, lo=0, hi=2**62) if "round" in data else None)
+    last_round = _int(data, "round", what, lo=0, hi=2**62) if "round" in data else None
+    return upto, last_round, _int(data, "pack", what, lo=1, hi=PACK_MAX) if "pack" in data else 1
 
 
 def pool_message(pool: str, amount: int, version: int, utc: str, *, awards: int | None = None,
@@ -627,3 +662,53 @@ def parse_segment_ack(raw: bytes | str, table: str) -> JSON:
     if data.get("reason") is not None:
         out["reason"] = _str(data, "reason", what, max_len=500)
     return out
+
+
+# -- packed outbox messages (issue 31: fewer MQTT messages per increment) ------------------------
+# A relay with several rows due sends them as one message on the same outbox topic, once head
+# office has said it reads packs (its ack's `pack`: the most rows in one). Each row keeps its own
+# (table, seq) identity and is exactly the single message it would otherwise be: head office
+# applies them one by one, as if they had come singly. An older head office sends no `pack` and
+# gets single messages; an older table sends singles, which stay understood. Head office's
+# Python cost per MQTT message (receive, PUBACK, parse, queue) is paid once per pack.
+PACK_MAX = 64  # rows in one pack at most
+PACK_BYTES = 64 * 1024  # a relay packs rows up to this size; a larger row goes alone
+
+
+def outbox_pack(table: str, messages: list[JSON]) -> JSON:
+    """Several outbox messages (each as `outbox_message` makes it) of one table, in one."""
+    return {"v": VERSION, "table": table, "pack": messages}
+
+
+def parse_outbox_messages(raw: bytes | str, topic_table: str | None = None,
+                          ) -> tuple[list[tuple[JSON, str]], bool]:
+    """A message on an outbox topic -> ([(outbox message, its text as a single message)],
+    whether it was a pack): one, or a pack's 1..PACK_MAX, each checked as `parse_outbox` checks
+    a single one (the pack's table is theirs). A row's text is its encoding by `dumps`, the
+    relay's: what head office stores does not depend on how the row came."""
+    what = "outbox message"
+    data, text = _decode(raw, what, MAX_PAYLOAD)
+    if not isinstance(data, dict) or "pack" not in data:
+        _shaped(data, text, what)
+        return [(_outbox_envelope(_versioned(data, what), topic_table), text)], False
+    what = "outbox pack"
+    _versioned(data, what)
+    table = _str(data, "table", what, TABLE_ID)
+    if topic_table is not None and table != topic_table:
+        raise SchemaError(f"{what}: table {table!r} published on the topic of {topic_table!r}")
+    items = _list(data, "pack", what)
+    if not 1 <= len(items) <= PACK_MAX:
+        raise SchemaError(f"{what} from {table}: {len(items)} messages (1..{PACK_MAX})")
+    for key, value in data.items():  # anything beside the rows: bounded too
+        if key != "pack":
+            _check_shape({key: value}, what)
+    rows = []
+    for item in items:
+        if not isinstance(item, dict) or item.get("v") != VERSION:
+            raise SchemaError(f"{what} from {table}: {_show(item)} is not an outbox message"
+                              f" of schema version {VERSION}")
+        # Walked only when its own text is long or deep: a row is 2 levels down the pack.
+        row_text = _ENCODE(item)
+        _shaped(item, row_text, what, depth=3)
+        rows.append((_outbox_envelope(item, table), row_text))
+    return rows, True
