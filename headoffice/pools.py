@@ -23,7 +23,7 @@ from math import floor
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from controller.errors import InputError
+from controller.errors import InputError, TablectlError
 from controller.games.uth.evaluator import Category
 from controller.games.uth.jackpot import JackpotEntry, JackpotResult, PoolState, award
 from controller.games.uth.paytables import JackpotPayTable
@@ -41,7 +41,7 @@ class PoolValue(NamedTuple):
     wager: int | None  # the qualifying jackpot wager, cents (15.2.5.2); None: not configured
 
 
-class ConservationError(Exception):
+class ConservationError(TablectlError):
     """The pool's books do not balance: the pool stops until someone finds out why."""
 
 
