@@ -332,7 +332,7 @@ def run_atheris(name: str, runs: int, timeout_s: float, rss_mb: int, artifacts: 
     # Instrumented for coverage: only modules imported inside this block, so before anything
     # else imports them.
     # tomllib stays uninstrumented: it tripled the time of a config input.
-    with atheris.instrument_imports(include=["controller", "devices", "headoffice"]):
+    with atheris.instrument_imports(include=["controller", "devices", "headoffice", "shared"]):
         t = target(name)
         seeds = t.seeds()
         warm_up(t, seeds)  # imports the parser's modules here, so they are instrumented

@@ -1,17 +1,7 @@
-"""The root of every error tablectl raises on purpose, and the families under it.
+"""The table's name for the errors' root and its input family: `TablectlError` and `InputError`
+are defined in `shared/errors.py` (the room both the table's devices and head office import;
+`devices/` never imports `controller`) and are the same classes here."""
 
-`TablectlError` is the one root: the daemon, the CLI and head office catch it (never bare
-`ValueError`) where an error from outside must be logged, counted and survived. Each family
-subclasses it; `InputError` also stays a `ValueError` because callers and tests rely on that.
-"""
+from shared.errors import InputError, TablectlError
 
-
-class TablectlError(Exception):
-    """An error tablectl raises deliberately (as opposed to a bug)."""
-
-
-class InputError(TablectlError, ValueError):
-    """Input from outside (a user, a device, a message) that the rules cannot accept.
-
-    The message names the offending token so a technician can find it.
-    """
+__all__ = ["InputError", "TablectlError"]

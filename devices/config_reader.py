@@ -18,10 +18,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
+from shared.errors import InputError
+
 MISSING: Any = object()
 
 
-class TomlError(ValueError):
+class TomlError(InputError):
     """A file that cannot be read as TOML: the one line that says why, naming the file."""
 
 

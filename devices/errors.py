@@ -1,13 +1,15 @@
-"""The devices' errors: one root, `DevicesError`, and the families under it.
+"""The devices' errors: one family, `DevicesError`, and the kinds under it.
 
-`devices/` never imports `controller`, so this root is its own; the daemon catches
-`DevicesError` (or one family) where a device, a frame or a packet may fail. It stays a
-`ValueError`, as every family under it was before it had a root, because callers rely on that
-(the control socket answers a refused `ValueError`).
+`devices/` never imports `controller`; its family is an `InputError` of the one root
+(`shared/errors.py`, `TablectlError`), so the daemon and the control socket catch it with every
+other refusal. It stays a `ValueError` (through `InputError`), as every kind under it was before
+it had a root, because callers rely on that.
 """
 
+from shared.errors import InputError
 
-class DevicesError(ValueError):
+
+class DevicesError(InputError):
     """An error a device module raises deliberately (as opposed to a bug)."""
 
 

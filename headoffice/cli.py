@@ -55,7 +55,7 @@ from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
 from headoffice.console import server as console_server
 from headoffice.console.money import param_changes
 from headoffice.ledger import Ledger, LedgerError
-from headoffice.pools import BASIS_POINTS
+from headoffice.pools import BASIS_POINTS, requested_changes
 
 
 def _rate(text: str) -> str:
@@ -263,27 +263,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _changes(args: argparse.Namespace) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    if args.seed is not None:
-        changes["seed"] = args.seed
+    """`pool set`'s flags as `Ledger.set_params` takes them (`pools.requested_changes`, the
+    console's form too); ValueError naming the flag or what is missing."""
+    rates: dict[str, Fraction | None] = {}
     for name in ("increment", "hidden"):
         bp = getattr(args, f"{name}_bp")
-        if bp is not None:
-            if not 0 <= bp <= BASIS_POINTS:
-                raise ValueError(f"--{name}-bp must be 0..{BASIS_POINTS}, got {bp}")
-            changes[name] = Fraction(bp, BASIS_POINTS)
-    if args.ceiling is not None and args.no_ceiling:
-        raise ValueError("--ceiling and --no-ceiling together")
-    if args.ceiling is not None:
-        changes["ceiling"] = args.ceiling
-    if args.no_ceiling:
-        changes["ceiling"] = None
-    if args.wager is not None:
-        changes["wager"] = args.wager  # Params checks it (whole cents > 0)
-    if not changes:
-        raise ValueError("nothing to change: give --seed, --increment-bp, --hidden-bp,"
-                         " --ceiling or --wager")
-    return changes
+        if bp is not None and not 0 <= bp <= BASIS_POINTS:
+            raise ValueError(f"--{name}-bp must be 0..{BASIS_POINTS}, got {bp}")
+        rates[name] = None if bp is None else Fraction(bp, BASIS_POINTS)
+    return requested_changes(seed=args.seed, increment=rates["increment"],
+                             hidden=rates["hidden"], ceiling=args.ceiling,
+                             no_ceiling=args.no_ceiling, wager=args.wager)
 
 
 def login_name() -> str:

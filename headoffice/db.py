@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from controller.clock import utc_now
-from headoffice.segments import SEGMENTS_COLUMNS  # tables' journal segments (segments.py)
 
 # The audit trail of every pool's parameters (create, set: applied or refused, resume).
 # `entry_no` numbers a pool's entries 1, 2, 3 ... in the order they were made: it is taken as
@@ -143,6 +142,13 @@ CARD_ROUNDS_COLUMNS = """
 CARD_LOG_COLUMNS = """
     log_no {AUTO_KEY}, utc TEXT NOT NULL, card_id TEXT NOT NULL, action TEXT NOT NULL,
     person TEXT, table_id TEXT, round BIGINT, amount BIGINT, detail TEXT NOT NULL"""
+# The tables' journal segments as head office checked them (headoffice/segments.py).
+SEGMENTS_COLUMNS = """
+    table_id TEXT NOT NULL, number BIGINT NOT NULL, first_seq BIGINT NOT NULL,
+    last_seq BIGINT NOT NULL, prev TEXT NOT NULL, head TEXT NOT NULL, digest TEXT NOT NULL,
+    size BIGINT NOT NULL, first_round BIGINT NOT NULL, last_round BIGINT NOT NULL,
+    closed_utc TEXT NOT NULL, received_utc TEXT NOT NULL, checked TEXT NOT NULL,
+    status TEXT NOT NULL, reason TEXT, PRIMARY KEY (table_id, number)"""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pools (

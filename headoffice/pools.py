@@ -23,7 +23,7 @@ from math import floor
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from controller.errors import InputError
+from controller.errors import InputError, TablectlError
 from controller.games.uth.evaluator import Category
 from controller.games.uth.jackpot import JackpotEntry, JackpotResult, PoolState, award
 from controller.games.uth.paytables import JackpotPayTable
@@ -41,7 +41,7 @@ class PoolValue(NamedTuple):
     wager: int | None  # the qualifying jackpot wager, cents (15.2.5.2); None: not configured
 
 
-class ConservationError(Exception):
+class ConservationError(TablectlError):
     """The pool's books do not balance: the pool stops until someone finds out why."""
 
 
@@ -333,3 +333,23 @@ class Pool:
             "version": self.version,
             "stopped": self.stopped,
         }
+
+
+def requested_changes(*, seed: int | None = None, increment: Fraction | None = None,
+                      hidden: Fraction | None = None, ceiling: int | None = None,
+                      no_ceiling: bool = False, wager: int | None = None) -> dict[str, Any]:
+    """The parameter changes an operator asks for, as `Ledger.set_params` takes them: the
+    CLI's `pool set` and the console's form both build theirs here (None: unchanged;
+    `no_ceiling`: the ceiling removed). InputError for a ceiling and no ceiling together or for
+    nothing to change; `Params` checks each value."""
+    changes: dict[str, Any] = {name: value for name, value in (
+        ("seed", seed), ("increment", increment), ("hidden", hidden), ("ceiling", ceiling),
+        ("wager", wager)) if value is not None}
+    if no_ceiling:
+        if ceiling is not None:
+            raise InputError("a ceiling and no ceiling together")
+        changes["ceiling"] = None
+    if not changes:
+        raise InputError("nothing to change: give a seed, an increment, a hidden increment,"
+                         " a ceiling or a wager")
+    return changes

@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from controller.clock import utc_now
 from controller.link import contract
 
 if TYPE_CHECKING:
@@ -33,12 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tablectl.headoffice")
 
-SEGMENTS_COLUMNS = """
-    table_id TEXT NOT NULL, number BIGINT NOT NULL, first_seq BIGINT NOT NULL,
-    last_seq BIGINT NOT NULL, prev TEXT NOT NULL, head TEXT NOT NULL, digest TEXT NOT NULL,
-    size BIGINT NOT NULL, first_round BIGINT NOT NULL, last_round BIGINT NOT NULL,
-    closed_utc TEXT NOT NULL, received_utc TEXT NOT NULL, checked TEXT NOT NULL,
-    status TEXT NOT NULL, reason TEXT, PRIMARY KEY (table_id, number)"""
 _FIELDS = ("first", "last", "prev", "head", "digest")
 _COLS = ("first_seq", "last_seq", "prev", "head", "digest")
 _BISECT_MAX = 64  # queries to find the message of a journal seq (2**64 messages: never)
@@ -166,8 +161,6 @@ def _refuse(ledger: Ledger, table: str, body: dict[str, Any], result: SegmentRes
 
 def _store(ledger: Ledger, table: str, body: dict[str, Any], checked: str, status: str,
            reason: str | None) -> None:
-    from headoffice.ledger import utc_now
-
     ledger.db.execute(
         "INSERT INTO segments (table_id, number, first_seq, last_seq, prev, head, digest, size,"
         " first_round, last_round, closed_utc, received_utc, checked, status, reason)"

@@ -107,3 +107,31 @@ def test_sudo_user_is_believed_only_from_root(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(pwd, "getpwuid", lambda uid: pwd.struct_passwd(
         ("bob", "x", uid, uid, "", "/home/bob", "/bin/sh")))
     assert cli.login_name() == "bob"  # a user who set SUDO_USER themselves is still bob
+
+
+def test_pool_set_and_the_console_ask_for_changes_through_one_function() -> None:
+    # pools.requested_changes: what `pool set` and the console's form both ask Ledger.set_params.
+    from fractions import Fraction
+
+    from controller.errors import InputError
+    from headoffice.pools import requested_changes
+
+    assert requested_changes(increment=Fraction(1, 4), wager=500) == {
+        "increment": Fraction(1, 4), "wager": 500}
+    assert requested_changes(seed=0, no_ceiling=True) == {"seed": 0, "ceiling": None}
+    with pytest.raises(InputError, match="a ceiling and no ceiling together"):
+        requested_changes(ceiling=100, no_ceiling=True)
+    with pytest.raises(InputError, match="nothing to change"):
+        requested_changes()
+
+
+def test_pool_set_refuses_a_ceiling_and_no_ceiling_as_the_console_does(
+        console: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    config, db = console
+    before = _log(db)
+    code = cli.main(["--config", str(config), "pool", "set", P, "--ceiling", "900000",
+                     "--no-ceiling", "--reason", "test"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        "tablectl-headoffice: a ceiling and no ceiling together")
+    assert _log(db) == before  # nothing changed

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any, TextIO
 
-from controller.errors import InputError
+from controller.errors import InputError, TablectlError
 
 
 def emit(obj: Any, as_json: bool, human: Callable[[], str], out: TextIO | None = None) -> None:
@@ -68,7 +68,7 @@ EX_UNAVAILABLE = 69  # sysexits(3): a part this command needs is not installed
 EX_NOPERM = 77  # sysexits(3): this user may not read or use what the command needs
 
 
-class Unavailable(Exception):
+class Unavailable(TablectlError):
     """A command needs an optional part that is not installed (exit EX_UNAVAILABLE)."""
 
 

@@ -80,12 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SocketDenied as exc:  # not in the socket's group: whatever the command, say so
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return EX_NOPERM
+    except Unavailable as exc:  # a TablectlError too: before it, for its own exit code
+        print(f"tablectl: error: {exc}", file=sys.stderr)
+        return EX_UNAVAILABLE
     except TablectlError as exc:  # a refusal or bad input, named in one line
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return 2
-    except Unavailable as exc:
-        print(f"tablectl: error: {exc}", file=sys.stderr)
-        return EX_UNAVAILABLE
     except BrokenPipeError:
         # `tablectl logs | head`: the reader had enough. stdout goes to /dev/null so the
         # interpreter's last flush cannot fail again (and print a traceback).

@@ -1,4 +1,5 @@
-"""`[journal]`: retention of the table's journal (docs/journal.md, "Segments, archive,
+"""`[journal]`: retention of the table's journal, read into `JournalConfig`
+(controller/journal/config.py) (docs/journal.md, "Segments, archive,
 retention"; docs/configuration.md).
 
     [journal]
@@ -16,30 +17,14 @@ Without `keep_rounds` and `keep_days` nothing is pruned (closed segments are sti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 from controller.config.reader import Table
+from controller.journal.config import JournalConfig
+
+__all__ = ["JournalConfig", "read_journal"]
 
 SEGMENT_ROUNDS = (100, 100_000)  # bounds; a busy UTH table plays ~550 rounds a day
 MAX_KEEP_ROUNDS = 10_000_000  # ~50 years of a busy table: beyond, a typo
 MAX_DAYS = 36_500
-
-
-@dataclass(frozen=True)
-class JournalConfig:
-    segment_rounds: int = 2000
-    keep_rounds: int | None = None
-    keep_days: int | None = None
-    keep_archives_days: int | None = None
-    archive_dir: Path | None = None  # None: STATE_DIR/archive
-    # A second high-water mark outside the state directory: a state directory put back from an
-    # older copy, or gone, is then noticed on a standalone table too (docs/journal.md).
-    outside_mark: Path | None = None
-
-    @property
-    def prunes(self) -> bool:
-        return self.keep_rounds is not None or self.keep_days is not None
 
 
 def read_journal(root: Table) -> JournalConfig:

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from controller.config.journal import JournalConfig
 from controller.games.paigow.profiles import Profile
+from controller.journal.config import JournalConfig
 from controller.rounds.keypads import keypad_actions
 from devices.config import DevicesConfig, GameNeeds
 

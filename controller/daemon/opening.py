@@ -9,13 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import TableConfig
+from controller.errors import TablectlError
 from controller.journal import Journal, JournalError
 from controller.logs import event as log_event
 from controller.rounds.base import RoundMachine
 from controller.trialboot import BOOTLOADER, in_trial_boot
 
 
-class Unusable(Exception):
+class Unusable(TablectlError):
+    """The journal cannot be opened or replayed: the daemon stays out of service with `code`."""
+
     def __init__(self, reason: str, code: str) -> None:
         super().__init__(reason)
         self.reason, self.code = reason, code

@@ -394,9 +394,7 @@ class TableService:
         try:
             seqs = self.journal.append_batch(
                 entries, durable=needs_fsync(self.cfg.game, entries, meters is not None))
-        except (JournalError, TablectlError, ValueError) as exc:
-            # ValueError: the journal refuses an entry it cannot encode (until journal/ raises
-            # its own family for that).
+        except (JournalError, TablectlError) as exc:  # EntryRefused: an entry it cannot encode
             self.go_out_of_service(f"journal write failed: {exc}", code="E102")
             return [None] * len(events)
         self.state = state

@@ -13,8 +13,8 @@ from controller.control import Refused
 
 if TYPE_CHECKING:
     from controller.config import TableConfig
+    from controller.events import Event
     from controller.journal import Journal
-    from controller.rounds.base import Event
     from devices.base import Device
 
 Watcher = asyncio.Queue[dict[str, Any] | None]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.about import program_version
 from controller.clock import utc_now
+from controller.events import Event
 from controller.extensions.base import Table
 from controller.extensions.numbering import Numbering
 from controller.extensions.patron import card_answer, cards_on
@@ -39,7 +40,6 @@ from controller.link.transport import (
 )
 from controller.logs import FIELDS_ATTR
 from controller.logs import event as log_event
-from controller.rounds.base import Event
 from devices.stopping import cancel_and_wait
 
 if TYPE_CHECKING:

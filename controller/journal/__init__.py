@@ -19,7 +19,13 @@ from controller.journal.chain import (
     snapshot_hash,
 )
 from controller.journal.codec import Codec
-from controller.journal.errors import AckBeyondJournal, JournalError, JournalLossError
+from controller.journal.errors import (
+    AckBeyondJournal,
+    EntryRefused,
+    JournalError,
+    JournalLossError,
+    RecordDamaged,
+)
 from controller.journal.mark import MARK_FILE
 from controller.journal.records import (
     LOSS_KIND,
@@ -35,8 +41,9 @@ from controller.journal.verify import VerifyReport, verify_dir
 
 __all__ = [
     "JOURNAL_FILE", "LOCK_FILE", "LOSS_KIND", "MARK_FILE", "PAGE_SIZE", "SCHEMA_VERSION",
-    "AckBeyondJournal", "Codec", "Entry", "Journal", "JournalError", "JournalLossError",
-    "OutboxMessage", "RoundRecord", "StoredEvent", "VerifyReport", "accept_loss", "canonical",
+    "AckBeyondJournal", "Codec", "Entry", "EntryRefused", "Journal", "JournalError",
+    "JournalLossError", "OutboxMessage", "RecordDamaged", "RoundRecord", "StoredEvent",
+    "VerifyReport", "accept_loss", "canonical",
     "chain_hash", "element", "genesis_hash", "record_hash", "snapshot_hash", "start_fresh",
     "verify_dir",
 ]

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from controller.journal.chain import chain_hash, genesis_hash
 from controller.journal.checkpoint import Checkpoint, has_table
 from controller.journal.codec import Codec, parse_body
+from controller.journal.errors import RecordDamaged
 from controller.journal.schema import hash_stored_through
 
 CACHED = 512  # the commits whose hash a reader keeps (the writer's latest: the link reads them)
@@ -57,14 +58,14 @@ class ChainHashes:
             records = parse_body(self._codec.unpack(body))
             first = c_key - len(records) + 1
             if first > seq + 1:
-                raise ValueError(f"seq {seq + 1}..{first - 1} missing before the commit at seq "
+                raise RecordDamaged(f"seq {seq + 1}..{first - 1} missing before the commit at seq "
                                  f"{c_key}")
             for i, (text, _record) in enumerate(records):
                 if first + i > seq:
                     chain = chain_hash(chain, first + i, text)
             seq = c_key
         if seq != key:
-            raise ValueError(f"no commit ends at seq {key}")
+            raise RecordDamaged(f"no commit ends at seq {key}")
         self.remember(key, chain)
         return chain
 
@@ -91,4 +92,4 @@ class ChainHashes:
         row = self._conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
         if row is not None and isinstance(row[0], str):
             return row[0]
-        raise ValueError(f"no stored chain hash at seq {seq}")
+        raise RecordDamaged(f"no stored chain hash at seq {seq}")

@@ -20,6 +20,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.errors import TablectlError
 from controller.journal.chain import chain_hash
 from controller.journal.codec import Codec, parse_body
 from controller.journal.records import RoundRecord, StoredEvent, stored_event
@@ -30,7 +31,7 @@ MAX_COMPRESSED = 64 << 20
 MAX_INFLATED = 256 << 20
 
 
-class ArchiveRefused(ValueError):
+class ArchiveRefused(TablectlError, ValueError):
     """The archive is missing, is not the one recorded, or does not check out; `what` says
     which: "missing" (no file), "unreadable" (the file cannot be read) or "altered" (not the
     digest recorded, or, with that digest, not the records that chain to the segment's MAC'd

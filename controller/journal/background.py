@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from controller.config.journal import JournalConfig
+from controller.journal.config import JournalConfig
 from controller.journal.errors import JournalError
 from controller.journal.store import Journal
 from controller.journal.verify import verify_dir

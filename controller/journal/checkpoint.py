@@ -18,6 +18,7 @@ from typing import Any
 
 from controller.journal.chain import canonical, snapshot_hash
 from controller.journal.codec import Codec, snapshot_text
+from controller.journal.errors import RecordDamaged
 from controller.journal.mac import JournalKey
 from controller.journal.records import Row
 
@@ -67,11 +68,11 @@ class Checkpoint:
             obj = json.loads(text)
             cp = cls(**obj)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"not a checkpoint: {exc}") from exc
+            raise RecordDamaged(f"not a checkpoint: {exc}") from exc
         if cp.text() != text or not all(
                 type(getattr(cp, f)) is int and getattr(cp, f) >= 0
                 for f in ("seq", "round", "completed", "voided", "out", "acked", "skipped")):
-            raise ValueError("not a checkpoint in canonical form")
+            raise RecordDamaged("not a checkpoint in canonical form")
         return cp
 
 
@@ -95,9 +96,9 @@ def check_row(key: JournalKey, table_id: str, game: str, seq: int, body: Any, ta
     """The checkpoint of one row; ValueError naming what is wrong with it."""
     cp = Checkpoint.parse(body if isinstance(body, str) else "")
     if cp.seq != seq:
-        raise ValueError(f"its body names seq {cp.seq}")
+        raise RecordDamaged(f"its body names seq {cp.seq}")
     if not key.check(tag, _DOMAIN, table_id, game, seq, cp.text()):
-        raise ValueError("MAC mismatch (written without the table's key)")
+        raise RecordDamaged("MAC mismatch (written without the table's key)")
     return cp
 
 
@@ -122,11 +123,11 @@ def latest(conn: sqlite3.Connection, key: JournalKey, table_id: str, game: str,
             if snap is None or snap[0] != cp.snapshot or not key.check(
                     snap[1], "snapshot", table_id, game, seq, snap[0]) or snapshot_hash(
                     cp.hash, snapshot_text(snap[2])) != cp.snapshot:
-                raise ValueError("its snapshot is missing or does not match")
+                raise RecordDamaged("its snapshot is missing or does not match")
             stored = conn.execute("SELECT hash FROM commits WHERE seq = ?", (seq,)).fetchone()
             # (Schema 4 stores none: the walk from here checks the next commit's MAC over it.)
             if stored is not None and stored[0] != b"" and stored[0] != bytes.fromhex(cp.hash):
-                raise ValueError("its chain hash is not the commit's")
+                raise RecordDamaged("its chain hash is not the commit's")
         except ValueError as exc:
             refused[seq] = f"checkpoint at seq {seq} refused: {exc}"
             continue

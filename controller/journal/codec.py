@@ -7,6 +7,8 @@ import json
 import zlib
 from typing import Any
 
+from controller.journal.errors import RecordDamaged
+
 DEFLATE_LEVEL = 9
 
 
@@ -29,18 +31,18 @@ class Codec:
     def unpack(self, body: Any) -> str:
         """The body's text; ValueError if it is not one complete deflate stream of UTF-8."""
         if not isinstance(body, bytes):
-            raise ValueError("commit body is not a blob")
+            raise RecordDamaged("commit body is not a blob")
         d = zlib.decompressobj(-15, zdict=self.zdict) if self.zdict else zlib.decompressobj(-15)
         try:
             out = d.decompress(body) + d.flush()
         except zlib.error as exc:
-            raise ValueError(f"commit body does not inflate: {exc}") from exc
+            raise RecordDamaged(f"commit body does not inflate: {exc}") from exc
         if not d.eof or d.unused_data:
-            raise ValueError("commit body is not one complete deflate stream")
+            raise RecordDamaged("commit body is not one complete deflate stream")
         try:
             return out.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(f"commit body is not UTF-8: {exc}") from exc
+            raise RecordDamaged(f"commit body is not UTF-8: {exc}") from exc
 
 
 _DECODER = json.JSONDecoder()
@@ -50,24 +52,24 @@ def parse_body(text: str) -> list[tuple[str, list[Any]]]:
     """A commit body's records: each one's exact stored text (what is hashed) and its value.
     ValueError unless it is `[element,element,...]` with nothing else, each a well-formed record."""
     if len(text) < 3 or text[0] != "[" or text[-1] != "]":
-        raise ValueError("commit body is not a non-empty JSON array")
+        raise RecordDamaged("commit body is not a non-empty JSON array")
     out = []
     i, end = 1, len(text) - 1
     while True:
         try:
             value, j = _DECODER.raw_decode(text, i)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"commit body is not JSON: {exc}") from exc
+            raise RecordDamaged(f"commit body is not JSON: {exc}") from exc
         if not (isinstance(value, list) and len(value) == 6 and isinstance(value[0], str)
                 and type(value[1]) is int and isinstance(value[2], str)
                 and type(value[3]) is int and isinstance(value[4], dict)
                 and (value[5] is None or isinstance(value[5], dict))):
-            raise ValueError("commit body holds a malformed record")
+            raise RecordDamaged("commit body holds a malformed record")
         out.append((text[i:j], value))
         if j == end:
             return out
         if text[j] != "," or j + 1 >= end:
-            raise ValueError("commit body is not a JSON array of records")
+            raise RecordDamaged("commit body is not a JSON array of records")
         i = j + 1
 
 

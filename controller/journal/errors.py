@@ -23,6 +23,22 @@ class JournalLossError(JournalError):
         self.journal_seq = journal_seq
 
 
+class EntryRefused(JournalError, ValueError):
+    """What the journal was asked to write or do cannot be: an event or effect it cannot encode
+    (a non-string key, NaN, a round going back), or an argument out of range. Nothing is written.
+
+    Also a `ValueError`, as it was before it had a family, for callers that catch that.
+    """
+
+
+class RecordDamaged(JournalError, ValueError):
+    """What the journal reads back does not decode or check: a commit body, a checkpoint, a
+    stored chain hash, a meta row. The message says which and why.
+
+    Also a `ValueError`, as it was before it had a family, for callers that catch that.
+    """
+
+
 class AckBeyondJournal(TablectlError, ValueError):
     """Head office acknowledged an outbox message this journal never wrote: it had one, so the
     journal lost it (or head office is of another table)."""

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from controller.journal.errors import AckBeyondJournal
+from controller.journal.errors import AckBeyondJournal, EntryRefused
 from controller.journal.lock import WriteGuard
 from controller.journal.read import Reader
 from controller.journal.records import OutboxMessage, parse_fx
@@ -52,7 +52,7 @@ class Outbox:
         with self._mutex:
             self._guard.check()
             if type(upto_id) is not int:
-                raise ValueError(f"ack id must be an int, got {upto_id!r}")
+                raise EntryRefused(f"ack id must be an int, got {upto_id!r}")
             if upto_id <= self.acked_upto:
                 return 0
             if upto_id >= self.next_id:

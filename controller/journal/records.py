@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.events import Effect, Event, Now
 from controller.journal.chain import canonical, chain_hash, element
-from controller.rounds.base import Effect, Event, Now
+from controller.journal.errors import EntryRefused
 
 LOSS_KIND = "journal.loss_accepted"  # the record `accept_loss` appends
 
@@ -103,7 +104,7 @@ def json_value(obj: Any, what: str) -> str:
         text = canonical(obj)
         text.encode("utf-8")  # lone surrogates would fail later, inside the transaction
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} is not JSON: {exc}") from exc
+        raise EntryRefused(f"{what} is not JSON: {exc}") from exc
     return text
 
 
@@ -112,7 +113,7 @@ def _check_keys(obj: Any, what: str) -> None:
     if isinstance(obj, Mapping):
         for k, v in obj.items():
             if not isinstance(k, str):
-                raise ValueError(f"{what} has a non-string key {k!r}")
+                raise EntryRefused(f"{what} has a non-string key {k!r}")
             _check_keys(v, what)
     elif isinstance(obj, list | tuple):
         for v in obj:
@@ -161,11 +162,11 @@ def prepare(entry: Entry, seq: int, prev_hash: str, last_round: int, next_id: in
     """Validate one entry and compute its record; ValueError names what is wrong."""
     event, now, round_ = entry.event, entry.now, entry.round
     if not isinstance(event.kind, str) or not event.kind:
-        raise ValueError(f"event kind must be a non-empty string, got {event.kind!r}")
+        raise EntryRefused(f"event kind must be a non-empty string, got {event.kind!r}")
     if not isinstance(now.utc, str) or type(now.mono_ms) is not int:
-        raise ValueError(f"bad clock {now!r}")
+        raise EntryRefused(f"bad clock {now!r}")
     if type(round_) is not int or round_ < last_round:
-        raise ValueError(f"round {round_!r} goes back from round {last_round}")
+        raise EntryRefused(f"round {round_!r} goes back from round {last_round}")
     data = json_value(dict(event.data), f"event {event.kind} data")
     outbox: list[list[Any]] = []
     rounds: list[list[Any]] = []
@@ -173,16 +174,16 @@ def prepare(entry: Entry, seq: int, prev_hash: str, last_round: int, next_id: in
         if eff.kind == "outbox":
             mtype = eff.data.get("type")
             if not isinstance(mtype, str) or not mtype:
-                raise ValueError(f"outbox effect without a type: {eff!r}")
+                raise EntryRefused(f"outbox effect without a type: {eff!r}")
             outbox.append([next_id, mtype, eff.data.get("payload")])
             next_id += 1
         elif eff.kind == "round":
             number, status = eff.data.get("number"), eff.data.get("status")
             if number != next_round:
-                raise ValueError(f"round effect number {number!r}, expected {next_round}"
+                raise EntryRefused(f"round effect number {number!r}, expected {next_round}"
                                  " (round numbers are contiguous)")
             if status not in ROUND_STATUSES:
-                raise ValueError(f"round effect status {status!r}, not one of {ROUND_STATUSES}")
+                raise EntryRefused(f"round effect status {status!r}, not one of {ROUND_STATUSES}")
             rounds.append([number, status, eff.data.get("summary")])
             next_round += 1
     summaries = {r[0]: r[2] for r in rounds}
@@ -201,7 +202,7 @@ def prepare(entry: Entry, seq: int, prev_hash: str, last_round: int, next_id: in
         elem = element(now.utc, now.mono_ms, event.kind, round_, data, fx)
         h = chain_hash(prev_hash, seq, elem)
     except UnicodeEncodeError as exc:
-        raise ValueError(f"event {event.kind}: text is not valid Unicode: {exc}") from exc
+        raise EntryRefused(f"event {event.kind}: text is not valid Unicode: {exc}") from exc
     return Row(seq, round_, elem, h, outbox, rounds, snap)
 
 

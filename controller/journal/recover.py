@@ -10,13 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from controller.journal.errors import JournalError
+from controller.events import Effect, Event, Now
+from controller.journal.errors import EntryRefused, JournalError
 from controller.journal.mark import MARK_FILE, MarkError, parse, read_mark
 from controller.journal.marks import fresh_refusal
 from controller.journal.records import LOSS_KIND
 from controller.journal.schema import JOURNAL_FILE, read_meta, utc_now
 from controller.journal.store import Journal
-from controller.rounds.base import Effect, Event, Now
 
 MAX_REASON_CHARS = 500
 RECOVERED_TYPE = "table_recovered"  # the outbox message head office records and alarms on
@@ -25,10 +25,10 @@ RECOVERED_TYPE = "table_recovered"  # the outbox message head office records and
 def _check(reason: str, outbox_after: int | None, round_after: int | None) -> str:
     for name, value in (("outbox_after", outbox_after), ("round_after", round_after)):
         if value is not None and (type(value) is not int or not 0 <= value < 2**62):
-            raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+            raise EntryRefused(f"{name} must be a number >= 0, got {value!r}")
     reason = reason.strip()
     if not reason or len(reason) > MAX_REASON_CHARS or not reason.isprintable():
-        raise ValueError(f"the reason must be 1..{MAX_REASON_CHARS} printable characters")
+        raise EntryRefused(f"the reason must be 1..{MAX_REASON_CHARS} printable characters")
     return reason
 
 

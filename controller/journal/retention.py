@@ -14,7 +14,7 @@ from typing import Any
 
 from controller.journal import archived, segments
 from controller.journal.checkpoint import Checkpoint
-from controller.journal.errors import JournalError
+from controller.journal.errors import EntryRefused, JournalError
 from controller.journal.lock import WriteGuard
 from controller.journal.mac import JournalKey, fsync_dir
 from controller.journal.schema import read_meta, utc_now
@@ -300,7 +300,7 @@ class Retention:
         file, deleted at the next upkeep), so that `journal verify` and `round show` tell an
         archive retention deleted from one that is missing."""
         if type(keep_days) is not int or keep_days < 0:
-            raise ValueError(f"days to keep archives must be an int >= 0, got {keep_days!r}")
+            raise EntryRefused(f"days to keep archives must be an int >= 0, got {keep_days!r}")
         now = now or datetime.now(UTC)
         gone = []
         for st in self.states():
@@ -421,7 +421,7 @@ def plan(states: list[SegmentState], keep_rounds: int | None, archive_dir: Path,
     than `keep_days` before `now` (each that is set; neither set: nothing is pruned)."""
     for name, value in (("rounds", keep_rounds), ("days", keep_days)):
         if value is not None and (type(value) is not int or value < 0):
-            raise ValueError(f"{name} to keep must be an int >= 0, got {value!r}")
+            raise EntryRefused(f"{name} to keep must be an int >= 0, got {value!r}")
     now = now or datetime.now(UTC)
     plans, blocked = [], False
     for st in states:

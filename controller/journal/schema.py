@@ -12,7 +12,7 @@ from pathlib import Path
 
 from controller.journal.chain import genesis_hash
 from controller.journal.dicts import deflate_dict
-from controller.journal.errors import JournalError
+from controller.journal.errors import JournalError, RecordDamaged
 from controller.journal.mac import JournalKey, fsync_dir
 
 JOURNAL_FILE = "journal.sqlite3"
@@ -115,7 +115,7 @@ def hash_stored_through(meta: Mapping[str, str]) -> int | None:
         return None
     value = meta.get(HASH_STORED_THROUGH, "")
     if not value.isdigit():
-        raise ValueError(f"meta {HASH_STORED_THROUGH} is {value!r}, not a number")
+        raise RecordDamaged(f"meta {HASH_STORED_THROUGH} is {value!r}, not a number")
     return int(value)
 
 

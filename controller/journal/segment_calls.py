@@ -12,7 +12,7 @@ from pathlib import Path
 
 from controller.journal import archived, checkpoint
 from controller.journal.archived import ArchivedRound
-from controller.journal.errors import RoundPruned
+from controller.journal.errors import EntryRefused, RoundPruned
 from controller.journal.mac import JournalKey
 from controller.journal.mark import MARK_FILE, MarkError, read_mark
 from controller.journal.outbox import Outbox
@@ -92,7 +92,7 @@ class SegmentCalls:
         st = self.retention.pruned_segment(number)
         where = None if st is None else self.retention.where_pruned(number, self.archive_dir, st)
         if st is None or where is None:
-            raise ValueError(f"round {number} was not pruned from the journal")
+            raise EntryRefused(f"round {number} was not pruned from the journal")
         path = self.archive_dir / str(st.archive)
         if st.archive is None or not path.exists():
             raise RoundPruned(where)

@@ -27,10 +27,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from controller.events import Effect, Event, Now
 from controller.journal import checkpoint, segments
 from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import snapshot_text
-from controller.journal.errors import JournalError, JournalLossError, RoundPruned
+from controller.journal.errors import EntryRefused, JournalError, JournalLossError, RoundPruned
 from controller.journal.lock import LOCK_WAIT_S, WriteGuard, take_lock
 from controller.journal.mac import JournalKey, find_journal_key
 from controller.journal.marks import Marks, check_open, version_for
@@ -68,7 +69,6 @@ from controller.journal.upgrade import (
 from controller.journal.verify import verify_conn
 from controller.journal.walfile import prefill_wal
 from controller.journal.walk import VerifyReport
-from controller.rounds.base import Effect, Event, Now
 
 # Effects a commit must be fsync'd for before they are acted on: head office hears of them, or
 # they close a round (settlement).
@@ -143,7 +143,7 @@ class Journal(SegmentCalls):
         `fresh_ok=False` (the daemon): no new journal where one was (marks.fresh_refusal);
         `outside_mark`: the mark's copy outside the state directory (marks.py)."""
         if not table_id or not game:
-            raise ValueError("table_id and game are required")
+            raise EntryRefused("table_id and game are required")
         state_dir = Path(state_dir)
         path = state_dir / JOURNAL_FILE
         check_open(path, outside_mark, create and not fresh_ok)  # marks.py
@@ -365,7 +365,7 @@ class Journal(SegmentCalls):
         snapshot. The high-water mark is not moved past it."""
         if not durable and any(e.snapshot is not None or any(
                 fx.kind in MONEY_EFFECTS for fx in e.effects) for e in entries):
-            raise ValueError("outbox messages, round records and snapshots are always fsync'd")
+            raise EntryRefused("outbox messages, round records and snapshots are always fsync'd")
         with self._mutex:
             self._guard.check()
             seq, last_hash = self._last_seq, self._last_hash

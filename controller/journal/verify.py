@@ -16,6 +16,7 @@ from controller.journal import archived, segments
 from controller.journal.chain import chain_hash, genesis_hash, record_hash
 from controller.journal.checkpoint import Checkpoint, check_row
 from controller.journal.codec import Codec, parse_body
+from controller.journal.errors import RecordDamaged
 from controller.journal.lock import take_lock
 from controller.journal.mac import JournalKey, KeyFileError, find_key
 from controller.journal.mark import MARK_FILE, MarkError, mark_problem, read_mark
@@ -240,7 +241,7 @@ def prune_base(conn: sqlite3.Connection, meta: Mapping[str, str], key: JournalKe
     row = conn.execute("SELECT body, mac FROM checkpoints WHERE seq = ?", (last,)).fetchone()
     try:
         if row is None:
-            raise ValueError("missing")
+            raise RecordDamaged("missing")
         if key is None:
             return Checkpoint.parse(row[0] if isinstance(row[0], str) else "")
         return check_row(key, table_id, game, last, row[0], row[1])

@@ -7,6 +7,7 @@ import re
 
 from starlette.requests import Request
 
+from controller.errors import TablectlError
 from controller.link import contract
 
 MAX_FIELDS = 12  # fields of a form: the largest is a parameter change
@@ -18,7 +19,7 @@ PARAM_FIELDS = (("seed", "seed", "dollars"), ("increment", "increment", "percent
                 ("wager", "wager", "dollars"))
 
 
-class Refused(Exception):
+class Refused(TablectlError):
     """A request refused: its HTTP status, the counter it adds to, and the text shown."""
 
     def __init__(self, status: int, counter: str, text: str) -> None:

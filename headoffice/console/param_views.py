@@ -27,6 +27,7 @@ from headoffice.console.forms import (
 )
 from headoffice.console.money import param_changes, parse_dollars, parse_percent
 from headoffice.ledger import Ledger, LedgerError
+from headoffice.pools import requested_changes
 
 if TYPE_CHECKING:
     from headoffice.config import HeadOfficeConfig
@@ -47,24 +48,20 @@ class ParamPages:
     def _param_form(self, form: dict[str, str]) -> dict[str, Any]:
         """The changes a parameter form asks for (dollars and percent), as `Ledger.set_params`
         takes them; Refused naming the field otherwise."""
-        changes: dict[str, Any] = {}
+        values: dict[str, Any] = {}
         for key, field, kind in PARAM_FIELDS:
             text = form.get(key, "").strip()
             if not text:
                 continue
             try:
-                changes[field] = (parse_dollars(text, key) if kind == "dollars"
-                                  else parse_percent(text, key))
+                values[field] = (parse_dollars(text, key) if kind == "dollars"
+                                 else parse_percent(text, key))
             except ValueError as exc:
                 raise Refused(400, "bad_request", str(exc)) from None
-        if form.get("no_ceiling") == "on":
-            if "ceiling" in changes:
-                raise Refused(400, "bad_request", "a ceiling and no ceiling together")
-            changes["ceiling"] = None
-        if not changes:
-            raise Refused(400, "bad_request", "nothing to change: give a seed, an increment,"
-                           " a hidden increment, a ceiling or a wager")
-        return changes
+        try:
+            return requested_changes(**values, no_ceiling=form.get("no_ceiling") == "on")
+        except InputError as exc:
+            raise Refused(400, "bad_request", str(exc)) from None
 
     async def params_confirm(self, request: Request, s: Session) -> Response:
         """A parameter change before it is made: what changes, before and after, in dollars

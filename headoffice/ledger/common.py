@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from controller.clock import utc_now
+from controller.errors import TablectlError
 from headoffice.pools import Pool, PoolValue
 
 __all__ = ["utc_now"]  # one name to patch in tests: every module calls common.utc_now()
@@ -23,7 +24,7 @@ LAST_ALARMS = 25
 log = logging.getLogger("tablectl.headoffice")
 
 
-class LedgerError(Exception):
+class LedgerError(TablectlError):
     """An operator request the ledger refuses (the text says why)."""
 
 
@@ -94,11 +95,13 @@ class _Table:
     blocked: bool = False  # a message was held: nothing after it this batch
 
 
-class _Hold(Exception):
+# The three signals below never leave the ledger (a batch's control flow); they are under the
+# one root like every exception of ours (tests/test_error_root.py).
+class _Hold(TablectlError):
     """Not applied now, not acknowledged: the table sends it again."""
 
 
-class _Exclusive(Exception):
+class _Exclusive(TablectlError):
     """This batch needs the pool's row to itself (a hit, a cancellation, an unbalanced
     pool): the transaction is rolled back and run again with the pool locked FOR UPDATE."""
 
@@ -115,7 +118,7 @@ def _shard_name() -> str:
     return f"{socket.gethostname()[:64]}/{os.getpid()}/{next(_SHARDS)}"
 
 
-class _HeldHit(Exception):
+class _HeldHit(TablectlError):
     """A jackpot hit held for an operator: acknowledged (the table keeps it PENDING), never
     paid until approved."""
 

@@ -135,3 +135,23 @@ def test_bad_input_is_journaled_answered_and_survived(tmp_path: Path, bad: Event
         await runner
 
     asyncio.run(scenario())
+
+
+def test_an_entry_the_journal_refuses_takes_the_table_out_of_service(tmp_path: Path) -> None:
+    # The journal's EntryRefused (a JournalError, no longer caught as a bare ValueError):
+    # nothing acted on, the table out of service with the journal's reason.
+    svc = make_service(tmp_path)
+
+    async def scenario() -> None:
+        runner = asyncio.create_task(svc.run())
+        await asyncio.sleep(0.3)
+        assert svc.journal is not None
+        last = svc.journal.last_seq
+        seq = await svc.process(Event("table.open", {"x": float("nan")}))
+        assert seq is None and svc.journal.last_seq == last
+        assert "journal write failed" in (svc.out_of_service or "")
+        assert "not JSON" in (svc.out_of_service or "")
+        svc.stop()
+        await runner
+
+    asyncio.run(scenario())

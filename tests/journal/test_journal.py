@@ -15,6 +15,7 @@ from controller import journal as jmod
 from controller.journal import (
     JOURNAL_FILE,
     Entry,
+    EntryRefused,
     Journal,
     JournalError,
     genesis_hash,
@@ -187,7 +188,7 @@ def test_bad_input_is_refused_and_nothing_written(tmp_path: Path, kwargs: dict[s
         fill(j, rounds=1, per_round=2)
         kwargs.setdefault("event", Event("x", {}))
         event = kwargs.pop("event")
-        with pytest.raises(ValueError, match=match):
+        with pytest.raises(EntryRefused, match=match):
             j.append(event, now(5), **kwargs)
         assert j.last_seq == 2
         assert j.append(Event("ok"), now(6), round=2) == 3

@@ -1,0 +1,85 @@
+"""One exception root (docs/architecture.md, "Errors"): every exception class of the project
+derives, through the project's own classes, from `TablectlError` (shared/errors.py). Parsed,
+not imported, like tests/test_architecture.py: a class is an exception when one of its bases is
+a builtin exception or another exception class of the project; a root is one with no base of
+the project's."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ROOTS = ("controller", "devices", "headoffice", "shared")
+BUILTIN_EXCEPTIONS = {
+    name for name, obj in vars(builtins).items()
+    if isinstance(obj, type) and issubclass(obj, BaseException)
+}
+
+
+def base_name(node: ast.expr) -> str:
+    """`ValueError` -> "ValueError", `contract.SchemaError` -> "SchemaError"."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def classes(paths: list[Path]) -> dict[str, tuple[str, list[str]]]:
+    """qualified name -> (simple name, base names) of every class defined in `paths`."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        where = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                out[f"{where}:{node.name}"] = (node.name, [base_name(b) for b in node.bases])
+    return out
+
+
+def exception_roots(paths: list[Path]) -> list[str]:
+    """The project's exception classes none of whose bases is one of the project's."""
+    found = classes(paths)
+    ours: set[str] = set()  # simple names of the project's exception classes
+    changed = True
+    while changed:  # a class is one if a base is a builtin exception or one of ours
+        changed = False
+        for name, bases in found.values():
+            if name not in ours and any(b in BUILTIN_EXCEPTIONS or b in ours for b in bases):
+                ours.add(name)
+                changed = True
+    return sorted(q for q, (name, bases) in found.items()
+                  if name in ours and not any(b in ours for b in bases))
+
+
+def project_modules() -> list[Path]:
+    return [p for root in ROOTS for p in sorted((REPO / root).rglob("*.py"))]
+
+
+def test_one_exception_root() -> None:
+    paths = project_modules()
+    assert len(paths) > 200  # the scan reads the tree, not nothing
+    assert exception_roots(paths) == ["shared/errors.py:TablectlError"]
+
+
+def test_the_count_sees_a_second_root(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from shared.errors import TablectlError\n"
+                     "class Mine(ValueError):\n    pass\n"
+                     "class Under(Mine):\n    pass\n"
+                     "class Fine(TablectlError):\n    pass\n")
+    roots = exception_roots([*project_modules(), probe])
+    assert roots == ["probe.py:Mine", "shared/errors.py:TablectlError"]
+
+
+def test_the_families_stay_what_callers_catch() -> None:
+    # Under the one root, each family is still what callers caught before it had one.
+    from controller.errors import InputError, TablectlError
+    from controller.journal.errors import EntryRefused, JournalError, RecordDamaged
+    from devices.config_reader import TomlError
+    from devices.errors import DeviceError, DevicesError
+
+    assert issubclass(DeviceError, InputError)  # docs/architecture.md, "Errors"
+    for family in (DevicesError, TomlError, EntryRefused, RecordDamaged):
+        assert issubclass(family, TablectlError) and issubclass(family, ValueError), family
+    assert issubclass(EntryRefused, JournalError) and issubclass(RecordDamaged, JournalError)
