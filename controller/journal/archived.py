@@ -211,3 +211,28 @@ def whereabouts(st: SegmentState, archive_dir: Path, table_id: str, game: str, *
             return "fault", f"{name}: archive {path} is missing (not deleted by retention)"
         return "fault", f"{name}: {exc.what}: {exc}"
     return "whole", None
+
+
+def archive_whereabouts(st: SegmentState, archive_dir: Path) -> str:
+    """What became of segment `st`'s archive, as far as its file and its row tell (whether a
+    file that is there checks out is archived.py's to say)."""
+    if st.archive is None:
+        return "its segment row names no archive (the row was altered: it was archived before "\
+               "it left the file)"
+    path = archive_dir / st.archive
+    held = (f"head office holds its digest (sha256 {st.digest}) and head, not its records: "
+            "they can be read only from a copy of the archive (docs/operations.md, \"An archive "
+            "missing or altered\")")
+    if path.exists():
+        return f"its records are in the archive {path} (sha256 {st.digest})"
+    if st.deleted_by_retention:
+        return (f"its archive {path} was deleted by retention at {st.deleted_utc} "
+                f"(keep_archives_days); {held}")
+    if st.lost_accepted and st.lost is not None:
+        return (f"its archive {path} was lost ({st.lost['found']}); the loss was accepted by "
+                f"{st.lost['by']} at {st.lost['utc']}: {st.lost['reason']}; {held}")
+    if st.deleted_utc is not None:
+        return (f"its archive {path} is missing; its row says retention deleted it at "
+                f"{st.deleted_utc}, but that record does not check out with the table's key "
+                f"(forged): it was not deleted by retention; {held}")
+    return f"its archive {path} is missing and was not deleted by retention; {held}"

@@ -282,7 +282,7 @@ class Retention:
         st = st or self.pruned_segment(number)
         if st is None:
             return None
-        return f"{pruned_head(st, number)}; {archive_whereabouts(st, archive_dir)}"
+        return f"{pruned_head(st, number)}; {archived.archive_whereabouts(st, archive_dir)}"
 
     def plan(self, keep_rounds: int | None, archive_dir: Path, last_round: int, *,
              keep_days: int | None = None) -> list[PrunePlan]:
@@ -453,31 +453,6 @@ def pruned_head(st: SegmentState, number: int) -> str:
     what = ("pruned from the table's journal" if st.pruned_utc is not None else
             "moved out of the journal file to its archive once head office held it")
     return f"round {number} was {what} (seq {seg.first}..{seg.last}, segment {seg.number})"
-
-
-def archive_whereabouts(st: SegmentState, archive_dir: Path) -> str:
-    """What became of segment `st`'s archive, as far as its file and its row tell (whether a
-    file that is there checks out is archived.py's to say)."""
-    if st.archive is None:
-        return "its segment row names no archive (the row was altered: it was archived before "\
-               "it left the file)"
-    path = archive_dir / st.archive
-    held = (f"head office holds its digest (sha256 {st.digest}) and head, not its records: "
-            "they can be read only from a copy of the archive (docs/operations.md, \"An archive "
-            "missing or altered\")")
-    if path.exists():
-        return f"its records are in the archive {path} (sha256 {st.digest})"
-    if st.deleted_by_retention:
-        return (f"its archive {path} was deleted by retention at {st.deleted_utc} "
-                f"(keep_archives_days); {held}")
-    if st.lost_accepted and st.lost is not None:
-        return (f"its archive {path} was lost ({st.lost['found']}); the loss was accepted by "
-                f"{st.lost['by']} at {st.lost['utc']}: {st.lost['reason']}; {held}")
-    if st.deleted_utc is not None:
-        return (f"its archive {path} is missing; its row says retention deleted it at "
-                f"{st.deleted_utc}, but that record does not check out with the table's key "
-                f"(forged): it was not deleted by retention; {held}")
-    return f"its archive {path} is missing and was not deleted by retention; {held}"
 
 
 def _has_columns(archive: sqlite3.Connection) -> bool:
