@@ -170,7 +170,7 @@ def _signatures(db: Database, f: Filter) -> list[Entry]:
 
 
 def _card_log(db: Database, f: Filter) -> list[Entry]:
-    """Decisions on Player Cards (headoffice/cards.py): a person's at head office (added, a
+    """Decisions on Player Cards (headoffice/ledger/cards.py): a person's at head office (added, a
     Loss Limit, a restriction, lifted, invalidated) and a supervisor's restriction at a table
     (UTH 13.4, `by` as the table sent it: login@table). Head office's own refusals and the
     chips players declared are the card's view, not people's decisions."""

@@ -1,4 +1,5 @@
-"""`tablectl-headoffice card`: the Player Cards head office knows (issue 29; headoffice/cards.py).
+"""`tablectl-headoffice card`: the Player Cards head office knows (issue 29;
+headoffice/ledger/cards.py).
 
     tablectl-headoffice card add CARD (--limit C | --no-limit) [--period day|week|month]
                                  [--length N] [--start WHEN] --reason TEXT [--operator NAME]
@@ -23,8 +24,7 @@ from typing import Any
 
 from controller.errors import InputError
 from controller.money import dollars_or_dash as _money
-from headoffice import cards
-from headoffice.ledger import Ledger
+from headoffice.ledger import Ledger, cards
 
 DECIDE = ("add", "limit", "restrict", "unrestrict", "invalidate")
 

@@ -114,8 +114,8 @@ DECISIONS_COLUMNS = """
     first_utc TEXT NOT NULL, first_reason TEXT NOT NULL, second_by TEXT, second_utc TEXT,
     second_reason TEXT, outcome TEXT"""
 
-# Player Cards (issue 29; headoffice/cards.py, docs/headoffice.md "Player Cards"). A card is an
-# opaque id (never a name): its status (active | invalid), Loss Limit in cents (NULL: none set,
+# Player Cards (issue 29; headoffice/ledger/cards.py, docs/headoffice.md "Player Cards"). A card
+# is an opaque id (never a name): its status (active | invalid), Loss Limit in cents (NULL: none set,
 # where the profile does not require one), its period (`period_kind` day | week | month times
 # `period_len`, the current one starting at `period_start`), and a supervisor's restriction
 # (UTH 13.4) until the period resets. A reservation is the most a card can lose in one round at

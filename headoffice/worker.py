@@ -20,10 +20,9 @@ from typing import Any
 
 from controller.link import contract, patron
 from controller.link.transport import Backoff, Connection, LinkError, connect, run_together
-from headoffice import cards
 from headoffice.config import HeadOfficeConfig
 from headoffice.db import open_database
-from headoffice.ledger import BatchResult, Incoming, Ledger, utc_now
+from headoffice.ledger import BatchResult, Incoming, Ledger, cards, utc_now
 from headoffice.notify import LedgerWatch
 from headoffice.pools import Pool, PoolValue
 from headoffice.routing import PARTITIONS, Routing, partition_of

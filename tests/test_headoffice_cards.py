@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 
 from controller.clock import utc_now
 from controller.link import contract, patron
-from headoffice import cards
 from headoffice.db import open_database
-from headoffice.ledger import Incoming, Ledger, LedgerError
+from headoffice.ledger import Incoming, Ledger, LedgerError, cards
 
 OPS = ["alice"]
 UTC = "2026-11-28T10:00:00.000Z"

@@ -13,8 +13,7 @@ import pytest
 
 from controller.link import contract, patron
 from controller.link.transport import Connection, connect
-from headoffice import cards
-from headoffice.ledger import Ledger
+from headoffice.ledger import Ledger, cards
 from tests import mqtt_broker
 from tests.support.link import head_office, run, wait_for
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from headoffice import audit, cards, cli
-from headoffice.ledger import Ledger
+from headoffice import audit, cli
+from headoffice.ledger import Ledger, cards
 from tests.test_headoffice_cli import _as, console  # noqa: F401 -- the fixture
 
 CONSOLE = tuple[Path, str]

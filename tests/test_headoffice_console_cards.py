@@ -1,6 +1,7 @@
 """The console's Player Card pages (issue 29): every card's Loss Limit, period, net so far,
 reserved and remaining; one card's held reservations, tables, refusals and restrictions, as
-head office's ledger has them (headoffice/cards.py), for any logged-in operator, read only."""
+head office's ledger has them (headoffice/ledger/cards.py), for any logged-in operator,
+read only."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller.link import contract, patron
-from headoffice import cards
-from headoffice.ledger import Incoming
+from headoffice.ledger import Incoming, cards
 from tests.test_headoffice_console import browser, cells  # noqa: F401 -- the fixture
 from tests.test_headoffice_console_support import Browser, Office, make_office
 

@@ -1,4 +1,4 @@
-"""The console's Player Card pages (issue 29; headoffice/cards.py): every card with its Loss
+"""The console's Player Card pages (issue 29; headoffice/ledger/cards.py): every card with its Loss
 Limit, period, net so far, reserved and remaining; one card's view adds where its money is
 held (reservations not yet settled, by table and round), the tables it played at in the
 period, head office's refusals and the restrictions and decisions made about it. Read only:
@@ -14,9 +14,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from controller.link.patron import CARD_ID
-from headoffice import cards
 from headoffice.console.forms import Refused
-from headoffice.ledger import LedgerError
+from headoffice.ledger import LedgerError, cards
 
 if TYPE_CHECKING:
     from headoffice.console.app import Console

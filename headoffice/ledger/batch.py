@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 from controller.errors import InputError
 from controller.link import contract
 from controller.meters import SHIFT_METERS
-from headoffice import cards
-from headoffice.ledger import common
+from headoffice.ledger import cards, common
 from headoffice.ledger.common import (
     _IN_CHUNK,
     BatchResult,
@@ -363,7 +362,7 @@ class _Batch(BatchTables, BatchHits):
         if type_ == contract.RECOVERED:  # moves no money: stored with the message, alarmed
             self._recovered(t, p, seq)
             return 0
-        if type_ in contract.CARD_TYPES:  # Player Cards (issue 29): headoffice/cards.py
+        if type_ in contract.CARD_TYPES:  # Player Cards (issue 29): headoffice/ledger/cards.py
             return cards.apply_outbox(self.db, t.id, seq, type_, p, self.ledger.alarm)
         pool_id = p["pool_id"]
         pool = self._live_pool(t, pool_id)

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from controller.link import contract
-from headoffice import cards
 from headoffice.db import Database, open_database
 from headoffice.hits import HitPolicy
+from headoffice.ledger import cards
 from headoffice.ledger.alarms import LedgerAlarms
 from headoffice.ledger.batch import _Batch
 from headoffice.ledger.common import BatchResult, Incoming, _Exclusive, _pool_ids, _shard_name, log
