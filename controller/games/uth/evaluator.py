@@ -195,8 +195,8 @@ def compute_tables() -> tuple[dict[int, int], dict[int, int], array[int], list[i
 
 
 # Loaded (or computed) on first use, not at import: head office imports this module for
-# `Category` and evaluates a hand only when a jackpot hit arrives. Filled in place, so every reference
-# to these objects sees them once built.
+# `Category` and evaluates a hand only when a jackpot hit arrives. Filled in place, so every
+# reference to these objects sees them once loaded.
 _LOW: dict[int, int] = {}
 _HIGH: dict[int, int] = {}
 _NONFLUSH: array[int] = array("H")
