@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -86,7 +87,7 @@ def _device_modules(config: str, mode: str, tmp: str) -> tuple[set[str], set[str
 
 
 def test_importing_the_daemon_loads_no_driver_simulator_systemd_serial_or_ctypes(
-        tmp_path: object) -> None:
+        tmp_path: Path) -> None:
     # Issue 31: `import controller.daemon.main` pulled 46 `devices` modules, every simulator,
     # pyserial, systemd-python and ctypes. Configs and interfaces only, now.
     at_import, _ = _device_modules("uth-nsw.toml", "import", str(tmp_path))
@@ -102,10 +103,27 @@ def test_importing_the_daemon_loads_no_driver_simulator_systemd_serial_or_ctypes
     ("paigow", "shaker", "shuffler"),
 ])
 def test_a_simulated_table_loads_its_own_devices_simulators_only(
-        tmp_path: object, game: str, own: str, other: str) -> None:
+        tmp_path: Path, game: str, own: str, other: str) -> None:
     at_import, built = _device_modules(f"{game}-nsw.toml", "simulate", str(tmp_path))
     assert f"devices.{own}.sim" in built and "devices.sensors.sim" in built  # with --simulate
     loaded = at_import | built
     # The other game's device: its config section is read (and refused if wrong), no more.
     assert not {f"devices.{other}.{m}" for m in ("model", "sim", "driver", "wire")} & loaded
     assert not {m for m in loaded if m.endswith((".driver", ".wire"))}, sorted(loaded)
+
+
+def test_the_program_version_is_the_installed_distributions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read without importlib.metadata (issue 31), it must still answer what that would.
+    import importlib.metadata
+
+    from controller.about import program_version
+
+    assert program_version() == importlib.metadata.version("tablectl")
+    dist = tmp_path / "tablectl-9.8.7.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.4\nName: tablectl\nVersion: 9.8.7\n\n"
+                                   "Version: not a header: the body\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    assert program_version() == importlib.metadata.version("tablectl") == "9.8.7"

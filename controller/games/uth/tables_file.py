@@ -37,7 +37,8 @@ _TYPES = ("I", "I", "I", "I", "H", "H", "H")  # the seven arrays' item types, in
 
 log = logging.getLogger(__name__)
 
-Tables = tuple[dict[int, int], dict[int, int], "array[int]", list[int], list[int]]
+# (_LOW, _HIGH, _NONFLUSH, _FLUSH, _CATEGORY_START): evaluator.py's tables.
+Tables = tuple[dict[int, int], dict[int, int], "array[int]", "array[int] | list[int]", list[int]]
 
 
 class TablesFileError(TablectlError):
@@ -82,7 +83,7 @@ def decode(data: bytes) -> Tables:
     low_keys, low_values, high_keys, high_values, nonflush, flush, starts = parts
     return (dict(zip(low_keys, low_values, strict=True)),
             dict(zip(high_keys, high_values, strict=True)),
-            array("H", nonflush), flush.tolist(), starts.tolist())
+            nonflush, flush, starts.tolist())
 
 
 def digest(data: bytes) -> str:
