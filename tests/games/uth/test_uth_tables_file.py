@@ -85,3 +85,25 @@ def test_the_evaluator_refuses_a_wrong_file_and_computes_without_one(tmp_path: P
     # Refused: no table is filled from it, and the error names the file.
     assert out.startswith(f"refused False uth evaluator tables {bad}: SHA-256"), out
     assert _probe(tmp_path / "absent.bin") == f"ranked {evaluator.MAX_RANK}"
+
+
+DAEMON = """
+import sys
+from pathlib import Path
+from controller.games.uth import tables_file
+tables_file.FILE = Path(sys.argv[1])
+from controller.daemon.main import main
+sys.exit(main(["--simulate", "--game", "uth", "--autoplay", "0", "--quiet",
+               "--state-dir", sys.argv[2]]))
+"""
+
+
+def test_a_uth_daemon_with_a_wrong_tables_file_does_not_start(tmp_path: Path) -> None:
+    bad = tmp_path / "evaluator_tables.bin"
+    bad.write_bytes(tables_file.FILE.read_bytes()[:-2] + b"\0\0")
+    run = subprocess.run([sys.executable, "-c", DAEMON, str(bad), str(tmp_path / "state")],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith(f"tablectld: uth evaluator tables {bad}: SHA-256 "), run.stderr
+    assert "refusing a file this program was not built with" in run.stderr
+    assert "Traceback" not in run.stderr
