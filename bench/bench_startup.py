@@ -1,16 +1,28 @@
-"""Time from exec to READY=1 (sd_notify) of `python -m controller.daemon --simulate`, for one or
-more source trees run alternately in the same session (docs/daemon.md "Start-up").
+"""Time from exec to READY=1 (sd_notify) of `python -m controller.daemon --simulate`, and its
+memory at READY, for one or more source trees run alternately in the same session
+(docs/daemon.md "Start-up").
 
-    .venv/bin/python bench/bench_startup.py [--game paigow] [--runs 7] TREE [TREE ...]
+    .venv/bin/python bench/bench_startup.py [--game uth --game paigow] [--runs 7] TREE [TREE ...]
 
 Each TREE is a checkout (e.g. `git archive 38ec508 | tar -x -C /tmp/base`), run with
-PYTHONPATH=TREE and the working directory TREE, by --python (default: this interpreter). Run it
-with an image root's interpreter inside a chroot of that root (qemu-user) to see the start-up as
-the VM's TCG magnifies it; there the installed program's verification runs too.
+PYTHONPATH=TREE and the working directory TREE, by --python (default: this interpreter). A tree
+at or after issue 31 loads the UTH evaluator's tables from the file its build writes: make it
+with `python -m controller.games.uth.tables_file TREE/controller/games/uth/evaluator_tables.bin`
+(./dev setup does, for the checkout itself); without it the daemon computes them, as before.
+Run it with an image root's interpreter inside a chroot of that root (qemu-user) to see the
+start-up as the VM's TCG magnifies it; there the installed program's verification runs too.
 
-Two figures per start: the wall time, and the CPU time (user + system) the daemon and the
-children it waited for (the verification) spent until READY, from /proc/PID/stat: on a shared
-machine the CPU time hardly moves with the load, the wall time does.
+Each tree is compiled first (compileall: the image's .pyc files, which pip writes when it
+installs, whereas PYTHONDONTWRITEBYTECODE would otherwise have every start compile its source).
+
+Three figures per start: the wall time, the CPU time (user + system) the daemon and the
+children it waited for (the verification) spent until READY, from /proc/PID/stat (on a shared
+machine the CPU time hardly moves with the load, the wall time does), and the daemon's resident
+memory at READY (VmRSS) and its peak until then (VmHWM), from /proc/PID/status.
+
+The closing lines are ratios measured in this run: each tree's medians to the first TREE's
+(the named baseline, e.g. main before a change) for the same game, and with two games, each
+game's to the last --game's in the same tree (e.g. UTH to Pai Gow).
 """
 
 from __future__ import annotations
@@ -35,7 +47,21 @@ def cpu_s(pid: int) -> float:
     return sum(int(v) for v in fields[11:15]) / TICK
 
 
-def time_to_ready(tree: Path, game: str, python: str, timeout: float) -> tuple[float, float]:
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of `pid` in MB (MiB), from /proc/PID/status."""
+    found: dict[str, float] = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0]) / 1024
+    return found["VmRSS"], found["VmHWM"]
+
+
+Start = tuple[float, float, float, float]  # wall s, CPU s, RSS MB, peak RSS MB at READY
+
+
+def time_to_ready(tree: Path, game: str, python: str, timeout: float) -> Start:
     with tempfile.TemporaryDirectory() as tmp:
         addr = str(Path(tmp) / "notify.sock")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -51,37 +77,62 @@ def time_to_ready(tree: Path, game: str, python: str, timeout: float) -> tuple[f
         try:
             while "READY=1" not in sock.recv(4096).decode():
                 pass
-            return time.perf_counter() - start, cpu_s(proc.pid)
+            wall = time.perf_counter() - start
+            return (wall, cpu_s(proc.pid), *memory_mb(proc.pid))
         finally:
             proc.terminate()
             proc.wait(timeout)
             sock.close()
 
 
+def _median(starts: list[Start], i: int) -> float:
+    return statistics.median(x[i] for x in starts)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trees", type=Path, nargs="+")
-    ap.add_argument("--game", choices=["paigow", "uth"], default="paigow")
+    ap.add_argument("--game", choices=["paigow", "uth"], action="append",
+                    help="repeatable (default: paigow); the last is the other games' baseline")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds for one start")
     args = ap.parse_args()
-    times: dict[Path, list[float]] = {t: [] for t in args.trees}
-    cpu: dict[Path, list[float]] = {t: [] for t in args.trees}
+    games: list[str] = args.game or ["paigow"]
+    for tree in args.trees:  # .pyc as the image has them (module docstring)
+        subprocess.run([args.python, "-m", "compileall", "-q", "controller", "devices"],
+                       cwd=tree, check=True, stdout=subprocess.DEVNULL)
+    runs: dict[tuple[str, Path], list[Start]] = {(g, t): [] for g in games for t in args.trees}
     load = [os.getloadavg()[0]]
     for _ in range(args.runs):
-        for tree in args.trees:  # alternately: the machine's load hits every tree alike
-            wall, used = time_to_ready(tree.resolve(), args.game, args.python, args.timeout)
-            times[tree].append(wall)
-            cpu[tree].append(used)
+        for game in games:  # alternately: the machine's load hits every tree and game alike
+            for tree in args.trees:
+                runs[game, tree].append(time_to_ready(tree.resolve(), game, args.python,
+                                                      args.timeout))
         load.append(os.getloadavg()[0])
-    print(f"{args.game}, {args.runs} runs each, load average (1 min) {min(load):.1f}-"
+    print(f"{', '.join(games)}: {args.runs} runs each, load average (1 min) {min(load):.1f}-"
           f"{max(load):.1f}")
-    for tree, ts in times.items():
-        cs = cpu[tree]
-        print(f"{tree}: wall median {statistics.median(ts):.2f} s, min {min(ts):.2f}, "
+    for (game, tree), starts in runs.items():
+        ts = [x[0] for x in starts]
+        cs = [x[1] for x in starts]
+        print(f"{game} {tree}: wall median {statistics.median(ts):.2f} s, min {min(ts):.2f}, "
               f"max {max(ts):.2f}  ({' '.join(f'{t:.2f}' for t in ts)});  CPU median "
-              f"{statistics.median(cs):.2f} s, min {min(cs):.2f}, max {max(cs):.2f}")
+              f"{statistics.median(cs):.2f} s, min {min(cs):.2f}, max {max(cs):.2f};  RSS at "
+              f"READY median {_median(starts, 2):.1f} MB (peak {_median(starts, 3):.1f})")
+    base = args.trees[0]
+    for game in games:
+        for tree in args.trees[1:]:
+            print(f"ratio {game} {tree} / {base}: " + _ratios(runs[game, tree], runs[game, base]))
+    for tree in args.trees:
+        for game in games[:-1]:
+            print(f"ratio {tree} {game} / {games[-1]}: "
+                  + _ratios(runs[game, tree], runs[games[-1], tree]))
+
+
+def _ratios(these: list[Start], baseline: list[Start]) -> str:
+    """Medians' ratios: wall, CPU and RSS at READY."""
+    return ", ".join(f"{name} x{_median(these, i) / _median(baseline, i):.2f}"
+                     for i, name in ((0, "READY wall"), (1, "CPU"), (2, "RSS")))
 
 
 if __name__ == "__main__":

@@ -3,19 +3,31 @@ manifest's SHA-256 when it verifies), for `tablectl --version` and the daemon's 
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _dist_version
+import sys
 from pathlib import Path
 
 from controller import __version__
 
 
 def program_version() -> str:
-    """The installed distribution's version; the source tree's when run from a checkout."""
-    try:
-        return _dist_version("tablectl")
-    except PackageNotFoundError:
-        return __version__
+    """The installed distribution's version; the source tree's when run from a checkout.
+
+    What `importlib.metadata.version("tablectl")` answers (the first `tablectl-*.dist-info` on
+    sys.path), read directly: importlib.metadata brings email, zipfile, csv and ~40 modules,
+    ~1 MB of every daemon and CLI for one line (issue 31)."""
+    for entry in sys.path:
+        try:
+            found = sorted(Path(entry or ".").glob("tablectl-*.dist-info/METADATA"))
+        except OSError:
+            continue
+        for meta in found:
+            with meta.open(encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith("Version:"):
+                        return line.split(":", 1)[1].strip()
+                    if not line.strip():  # the headers end at the first blank line
+                        break
+    return __version__
 
 
 def software_identity(settings_path: Path | None = None) -> tuple[bool, str]:

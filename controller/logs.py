@@ -20,10 +20,13 @@ import re
 import sys
 from typing import Any, TextIO
 
-try:
-    from systemd.journal import JournalHandler  # type: ignore[import-not-found]
-except ImportError:  # the dev tree without the `journal` extra; the image has it
-    JournalHandler = None
+_NOT_LOADED: Any = object()
+# systemd.journal's JournalHandler, imported by the first `setup` that logs to journald (a
+# daemon under systemd), not at import: 2 MB and ctypes for every CLI command, test and
+# simulated table that never uses it (issue 31). None: not installed (the dev tree without the
+# `journal` extra; the image has it).
+JournalHandler: Any = _NOT_LOADED
+_journal_class: Any = None  # _Journal, made on first use over the loaded JournalHandler
 
 IDENTIFIER = "tablectld"
 FIELDS_ATTR = "TABLECTL_FIELDS"  # the record attribute holding an event's fields
@@ -98,31 +101,49 @@ class _Prefixed(_Fields):
         return "\n".join(prefix + line for line in super().format(record).split("\n"))
 
 
-if JournalHandler is not None:
+def _journal_handler() -> Any:
+    """JournalHandler (imported now if not yet), or None without systemd-python."""
+    global JournalHandler
+    if JournalHandler is _NOT_LOADED:
+        try:
+            from systemd.journal import JournalHandler as loaded  # type: ignore[import-not-found]
+        except ImportError:
+            loaded = None
+        JournalHandler = loaded
+    return JournalHandler
 
-    class _Journal(JournalHandler):  # type: ignore[misc,valid-type]
-        """JournalHandler sending the record's identity and the event's fields only (the
-        stock one sends every attribute of the record, most of them invalid field names)."""
 
-        def emit(self, record: logging.LogRecord) -> None:
-            try:
-                fields = journal_fields(getattr(record, FIELDS_ATTR, None) or {})
-                if record.exc_info:
-                    fields["EXCEPTION_TEXT"] = logging.Formatter().formatException(
-                        record.exc_info
+def _journal(identifier: str) -> logging.Handler:
+    global _journal_class
+    base = _journal_handler()
+    if _journal_class is None or not issubclass(_journal_class, base):
+        class _Journal(base):  # type: ignore[misc,valid-type]
+            """JournalHandler sending the record's identity and the event's fields only (the
+            stock one sends every attribute of the record, most of them invalid field names)."""
+
+            def emit(self, record: logging.LogRecord) -> None:
+                try:
+                    fields = journal_fields(getattr(record, FIELDS_ATTR, None) or {})
+                    if record.exc_info:
+                        fields["EXCEPTION_TEXT"] = logging.Formatter().formatException(
+                            record.exc_info
+                        )
+                    self.send(
+                        record.getMessage(),
+                        PRIORITY=str(priority(record.levelno)),
+                        LOGGER=record.name,
+                        CODE_FILE=record.pathname,
+                        CODE_LINE=record.lineno,
+                        CODE_FUNC=record.funcName,
+                        **self._extra,
+                        **fields,
                     )
-                self.send(
-                    record.getMessage(),
-                    PRIORITY=str(priority(record.levelno)),
-                    LOGGER=record.name,
-                    CODE_FILE=record.pathname,
-                    CODE_LINE=record.lineno,
-                    CODE_FUNC=record.funcName,
-                    **self._extra,
-                    **fields,
-                )
-            except Exception:
-                self.handleError(record)
+                except Exception:
+                    self.handleError(record)
+
+        _journal_class = _Journal
+    # Explicit: JournalHandler's default is sys.argv[0] (`vm_table.py`, `-c`, a path).
+    return _journal_class(SYSLOG_IDENTIFIER=identifier)  # type: ignore[no-any-return]
 
 
 def setup(
@@ -143,9 +164,8 @@ def setup(
     log.handlers.clear()
     to_journald = connected_to_journald(stream) if journald is None else journald
     handler: logging.Handler
-    if to_journald and JournalHandler is not None:
-        # Explicit: JournalHandler's default is sys.argv[0] (`vm_table.py`, `-c`, a path).
-        handler = _Journal(SYSLOG_IDENTIFIER=identifier)
+    if to_journald and _journal_handler() is not None:
+        handler = _journal(identifier)
     elif to_journald:
         handler = logging.StreamHandler(stream)
         handler.setFormatter(_Prefixed("%(message)s"))
@@ -160,7 +180,7 @@ def setup(
 def route(log: logging.Logger) -> str:
     """Which route `setup` chose: "journal", "prefixed" or "plain" (for the start line)."""
     for handler in log.handlers:
-        if JournalHandler is not None and isinstance(handler, JournalHandler):
+        if JournalHandler not in (None, _NOT_LOADED) and isinstance(handler, JournalHandler):
             return "journal"
         if isinstance(handler.formatter, _Prefixed):
             return "prefixed"

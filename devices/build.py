@@ -30,17 +30,14 @@ from devices.cardreader.driver import SerialCardReader
 from devices.cardreader.wire import PtyCardReaderSim
 from devices.config import DevicesConfig, GameNeeds
 from devices.meter.config import SECTION as METER
-from devices.meter.driver import AlphaMeter
-from devices.meter.wire import PtyMeterSim
 from devices.proto.serial_config import SerialConfig
 from devices.sensors.config import GpioConfig
-from devices.sensors.gpio import GpioSensors
 from devices.shaker.config import SECTION as SHAKER
-from devices.shaker.driver import SerialShaker
-from devices.shaker.wire import PtyShakerSim
 from devices.shuffler.config import SECTION as SHUFFLER
-from devices.shuffler.driver import SerialShuffler
-from devices.shuffler.wire import PtyShufflerSim
+
+# Each driver and wire simulator is imported where a table that has the device builds it, not
+# here: a UTH table never loads the shaker's modules, nor a real table the simulators (issue 31:
+# `import controller.daemon.main` used to pull every `devices` module, ~4 MB of the daemon).
 
 # Mock pins for a simulated table without a [devices.gpio] section (BCM numbers, none shared).
 SIM_PINS = {
@@ -84,12 +81,20 @@ def build_hardware(cfg: TableConfig) -> dict[str, Device]:
     d = cfg.devices
     devices: list[Device] = []
     if d.gpio is not None:
+        from devices.sensors.gpio import GpioSensors
+
         devices.append(GpioSensors(d.gpio, boxes=cfg.boxes))
     if d.meter is not None:
+        from devices.meter.driver import AlphaMeter
+
         devices.append(AlphaMeter(d.meter))
     if d.shaker is not None and _uses(cfg, "shaker"):
+        from devices.shaker.driver import SerialShaker
+
         devices.append(SerialShaker(d.shaker, cut_die=cfg.needs.cut_die))
     if d.shuffler is not None and _uses(cfg, "shuffler"):
+        from devices.shuffler.driver import SerialShuffler
+
         devices.append(SerialShuffler(d.shuffler, decks=cfg.needs.decks))
     if d.cardreader is not None:
         devices.append(SerialCardReader(d.cardreader, boxes=cfg.boxes))
@@ -133,6 +138,10 @@ def _links_dir(cfg: TableConfig) -> Path | None:
 
 def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, Device]:
     """Real drivers against pty simulators; `rng` seeds the simulated dice and shuffles."""
+    from devices.meter.driver import AlphaMeter
+    from devices.meter.wire import PtyMeterSim
+    from devices.sensors.gpio import GpioSensors
+
     d = cfg.devices
     links = _links_dir(cfg)
     meter_sim = PtyMeterSim(rng=rng)
@@ -143,11 +152,17 @@ def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, D
     ]
     needs = cfg.needs
     if _uses(cfg, "shaker"):
+        from devices.shaker.driver import SerialShaker
+        from devices.shaker.wire import PtyShakerSim
+
         sim = PtyShakerSim(cut_die=needs.cut_die, rng=rng)
         port = _plug(sim, "shaker", links)
         shaker = SerialShaker(_serial(d.shaker, port, SHAKER.baud), cut_die=needs.cut_die)
         devices.append(Simulated.attach(shaker, sim))
     if _uses(cfg, "shuffler"):
+        from devices.shuffler.driver import SerialShuffler
+        from devices.shuffler.wire import PtyShufflerSim
+
         sim2 = PtyShufflerSim(decks=needs.decks, rng=rng)
         port = _plug(sim2, "shuffler", links)
         shuffler = SerialShuffler(_serial(d.shuffler, port, SHUFFLER.baud), decks=needs.decks)

@@ -156,16 +156,28 @@ class Pki:
         return Tls(self.ca, crt, key)
 
 
+class PortTaken(RuntimeError):
+    """Mosquitto could not bind the port chosen for it: someone took it meanwhile."""
+
+
 class Broker:
     def __init__(self, root: Path, pki: Pki, port: int | None = None,
                  acl: Path = ACL, nodelay: bool = True) -> None:
         self.root = root
         self.pki = pki
         self.port = port or free_port()
+        # A port of our choosing may be taken between free_port() and mosquitto's bind (by a
+        # parallel test worker's broker or client): the first start then moves to another.
+        self._may_move = port is None
         self.proc: subprocess.Popen[bytes] | None = None
         self.nodelay = nodelay
+        self.acl = acl
         root.mkdir(parents=True, exist_ok=True)
         self.conf = root / "mosquitto.conf"
+        self._write_conf()
+
+    def _write_conf(self) -> None:
+        root, acl, pki = self.root, self.acl, self.pki
         text = TEMPLATE.read_text()
         for key, value in {
             "@STATE_DIR@": str(root), "@ACL@": str(acl), "@PORT@": str(self.port),
@@ -173,7 +185,7 @@ class Broker:
             "@KEY@": str(pki.server_key),
         }.items():
             text = text.replace(key, value)
-        if not nodelay:  # Nagle's algorithm on: the benchmark's "before" (bench/fleet/nagle.py)
+        if not self.nodelay:  # Nagle on: the benchmark's "before" (bench/fleet/nagle.py)
             text = text.replace("set_tcp_nodelay true", "set_tcp_nodelay false")
         # Running as root, mosquitto would drop to the "mosquitto" user and lose our files.
         if os.geteuid() == 0:
@@ -183,6 +195,18 @@ class Broker:
     def start(self, timeout: float = 10.0, new_session: bool = False) -> None:
         """`new_session`: out of the caller's process group, so a terminal's Ctrl-C reaches
         only the caller, which stops the broker when it chooses (demo/linked.py)."""
+        for _ in range(5):
+            try:
+                self._start(timeout, new_session)
+                break
+            except PortTaken:
+                self.port = free_port()
+                self._write_conf()
+        else:
+            self._start(timeout, new_session)
+        self._may_move = False  # clients know this port now: a restart keeps it
+
+    def _start(self, timeout: float, new_session: bool) -> None:
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self.proc = subprocess.Popen([MOSQUITTO, "-c", str(self.conf)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -191,7 +215,10 @@ class Broker:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                raise RuntimeError(f"mosquitto exited: {err} {self.log()[-2000:]}")
+                said = f"{err} {self.log()[-2000:]}"
+                if self._may_move and "in use" in said:
+                    raise PortTaken(said)
+                raise RuntimeError(f"mosquitto exited: {said}")
             with contextlib.suppress(OSError), socket.create_connection(
                 ("127.0.0.1", self.port), timeout=0.2
             ):

@@ -18,7 +18,6 @@ from controller.extensions.base import Extension
 from controller.random_source import RandomSource
 from controller.rounds.base import RoundMachine
 from devices.base import Device
-from devices.sim import build_simulators
 
 SIM_LIMITS = {
     "paigow": "[paigow.limits]\nminimum = 2000\nmaximum = 1000000\nchip_unit = 100\n",
@@ -85,6 +84,8 @@ def build_devices(
     elif mode == "pty":
         devices = build_pty(cfg, rng)
     else:
+        from devices.sim import build_simulators  # simulators only with --simulate (issue 31)
+
         devices = build_simulators(cfg, rng)
     devices["rng"] = RandomSource(rng=rng)
     game = cfg.uth or cfg.paigow

@@ -9,21 +9,34 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
-try:  # systemd-python: optional, present on the Pi image
-    from systemd import daemon as _sd_daemon  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the machine
-    _sd_daemon = None
+_NOT_LOADED: Any = object()
+# systemd-python's `systemd.daemon` (optional, on the Pi image), imported by the first notify
+# that has a $NOTIFY_SOCKET to send to, not at import (issue 31); None when not installed.
+_sd_daemon: Any = _NOT_LOADED
+
+
+def _systemd_daemon() -> Any:
+    global _sd_daemon
+    if _sd_daemon is _NOT_LOADED:
+        try:
+            from systemd import daemon  # type: ignore[import-not-found]
+        except ImportError:  # pragma: no cover - depends on the machine
+            daemon = None
+        _sd_daemon = daemon
+    return _sd_daemon
 
 
 def notify(*lines: str) -> bool:
     """Send KEY=VALUE lines to systemd; False when there is nobody to tell."""
     message = "\n".join(lines)
-    if _sd_daemon is not None:
-        return bool(_sd_daemon.notify(message))
     address = os.environ.get("NOTIFY_SOCKET")
-    if not address:
+    if not address:  # what systemd.daemon.notify answers too, without importing it
         return False
+    sd = _systemd_daemon()
+    if sd is not None:
+        return bool(sd.notify(message))
     if address.startswith("@"):  # abstract namespace
         address = "\0" + address[1:]
     try:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -217,6 +216,8 @@ def io_class() -> str:
     number = _IOPRIO_GET.get(os.uname().machine)
     if number is None:
         return "unknown"
+    import ctypes  # here: only the background child needs it, not the daemon (issue 31)
+
     try:
         value = ctypes.CDLL(None, use_errno=True).syscall(number, _IOPRIO_WHO_PROCESS, 0)
     except (OSError, AttributeError):
@@ -232,6 +233,8 @@ def lowest_priority() -> dict[str, object]:
         os.nice(LOWEST_NICE)
     number = _IOPRIO_SET.get(os.uname().machine)
     if number is not None:
+        import ctypes
+
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).syscall(number, _IOPRIO_WHO_PROCESS, 0,
                                                       _IOPRIO_IDLE)

@@ -19,12 +19,16 @@ class Codec:
 
     def __init__(self, zdict: str) -> None:
         self.zdict = zdict.encode("utf-8")
-        args: tuple[bytes, ...] = (self.zdict,) if self.zdict else ()
-        # Primed once: a copy per commit does not hash the dictionary again.
-        self._deflate = zlib.compressobj(DEFLATE_LEVEL, zlib.DEFLATED, -15, 9,
-                                         zlib.Z_DEFAULT_STRATEGY, *args)
+        # Made by the first pack: a level-9 deflate state is ~0.4 MB and most codecs only read
+        # (the daemon's start makes several; issue 31).
+        self._deflate: Any = None
 
     def pack(self, text: str) -> bytes:
+        if self._deflate is None:
+            args: tuple[bytes, ...] = (self.zdict,) if self.zdict else ()
+            # Primed once: a copy per commit does not hash the dictionary again.
+            self._deflate = zlib.compressobj(DEFLATE_LEVEL, zlib.DEFLATED, -15, 9,
+                                             zlib.Z_DEFAULT_STRATEGY, *args)
         c = self._deflate.copy()
         return c.compress(text.encode("utf-8")) + c.flush()
 

@@ -14,9 +14,6 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import serial
-import serial_asyncio_fast
-
 from devices.base import DeviceError
 
 
@@ -45,6 +42,11 @@ async def open_serial(
 
     A pseudo-terminal (the simulators) refuses 7-bit and parity settings (EINVAL) and has no
     line to frame them on, so it stays 8N1; the Alpha bytes are 7-bit either way."""
+    # Here, not at import: only a table that opens a port needs pyserial (issue 31: an in-process
+    # simulation, the service menu's import, `tablectl` commands never do).
+    import serial
+    import serial_asyncio_fast
+
     kwargs: dict[str, Any] = {"baudrate": baud}
     if seven_e1 and not is_pty(port):
         kwargs.update(bytesize=serial.SEVENBITS, parity=serial.PARITY_EVEN, stopbits=1)

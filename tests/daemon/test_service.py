@@ -74,8 +74,13 @@ def test_a_stalled_loop_sends_no_watchdog_pings(tmp_path: Path, monkeypatch) -> 
 
     async def scenario() -> tuple[list[float], float, float]:
         runner = asyncio.create_task(svc.run())
-        await asyncio.sleep(0.5)
-        before = pings()
+        # Until it is READY and pinging: 0.5 s was not always enough beside a second test worker
+        # on a loaded machine (the start had not reached READY: no ping before the stall).
+        before: list[float] = []
+        deadline = time.monotonic() + 60
+        while not before and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            before += pings()
         stall_start = time.monotonic()
         svc.emit(Event("stall"))
         await asyncio.sleep(0.01)  # the consumer takes it and blocks the loop for 1 s

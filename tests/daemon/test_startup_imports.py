@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,69 @@ def test_the_hand_tables_are_built_by_a_uth_table_only(setup: str, built: bool) 
     out = subprocess.run([sys.executable, "-c", TABLES.format(setup=setup)], capture_output=True,
                          text=True, check=True, cwd=REPO, timeout=120)
     assert out.stdout.strip() == str(built)
+
+
+DEVICES = """
+import json, random, sys
+import controller.daemon.main  # as tablectld imports it
+from controller.config import load_config
+from controller.daemon.build import build_devices
+at_import = set(sys.modules)
+if sys.argv[2] == "simulate":
+    from controller.daemon.build import simulation_config
+    from pathlib import Path
+    game = "uth" if "uth" in sys.argv[1] else "paigow"
+    cfg = simulation_config(game, "nsw", Path(sys.argv[3]), Path(sys.argv[3]))
+    build_devices(cfg, random.Random(1))
+print(json.dumps([sorted(at_import), sorted(set(sys.modules) - at_import)]))
+"""
+
+
+def _device_modules(config: str, mode: str, tmp: str) -> tuple[set[str], set[str]]:
+    out = subprocess.run([sys.executable, "-c", DEVICES, config, mode, tmp],
+                         capture_output=True, text=True, check=True, cwd=REPO, timeout=120)
+    at_import, built = json.loads(out.stdout)
+    return set(at_import), set(built)
+
+
+def test_importing_the_daemon_loads_no_driver_simulator_systemd_serial_or_ctypes(
+        tmp_path: Path) -> None:
+    # Issue 31: `import controller.daemon.main` pulled 46 `devices` modules, every simulator,
+    # pyserial, systemd-python and ctypes. Configs and interfaces only, now.
+    at_import, _ = _device_modules("uth-nsw.toml", "import", str(tmp_path))
+    heavy = {m for m in at_import
+             if m.split(".")[0] in {"serial", "serial_asyncio_fast", "systemd", "ctypes"}
+             or (m.startswith("devices.") and m.rsplit(".", 1)[-1] in
+                 {"sim", "driver", "wire", "gpio", "serial_port", "serial_line", "pty_sim"})}
+    assert heavy == set(), sorted(heavy)
+
+
+@pytest.mark.parametrize(("game", "own", "other"), [
+    ("uth", "shuffler", "shaker"),
+    ("paigow", "shaker", "shuffler"),
+])
+def test_a_simulated_table_loads_its_own_devices_simulators_only(
+        tmp_path: Path, game: str, own: str, other: str) -> None:
+    at_import, built = _device_modules(f"{game}-nsw.toml", "simulate", str(tmp_path))
+    assert f"devices.{own}.sim" in built and "devices.sensors.sim" in built  # with --simulate
+    loaded = at_import | built
+    # The other game's device: its config section is read (and refused if wrong), no more.
+    assert not {f"devices.{other}.{m}" for m in ("model", "sim", "driver", "wire")} & loaded
+    assert not {m for m in loaded if m.endswith((".driver", ".wire"))}, sorted(loaded)
+
+
+def test_the_program_version_is_the_installed_distributions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read without importlib.metadata (issue 31), it must still answer what that would.
+    import importlib.metadata
+
+    from controller.about import program_version
+
+    assert program_version() == importlib.metadata.version("tablectl")
+    dist = tmp_path / "tablectl-9.8.7.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.4\nName: tablectl\nVersion: 9.8.7\n\n"
+                                   "Version: not a header: the body\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    assert program_version() == importlib.metadata.version("tablectl") == "9.8.7"

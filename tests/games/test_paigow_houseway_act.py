@@ -333,7 +333,7 @@ def test_individuals_c(ts: tuple[Tile, ...]) -> None:
 def _individual_d_hands() -> list[tuple[Tile, ...]]:
     out = []
     for three, four, five in itertools.product(NAMED["3"], NAMED["4"], NAMED["5"]):
-        for other in {t for t in FULL_SET}:
+        for other in dict.fromkeys(FULL_SET):  # unique, in a fixed order (xdist workers agree)
             ts = (T(three), T(four), T(five), other)
             if all(ts.count(t) <= t.copies for t in ts) and not pair_ranks(ts):
                 out.append(ts)

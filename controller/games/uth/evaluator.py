@@ -10,9 +10,11 @@ and a 4-bit count for its suit (bits 52..67). Summing the cards' integers gives 
 multiset and the suit counts at once; no suit holding five cards -> the rank multiset's entry
 in a flat table. A flush suit -> one list lookup on the 13-bit rank mask of that suit. With
 five of one suit among at most seven cards there is no room for quads or a full house, so the
-flush table alone decides those hands. Both tables are built once, on first use (or by
-`build_tables`), from the 7,462 classes of five-card hands (about 0.6 s) by taking, for six and
-seven cards, the best table entry after removing one card.
+flush table alone decides those hands. Both tables are computed (`compute_tables`) from the
+7,462 classes of five-card hands (about 0.6 s) by taking, for six and seven cards, the best table
+entry after removing one card: once, when the package is built, into a file loaded on first use
+(or by `build_tables`) with a checked digest (tables_file.py); computed here only when that file
+is absent.
 
 The rank-multiset table is compact rather than a dict (a dict of its 73,775 multisets held
 ~5.9 MB of the daemon's ~45 MB; this one ~0.5 MB, docs/uth.md "Benchmark"): a multiset of at
@@ -33,6 +35,7 @@ from enum import IntEnum
 from itertools import combinations, combinations_with_replacement
 
 from controller.errors import InputError
+from controller.games.uth import tables_file
 from controller.games.uth.cards import RANKS, Card, check_distinct, rank_of
 
 
@@ -155,7 +158,9 @@ def _index() -> tuple[dict[int, int], dict[int, int], int]:
     return low, high, entries
 
 
-def _build() -> tuple[dict[int, int], dict[int, int], array[int], list[int], list[int]]:
+def compute_tables() -> tables_file.Tables:
+    """(_LOW, _HIGH, _NONFLUSH, _FLUSH, _CATEGORY_START) from rule 8 alone: what the build
+    writes to the tables file (tables_file.py) and what `_tables` falls back to without it."""
     five = list(_multisets(5))
     flush_masks = [m for m in range(1 << 13) if m.bit_count() == 5]
     scores = {_score5(c, False) for c in five}
@@ -189,20 +194,22 @@ def _build() -> tuple[dict[int, int], dict[int, int], array[int], list[int], lis
     return low, high, nonflush, flush, starts
 
 
-# Built on first use, not at import (~0.6 s): head office imports this module for `Category`
-# and evaluates a hand only when a jackpot hit arrives. Filled in place, so every reference
-# to these objects sees them once built.
+# Loaded (or computed) on first use, not at import: head office imports this module for
+# `Category` and evaluates a hand only when a jackpot hit arrives. Filled in place, so every
+# reference to these objects sees them once loaded.
 _LOW: dict[int, int] = {}
 _HIGH: dict[int, int] = {}
 _NONFLUSH: array[int] = array("H")
-_FLUSH: list[int] = []
+_FLUSH: array[int] = array("H")  # not a list: 8,192 int objects are ~0.3 MB of the daemon
 _CATEGORY_START: list[int] = []
 MAX_RANK = 7462  # the royal flush: distinct five-card hand values (checked when built)
 
 
 def _tables() -> None:
     if not _FLUSH:
-        low, high, nonflush, flush, starts = _build()
+        # A file with a wrong digest raises TablesFileError: refused, never used or recomputed.
+        tables = tables_file.load() or compute_tables()
+        low, high, nonflush, flush, starts = tables
         assert max(flush) == MAX_RANK, max(flush)
         _LOW.update(low)
         _HIGH.update(high)
@@ -212,8 +219,9 @@ def _tables() -> None:
 
 
 def build_tables() -> None:
-    """Build the tables now rather than at the first hand (the UTH round machine does, so that
-    the daemon builds them before READY, not in its event loop at the first showdown)."""
+    """Load (or compute) the tables now rather than at the first hand (the UTH round machine
+    does, so that the daemon has them before READY, not in its event loop at the first showdown).
+    Raises `tables_file.TablesFileError` for a tables file with a wrong digest."""
     _tables()
 
 
