@@ -215,7 +215,7 @@ def test_uth_paytables_deal_and_jackpot() -> None:
     (err,) = errors_of(
         UTH.replace("[devices]", '[uth]\ndeal_method = "shoe"\ndecks = 2\n[devices]')
     )
-    assert "uth.decks: a card shoe holds a single deck (rule 2.4.1)" in err
+    assert "uth.decks: a card shoe holds a single deck (UTH rule 2.4.1)" in err
     shoe = validate_text(UTH.replace("[devices]", '[uth]\ndeal_method = "shoe"\n[devices]'))
     assert shoe.uth is not None and shoe.uth.decks == (1,)
 

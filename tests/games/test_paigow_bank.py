@@ -172,7 +172,7 @@ def test_nz_played_previous_round_controls_box_and_covers_nz_5_3() -> None:
         Refusal.DOES_NOT_CONTROL_BOX,
         Refusal.INSUFFICIENT_FUNDS,
     ]
-    # 5.3(a) asks only that the player played; the box played need not be this one.
+    # NZ 5.3(a) asks only that the player played; the box played need not be this one.
     moved = Candidate(1, frozenset({4}), 1, 500)
     assert refusals(state, moved, BankHolder.PLAYER, other_wagers=500) == []
 

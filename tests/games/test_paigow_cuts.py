@@ -97,7 +97,7 @@ def test_cut_die_nsw_appendix_4(face: int, cut: Cut) -> None:
     assert cut_for_die(face) is cut
     decision = decide_cut(Profile.NSW, BankHolder.HOUSE, cut_die=face)
     assert (decision.cut, decision.source) == (cut, CutSource.CUT_DIE)
-    assert decision.options is None  # Appendix 4 names the cut, not Right/Left
+    assert decision.options is None  # NSW Appendix 4 names the cut, not Right/Left
 
 
 @pytest.mark.parametrize("face", [0, 7, True])

@@ -265,7 +265,7 @@ def nz_player_bank() -> Table:
 
 
 def test_nz_one_requested_laja_per_round_by_whom_the_bank_decides() -> None:
-    t = at(Profile.NZ, "betting")  # the house is the sole banker: a player asks (9.2(a))
+    t = at(Profile.NZ, "betting")  # the house is the sole banker: a player asks (NZ 9.2(a))
     refused(t, "dealer.laja", "NZ 9.2(a)", by="banker")
     assert "NZ 9.2(a)" in texts(t.send("dealer.laja", by="player"))
     refused(t, "dealer.laja", "only 1 laja", by="player")  # NZ 9.3
