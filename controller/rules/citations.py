@@ -57,6 +57,7 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
+HOUSE_WAY = {"nsw": "App2", "nz": "App4", "act": "App D"}  # where each seed's house way is
 _WORDS = {"uth": "UTH", "nsw": "NSW", "nz": "NZ", "act": "ACT"}
 
 
@@ -88,6 +89,8 @@ def scan_text(text: str, path: str, line: int, default: str) -> list[Citation]:
     for m in _TOKEN.finditer(text):
         kind, value = m.lastgroup, m.group()
         at = line + text.count("\n", 0, m.start())
+        if kind == "tag" and value == "NSW" and default == "UTH":
+            continue  # in a UTH file NSW is the game's jurisdiction: its one seed is UTH's
         if kind == "tag":
             tag, app, listing, integers, extend = value, "", True, True, False
         elif kind == "app":
@@ -98,14 +101,21 @@ def scan_text(text: str, path: str, line: int, default: str) -> list[Citation]:
         elif kind == "part" and app == "App D":
             part = "Exceptions" if value.lower().startswith("exc") else "Individuals"
             out.append(Citation("act", f"App D {part}", "", "", path, at, _around(text, m), True))
-            listing, extend = True, True
+            listing, extend, integers = True, True, False
+        elif kind == "key" and value == "§":  # §4.2: an item of the seed's house-way appendix
+            app = HOUSE_WAY.get(_seed(tag or default), app)
+            listing, integers = True, True
         elif kind in ("key", "open"):
             listing = True
             integers = integers or kind == "key"
         elif kind == "ref":
-            if "." not in value and not (integers and listing):
+            dotted = "." in value
+            if not dotted and not (integers and listing):
                 listing = integers = pending_range = False
                 continue
+            if app.startswith("App ") and dotted:
+                app = ""  # lettered appendices number no dotted items: a rule of the body
+            value = value[:-2] if value.endswith(".0") else value  # NZ prints sections "3.0"
             seed = _seed("ACT" if app == "App D" else (tag or default))
             ref = f"{app} {value}" if app else value
             if pending_range and extend:
@@ -114,14 +124,15 @@ def scan_text(text: str, path: str, line: int, default: str) -> list[Citation]:
                                    prev.line, prev.written, prev.strict and listing)
             else:
                 out.append(Citation(seed, ref, "", "", path, at, _around(text, m), listing))
-            listing, extend, pending_range = True, True, False
+            extend, pending_range = True, False
+            integers = integers and not dotted
         elif kind == "letters" and extend:
             letter = value.strip("() ")
             prev = out[-1]
             letters = f"{prev.letters}-{letter}" if pending_range and prev.letters else letter
             out[-1] = Citation(prev.seed, prev.ref, prev.to, letters, prev.path, prev.line,
                                prev.written, prev.strict)
-            pending_range = False
+            pending_range = integers = False
         elif kind == "range" and extend and listing:
             pending_range = True
         elif kind == "sep":
