@@ -207,7 +207,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ps.add_argument("--hidden-bp", type=int)
     ps.add_argument("--ceiling", type=int)
     ps.add_argument("--no-ceiling", action="store_true")
-    ps.add_argument("--wager", type=int, help="the qualifying jackpot wager, cents (UTH 15.2.5.2)")
+    ps.add_argument("--wager", type=int, help="the qualifying jackpot wager, cents (UTH 15.2.5.3)")
     for verb, text in (("approve", "the second approval of a forced change (dual control)"),
                        ("refuse", "end a forced change waiting for its second approval")):
         pd = psub.add_parser(verb, parents=[cfg], help=text)

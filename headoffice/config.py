@@ -146,7 +146,7 @@ def _pool(errors: list[str], d: dict[str, Any], path: str) -> tuple[str, Params]
     inc = _get(errors, d, path, "increment_bp", int, lo=0)
     hidden = _get(errors, d, path, "hidden_bp", int, 0, lo=0)
     ceiling = _get(errors, d, path, "ceiling", int, None, lo=0)
-    # UTH 15.2.5.2: the qualifying jackpot wager of every table on the pool (absent: not checked)
+    # UTH 15.2.5.3: the qualifying jackpot wager of every table on the pool (absent: not checked)
     wager = _get(errors, d, path, "wager", int, None, lo=1, hi=contract.MAX_CENTS)
     awards = _get(errors, d, path, "awards", dict, {})
     paytable = _awards(errors, awards or {}, f"{path}.awards")

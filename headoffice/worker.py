@@ -184,7 +184,7 @@ class Worker:
             self.counters["verifications"] += len(result.verified)  # recorded, not paid
             self.counters["verifications_refused"] += len(result.verify_refused)
             self.counters["refused"] += len(result.refused)
-            self.counters["wager_refused"] += len(result.wager_refused)  # UTH 15.2.5.2
+            self.counters["wager_refused"] += len(result.wager_refused)  # UTH 15.2.5.3
             self.counters["unknown_table"] += len(result.unknown)
             for table, n in Counter(result.unknown).items():
                 log.warning("head office: %d message(s) from %s refused: not an enrolled table",

@@ -1,4 +1,4 @@
-"""Head office's side of issue 13: a pool's qualifying jackpot wager (UTH 15.2.5.2) in its
+"""Head office's side of issue 13: a pool's qualifying jackpot wager (UTH 15.2.5.3) in its
 parameters and configuration, an increment at another wager refused (counted, alarmed, never
 applied) with the books as they were, and the values to publish carrying the pool's awards
 count and wager (UTH 2.4.3, 15.1.3).
@@ -56,14 +56,14 @@ def test_an_increment_at_another_wager_is_refused_and_the_pool_unchanged(
     before = led.pool(P)
     assert before is not None and before.wagers_in == 200
     res = apply(led, "T2", body("T2", 1, *at(500, 1, 2)))
-    # UTH 15.2.5.2: refused, acknowledged (the table does not resend it), alarmed, counted.
+    # UTH 15.2.5.3: refused, acknowledged (the table does not resend it), alarmed, counted.
     assert res.acks == {"T2": 1} and res.wager_refused == ["T2/1"] and len(res.refused) == 1
     assert led.pool(P) == before and P not in res.pools
     row = led.db.one("SELECT status, reason, amount FROM messages WHERE table_id = 'T2'")
     assert row is not None and row["status"] == "refused" and row["amount"] == 0
-    assert "500" in row["reason"] and "15.2.5.2" in row["reason"]
+    assert "500" in row["reason"] and "15.2.5.3" in row["reason"]
     alarms = led.report()["alarms"]
-    assert any(a["table_id"] == "T2" and "15.2.5.2" in a["text"] for a in alarms)
+    assert any(a["table_id"] == "T2" and "15.2.5.3" in a["text"] for a in alarms)
     # Nothing was ledgered for the round: its cancellation is refused, its hit is not paid.
     res = apply(led, "T2", body("T2", 2, "jackpot_cancel", at(500, 1, 2)[1]))
     assert len(res.refused) == 1 and led.pool(P) == before

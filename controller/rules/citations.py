@@ -175,10 +175,10 @@ def _blocks(source: str) -> Iterator[tuple[str, int]]:
             last_line = tok.start[0]
         elif tok.type == tokenize.STRING:
             yield tok.string, tok.start[0]
-        elif tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
-            if comment and tok.start[0] > last_line:
-                yield "\n".join(comment), start
-                comment = []
+        elif (tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+              and comment and tok.start[0] > last_line):
+            yield "\n".join(comment), start
+            comment = []
     if comment:
         yield "\n".join(comment), start
 

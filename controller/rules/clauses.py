@@ -97,7 +97,8 @@ class _Reader:
     def add(self, cid: str, text: str, line: int, amended_by: str = "") -> None:
         where = f"{self.name}:{line + 1}"
         if cid in self.clauses and not amended_by:
-            self.problems.append(f"{self.seed.tag} {cid} twice ({self.clauses[cid].where}, {where})")
+            first = self.clauses[cid].where
+            self.problems.append(f"{self.seed.tag} {cid} twice ({first}, {where})")
             return
         self.clauses[cid] = Clause(self.seed.key, cid, text.strip()[:160], where,
                                    deleted="has been deleted" in text, amended_by=amended_by)

@@ -12,13 +12,12 @@ A clause is
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 from controller.rules.citations import Citation, scan
+from controller.rules.classify import CLASSIFIED, Classified, load
 from controller.rules.clauses import BY_KEY, SEEDS, Clause, clauses
 
 CODE = ("controller", "devices", "headoffice")
@@ -26,7 +25,6 @@ TESTS = ("tests",)
 # Not scanned: this package and its test hold clause numbers as examples, not as citations.
 SKIP = ("controller/rules/", "tests/test_traceability.py")
 STATUSES = ("tested", "implemented", "people", "n/a", "unknown")
-CLASSIFIED = "classified.toml"
 REFRESH = "python -m controller.rules --refresh"
 
 
@@ -37,14 +35,6 @@ class Row:
     code: list[str] = field(default_factory=list)  # "path:line" of the citations in code
     tests: list[str] = field(default_factory=list)
     why: str = ""  # for people and n/a
-
-
-@dataclass(frozen=True)
-class Classified:
-    seed: str
-    ids: tuple[str, ...]  # clauses, or sections meaning every clause in them no one cites
-    kind: str  # people or n/a
-    why: str
 
 
 @dataclass
@@ -68,13 +58,6 @@ class Trace:
 
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
-
-
-def load_classified(text: str | None = None) -> list[Classified]:
-    if text is None:
-        text = resources.files("controller.rules").joinpath(CLASSIFIED).read_text("utf-8")
-    data = tomllib.loads(text)
-    return [Classified(e["seed"], tuple(e["ids"]), e["as"], e["why"]) for e in data.get("clause", [])]
 
 
 def _span(ids: list[str], ref: str) -> tuple[int, int] | None:
@@ -108,7 +91,8 @@ def covered(cite: Citation, seed_clauses: tuple[Clause, ...]) -> tuple[list[Clau
         missing = [w for w in wanted if w not in clause.letters]
         if missing:
             have = "".join(sorted(clause.letters)) or "none"
-            return [], f"{tag} {cite.ref}({missing[0]}): the clause has no ({missing[0]}) (it has: {have})"
+            return [], (f"{tag} {cite.ref}({missing[0]}): the clause has no ({missing[0]})"
+                        f" (it has: {have})")
     return [clause], ""
 
 
@@ -130,16 +114,16 @@ def build(root: Path | None = None, seeds: Iterable[str] | None = None,
                     problems.append(f"{at}: {cite.ref} names no seed: write NSW, NZ, ACT or UTH"
                                     f" before it ({cite.written})")
                 continue
+            if cite.seed not in index:
+                continue
             named, wrong = covered(cite, clauses(cite.seed))
             if wrong and cite.strict:
                 problems.append(f"{at}: {wrong} ({cite.written})")
-            if cite.seed not in index:
-                continue
             for clause in named:
                 row = index[cite.seed][clause.id]
                 (row.code if where == "code" else row.tests).append(at)
     stale: list[tuple[str, str]] = []
-    for entry in classified if classified is not None else load_classified():
+    for entry in classified if classified is not None else load():
         if entry.kind not in ("people", "n/a"):
             problems.append(f"{CLASSIFIED}: {entry.seed} {entry.ids}: 'as' is people or n/a,"
                             f" not {entry.kind!r}")

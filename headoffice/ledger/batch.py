@@ -372,11 +372,11 @@ class _Batch(BatchTables, BatchHits):
                 raise InputError(f"round {p['round']}: jackpot wager {p['wager']} above the"
                                  f" configured {self.ledger.policy.max_wager} (UTH 15.2.3)")
             if pool.params.wager is not None and p["wager"] != pool.params.wager:
-                # UTH 15.2.5.2: every linked table uses the pool's qualifying wager; a table that
+                # UTH 15.2.5.3: every linked table uses the pool's qualifying wager; a table that
                 # differs contributes nothing (its meter takes the jackpot off, ho.pool `wager`).
                 self.result.wager_refused.append(f"{t.id}/{seq}")
                 raise InputError(f"round {p['round']}: jackpot wager {p['wager']} is not pool"
-                                 f" {pool_id}'s qualifying wager {pool.params.wager} (UTH 15.2.5.2)")
+                                 f" {pool_id}'s qualifying wager {pool.params.wager} (UTH 15.2.5.3)")
             parts: dict[str, Any] = {}
             pending = self.pending.get(pool_id)
             if pending is not None:  # shared: summed, added to this Ledger's share at flush

@@ -63,7 +63,7 @@ class BatchResult:
     # already) are alarmed and counted here.
     verified: list[tuple[int, str, str]] = field(default_factory=list)
     verify_refused: list[str] = field(default_factory=list)
-    wager_refused: list[str] = field(default_factory=list)  # table/seq: not the pool's (UTH 15.2.5.2)
+    wager_refused: list[str] = field(default_factory=list)  # table/seq: not the pool's (UTH 15.2.5.3)
 
     def merge(self, other: BatchResult) -> None:
         """Add the result of a later transaction of the same batch (other tables)."""

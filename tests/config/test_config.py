@@ -526,7 +526,7 @@ def test_config_validate_says_what_head_office_accepts(
         f"{path}: OK (uth, table U1)",
         "  note: uth.jackpot.wager is 500 cents ($5.00); head office accepts a jackpot wager up "
         "to 100000 cents ($1,000.00) by default ([service] max_jackpot_wager), and only the "
-        "wager of pool 'p1' when that pool sets one ([[pools]] wager, 15.2.5.2): an increment "
+        "wager of pool 'p1' when that pool sets one ([[pools]] wager, 15.2.5.3): an increment "
         "at another wager is refused"]
     assert cli(["config", "validate", str(path), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["notes"]) == 1
