@@ -405,7 +405,8 @@ def test_void_returns_all_wagers_and_opens_the_next_round(profile: Profile, stag
                                            "seated": False, "distance_to_dealer": 0}]
     assert "outbox" in kinds(effects) and "re-shuffle all 32 tiles" in texts(effects)
     assert t.phase == "betting" and t.state.number == 2
-    assert t.state.bank == bank_before  # a void round has no result: not counted for the bank
+    # A void round has no result, so it is not counted for the bank ("void", NSW 1.1).
+    assert t.state.bank == bank_before
 
 
 def test_void_refused_before_no_more_bets_and_tile_void_is_nsw_only() -> None:

@@ -230,7 +230,7 @@ _KIND_NAME = {Kind.WONG: "Wong", Kind.GONG: "Gong", Kind.HIGH_NINE: "High Nine"}
 
 
 def rule_3_wong_gong_high_nine(h: _Hand) -> Decision | None:
-    """App4 3.1-3.3: no pair play possible (rules 1-3 passed), so play Wong, Gong or High Nine.
+    """App4 3.1-3.3: no pair play possible (the pair rules passed), so play Wong, Gong or High Nine.
 
     "Play X" means X is the high hand. 3.2: the first of High Nine, Gong, Wong that leaves a low
     hand of Harmony 3 or better; 3.3: otherwise the first of Wong, Gong, High Nine. Between
