@@ -47,7 +47,7 @@ _TOKEN = re.compile(
     |(?P<app>\bApp(?:endix)?\.?\s?(?:"[A-E]"|[A-E]\b|\d\b))
     |(?P<part>\b(?:Exc(?:eptions)?|EXCEPTIONS|Individuals|INDIVIDUALS)\b)
     |(?P<key>\b(?:[Rr]ules?|[Cc]lauses?)\b|§)
-    |(?P<ref>(?<![\w.$:])[1-9]\d?(?:\.\d{1,2})*A?(?![\w%$]|\.\d|:\d))
+    |(?P<ref>(?<![\w.$:~])[1-9]\d?(?:\.\d{1,2})*A?(?![\w%$]|\.\d|:\d|\s?(?:s|ms|KB|MB|x)\b))
     |(?P<letters>\(\s?[a-z]{1,3}\s?\))
     |(?P<range>\s?[-–—]\s?|\bto\b)
     |(?P<sep>[,;/&]|\band\b|\bor\b)
