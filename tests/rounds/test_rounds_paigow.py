@@ -124,11 +124,14 @@ def test_nz_wager_not_payable_exactly_in_chips_is_refused() -> None:
                                "distance_to_dealer": 0}]
 
 
-def test_wagers_lock_at_no_more_bets() -> None:
-    t = opened(Profile.ACT)
-    t.to_shaking(p2=1000)
-    effects = t.send("dealer.wager", box=3, player="p3", amount=1000)
-    assert "ACT 7.1" in texts(effects) and len(t.state.wagers) == 1
+@pytest.mark.parametrize(("profile", "rule"), [
+    (Profile.ACT, "ACT 7.1"), (Profile.NSW, "NSW 9.6-9.7"), (Profile.NZ, "NZ 9.4")])
+def test_wagers_lock_at_no_more_bets(profile: Profile, rule: str) -> None:
+    # NSW 9.6-9.7: placed after the shuffle and before the dice; none after, when the House banks.
+    t = opened(profile)
+    t.to_shaking(p2=2000)
+    effects = t.send("dealer.wager", box=3, player="p3", amount=2000)
+    assert rule in texts(effects) and len(t.state.wagers) == 1
 
 
 # -- no more bets, dice, announcement ----------------------------------------------------------
