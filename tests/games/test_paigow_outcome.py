@@ -92,6 +92,8 @@ def test_a_hand_never_beats_itself(profile: Profile, settings) -> None:
 
 
 def test_invalid_setting_is_refused() -> None:
+    # Four tiles are set as two hands of two, a high and a low that may not outrank it (NSW 12.4,
+    # NZ 1.0 "Set", ACT 10.1).
     with pytest.raises(InputError, match="outranks high hand"):
         parse_setting("1-4 2-3 / 6-6 6-6")
     assert len(all_settings(parse_tiles(["6-6", "6-6", "1-1", "1-1"]))) == 2

@@ -279,6 +279,7 @@ def test_completed_round_records_outcomes_and_settlement() -> None:
     assert out == {"type": "round_result", "payload": rec["summary"]}
     summary = rec["summary"]
     banker = house_way(parse_tiles(bank["tiles"]), Profile.NSW)
+    # Box 4 gave its tiles: the dealer set them the House way at the player's request (NSW 12.6).
     p4 = house_way(parse_tiles(["2-4", "1-2", "3-5", "2-6"]), Profile.NSW)
     assert summary["outcomes"] == {
         "2": player_outcome(parse_setting("6-6 6-6 / 1-1 1-1"), banker, Profile.NSW).value,
