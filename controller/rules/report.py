@@ -116,6 +116,13 @@ def markdown(trace: Trace) -> str:
         lines.append(f"- {BY_KEY[seed].tag} \"{printed}. {begins} ...\" is {meant}: {why}.")
     lines += [
         "",
+        "Numbers printed out of order but each once are kept as printed: the NSW text numbers the",
+        "player's wager 9.3 with items 9.2.1 to 9.2.3, and the bank's wager 9.4 with items 9.3.1",
+        "to 9.3.3 (its 9.1 was inserted in 2024 without renumbering the items); UTH 10.7.3.5 to",
+        "10.7.3.8 are the Blind's, under a missing heading.",
+    ]
+    lines += [
+        "",
         "## How a clause is cited",
         "",
         "In a comment, docstring or string: a seed tag, `NSW`, `NZ`, `ACT` or `UTH`, then",

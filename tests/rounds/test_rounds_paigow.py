@@ -303,6 +303,10 @@ def test_result_without_wagers_gives_outcomes_only() -> None:
                      bank_hand="5-5 3-3 / 2-2 5-6")
     summary = first(effects, "round")["summary"]
     assert summary["settlement"] is None and set(summary["outcomes"]) == {"5"}
+    # Box 5 gave its tiles: set the House way at the player's request (ACT 10.5).
+    p5 = house_way(parse_tiles(["6-6", "1-1", "4-4", "1-3"]), Profile.ACT)
+    bank = parse_setting("5-5 3-3 / 2-2 5-6")
+    assert summary["outcomes"]["5"] == player_outcome(p5, bank, Profile.ACT).value
 
 
 def _to_setting(profile: Profile, **wagers: int) -> Table:
