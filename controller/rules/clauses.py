@@ -189,29 +189,26 @@ def _appendix(reader: _Reader, lines: list[str], start: int, end: int, name: str
             reader.letters.setdefault(current, set()).add(m.group(1))
 
 
-def _whole(reader: _Reader, name: str, heading: str, line: int) -> None:
-    reader.add(name, heading, line)
+def _open(seed: Seed) -> tuple[list[str], _Reader]:
+    """The seed's approved text, and a reader for it."""
+    return _lines(seed.files[0]), _Reader(seed, seed.files[0])
 
 
 def _nsw(seed: Seed) -> list[Clause]:
-    name = seed.files[0]
-    lines = _lines(name)
-    r = _Reader(seed, name)
+    lines, r = _open(seed)
     start = _index(lines, r"^# 1\. Definitions")
     apps = [_index(lines, rf"^## Appendix {n}$") for n in (1, 2, 3, 4)]
     r.body(lines, start, apps[0], re.compile(r"^#+\s*\**\s*(\d{1,2})\.\s"))
-    _whole(r, "App1", "Appendix 1: the ranking of the tiles", apps[0])
+    r.add("App1", "Appendix 1: the ranking of the tiles", apps[0])
     _appendix(r, lines, apps[1], apps[2], "App2",
               re.compile(r"^[#\s*]*(\d)\.\s+(.*)"), re.compile(r"^(\d\.\d)\s+(.*)"))
-    _whole(r, "App3", "Appendix 3: Pai Gow cuts", apps[2])
-    _whole(r, "App4", "Appendix 4: House cuts (the cut die)", apps[3])
+    r.add("App3", "Appendix 3: Pai Gow cuts", apps[2])
+    r.add("App4", "Appendix 4: House cuts (the cut die)", apps[3])
     return r.finish()
 
 
 def _uth(seed: Seed) -> list[Clause]:
-    name = seed.files[0]
-    lines = _lines(name)
-    r = _Reader(seed, name)
+    lines, r = _open(seed)
     start = _index(lines, r"^1\. Definitions")
     end = _index(lines, r"^Diagram A", start)
     r.body(lines, start, end, re.compile(r"^(\d{1,2})\.\s+[A-Z]"))
@@ -219,9 +216,8 @@ def _uth(seed: Seed) -> list[Clause]:
 
 
 def _nz(seed: Seed) -> list[Clause]:
-    name, amendment = seed.files
-    lines = _lines(name)
-    r = _Reader(seed, name)
+    amendment = seed.files[1]
+    lines, r = _open(seed)
     start = _index(lines, r"^1\.0\s")
     layout = _index(lines, r"^Pai Gow Table Layout")
     r.body(lines, start, layout, re.compile(r"^(\d{1,2})\.0\s"))
@@ -229,12 +225,12 @@ def _nz(seed: Seed) -> list[Clause]:
     single = _index(lines, r"^Ranking of Tiles - Individual")
     houseway = _index(lines, r"^House Way$")
     cuts = _index(lines, r"^\s*Pai Gow Cuts")
-    _whole(r, "App1", "Appendix 1: the Pai Gow table layout", layout)
-    _whole(r, "App2", "Appendix 2: ranking of tiles, pairs, wongs, gongs and high nines", pairs)
-    _whole(r, "App3", "Appendix 3: ranking of tiles, individual", single)
+    r.add("App1", "Appendix 1: the Pai Gow table layout", layout)
+    r.add("App2", "Appendix 2: ranking of tiles, pairs, wongs, gongs and high nines", pairs)
+    r.add("App3", "Appendix 3: ranking of tiles, individual", single)
     _appendix(r, lines, houseway, cuts, "App4",
               re.compile(r"^(\d)\.\t(.*)"), re.compile(r"^(\d\.\d)\t(.*)"))
-    _whole(r, "App5", "Appendix 5: Pai Gow cuts", cuts)
+    r.add("App5", "Appendix 5: Pai Gow cuts", cuts)
     # The amendment substitutes whole clauses, quoted: '"11.1 When the house is the sole banker:'.
     amended = _lines(amendment)
     current = ""
@@ -258,16 +254,14 @@ def _nz(seed: Seed) -> list[Clause]:
 
 
 def _act(seed: Seed) -> list[Clause]:
-    name = seed.files[0]
-    lines = _lines(name)
-    r = _Reader(seed, name)
+    lines, r = _open(seed)
     index = _index(lines, r"^1\. PAI GOW TABLE")
     start = _index(lines, r"^1\. PAI GOW TABLE", index + 1)
     apps = {x: _index(lines, rf'^APPENDIX "{x}"') for x in "ABCDE"}
     r.body(lines, start, apps["A"], re.compile(r"^\s*(\d{1,2})\.\s+[A-Z][A-Z ,/&-]+$"))
-    _whole(r, "App A", "Appendix A: the pairs, ranked", apps["A"])
-    _whole(r, "App B", "Appendix B: wongs, gongs and high nines, ranked", apps["B"])
-    _whole(r, "App C", "Appendix C: individual domino rankings", apps["C"])
+    r.add("App A", "Appendix A: the pairs, ranked", apps["A"])
+    r.add("App B", "Appendix B: wongs, gongs and high nines, ranked", apps["B"])
+    r.add("App C", "Appendix C: individual domino rankings", apps["C"])
     current = ""
     for i in range(apps["D"], apps["E"]):
         line = lines[i]
@@ -279,7 +273,7 @@ def _act(seed: Seed) -> list[Clause]:
             r.add(current, line.strip(), i)
         elif (m := re.match(r"^\s*-?\s*([a-z])\)\s", line)) and current:
             r.letters.setdefault(current, set()).add(m.group(1))
-    _whole(r, "App E", "Appendix E: traditional cuts", apps["E"])
+    r.add("App E", "Appendix E: traditional cuts", apps["E"])
     return r.finish()
 
 

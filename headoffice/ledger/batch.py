@@ -376,7 +376,8 @@ class _Batch(BatchTables, BatchHits):
                 # differs contributes nothing (its meter takes the jackpot off, ho.pool `wager`).
                 self.result.wager_refused.append(f"{t.id}/{seq}")
                 raise InputError(f"round {p['round']}: jackpot wager {p['wager']} is not pool"
-                                 f" {pool_id}'s qualifying wager {pool.params.wager} (UTH 15.2.5.3)")
+                                 f" {pool_id}'s qualifying wager {pool.params.wager}"
+                                 " (UTH 15.2.5.3)")
             parts: dict[str, Any] = {}
             pending = self.pending.get(pool_id)
             if pending is not None:  # shared: summed, added to this Ledger's share at flush

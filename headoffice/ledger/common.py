@@ -63,7 +63,8 @@ class BatchResult:
     # already) are alarmed and counted here.
     verified: list[tuple[int, str, str]] = field(default_factory=list)
     verify_refused: list[str] = field(default_factory=list)
-    wager_refused: list[str] = field(default_factory=list)  # table/seq: not the pool's (UTH 15.2.5.3)
+    # table/seq: not the pool's qualifying wager (UTH 15.2.5.3)
+    wager_refused: list[str] = field(default_factory=list)
 
     def merge(self, other: BatchResult) -> None:
         """Add the result of a later transaction of the same batch (other tables)."""

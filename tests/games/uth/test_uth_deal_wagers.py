@@ -31,7 +31,8 @@ ORDER = cards("2c 3c 4c 5c 6c 7c 8c 9c Tc Jc Qc Kc Ac")  # 13 cards: 3 boxes
 
 def test_shuffler_mapping_rules_7_2_1_to_7_2_4():
     d = deal(ORDER, [5, 1, 3], DealMethod.SHUFFLER)  # 3.2.1
-    # 7.2.1: five cards stacked on the first Flop box; 7.2.2: bottom three of the stack (first out) the Flop, 4th the Turn, top (5th) the River
+    # 7.2.1: five cards stacked on the first Flop box; 7.2.2: bottom three of the stack (first
+    # out) the Flop, 4th the Turn, top (5th) the River
     assert format_cards(d.flop) == "2c 3c 4c"
     assert format_cards((d.turn, d.river)) == "5c 6c"
     assert format_cards(d.dealer) == "7c 8c"  # 7.2.3

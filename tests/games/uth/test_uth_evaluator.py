@@ -114,7 +114,7 @@ def test_rule_8_1_no_suit_ranks_higher():
 def test_card_values_run_from_ace_down_to_two():
     # UTH 3.3.1: ace, king, queen, jack, 10, 9, ... 2, highest to lowest (a pair of each, with
     # the same kind of kickers, ranks in that order).
-    order = "A K Q J T 9 8 7 6 5 4 3 2".split()
+    order = ["A", "K", "Q", "J", "T", "9", "8", "7", "6", "5", "4", "3", "2"]
     pairs = []
     for v in order:
         k1, k2, k3 = [k for k in "QJT98" if k != v][:3]
