@@ -219,7 +219,7 @@ def test_pool_set_wager_from_the_console(tmp_path: Path, capsys: pytest.CaptureF
     pool_set = ["--config", str(config), "pool", "set", P, "--reason", "new sign"]
     assert cli.main([*pool_set, "--wager", "500"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"qualifying wager \(15\.2\.5\.2\)\s+-\s+\$5\.00", out)
+    assert re.search(r"qualifying wager \(UTH 15\.2\.5\.3\)\s+-\s+\$5\.00", out)
     assert "APPLIED (decision #1)" in out
     assert cli.main([*pool_set, "--wager", "0"]) == 1
     led = Ledger.open(str(db))
