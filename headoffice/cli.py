@@ -122,7 +122,7 @@ def format_review(r: dict[str, Any]) -> str:
     if r["amount"] is not None:
         what = "paid" if r["status"] == "approved" else "award head office pays"
         lines.append(f"  {what}: {_money(r['amount'])} (on the meter at the hit,"
-                     f" {_money(r['meter_at_hit'])}; rule 15)")
+                     f" {_money(r['meter_at_hit'])}; UTH rule 15)")
         lines += [f"    box {p['box']}: {p['award'].replace('_', ' ')} {_money(p['amount'])}"
                   f" ({p['rule']})" for p in r["payouts"]]
     else:
@@ -209,7 +209,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ps.add_argument("--hidden-bp", type=int)
     ps.add_argument("--ceiling", type=int)
     ps.add_argument("--no-ceiling", action="store_true")
-    ps.add_argument("--wager", type=int, help="the qualifying jackpot wager, cents (15.2.5.2)")
+    ps.add_argument("--wager", type=int, help="the qualifying jackpot wager, cents (UTH 15.2.5.3)")
     for verb, text in (("approve", "the second approval of a forced change (dual control)"),
                        ("refuse", "end a forced change waiting for its second approval")):
         pd = psub.add_parser(verb, parents=[cfg], help=text)
@@ -240,7 +240,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     hw = hsub.add_parser("show", parents=[cfg], help="what an approver reads before deciding")
     hw.add_argument("id", type=int)
     hw.add_argument("--db", help="ledger URL (instead of the config's)")
-    ha = hsub.add_parser("approve", parents=[cfg], help="pay it (rule 15 award on the meter at"
+    ha = hsub.add_parser("approve", parents=[cfg], help="pay it (UTH rule 15 award on the meter at"
                          " the hit), or give the first of two approvals (dual control)")
     ha.add_argument("id", type=int)
     ha.add_argument("--operator", help="must be who runs the console (default)")

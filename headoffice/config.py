@@ -56,7 +56,7 @@ class HeadOfficeConfig:
     # waits) or a total above verify_above cents are held for an operator's approval.
     verify_from: str | None = "royal_flush"
     verify_above: int | None = None
-    max_jackpot_wager: int = 100_000  # cents: a larger jackpot wager is refused (15.2.3)
+    max_jackpot_wager: int = 100_000  # cents: a larger jackpot wager is refused (UTH 15.2.3)
     # cents: a held hit's award this or more needs two different approvers (None: one)
     dual_control_from: int | None = DUAL_CONTROL_FROM
     # The casino's IANA time zone: times are stored in UTC and shown in this one (console, CLI).
@@ -146,7 +146,7 @@ def _pool(errors: list[str], d: dict[str, Any], path: str) -> tuple[str, Params]
     inc = _get(errors, d, path, "increment_bp", int, lo=0)
     hidden = _get(errors, d, path, "hidden_bp", int, 0, lo=0)
     ceiling = _get(errors, d, path, "ceiling", int, None, lo=0)
-    # 15.2.5.2: the qualifying jackpot wager of every table on the pool (absent: not checked)
+    # UTH 15.2.5.3: the qualifying jackpot wager of every table on the pool (absent: not checked)
     wager = _get(errors, d, path, "wager", int, None, lo=1, hi=contract.MAX_CENTS)
     awards = _get(errors, d, path, "awards", dict, {})
     paytable = _awards(errors, awards or {}, f"{path}.awards")
@@ -277,7 +277,7 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
             wager = got[1].wager
             if wager is not None and max_wager is not None and wager > max_wager:
                 errors.append(f"pools[{i}].wager: {wager} is above service.max_jackpot_wager"
-                              f" {max_wager}: no table's increment could be accepted (15.2.3)")
+                              f" {max_wager}: no table's increment could be accepted (UTH 15.2.3)")
     cfg = HeadOfficeConfig(
         database=url or "",
         broker=broker,

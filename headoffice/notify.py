@@ -1,7 +1,7 @@
 """Telling a head-office worker that another process changed the ledger (issue 13).
 
 An operator approves or refuses a held hit from another process (`tablectl-headoffice hit
-approve|refuse`, the web console). The approval lowers the pool (a hit, 2.4.3, 15.1.3) and
+approve|refuse`, the web console). The approval lowers the pool (a hit, UTH 2.4.3, 15.1.3) and
 owes the table its award; without a word from the ledger the worker would see both only at its
 next heartbeat. So with a pool's parameters changed or a stopped pool resumed
 (`tablectl-headoffice pool set|resume`: each writes its `param_log` entry), which changes the

@@ -38,7 +38,7 @@ class PoolValue(NamedTuple):
     amount: int  # the meter, cents
     version: int
     awards: int  # hits answered from the pool so far: a lower amount with more is an award
-    wager: int | None  # the qualifying jackpot wager, cents (15.2.5.2); None: not configured
+    wager: int | None  # the qualifying jackpot wager, cents (15.2.5.3); None: not configured
 
 
 class ConservationError(TablectlError):
@@ -79,7 +79,7 @@ class Params:
     hidden: Fraction = Fraction(0)  # share to the hidden reserve
     ceiling: int | None = None  # the limit: above it, meter money goes to overflow
     paytable: JackpotPayTable = field(default_factory=JackpotPayTable)
-    # 15.2.5.2: the jackpot wager every linked table uses, cents; None: not checked.
+    # 15.2.5.3: the jackpot wager every linked table uses, cents; None: not checked.
     wager: int | None = None
 
     def __post_init__(self) -> None:

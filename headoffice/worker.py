@@ -194,7 +194,7 @@ class Worker:
             self.counters["verifications"] += len(result.verified)  # recorded, not paid
             self.counters["verifications_refused"] += len(result.verify_refused)
             self.counters["refused"] += len(result.refused)
-            self.counters["wager_refused"] += len(result.wager_refused)  # 15.2.5.2
+            self.counters["wager_refused"] += len(result.wager_refused)  # UTH 15.2.5.3
             self.counters["unknown_table"] += len(result.unknown)
             for table, n in Counter(result.unknown).items():
                 log.warning("head office: %d message(s) from %s refused: not an enrolled table",
@@ -217,7 +217,7 @@ class Worker:
                                     contract.dumps(contract.ack_message(
                                         table, upto, result.birth_rounds.get(table),
                                         pack=contract.PACK_MAX)))
-            # A hit's lower value is among them: published at once (2.4.3, 15.1.3).
+            # A hit's lower value is among them: published at once (UTH 2.4.3, 15.1.3).
             for pool_id, value in result.pools.items():
                 self._due(pool_id, value)
             for pool_id in result.stopped:

@@ -62,7 +62,7 @@ def cells(html: str, row_id: str) -> list[str]:
 def test_pages_show_the_ledgers_figures(office: Office, browser: Browser) -> None:
     assert browser.login("alice").status_code == 303
     # 29 jackpot wagers of $1.00: 25 % to the meter, 5 % to the reserve; 27 Flushes paid
-    # fixed awards of $100.00 by the house (rule 15), the meter untouched.
+    # fixed awards of $100.00 by the house (UTH rule 15), the meter untouched.
     pool_row = ["p1", "running", "$5,007.25", "$5,000.00", "$1.45", "none", "25.00%",
                 "5.00%", "27", "$2,700.00"]
     overview = browser.client.get("/")

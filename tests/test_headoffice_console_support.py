@@ -1,7 +1,7 @@
 """A head office for the console's tests: a real SQLite ledger filled through the ledger's own
 code path (`Ledger.apply_batch`, as a worker applies the tables' messages), its
 headoffice.toml and a headoffice-console.toml with two approvers (alice, bob) and a viewer.
-The Royal Flushes pay $50,000.00 (15.2.9.1), above the default dual-control threshold of
+The Royal Flushes pay $50,000.00 (UTH 15.2.9.1), above the default dual-control threshold of
 $10,000.00: each needs alice and bob.
 
 What is in it, by construction (the figures the pages must show):

@@ -74,7 +74,7 @@ def test_an_approver_at_head_office_pays_it_with_a_reason(new_url: NewUrl) -> No
         led.approve_hit(held["hold_no"], operator="floor", authorised=OPS, reason="I saw it")
     done = led.approve_hit(held["hold_no"], operator="alice", authorised=OPS,
                            reason="camera 4 checked")
-    amount = max(PARAMS.paytable.royal_minimum, at_hit.amount)  # 15.2.9.1
+    amount = max(PARAMS.paytable.royal_minimum, at_hit.amount)  # UTH 15.2.9.1
     assert done["status"] == "approved" and done["amount"] == amount
     assert led.undelivered_awards() == [(held["hold_no"], "T1", done["award"])]
     (decided,) = led.held_hits()

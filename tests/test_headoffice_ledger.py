@@ -140,7 +140,7 @@ def test_two_royal_flushes_are_serialised_in_arrival_order(new_url: NewUrl) -> N
     res = led.apply_batch([Incoming("outbox", "A", ra), Incoming("outbox", "B", rb)])
     (ta, award_a), (tb, award_b) = res.awards
     assert (ta, tb) == ("A", "B")
-    # The first takes the whole meter (15.2.9.1); the second gets the reset meter or the
+    # The first takes the whole meter (UTH 15.2.9.1); the second gets the reset meter or the
     # minimum, the house topping up.
     first = award_a["payouts"][0]
     second = award_b["payouts"][0]

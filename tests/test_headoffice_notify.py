@@ -106,7 +106,7 @@ def test_pool_set_and_resume_from_another_process_reach_the_meters_before_any_he
                 resumed = other.resume_pool(POOL, operator="alice", authorised=["alice"])
                 value = await shown(resumed.version, "the resumed pool on the meter")
                 assert value["amount"] == resumed.amount
-                # pool set: a qualifying wager (15.2.5.2), a new version, on the meter at once.
+                # pool set: a qualifying wager (15.2.5.3), a new version, on the meter at once.
                 # T1 is live: forced, and applied by a second approver (dual control).
                 ops = ["alice", "bob"]
                 first = other.set_params(POOL, {"wager": 500}, operator="alice",

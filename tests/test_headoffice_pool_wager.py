@@ -1,7 +1,7 @@
-"""Head office's side of issue 13: a pool's qualifying jackpot wager (15.2.5.2) in its
+"""Head office's side of issue 13: a pool's qualifying jackpot wager (UTH 15.2.5.3) in its
 parameters and configuration, an increment at another wager refused (counted, alarmed, never
 applied) with the books as they were, and the values to publish carrying the pool's awards
-count and wager (2.4.3, 15.1.3).
+count and wager (UTH 2.4.3, 15.1.3).
 
 On SQLite and PostgreSQL (the `new_url` fixture in tests/conftest.py)."""
 
@@ -56,14 +56,14 @@ def test_an_increment_at_another_wager_is_refused_and_the_pool_unchanged(
     before = led.pool(P)
     assert before is not None and before.wagers_in == 200
     res = apply(led, "T2", body("T2", 1, *at(500, 1, 2)))
-    # 15.2.5.2: refused, acknowledged (the table does not resend it), alarmed, counted.
+    # UTH 15.2.5.3: refused, acknowledged (the table does not resend it), alarmed, counted.
     assert res.acks == {"T2": 1} and res.wager_refused == ["T2/1"] and len(res.refused) == 1
     assert led.pool(P) == before and P not in res.pools
     row = led.db.one("SELECT status, reason, amount FROM messages WHERE table_id = 'T2'")
     assert row is not None and row["status"] == "refused" and row["amount"] == 0
-    assert "500" in row["reason"] and "15.2.5.2" in row["reason"]
+    assert "500" in row["reason"] and "15.2.5.3" in row["reason"]
     alarms = led.report()["alarms"]
-    assert any(a["table_id"] == "T2" and "15.2.5.2" in a["text"] for a in alarms)
+    assert any(a["table_id"] == "T2" and "15.2.5.3" in a["text"] for a in alarms)
     # Nothing was ledgered for the round: its cancellation is refused, its hit is not paid.
     res = apply(led, "T2", body("T2", 2, "jackpot_cancel", at(500, 1, 2)[1]))
     assert len(res.refused) == 1 and led.pool(P) == before
@@ -122,14 +122,14 @@ def test_the_values_to_publish_carry_awards_and_wager_and_a_hit_lowers_them(
     res = apply(led, "A", body("A", 3, *hit(2, [ROYAL])))
     after = led.pool(P)
     assert after is not None and after.amount < before.amount
-    # 2.4.3, 15.1.3: the lower value goes out with one more award, so every meter lowers.
+    # UTH 2.4.3, 15.1.3: the lower value goes out with one more award, so every meter lowers.
     assert res.pools[P] == PoolValue(after.amount, after.version, 1, 100)
     assert after.version > before.version
     led.close()
 
 
 def test_a_hit_verified_at_the_table_changes_no_pool_value(new_url: NewUrl) -> None:
-    # A Royal Flush held for verification, then verified by the attendant (rule 15): recorded
+    # A Royal Flush held for verification, then verified by the attendant (UTH rule 15): recorded
     # for the approver at head office (issue 26), nothing paid, no new pool value.
     led = ledger(new_url)
     apply(led, "T1", body("T1", 1, *at(100, 1)))
@@ -219,7 +219,7 @@ def test_pool_set_wager_from_the_console(tmp_path: Path, capsys: pytest.CaptureF
     pool_set = ["--config", str(config), "pool", "set", P, "--reason", "new sign"]
     assert cli.main([*pool_set, "--wager", "500"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"qualifying wager \(15\.2\.5\.2\)\s+-\s+\$5\.00", out)
+    assert re.search(r"qualifying wager \(UTH 15\.2\.5\.3\)\s+-\s+\$5\.00", out)
     assert "APPLIED (decision #1)" in out
     assert cli.main([*pool_set, "--wager", "0"]) == 1
     led = Ledger.open(str(db))

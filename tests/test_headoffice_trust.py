@@ -1,6 +1,6 @@
 """Head office trusts nothing a table says about money (issue 12): only enrolled tables, a hit
 only for a round whose jackpot wagers it ledgered, from boxes that wagered, with cards that can
-exist together and make the claimed hands (15.2.6, 15.2.8, rule 3.1); anything else, and every
+exist together and make the claimed hands (UTH 15.2.6, 15.2.8, rule 3.1); anything else, and every
 Royal Flush (the verification threshold), is held PENDING for an operator and never paid until
 approved, who and when recorded. A table whose sequence goes backwards or whose messages fork
 is alarmed; the table's chain head is kept for an auditor.
@@ -83,7 +83,7 @@ def test_enrolment_follows_the_configuration_and_binds_the_pool(new_url: NewUrl)
     assert apply(led, "T2", body("T2", 1, *inc(1))).unknown == ["T2"]
     t, p = inc(1)
     res = apply(led, "T1", body("T1", 1, t, {**p, "pool_id": "p2"}), body("T1", 2, *inc(2)))
-    # 15.1.2.2: a table is linked to one pool; a message naming another is refused.
+    # UTH 15.1.2.2: a table is linked to one pool; a message naming another is refused.
     assert len(res.refused) == 1 and "enrolled on pool p1" in res.refused[0]
     assert led.pool("p2").wagers_in == 0 and led.pool(P).wagers_in == 100  # type: ignore[union-attr]
 
@@ -152,7 +152,7 @@ def test_a_plausible_flush_is_paid_at_once(new_url: NewUrl) -> None:
     res = apply(led, "T1", body("T1", 2, *hit(1, [FLUSH])))
     ((table, award),) = res.awards
     assert table == "T1" and award["payouts"][0]["award"] == "flush"
-    assert award["payouts"][0]["amount"] == PARAMS.paytable.fixed[_flush()]  # 15.2.9.5
+    assert award["payouts"][0]["amount"] == PARAMS.paytable.fixed[_flush()]  # UTH 15.2.9.5
     assert led.held_hits() == []
 
 
@@ -184,7 +184,7 @@ def test_a_royal_waits_for_an_operator_and_approval_is_recorded(new_url: NewUrl)
     award = led.approve_hit(held["hold_no"], operator="alice", authorised=OPS,
                             reason="camera ok")["award"]
     (royal,) = award["payouts"]
-    # 15.2.9.1: the greater of the minimum and 100% of the jackpot as it was at the hit.
+    # UTH 15.2.9.1: the greater of the minimum and 100% of the jackpot as it was at the hit.
     assert royal["award"] == "royal_flush" and royal["from_meter"] == at_hit.amount
     assert royal["amount"] == max(PARAMS.paytable.royal_minimum, at_hit.amount)
     after = led.pool(P)

@@ -1,4 +1,4 @@
-"""A Royal Flush held at head office for its size waits for a person at head office (rule 15:
+"""A Royal Flush held at head office for its size waits for a person at head office (UTH rule 15:
 a large award waits before the pool resets). The table's `jackpot_verified` (the attendant's
 verification, issue 12) is recorded against the held hit for that person to see and never pays
 it (issue 26: the name in it is the table's word); for a hit that does not add up, an unknown

@@ -22,6 +22,7 @@ from controller.cli import (
     logs_cmd,
     meters_cmd,
     paigow_cmd,
+    rules_cmd,
     table_cmd,
     uth_cmd,
     verify_cmd,
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     meters_cmd.register(sub)
     logs_cmd.register(sub)
     alarms_cmd.register(sub)
+    rules_cmd.register(sub)
     return parser
 
 

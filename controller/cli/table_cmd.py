@@ -350,7 +350,7 @@ def head_office_notes(cfg: TableConfig) -> list[str]:
             f"accepts a jackpot wager up to {MAX_JACKPOT_WAGER} cents "
             f"({dollars(MAX_JACKPOT_WAGER)}) by default ([service] max_jackpot_wager), and only "
             f"the wager of pool {jackpot.pool_id!r} when that pool sets one ([[pools]] wager, "
-            "15.2.5.2): an increment at another wager is refused"]
+            "15.2.5.3): an increment at another wager is refused"]
 
 
 def cmd_config_show(args: argparse.Namespace) -> int:

@@ -230,7 +230,7 @@ def read_uth(t: Table) -> Section:
     method = t.string("deal_method", "shuffler", choices=DEAL_METHODS)
     decks = t.integer("decks", 2 if method == "shuffler" else 1, lo=1, hi=2)
     if method == "shoe" and decks == 2:
-        t.error("decks", "a card shoe holds a single deck (rule 2.4.1): use 1 with a shoe")
+        t.error("decks", "a card shoe holds a single deck (UTH rule 2.4.1): use 1 with a shoe")
 
     limits = None
     lt = t.table("limits")
@@ -264,7 +264,7 @@ def read_uth(t: Table) -> Section:
         trips = _paytable(pt, "trips", p.TRIPS_CATEGORIES, p.TRIPS_PAYTABLE)
         pt.done()
     jackpot = _jackpot(t.table("jackpot"))
-    exposure_preflop_only = t.boolean("exposure_preflop_only", False)  # 11.4.1 reading
+    exposure_preflop_only = t.boolean("exposure_preflop_only", False)  # UTH 11.4.1 reading
     t.done()
 
     def build(table_id: str, link: LinkConfig) -> UthConfig:
@@ -278,7 +278,7 @@ def read_uth(t: Table) -> Section:
         rules = SettlementRules(
             trips=trips,
             blind=blind,
-            # The Blind equals the Ante (5.3) and shares its sign; Play follows from the Ante.
+            # The Blind equals the Ante (UTH 5.3) and shares its sign; Play follows from the Ante.
             limits={
                 Spot.ANTE: ante,
                 Spot.BLIND: ante,

@@ -47,7 +47,7 @@ class ServiceConfig:
 
 # The largest jackpot wager a table may be configured with (cents: $1,000.00): head office's
 # default `[service] max_jackpot_wager` (headoffice/config.py), above which it refuses every
-# increment of the wager (15.2.3). A larger one could only play as a local jackpot no head
+# increment of the wager (UTH 15.2.3). A larger one could only play as a local jackpot no head
 # office accepts; a test keeps the two equal (tests/config/test_config.py).
 MAX_JACKPOT_WAGER = 100_000
 
@@ -55,10 +55,10 @@ MAX_JACKPOT_WAGER = 100_000
 class JackpotConfig:
     enabled: bool = False
     pool_id: str | None = None
-    wager: int = 100  # 15.2.3: the amount of a jackpot wager
+    wager: int = 100  # UTH 15.2.3: the amount of a jackpot wager
     increment_bp: int = 0  # share of each jackpot wager added to the meter
     hidden_bp: int = 0  # share added to the hidden reserve
-    seed: int = 0  # the meter after a Royal Flush reset (15.2.5)
+    seed: int = 0  # the meter after a Royal Flush reset (UTH 15.2.5)
     ceiling: int | None = None
     awards: JackpotPayTable = field(default_factory=lambda: paytables().JackpotPayTable())
 
@@ -167,7 +167,7 @@ def game_needs(game: str | None, section: Mapping[str, Any] | None) -> GameNeeds
         groups = wired = ("chung", "off")
     else:
         groups = ("bet_sensor", "lamp")
-        wired = groups if jackpot else ()  # 15.2.4: the jackpot wager is seen by a sensor
+        wired = groups if jackpot else ()  # UTH 15.2.4: the jackpot wager is seen by a sensor
     return GameNeeds(
         game=game,
         cut_die=section is not None and game == "paigow" and s.get("profile") is Profile.NSW,

@@ -555,7 +555,7 @@ def pool_message(pool: str, amount: int, version: int, utc: str, *, awards: int 
                  wager: int | None = None) -> JSON:
     """A pool's value. `awards`: hits answered from the pool so far, so a table tells a lower
     value after an award from one that should not happen (2.4.3, 15.1.3); `wager`: the pool's
-    qualifying jackpot wager in cents (15.2.5.2). Both optional in v1."""
+    qualifying jackpot wager in cents (15.2.5.3). Both optional in v1."""
     out: JSON = {"v": VERSION, "pool": pool, "amount": amount, "version": version, "utc": utc}
     if awards is not None:
         out["awards"] = awards
@@ -578,7 +578,7 @@ def parse_pool(raw: bytes | str) -> JSON:
     if data.get("awards") is not None:
         out["awards"] = _int(data, "awards", what, lo=0, hi=MAX_AWARDS)
     if data.get("wager") is not None:
-        out["wager"] = _int(data, "wager", what, lo=1, hi=MAX_CENTS)  # 15.2.5.2
+        out["wager"] = _int(data, "wager", what, lo=1, hi=MAX_CENTS)  # 15.2.5.3
     return out
 
 

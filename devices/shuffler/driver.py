@@ -7,8 +7,8 @@
                                                    token "As".."2c", "??" unreadable, or what
                                                    the reader saw ("Jk")
                        DECK d token token ...      a deck check: every card read, in order
-                       JAM reason...               incomplete shuffle / card jam (12.1)
-                       FAULT reason...             malfunction, deck exhausted (12.2)
+                       JAM reason...               incomplete shuffle / card jam (UTH 12.1)
+                       FAULT reason...             malfunction, deck exhausted (UTH 12.2)
                        STATUS READY|BUSY|FAULT [reason...]
                        TEST OK | TEST FAIL reason...
 

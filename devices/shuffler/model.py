@@ -1,4 +1,4 @@
-"""The card-reading shuffler as hardware: one or two physical decks (rule 4.2), the shuffled
+"""The card-reading shuffler as hardware: one or two physical decks (UTH rule 4.2), the shuffled
 order of the deck in play, and a reader that names every card it passes.
 
 One model behind both simulators (sim.py in-process, wire.py behind a pty), so a fault behaves
@@ -26,7 +26,7 @@ UNREADABLE = None  # a card the reader cannot identify, in a deck's contents
 
 @dataclass(frozen=True)
 class Failure:
-    """An injected failure that just happened: a jam (rule 12.1) or a malfunction (12.2)."""
+    """An injected failure that just happened: a jam (UTH rule 12.1) or a malfunction (12.2)."""
 
     jam: bool
     reason: str

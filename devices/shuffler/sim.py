@@ -70,7 +70,7 @@ class SimShuffler(ShufflerFaults, Shuffler):
     async def dispense_cards(self, count: int) -> None:
         for _ in range(count):
             if self.dispense() is None or self.state != State.READY:
-                return  # a fault ends the deal; the round machine decides (12.2)
+                return  # a fault ends the deal; the round machine decides (UTH 12.2)
 
     def dispense(self) -> str | None:
         """The simulated dealer takes the next card: card.dispensed (or a fault) follows.

@@ -34,7 +34,7 @@ def percent(rate: Any) -> str:
 # A pool's parameters as a person reads them: (key in Params.as_json, label, formatter).
 _PARAMS = (("seed", "seed", "money"), ("increment", "increment (to the pool)", "rate"),
            ("hidden", "hidden increment (reserve)", "rate"), ("ceiling", "ceiling", "money"),
-           ("wager", "qualifying wager (15.2.5.2)", "money"))
+           ("wager", "qualifying wager (UTH 15.2.5.3)", "money"))
 
 
 def param_changes(old: dict[str, Any] | None,

@@ -313,7 +313,7 @@ class _Batch(BatchTables, BatchHits):
 
     def _live_pool(self, t: _Table, pool_id: str) -> Pool:
         if t.enrolled_pool is not None and pool_id != t.enrolled_pool:
-            # 15.1.2.2: a table is linked to one pool, the one it is enrolled on.
+            # UTH 15.1.2.2: a table is linked to one pool, the one it is enrolled on.
             raise InputError(f"table {t.id} is enrolled on pool {t.enrolled_pool},"
                              f" not {pool_id}")
         pool = self.pool(pool_id)
@@ -372,13 +372,14 @@ class _Batch(BatchTables, BatchHits):
                 raise InputError(f"round {p['round']}: a second increment for the round")
             if p["wager"] > self.ledger.policy.max_wager:
                 raise InputError(f"round {p['round']}: jackpot wager {p['wager']} above the"
-                                 f" configured {self.ledger.policy.max_wager} (15.2.3)")
+                                 f" configured {self.ledger.policy.max_wager} (UTH 15.2.3)")
             if pool.params.wager is not None and p["wager"] != pool.params.wager:
-                # 15.2.5.2: every linked table uses the pool's qualifying wager; a table that
+                # UTH 15.2.5.3: every linked table uses the pool's qualifying wager; a table that
                 # differs contributes nothing (its meter takes the jackpot off, ho.pool `wager`).
                 self.result.wager_refused.append(f"{t.id}/{seq}")
                 raise InputError(f"round {p['round']}: jackpot wager {p['wager']} is not pool"
-                                 f" {pool_id}'s qualifying wager {pool.params.wager} (15.2.5.2)")
+                                 f" {pool_id}'s qualifying wager {pool.params.wager}"
+                                 " (UTH 15.2.5.3)")
             parts: dict[str, Any] = {}
             pending = self.pending.get(pool_id)
             if pending is not None:  # shared: summed, added to this Ledger's share at flush

@@ -59,12 +59,13 @@ class BatchResult:
     unknown: list[str] = field(default_factory=list)  # tables not enrolled: refused, not acked
     held_hits: list[str] = field(default_factory=list)  # hits held for an operator (PENDING)
     forks: list[str] = field(default_factory=list)  # sequence/chain anomalies, alarmed
-    # jackpot_verified from a table (rule 15): (hold_no, table, user) recorded against the held
+    # jackpot_verified from a table (UTH rule 15): (hold_no, table, user) recorded against the held
     # hit (never a release); refused ones (not held, implausible, another table's, verified
     # already) are alarmed and counted here.
     verified: list[tuple[int, str, str]] = field(default_factory=list)
     verify_refused: list[str] = field(default_factory=list)
-    wager_refused: list[str] = field(default_factory=list)  # table/seq: not the pool's (15.2.5.2)
+    # table/seq: not the pool's qualifying wager (UTH 15.2.5.3)
+    wager_refused: list[str] = field(default_factory=list)
 
     def merge(self, other: BatchResult) -> None:
         """Add the result of a later transaction of the same batch (other tables)."""

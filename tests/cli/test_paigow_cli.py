@@ -32,6 +32,7 @@ def run(argv: list[str], capsys, stdin: str = "") -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("profile", ["nsw", "nz", "act"])
 def test_houseway_json_matches_the_engine(profile: str, capsys) -> None:
+    # The computer that checks the setting of the House way (NSW 5.1).
     tiles = ["6-6", "4-5", "3-3", "1-2"]
     code, out, _ = run(["paigow", "houseway", "--rules", profile, *tiles, "--json"], capsys)
     assert code == 0

@@ -215,7 +215,7 @@ def test_uth_paytables_deal_and_jackpot() -> None:
     (err,) = errors_of(
         UTH.replace("[devices]", '[uth]\ndeal_method = "shoe"\ndecks = 2\n[devices]')
     )
-    assert "uth.decks: a card shoe holds a single deck (rule 2.4.1)" in err
+    assert "uth.decks: a card shoe holds a single deck (UTH rule 2.4.1)" in err
     shoe = validate_text(UTH.replace("[devices]", '[uth]\ndeal_method = "shoe"\n[devices]'))
     assert shoe.uth is not None and shoe.uth.decks == (1,)
 
@@ -527,7 +527,7 @@ def test_config_validate_says_what_head_office_accepts(
         f"{path}: OK (uth, table U1)",
         "  note: uth.jackpot.wager is 500 cents ($5.00); head office accepts a jackpot wager up "
         "to 100000 cents ($1,000.00) by default ([service] max_jackpot_wager), and only the "
-        "wager of pool 'p1' when that pool sets one ([[pools]] wager, 15.2.5.2): an increment "
+        "wager of pool 'p1' when that pool sets one ([[pools]] wager, 15.2.5.3): an increment "
         "at another wager is refused"]
     assert cli(["config", "validate", str(path), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["notes"]) == 1

@@ -143,7 +143,7 @@ def test_shuffler_unplugged_mid_deal_faults_and_its_waiting_shuffle_goes_at_repl
         await until(lambda: faults(events, "shuffler.fault"), DETECT_S)
         assert faults(events, "shuffler.fault")[0].startswith("disconnected: ")
         assert state(dev) == State.DISCONNECTED
-        # The machine answers a fault with a reshuffle (12.1): it waits out a pause instead
+        # The machine answers a fault with a reshuffle (UTH 12.1): it waits out a pause instead
         # of failing at once, so a dead shuffler adds a fault now and then, not a stream.
         await dev.command("shuffle", {})
         assert dev.counters["shuffles_delayed"] == 1
@@ -323,7 +323,7 @@ def test_meter_unplugged_on_the_wire_takes_the_jackpot_offline_until_it_is_back(
             await until(lambda: [e.kind for e in events] == ["meter.fault"], DETECT_S + 1)
             uth.step(events[0].kind, **events[0].data)
             assert uth.status()["jackpot"] == "offline"
-            out = uth.step("bet.on", box=1)  # a jackpot chip on the sensor (15.2.4)
+            out = uth.step("bet.on", box=1)  # a jackpot chip on the sensor (UTH 15.2.4)
             assert "11.11" in texts(out) and not lamps(out)  # refused: no jackpot wager
             await sim.replug()
             await until(lambda: [e.kind for e in events] == ["meter.fault", "meter.ready"],

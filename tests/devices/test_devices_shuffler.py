@@ -294,7 +294,7 @@ def test_retry_delay_grows_to_its_cap_and_an_answer_ends_it() -> None:
 
 
 def test_a_silent_shuffler_is_asked_again_after_growing_pauses_not_at_once() -> None:
-    # The round machine answers each failed shuffle with another (12.1); here the test does the
+    # The round machine answers each failed shuffle with another (UTH 12.1); here the test does the
     # same. Without the pauses a shuffler that never answers (timeout 10 ms) would fail every
     # ~10 ms; with pauses of 40, 80, 160, 160 ms five failures take at least 0.44 s, each pause
     # at least as long as the one before, and an answer ends the pauses. Only lower bounds on

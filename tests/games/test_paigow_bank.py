@@ -124,12 +124,14 @@ def test_nsw_must_have_played_previous_round_nsw_6_6() -> None:
 
 
 def test_nsw_bank_from_the_box_last_played_nsw_6_3() -> None:
+    # NSW 6.3
     state = after_house_round(Profile.NSW)
     c = Candidate(3, frozenset({4}), None, RICH)
     assert Refusal.NOT_LAST_PLAYED_BOX in refusals(state, c, BankHolder.PLAYER, other_wagers=0)
 
 
 def test_nsw_controller_banks_only_from_the_controlled_box_nsw_6_4() -> None:
+    # NSW 6.4
     state = after_house_round(Profile.NSW)
     c = Candidate(3, frozenset({3, 5}), 5, RICH)
     assert refusals(state, c, BankHolder.PLAYER, other_wagers=0) == [Refusal.CONTROLS_ANOTHER_BOX]
@@ -140,7 +142,8 @@ def test_nsw_controller_banks_only_from_the_controlled_box_nsw_6_4() -> None:
 
 
 def test_nsw_non_controller_banks_from_box_furthest_from_chung_nsw_6_5() -> None:
-    """Counted counter-clockwise from the chung (box 6 here): 7, 8, 1, 2 ... 2 is furthest."""
+    """NSW 6.5: counted counter-clockwise from the chung (box 6 here): 7, 8, 1, 2 ... 2 is
+    furthest."""
     state = player_bank(Profile.NSW, 6)
     wagered = frozenset({7, 2})
     near = Candidate(7, wagered, None, RICH)
@@ -152,6 +155,7 @@ def test_nsw_non_controller_banks_from_box_furthest_from_chung_nsw_6_5() -> None
 
 
 def test_nsw_funds_must_cover_all_wagers_nsw_9_15_13_2_2() -> None:
+    # NSW 9.15, 13.2.2
     state = after_house_round(Profile.NSW)
     assert refusals(state, ready(3, 999), BankHolder.PLAYER, other_wagers=1000) == [
         Refusal.INSUFFICIENT_FUNDS
@@ -160,8 +164,11 @@ def test_nsw_funds_must_cover_all_wagers_nsw_9_15_13_2_2() -> None:
 
 
 def test_nsw_has_no_co_bank_nsw_11_1() -> None:
+    # NSW 11.1: the House banks (11.1.1) or a player/banker covers all (11.1.2), nothing else.
     with pytest.raises(InputError, match=r"11\.1"):
         take_bank(after_house_round(Profile.NSW), ready(3), BankHolder.CO_BANK, other_wagers=0)
+    assert refusals(after_house_round(Profile.NSW), ready(3), BankHolder.PLAYER,
+                    other_wagers=0) == []
 
 
 def test_nz_played_previous_round_controls_box_and_covers_nz_5_3() -> None:
@@ -172,13 +179,14 @@ def test_nz_played_previous_round_controls_box_and_covers_nz_5_3() -> None:
         Refusal.DOES_NOT_CONTROL_BOX,
         Refusal.INSUFFICIENT_FUNDS,
     ]
-    # 5.3(a) asks only that the player played; the box played need not be this one.
+    # NZ 5.3(a) asks only that the player played; the box played need not be this one.
     moved = Candidate(1, frozenset({4}), 1, 500)
     assert refusals(state, moved, BankHolder.PLAYER, other_wagers=500) == []
 
 
 @pytest.mark.parametrize("profile", [Profile.NZ, Profile.ACT])
 def test_co_bank_needs_half_player_bank_needs_all_nz_5_3_c_act_6_4_6_5(profile: Profile) -> None:
+    # NZ 5.3(c), ACT 6.4-6.5
     state = after_house_round(profile)
     assert refusals(state, ready(3, 500), BankHolder.CO_BANK, other_wagers=1000) == []
     assert refusals(state, ready(3, 499), BankHolder.CO_BANK, other_wagers=999) == [
@@ -190,6 +198,7 @@ def test_co_bank_needs_half_player_bank_needs_all_nz_5_3_c_act_6_4_6_5(profile: 
 
 
 def test_act_box_one_exception_after_house_bank_act_6_3() -> None:
+    # ACT 6.3
     state = after_house_round(Profile.ACT)
     fresh = Candidate(1, frozenset(), None, RICH)
     assert refusals(state, fresh, BankHolder.PLAYER, other_wagers=0) == []
@@ -215,6 +224,7 @@ def test_take_bank_error_lists_every_reason_with_its_rule() -> None:
 
 @pytest.mark.parametrize("bad", [0, 9])
 def test_candidate_box_must_exist(bad: int) -> None:
+    # Boxes 1 to 8 (ACT 1(a), NZ 3.1-3.2).
     with pytest.raises(InputError, match=f"box {bad}"):
         refusals(after_house_round(Profile.NZ), ready(bad), BankHolder.PLAYER, other_wagers=0)
 
@@ -231,6 +241,7 @@ def test_negative_amounts_are_refused() -> None:
 
 
 def test_nsw_offer_starts_directly_left_of_last_bank_nsw_6_1() -> None:
+    # NSW 6.1
     assert offer_order(player_bank(Profile.NSW, 3), ALL) == [4, 5, 6, 7, 8, 1, 2]
     # After the House's bank on box 1: box 2 first, box 1 last.
     assert offer_order(after_house_round(Profile.NSW), ALL) == [2, 3, 4, 5, 6, 7, 8, 1]

@@ -1,5 +1,5 @@
-"""Cuts: traditional cuts per profile (NSW App. 3, NZ App. 5, ACT App. E), NSW App. 4 cut die,
-ACT 8.3 house way cut, NZ 9.3A selection including random."""
+"""Cuts: traditional cuts per profile (NSW App. 3, NZ App. 5, ACT 3.8 and App. E), NSW App. 4 cut
+die, ACT 8.3 house way cut, NZ 9.3A selection including random."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_cut_die_nsw_appendix_4(face: int, cut: Cut) -> None:
     assert cut_for_die(face) is cut
     decision = decide_cut(Profile.NSW, BankHolder.HOUSE, cut_die=face)
     assert (decision.cut, decision.source) == (cut, CutSource.CUT_DIE)
-    assert decision.options is None  # Appendix 4 names the cut, not Right/Left
+    assert decision.options is None  # NSW Appendix 4 names the cut, not Right/Left
 
 
 @pytest.mark.parametrize("face", [0, 7, True])
@@ -112,6 +112,7 @@ def test_every_cut_die_cut_is_an_nsw_traditional_cut() -> None:
 
 
 def test_nsw_house_banks_cut_die_decides_nsw_8_4_4() -> None:
+    # NSW 8.4.4
     with pytest.raises(InputError, match="cut die"):
         decide_cut(Profile.NSW, BankHolder.HOUSE)
     with pytest.raises(InputError, match="house is banking"):
@@ -143,6 +144,7 @@ def test_act_house_uses_yat_dong_dong_act_8_3() -> None:
 
 @pytest.mark.parametrize("holder", [BankHolder.PLAYER, BankHolder.CO_BANK])
 def test_act_player_or_co_banker_chooses_a_cut_act_8_4(holder: BankHolder) -> None:
+    # ACT 8.4
     decision = decide_cut(Profile.ACT, holder, nominated=(Cut.SYDNEY_TOWER, ()))
     assert (decision.cut, decision.source) == (Cut.SYDNEY_TOWER, CutSource.PLAYER_BANKER)
     assert decide_cut(Profile.ACT, holder).cut is Cut.YAT_DONG_DONG  # declined: house way cut

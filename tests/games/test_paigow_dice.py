@@ -82,7 +82,8 @@ def test_cut_die_not_flat_also_means_reshake_nsw_8_3() -> None:
 
 @pytest.mark.parametrize("profile", [Profile.NZ, Profile.ACT])
 def test_cut_die_is_nsw_only_nsw_2_4(profile: Profile) -> None:
-    """NZ 3.3(b) and ACT 4.1 shake three dice; only NSW 2.4 adds a cut die."""
+    """NZ 3.3(b) and ACT 4.1 shake three dice; only NSW 2.4 adds a cut die (the four dice of
+    NSW 2.5, 2.5.1)."""
     with pytest.raises(InputError, match="no cut die"):
         check_shake(profile, Shake((1, 2, 3), cut_die=4))
     check_shake(Profile.NSW, Shake((1, 2, 3), cut_die=4))
@@ -180,6 +181,7 @@ def test_with_fewer_boxes_the_position_is_the_eight_box_position(
 
 
 def test_nsw_steal_any_value_minus_4_to_plus_4_nsw_2_5_3_and_8_2() -> None:
+    # NSW 2.5.3 (the plus or minus buttons, +4 to -4), 8.2
     assert allowed_steals(Profile.NSW, player_banker=True) == frozenset(range(-4, 5))
     with pytest.raises(InputError, match="steal 5"):
         check_steal(Profile.NSW, 5, player_banker=True)

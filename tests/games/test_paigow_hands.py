@@ -31,6 +31,7 @@ ALL_HANDS = [make_hand(a, b) for a, b in itertools.combinations_with_replacement
 
 
 def test_pairs_rank_in_the_seed_order_and_above_everything_else() -> None:
+    # NSW 3.2 and Appendix 1, NZ 4.1 and Appendix 2, ACT 3.5 and Appendix A.
     pairs = [hand(a, b) for a, b in PAIRS_IN_SEED_ORDER]
     assert [p.ranking for p in pairs] == list(range(1, 17))
     assert all(p.kind is Kind.PAIR for p in pairs)
@@ -41,7 +42,8 @@ def test_pairs_rank_in_the_seed_order_and_above_everything_else() -> None:
 
 
 def test_wongs_gongs_high_nines_rank_17_to_22_above_every_points_hand() -> None:
-    # NSW 3.2.1: hands lower than Day High Nine (ranking 22) are valued by points.
+    # NSW 3.2.1: hands lower than Day High Nine (ranking 22) are valued by points. The ranking
+    # of Wongs, Gongs and High Nines: NSW Appendix 1, NZ Appendix 2, ACT 3.6 and Appendix B.
     wongs = [hand(a, b) for a, b in WONGS_IN_SEED_ORDER]
     assert [w.ranking for w in wongs] == list(range(17, 23))
     keys = [w.key for w in wongs]
@@ -72,6 +74,7 @@ def test_gee_joon_counts_3_or_6_whichever_is_better() -> None:
 
 @given(st.sampled_from(TILES), st.sampled_from(TILES))
 def test_points_are_pips_mod_10(a, b) -> None:
+    # NSW 3.2.1, NZ 4.2, ACT 3.9
     h = make_hand(a, b)
     if not (a.is_gee_joon or b.is_gee_joon):
         assert h.points == (a.pips + b.pips) % 10
@@ -79,7 +82,8 @@ def test_points_are_pips_mod_10(a, b) -> None:
 
 
 def test_equal_points_are_decided_by_the_higher_ranking_tile() -> None:
-    # NSW 9.2.1.2, NZ 4.3, ACT 12.3: 9 with Teen beats 9 with a low 10.
+    # NSW 9.2.1.2, NZ 4.3-4.4, ACT 12.3: 9 with Teen beats 9 with a low 10 (each tile's own
+    # rank: NZ 4.4 and Appendix 3, ACT 3.7 and Appendix C).
     # Teen with a 7 is a High Nine, not a 9: ranked above every points hand.
     assert hand("6-6", "2-5").kind is Kind.HIGH_NINE
     high8_four = hand("4-4", "1-5")  # 8+6 = 14 -> 4, High 8 on top

@@ -1,4 +1,5 @@
-"""NSW (The Star Sydney 2024) house way, Appendix 2: every line of §3 and §7, and the invariants.
+"""NSW (The Star Sydney 2024) house way, Appendix 2 (NSW 4.1): every line of §3 and §7, and the
+invariants.
 
 Expected settings are written here from the text of Appendix 2, independently of the tables in
 houseway/nsw.py (which are only used where a test checks the tables themselves).

@@ -1,4 +1,5 @@
-"""NZ Appendix 4 "House Way": every rule, every line of the 2.3 split table, every exception.
+"""NZ Appendix 4 "House Way": every rule, every line of the 2.3 split table, every exception; the
+way the dealer sets a hand where the rules call for it (NZ 10.4, 12.8, 12.14, 12.16).
 
 Expected settings are derived here from the appendix text (tiles named by their pips, as the text
 names them), not from houseway_nz's own tables, so a wrong table entry or rule order fails.

@@ -53,10 +53,28 @@ def test_act_zero_rule_names_only_the_low_hand() -> None:
     assert outcome(player, banker, Profile.ACT) is Outcome.PUSH
 
 
+@pytest.mark.parametrize("profile", [Profile.NSW, Profile.NZ])
+def test_the_bank_wager_wins_loses_and_stands_off_by_its_own_clauses(profile: Profile) -> None:
+    # NSW 9.4 (the text prints the bank's wager 9.4 and its items 9.3.1-9.3.3); NZ 6.2.
+    def bank(player: str, banker: str) -> Outcome:
+        return banker_outcome(parse_setting(player), parse_setting(banker), profile)
+
+    assert bank("1-1 1-1 / 5-5 5-5", "6-6 6-6 / 4-4 4-4") is Outcome.WIN  # NSW 9.3.1, 9.3.1.1
+    assert bank("1-3 1-5 / 2-2 3-3", "4-6 5-5 / 2-2 1-5") is Outcome.WIN  # NSW 9.3.1.2: zeros
+    assert bank("5-5 4-5 / 1-1 2-2", "5-5 4-5 / 1-1 2-2") is Outcome.WIN  # NSW 9.3.1.3
+    assert bank("5-5 4-5 / 1-1 2-2", "5-5 3-6 / 6-6 1-4") is Outcome.WIN  # NSW 9.3.1.4: copy
+    assert bank("6-6 6-6 / 4-4 4-4", "1-1 1-1 / 5-5 5-5") is Outcome.LOSE  # NSW 9.3.2, 9.3.2.1
+    # NSW 9.3.2.2: equal points (9 each), the player's highest tile (High 8) outranks the
+    # bank's (High 10), and the player's low hand is higher: the bank loses.
+    assert bank("4-4 5-6 / 6-6 1-5", "5-5 4-5 / 1-1 2-2") is Outcome.LOSE
+    assert bank("6-6 6-6 / 2-2 2-2", "1-1 1-1 / 4-4 4-4") is Outcome.PUSH  # NSW 9.3.3
+
+
 @pytest.mark.parametrize("profile", ALL)
 @given(settings=dealt_settings(2))
 def test_bank_wager_mirrors_the_player_wager(profile: Profile, settings) -> None:
-    # NSW 9.3 is 9.2 seen from the bank; NZ 6.2 mirrors 6.1.
+    # The bank's wager (NSW 9.4) is the player's (NSW 9.3) seen from the bank; NZ 6.2 mirrors
+    # 6.1.
     player, banker = settings
     p = player_outcome(player, banker, profile)
     assert banker_outcome(player, banker, profile) is p.mirrored()
@@ -74,6 +92,8 @@ def test_a_hand_never_beats_itself(profile: Profile, settings) -> None:
 
 
 def test_invalid_setting_is_refused() -> None:
+    # Four tiles are set as two hands of two, a high and a low that may not outrank it (NSW 12.4,
+    # NZ 1.0 "Set", ACT 10.1).
     with pytest.raises(InputError, match="outranks high hand"):
         parse_setting("1-4 2-3 / 6-6 6-6")
     assert len(all_settings(parse_tiles(["6-6", "6-6", "1-1", "1-1"]))) == 2

@@ -187,8 +187,10 @@ def test_who_controls_a_box() -> None:
     seated = Wager(3, "seated", 1_000, seated=True, distance_to_dealer=2)
     big = Wager(3, "big", 5_000, distance_to_dealer=1)
     near = Wager(3, "near", 1_000, distance_to_dealer=0)
-    # NSW 9.10.1 / NZ 7.1(a): the seated player; 9.10.2: at their discretion the highest wager.
+    # NSW 9.10, 9.10.1 / NZ 7.1(a): the seated player; NSW 9.10.2: at their discretion the
+    # highest wager.
     assert box_controller([seated, big], Profile.NSW) == "seated"
+    assert box_controller([seated, big], Profile.NSW, seated_defers=True) == "big"
     assert box_controller([seated, big], Profile.NZ, seated_defers=True) == "big"
     # NSW 9.10.3-9.10.4: nobody seated: highest wager, then the wager nearest the dealer.
     assert box_controller([big, near], Profile.NSW) == "big"

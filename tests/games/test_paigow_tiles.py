@@ -39,6 +39,16 @@ def test_mixed_pair_tiles_rank_equally_as_singles() -> None:
         assert parse_tile(a).pips % 10 == parse_tile(b).pips % 10 or parse_tile(a).is_gee_joon
 
 
+def test_the_individual_ranking_is_each_seeds_list() -> None:
+    # NSW Appendix 1, NZ 4.4 and Appendix 3, ACT 3.7 and Appendix C: Teen highest, then Day,
+    # High 8, High 4, High 10, High 6, Low 4, Eleven, Low 10, High 7, Low 6, the nines, low
+    # eights, low sevens, fives, and Gee Joon lowest.
+    order = ["6-6", "1-1", "4-4", "1-3", "5-5", "3-3", "2-2", "5-6", "4-6", "1-6", "1-5",
+             "4-5", "3-5", "3-4", "1-4", "1-2"]
+    ranks = [parse_tile(t).single_rank for t in order]
+    assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks)
+
+
 def test_gee_joon_is_the_lowest_single_and_the_highest_pair() -> None:
     # NSW 3.2.2: Gee Jun, ranked No 1 pair, are as individual tiles the lowest ranked.
     gee = parse_tile("gee-joon-3")

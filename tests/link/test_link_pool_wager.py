@@ -1,5 +1,5 @@
-"""Issue 13, the link's side: every meter shows the current pool (2.3, 2.4.3, 15.1.3) and
-linked tables use the same qualifying wager (15.2.5.2).
+"""Issue 13, the link's side: every meter shows the current pool (UTH 2.3, 2.4.3, 15.1.3) and
+linked tables use the same qualifying wager (UTH 15.2.5.3).
 
 The contract first (no broker): a pool value carries two optional, bounded fields, `awards` and
 `wager`, and an old value without them gives the same `ho.pool` event as before. Then end to
@@ -80,7 +80,7 @@ def test_the_bounds_themselves_are_accepted() -> None:
 @needs_broker
 def test_a_linked_meter_comes_down_to_the_pool_after_another_tables_hit(
         broker, ledger_url, tmp_path) -> None:
-    # 2.3, 2.4.3, 15.1.3: the hit at A lowers the pool; B's meter shows the lower value as soon
+    # UTH 2.3, 2.4.3, 15.1.3: the hit at A lowers the pool; B's meter shows the lower value as soon
     # as head office publishes it, never the old, higher figure.
     async def main() -> None:
         async with head_office(ledger_url, broker, verify_from=None, pool_wager=100) as (worker,):
@@ -124,7 +124,7 @@ def test_a_linked_meter_comes_down_to_the_pool_after_another_tables_hit(
 @needs_broker
 def test_a_table_with_another_wager_is_off_and_its_increment_refused(
         broker, ledger_url, tmp_path) -> None:
-    # 15.2.5.2: the pool qualifies with 200 c, table T3 with 100 c.
+    # UTH 15.2.5.3: the pool qualifies with 200 c, table T3 with 100 c.
     async def main() -> None:
         async with head_office(ledger_url, broker, pool_wager=200) as (worker,):
             t3 = await start(make_table("T3", tmp_path / "T3", broker, autoplay=False))
@@ -156,9 +156,9 @@ def test_a_table_with_another_wager_is_off_and_its_increment_refused(
                 row = worker.ledger.db.one("SELECT status, reason FROM messages"
                                            " WHERE table_id = 'T1' AND seq = 1")
                 assert row is not None and row["status"] == "refused"
-                assert "15.2.5.2" in row["reason"]
+                assert "15.2.5.3" in row["reason"]
                 alarms = worker.ledger.report()["alarms"]
-                assert any("15.2.5.2" in a["text"] and a["table_id"] == "T1" for a in alarms)
+                assert any("15.2.5.3" in a["text"] and a["table_id"] == "T1" for a in alarms)
                 assert worker.counters["wager_refused"] == 1
                 t, p = inc(2, 2)
                 good = {**p, "wager": 200, "amount": 400}

@@ -44,7 +44,7 @@ def test_broker_killed_and_restarted_mid_stream(broker, ledger_url: str, tmp_pat
                     offline.add(t.status()["jackpot"])
                 return "offline" in offline and all(len(t.rounds) >= 16 for t in tables)
 
-            # The tables play on without the broker; the jackpot goes OFFLINE (11.11).
+            # The tables play on without the broker; the jackpot goes OFFLINE (UTH 11.11).
             await wait_for(watch, 60, "8 more rounds without a broker")
             assert "offline" in offline
             assert all(not t.link.connected for t in tables)
@@ -80,7 +80,7 @@ def test_table_offline_for_many_rounds_then_back(broker, ledger_url: str,
                 return "offline" in seen and len(cut.rounds) >= 45
 
             await wait_for(far_behind, 120, "40 rounds cut off")
-            assert "offline" in seen  # no pool value: jackpot wagers refused (11.11)
+            assert "offline" in seen  # no pool value: jackpot wagers refused (UTH 11.11)
             backlog = cut.service.journal.summary()["outbox_pending"]  # type: ignore[union-attr]
             assert backlog >= 40, backlog
             assert worker.ledger.table_totals("CUT")["last_seq"] < backlog

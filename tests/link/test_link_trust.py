@@ -278,7 +278,7 @@ def test_a_royal_waits_for_an_operator_then_its_award_reaches_the_table(
 def test_a_royal_waits_for_the_attendants_verification_at_the_table(
     broker, ledger_url, tmp_path
 ) -> None:
-    """Rule 15: the large award waits. The attendant's `jackpot_verify` at the table (through
+    """UTH rule 15: the large award waits. The attendant's `jackpot_verify` at the table (through
     the control socket's dealer command, which journals who) reaches head office and is
     recorded against the held hit; it pays nothing (issue 26: it is the table's word). People
     at head office pay it: the pool resets, the award reaches the table. A verification with

@@ -124,11 +124,14 @@ def test_nz_wager_not_payable_exactly_in_chips_is_refused() -> None:
                                "distance_to_dealer": 0}]
 
 
-def test_wagers_lock_at_no_more_bets() -> None:
-    t = opened(Profile.ACT)
-    t.to_shaking(p2=1000)
-    effects = t.send("dealer.wager", box=3, player="p3", amount=1000)
-    assert "ACT 7.1" in texts(effects) and len(t.state.wagers) == 1
+@pytest.mark.parametrize(("profile", "rule"), [
+    (Profile.ACT, "ACT 7.1"), (Profile.NSW, "NSW 9.6-9.7"), (Profile.NZ, "NZ 9.4")])
+def test_wagers_lock_at_no_more_bets(profile: Profile, rule: str) -> None:
+    # NSW 9.6-9.7: placed after the shuffle and before the dice; none after, when the House banks.
+    t = opened(profile)
+    t.to_shaking(p2=2000)
+    effects = t.send("dealer.wager", box=3, player="p3", amount=2000)
+    assert rule in texts(effects) and len(t.state.wagers) == 1
 
 
 # -- no more bets, dice, announcement ----------------------------------------------------------
@@ -276,6 +279,7 @@ def test_completed_round_records_outcomes_and_settlement() -> None:
     assert out == {"type": "round_result", "payload": rec["summary"]}
     summary = rec["summary"]
     banker = house_way(parse_tiles(bank["tiles"]), Profile.NSW)
+    # Box 4 gave its tiles: the dealer set them the House way at the player's request (NSW 12.6).
     p4 = house_way(parse_tiles(["2-4", "1-2", "3-5", "2-6"]), Profile.NSW)
     assert summary["outcomes"] == {
         "2": player_outcome(parse_setting("6-6 6-6 / 1-1 1-1"), banker, Profile.NSW).value,
@@ -299,6 +303,10 @@ def test_result_without_wagers_gives_outcomes_only() -> None:
                      bank_hand="5-5 3-3 / 2-2 5-6")
     summary = first(effects, "round")["summary"]
     assert summary["settlement"] is None and set(summary["outcomes"]) == {"5"}
+    # Box 5 gave its tiles: set the House way at the player's request (ACT 10.5).
+    p5 = house_way(parse_tiles(["6-6", "1-1", "4-4", "1-3"]), Profile.ACT)
+    bank = parse_setting("5-5 3-3 / 2-2 5-6")
+    assert summary["outcomes"]["5"] == player_outcome(p5, bank, Profile.ACT).value
 
 
 def _to_setting(profile: Profile, **wagers: int) -> Table:
@@ -405,7 +413,8 @@ def test_void_returns_all_wagers_and_opens_the_next_round(profile: Profile, stag
                                            "seated": False, "distance_to_dealer": 0}]
     assert "outbox" in kinds(effects) and "re-shuffle all 32 tiles" in texts(effects)
     assert t.phase == "betting" and t.state.number == 2
-    assert t.state.bank == bank_before  # a void round has no result: not counted for the bank
+    # A void round has no result, so it is not counted for the bank ("void", NSW 1.1).
+    assert t.state.bank == bank_before
 
 
 def test_void_refused_before_no_more_bets_and_tile_void_is_nsw_only() -> None:

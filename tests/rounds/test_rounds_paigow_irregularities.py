@@ -63,6 +63,7 @@ def test_a_player_calls_their_hand_void_after_two_exposed_tiles(profile: Profile
 
 @pytest.mark.parametrize("profile", list(Profile))
 def test_one_exposed_tile_the_hand_is_played(profile: Profile) -> None:
+    # NZ 12.4, ACT 13.6: one exposed tile, the hand is played (NSW: two or more, 15.3).
     t = announced(profile, p2=2000)
     before = t.m.to_json(t.state)
     effects = t.send("dealer.hand_void", box=2, exposed=1)

@@ -253,8 +253,8 @@ def refused(t: Table, kind: str, words: str, **data: object) -> None:
     assert t.m.to_json(t.state) == before
 
 
-def nz_player_bank() -> Table:
-    t = Table(Profile.NZ)
+def nz_player_bank(profile: Profile = Profile.NZ) -> Table:
+    t = Table(profile)
     t.send("table.open")
     t.to_shaking(p3=2000)
     t.dice(2, 2, 2)
@@ -265,7 +265,7 @@ def nz_player_bank() -> Table:
 
 
 def test_nz_one_requested_laja_per_round_by_whom_the_bank_decides() -> None:
-    t = at(Profile.NZ, "betting")  # the house is the sole banker: a player asks (9.2(a))
+    t = at(Profile.NZ, "betting")  # the house is the sole banker: a player asks (NZ 9.2(a))
     refused(t, "dealer.laja", "NZ 9.2(a)", by="banker")
     assert "NZ 9.2(a)" in texts(t.send("dealer.laja", by="player"))
     refused(t, "dealer.laja", "only 1 laja", by="player")  # NZ 9.3
@@ -276,10 +276,13 @@ def test_nz_one_requested_laja_per_round_by_whom_the_bank_decides() -> None:
     assert "NZ 9.2(b)" in texts(b.send("dealer.laja", by="banker"))
 
 
-def test_nz_a_laja_comes_before_the_cut_is_determined() -> None:
-    t = nz_player_bank()
+@pytest.mark.parametrize("profile", [Profile.NSW, Profile.NZ])
+def test_a_laja_comes_before_the_cut_is_determined(profile: Profile) -> None:
+    # NSW 7.3.2: the bank may perform its own laja "before determining the cut"; NZ 9.2.
+    t = nz_player_bank(profile)
     t.send("dealer.cut", cut="Cup Say", options=["right", "top"], by="banker")
-    refused(t, "dealer.laja", "NZ 9.2", by="banker")
+    refused(t, "dealer.laja", {Profile.NSW: "NSW 7.3.2", Profile.NZ: "NZ 9.2"}[profile],
+            by="banker")
 
 
 @pytest.mark.parametrize("profile", [Profile.NSW, Profile.NZ])

@@ -223,7 +223,7 @@ def test_off_draw_never_removes_the_bank_box(profile: Profile, shakes: list) -> 
         t.dice(*dice)
         drawn = first_box(1, sum(dice))  # counted from box 1 (NSW 15.9.3, NZ 12.10)
         if drawn == 1:
-            assert t.phase == "off_draw" and t.state.off_boxes == []  # rolled again (15.9.4)
+            assert t.phase == "off_draw" and t.state.off_boxes == []  # rolled again (NSW 15.9.4)
         else:
             assert t.phase == "betting" and t.state.off_boxes == [drawn]
             break

@@ -61,6 +61,8 @@ def test_full_round_settles_pays_the_royal_and_opens_the_next_round() -> None:
     assert spots5["blind"]["outcome"] == "stand_off"  # 10.7.3.7
     assert spots5["play"]["won"] == 1500
     assert rnd["summary"]["house_net"] == -(500_000 + 4000 + 25_000 + 1500)
+    # 15.2.7: the jackpot is paid apart from the box's winning wagers (not among its spots, not
+    # in house_net).
     # 15.2.9.1: the royal takes the whole meter (seed + this round's two contributions of
     # 10 cents, 15.2.5), then the meter resets to the seed.
     jp = rnd["summary"]["jackpot"]
@@ -80,7 +82,7 @@ def test_full_round_settles_pays_the_royal_and_opens_the_next_round() -> None:
     (result,) = [o["payload"] for o in of(out, "outbox") if o["type"] == "round_result"]
     assert result["round"] == 1 and result["status"] == "completed"
     assert result == rnd["summary"]
-    # Next round: number 2, the other deck shuffled (4.2), wagers cleared.
+    # Next round: number 2, the other deck shuffled (4.1.2, 4.2), wagers cleared.
     assert t.state.round == 2 and t.state.phase == "betting" and t.state.wagers == {}
     assert of(out, "device", command="shuffle") == [
         {"device": "shuffler", "command": "shuffle", "args": {"deck": 2}}
@@ -295,6 +297,7 @@ def test_extra_card_after_the_deal_is_a_misdeal_even_after_a_play_wager() -> Non
 
 
 def test_void_returns_play_wagers_too() -> None:
+    # A supervisor invalidates the game (13.9, 13.9.1): every wager back, Play included.
     t = Table()
     t.deal_round({1: (500, 0)})
     t.step("dealer.decision", box=1, action="play4")
@@ -345,7 +348,7 @@ def test_bad_deck_check_voids_the_round_and_keeps_the_deck_out_until_checked() -
     before = t.state
     out = t.step("dealer.deal")
     assert t.state == before and "11.7.3" in texts(out)
-    out = t.step("dealer.deck_check")
+    out = t.step("dealer.deck_check")  # the number of cards checked and verified (3.5)
     assert of(out, "device", command="deck_check")[0]["args"] == {"deck": 1}
     out = t.run("deck.check", deck=1, ok=True, missing=[], extra=[], duplicate=[], unreadable=0)
     assert of(out, "device", command="shuffle")  # replaced cards are shuffled (4.7)
@@ -388,6 +391,7 @@ def test_malfunction_before_the_first_card_reshuffles(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["shuffler.jam", "shuffler.fault"])
 def test_malfunction_after_the_first_card_voids_the_round(kind: str) -> None:
+    # 12.2, 12.2.1: that round of play is void.
     t = Table(auto=False)
     t.step("shuffler.ready", deck=1)
     t.step("dealer.wager", box=1, ante=500)

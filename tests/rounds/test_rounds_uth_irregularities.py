@@ -261,7 +261,7 @@ def test_another_tables_hit_lowers_this_tables_meter_as_soon_as_known() -> None:
 def test_a_pool_with_another_qualifying_wager_takes_no_jackpot_wagers() -> None:
     t = Table(LINKED)  # the table's jackpot wager is 100 c
     out = t.step("ho.pool", pool="p1", amount=500_000, version=1, wager=200)
-    assert of(out, "alarm")[0]["rule"] == "15.2.5.2" and t.state.jackpot["online"] is False
+    assert of(out, "alarm")[0]["rule"] == "15.2.5.3" and t.state.jackpot["online"] is False
     t.step("bet.on", box=2)
     assert t.state.lamps == {}
     t.step("ho.pool", pool="p1", amount=500_000, version=2, wager=100)

@@ -181,7 +181,7 @@ async def wait_for(cond: Callable[[], bool | Awaitable[bool]], timeout: float, w
 def ho_config(db: str | Path, settings: BrokerSettings | None, **kw: Any) -> HeadOfficeConfig:
     from fractions import Fraction
 
-    # pool_wager: the pool's qualifying jackpot wager (15.2.5.2); the tables' is 100
+    # pool_wager: the pool's qualifying jackpot wager (UTH 15.2.5.3); the tables' is 100
     params = Params(seed=SEED, increment=Fraction(1, 4), hidden=Fraction(1, 20),
                     wager=kw.pop("pool_wager", None))
     return HeadOfficeConfig(database=str(db), broker=settings, pools={POOL: params},

@@ -85,7 +85,7 @@ C = Cut
 
 # Names and options as each appendix prints them (its typos aside, see the doc).
 _TABLES: dict[Profile, tuple[CutSpec, ...]] = {
-    Profile.NSW: (  # Appendix 3
+    Profile.NSW: (  # NSW Appendix 3
         CutSpec(C.YAT_DONG_DONG, "Yat Dong Dong", "One Stack", (_S,)),
         CutSpec(C.CUP_SAY, "Cup Say", "Tiger", (_S, _L)),
         CutSpec(C.CHEE_YEE, "Chee Yee", "Chop the Ears", (_L,)),
@@ -108,7 +108,7 @@ _TABLES: dict[Profile, tuple[CutSpec, ...]] = {
         # "(Right or Left Front to Back)": one choice, Right or Left; "front to back" describes it.
         CutSpec(C.GUM_UN_QUE, "Gum Un Que", "Double Bridge", (_S,)),
     ),
-    Profile.NZ: (  # Appendix 5
+    Profile.NZ: (  # NZ Appendix 5
         CutSpec(C.YAT_DONG_DONG, "Yat Dong Dong", "1 Stack", (_S,)),
         CutSpec(C.CUP_SAY, "Cup Say", "Tiger", (_L, _S)),
         CutSpec(C.CHEE_YEE, "Chee Yee", "Chop the Ears", (_L,)),

@@ -6,7 +6,7 @@ zero against zero goes to the bank (NSW 9.2.2.2, NZ 4.7, ACT 12.5).
 
 Whole wager: the player wins with both hands, loses with neither, and it is a push (stand-off)
 otherwise (NSW 9.2.1-9.2.3, NZ 6.1, ACT 12.1-12.2). The bank's wager is the mirror image
-(NSW 9.3, NZ 6.2).
+(NSW 9.4, whose items the text prints 9.3.1-9.3.3; NZ 6.2).
 
 Profile difference, read literally: ACT 12.5 gives zero-against-zero to the bank only for the low
 hand; two zero high hands fall under ACT 12.3 (same total: the higher-ranking tile decides). NSW
@@ -47,5 +47,5 @@ def player_outcome(player: Setting, banker: Setting, profile: Profile) -> Outcom
 
 
 def banker_outcome(player: Setting, banker: Setting, profile: Profile) -> Outcome:
-    """The bank's wager against one player (NSW 9.3, NZ 6.2)."""
+    """The bank's wager against one player (NSW 9.4 and its items 9.3.1-9.3.3, NZ 6.2)."""
     return player_outcome(player, banker, profile).mirrored()

@@ -1,4 +1,5 @@
-"""From the cards in dealing order to community, dealer and box cards (rules 7.1-7.3, 11.1).
+"""From the cards in dealing order to community, dealer and box cards (rules 7.1, 7.2-7.2.4,
+7.3-7.3.5, 11.1).
 
 Boxes are numbered 1..7 clockwise from the dealer's left, so dealing order (7.1, "clockwise,
 starting from their left") is ascending box number and the dealer's immediate right is the
@@ -23,6 +24,9 @@ class Misdeal(InputError):
 
 
 class DealMethod(StrEnum):
+    """Where the cards come from (rule 3.2): a shuffling device (3.2.1), a card shoe (3.2.2) or
+    the dealer's hand (3.2.3), which deals as a shoe does."""
+
     SHUFFLER = "shuffler"  # rule 7.2
     SHOE = "shoe"  # rule 7.3 (a card shoe, or dealt from the dealer's hand)
 

@@ -95,7 +95,7 @@ class CutSteps(PaiGowCore):
 
     def _round_cut(self, state: PaiGowState, bank: BankState, shake: Shake) -> CutDecision:
         choice = state.cut_choice
-        if self.profile is Profile.NZ:  # decided before the dice (9.3A), validated then
+        if self.profile is Profile.NZ:  # decided before the dice (NZ 9.3A), validated then
             if choice is None:
                 raise Refused("no cut decided (NZ 9.3A)")
             options = frozenset(CutOption(o) for o in choice["options"])

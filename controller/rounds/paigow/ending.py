@@ -53,7 +53,8 @@ class RoundEnd(PaiGowCore):
         if self.profile is not Profile.NZ and not self.config.miscount_make_up:
             raise InputError(
                 f"profile {self.profile} has no miscount rule (NZ 12.17): the round settles the"
-                " wagers as keyed; a wrong payment is corrected by people (NSW 15.18-15.20)"
+                " wagers as keyed; a wrong payment is put right by people, under the rules on"
+                " over- and underpayment"
             )
         box = fields.box(data, self.config.boxes)
         player = fields.text(data, "player")

@@ -142,7 +142,8 @@ class PaiGowState:
     cut: JSON | None = None
     off_rolls: list[int] = field(default_factory=list)
     fault: str | None = None
-    void_hands: list[JSON] = field(default_factory=list)  # hands voided by their player (15.3.1)
+    # Hands voided by their player (NSW 15.3.1).
+    void_hands: list[JSON] = field(default_factory=list)
     controls: JSON = field(default_factory=dict)  # NZ 7.2: player -> the one box they control
     miscounts: list[JSON] = field(default_factory=list)  # NZ 12.17: wagers recounted
     lajas: list[JSON] = field(default_factory=list)  # lajas and re-shuffles before the deal

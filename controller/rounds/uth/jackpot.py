@@ -53,7 +53,7 @@ def live(config: UthConfig, state: UthState, now: Now) -> bool:
     jp = state.jackpot
     if jp["disabled"] or "meter_failed" in jp:  # 11.11: supervisor's switch, failed meter
         return False
-    if "wager_mismatch" in jp:  # 15.2.5.2: not the pool's qualifying wager
+    if "wager_mismatch" in jp:  # 15.2.5.3: not the pool's qualifying wager
         return False
     if not config.linked:
         return True
@@ -385,7 +385,7 @@ def on_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     link (11.11) and the meter at once, lower values included (another table's hit). `awards`:
     head office's count of hits paid from the pool; a lower amount with no new award is shown
     (the meter never shows more than the pool) and logged. `wager`: the pool's qualifying
-    wager; linked tables use the same one (15.2.5.2): a table whose wager differs takes no
+    wager; linked tables use the same one (15.2.5.3): a table whose wager differs takes no
     jackpot wagers."""
     if not config.linked:
         raise InputError("ho.pool ignored: standalone jackpot")
@@ -418,7 +418,7 @@ def on_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         if jp.get("wager_mismatch") != wager:
             effects.append(fx.alarm("technician", f"pool {config.pool_id} qualifies with"
                                     f" {wager} c, this table with {config.jackpot_wager} c:"
-                                    " no jackpot wagers until they agree", "15.2.5.2"))
+                                    " no jackpot wagers until they agree", "15.2.5.3"))
         jp["wager_mismatch"] = wager
     else:
         jp.pop("wager_mismatch", None)

@@ -112,6 +112,8 @@ def test_settle_misdeal_returns_everything(capsys):
         ("1:ante=10.001,decision=4x", "'10.001'"),
         ("9:ante=10,decision=4x", "bad box 9"),
         ("1:ante=10,tips=5,decision=4x", "'tips=5'"),
+        ("1:ante=10,ante=20,decision=4x", "ante given twice (rule 5.7)"),  # one wager a spot
+        ("1:ante=10,jackpot=3,decision=4x", "jackpot wager must be $1.00 (rule 15.2.3)"),
     ],
 )
 def test_settle_bad_box_names_the_token(capsys, box, message):

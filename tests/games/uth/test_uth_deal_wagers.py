@@ -30,8 +30,9 @@ ORDER = cards("2c 3c 4c 5c 6c 7c 8c 9c Tc Jc Qc Kc Ac")  # 13 cards: 3 boxes
 
 
 def test_shuffler_mapping_rules_7_2_1_to_7_2_4():
-    d = deal(ORDER, [5, 1, 3], DealMethod.SHUFFLER)
-    # 7.2.2: bottom three of the stack (first out) the Flop, 4th the Turn, top (5th) the River
+    d = deal(ORDER, [5, 1, 3], DealMethod.SHUFFLER)  # 3.2.1
+    # 7.2.1: five cards stacked on the first Flop box; 7.2.2: bottom three of the stack (first
+    # out) the Flop, 4th the Turn, top (5th) the River
     assert format_cards(d.flop) == "2c 3c 4c"
     assert format_cards((d.turn, d.river)) == "5c 6c"
     assert format_cards(d.dealer) == "7c 8c"  # 7.2.3
@@ -41,7 +42,7 @@ def test_shuffler_mapping_rules_7_2_1_to_7_2_4():
 
 
 def test_card_shoe_mapping_rule_7_3():
-    d = deal(ORDER, [5, 1, 3], DealMethod.SHOE)
+    d = deal(ORDER, [5, 1, 3], DealMethod.SHOE)  # 3.2, 3.2.2-3.2.3: a shoe or the dealer's hand
     assert format_cards(d.community) == "2c 3c 4c 5c 6c"  # 7.3.1
     # 7.3.2-7.3.5: one to the dealer, one to each box, then the second round
     assert format_cards(d.dealer) == "7c Jc"

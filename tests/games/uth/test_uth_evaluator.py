@@ -64,8 +64,8 @@ def test_evaluate_needs_five_to_seven_cards():
         ("Kc Kd Qh 10s 5c", Category.ONE_PAIR),  # 8.2(c): K,K,Q,10,5 is not
         ("3c 3d 3h 2s 2c", Category.FULL_HOUSE),  # 8.2(d)
         ("Ah Jh 8h 4h 2h", Category.FLUSH),  # 8.2(e)
-        ("Ac Kd Qh Js Tc", Category.STRAIGHT),  # 8.2(f): ace high
-        ("5c 4d 3h 2s Ac", Category.STRAIGHT),  # 8.2(f): ace low
+        ("Ac Kd Qh Js Tc", Category.STRAIGHT),  # 8.2(f), 3.3.1.1: ace high
+        ("5c 4d 3h 2s Ac", Category.STRAIGHT),  # 8.2(f), 3.3.1.2: ace low
         ("Qc Qd Qh 3s 4c", Category.THREE_OF_A_KIND),  # 8.2(g): Q,Q,Q,3,4 is Trips
         ("Qc Qd Jh 3s 4c", Category.ONE_PAIR),  # 8.2(g): Q,Q,J,3,4 is not
         ("Jc Jd 4h 4s Ac", Category.TWO_PAIR),  # 8.2(h)
@@ -106,11 +106,24 @@ def test_rule_8_2_ordering(higher, lower):
 
 
 def test_rule_8_1_no_suit_ranks_higher():
+    # UTH 3.3: all suits have the same rank.
     assert rank("As Ks Qs Js Ts") == rank("Ah Kh Qh Jh Th") == MAX_RANK
     assert rank("Ac Kd 8h 4s 3c") == rank("Ah Ks 8c 4d 3d")
 
 
+def test_card_values_run_from_ace_down_to_two():
+    # UTH 3.3.1: ace, king, queen, jack, 10, 9, ... 2, highest to lowest (a pair of each, with
+    # the same kind of kickers, ranks in that order).
+    order = ["A", "K", "Q", "J", "T", "9", "8", "7", "6", "5", "4", "3", "2"]
+    pairs = []
+    for v in order:
+        k1, k2, k3 = [k for k in "QJT98" if k != v][:3]
+        pairs.append(rank(f"{v}c {v}d {k1}h {k2}s {k3}c"))
+    assert pairs == sorted(pairs, reverse=True) and len(set(pairs)) == len(pairs)
+
+
 def test_rule_10_1_3_board_plays_when_best():
+    # UTH 10.1.3 (the dealer) and 10.6.3 (a player): the five community cards play.
     board = "Ac Kd Qh Js Tc"
     assert rank(board + " 2c 3d") == rank(board)
     assert rank(board + " 2c 3d") == rank(board + " 4h 5s")
@@ -231,6 +244,8 @@ def test_relabelling_suits_does_not_matter_rule_8_1(hand, perm):
 @settings(max_examples=300)
 @given(hands)
 def test_rank_is_the_best_five_and_best_five_achieves_it(hand):
+    # UTH 10.1-10.1.3 and 10.6-10.6.3: the best five of the two hole cards and the board, with
+    # both hole cards, one, or none.
     r = hand_rank(hand)
     assert r == max(hand_rank(five) for five in combinations(hand, 5))
     best = best_five(hand)

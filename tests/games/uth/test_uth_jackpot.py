@@ -73,6 +73,7 @@ def test_qualifying_hand_is_hole_cards_plus_flop_rule_15_2_6():
     ],
 )
 def test_winning_events_rule_15_2_8_and_15_2_9(hand, meter, expected, from_house, rule):
+    # UTH 15.2.8, 15.2.9
     result = award(pool(meter), [entry(3, hand)], TABLE)
     (p,) = result.payouts
     assert (p.box, p.award.value, p.amount, p.from_house, p.rule) == (
@@ -96,6 +97,7 @@ def test_other_hands_win_nothing_rule_15_2_8(hand):
 
 
 def test_event_amounts_are_configurable():
+    # UTH 15.2.9: the amounts are the ones the table's signs display, configured.
     table = JackpotPayTable(
         straight_flush_minimum=100_000, straight_flush_share=Fraction(1, 5), fixed={}
     )
@@ -104,11 +106,14 @@ def test_event_amounts_are_configurable():
 
 
 def test_folded_hands_still_qualify_rules_9_6_2_and_10_4_1():
+    # UTH 9.6.2, 10.4.1; the sign of 15.1.4 says so.
     result = award(pool(80_000), [entry(2, "royal", folded=True)], TABLE)
     assert paid(result) == [(2, Award.ROYAL_FLUSH, 8_000_000)]
 
 
 def test_bonus_jackpot_to_every_other_wager_not_the_winner_paid_first_rule_15_2_10():
+    # UTH 15.2.10-15.2.10.4: every other player with a jackpot wager is eligible; the bonus
+    # amount is the pay table's, as its sign displays (15.2.11).
     entries = [entry(1, "nothing"), entry(2, "sf"), entry(5, "flush"), entry(6, "trips")]
     result = award(pool(80_000), entries, BONUS)
     assert paid(result) == [
@@ -136,6 +141,7 @@ def test_payment_order_right_to_left_from_dealers_right_rule_15_2_12():
 
 
 def test_several_royals_share_the_pool_rule_15_2_13_1():
+    # UTH 15.2.13, 15.2.13.1
     result = award(pool(150_000), [entry(1, "royal"), entry(4, "royal2")], TABLE)
     assert paid(result) == [(4, Award.ROYAL_FLUSH, 7_500_000), (1, Award.ROYAL_FLUSH, 7_500_000)]
     assert result.state.amount == 5_000_000  # reset to the seed
@@ -160,6 +166,7 @@ def test_royal_share_rounds_down_and_the_remainder_stays_in_the_pool():
 
 
 def test_several_straight_flushes_rule_15_2_13_2():
+    # UTH 15.2.13, 15.2.13.2
     # Interpretation: k winners share the aggregate of k successive 10% payouts, each from the
     # meter left by the previous one: $100,000 -> $10,000 + $9,000 = $19,000 -> $9,500 each.
     result = award(pool(100_000), [entry(2, "sf"), entry(5, "sf2")], TABLE)
@@ -180,12 +187,14 @@ def test_several_straight_flushes_each_get_the_minimum_when_greater_rule_15_2_13
 
 
 def test_straight_flush_paid_before_royal_rule_15_2_14():
+    # UTH 15.2.14
     # The Straight Flush takes 10% of $100,000 first; the Royal gets the remaining $90,000.
     result = award(pool(100_000), [entry(1, "royal"), entry(6, "sf")], TABLE)
     assert paid(result) == [(6, Award.STRAIGHT_FLUSH, 1_000_000), (1, Award.ROYAL_FLUSH, 9_000_000)]
 
 
 def test_void_hand_or_misdeal_cancels_the_jackpot_wagers_rule_15_3_1():
+    # UTH 15.3-15.3.1
     state = pool(80_000, increment=Fraction(1, 5))
     entries = [entry(1, "royal"), entry(3, "nothing", wager=500)]
     result = jackpot_round(state, entries, TABLE, void=True)

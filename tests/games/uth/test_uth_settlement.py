@@ -41,7 +41,8 @@ def cat(text: str) -> Category:
 # Wagers: Ante 1000, Blind 1000, Play 4x = 4000, Trips 500.
 CASES = [
     (
-        "10.7.3.5+10.12.6 straight beats a qualifying dealer",
+        "10.7.3.5+10.12.6 straight beats a qualifying dealer (10.2, dealer 10.1.2, player 10.6.1);"
+        " 10.7.3.1+10.11 Ante and 10.7.2.1+10.10 Play 1 to 1; 10.9.6 Trips 4 to 1",
         "6c 7d 8h Kc 2d",
         "9s Ts",
         "Kh 3c",
@@ -119,7 +120,8 @@ CASES = [
         {Spot.ANTE: (W, 1000), Spot.BLIND: (S, 0), Spot.PLAY: (W, 4000), Spot.TRIPS: (W, 1500)},
     ),
     (
-        "10.7.3.8/10.12.8 tie: Ante, Blind, Play stand off; 10.7.1.1 Trips wins on the board",
+        "10.7.3.8/10.12.8 tie: Ante (10.7.3.3), Blind, Play (10.7.2.3) stand off; 10.7.1.1 Trips"
+        " wins on the board (both play the board: 10.1.3, 10.6.3)",
         "Ac Kd Qh Js Tc",
         "2c 3d",
         "4c 5d",
@@ -128,7 +130,7 @@ CASES = [
         {Spot.ANTE: (S, 0), Spot.BLIND: (S, 0), Spot.PLAY: (S, 0), Spot.TRIPS: (W, 2000)},
     ),
     (
-        "10.7.3.2, 10.7.3.6, 10.7.2.2 lower than a qualifying dealer; 10.7.1.2 Trips loses",
+        "10.7.3.2, 10.7.3.6/10.12.9, 10.7.2.2 lower than a qualifying dealer; 10.7.1.2 Trips loses",
         "9c 7d 4h Kc 2s",
         "Ks 3s",
         "Kd Ac",
@@ -137,7 +139,8 @@ CASES = [
         {Spot.ANTE: (L, 0), Spot.BLIND: (L, 0), Spot.PLAY: (L, 0), Spot.TRIPS: (L, 0)},
     ),
     (
-        "10.7.3.4 dealer does not qualify: Ante stands off, Blind stands off (10.7.3.7), Play wins",
+        "10.7.3.4 dealer does not qualify: Ante stands off (10.3.1), Blind stands off (10.7.3.7),"
+        " Play wins (10.3.2)",
         "9c 7d 4h Kc 2s",
         "As 3s",
         "Qd Jc",
@@ -173,7 +176,8 @@ CASES = [
         {Spot.ANTE: (L, 0), Spot.BLIND: (L, 0), Spot.PLAY: (L, 0), Spot.TRIPS: (W, 1500)},
     ),
     (
-        "10.7.1.2 Trips loses with two pair though the player beats the dealer",
+        "10.7.1.2 Trips loses with two pair (player 10.6.2) though the player beats the dealer"
+        " (10.1.1)",
         "9c 9d 4h Kc 2s",
         "4s 5s",
         "Qd Jc",
@@ -190,6 +194,7 @@ CASES = [
     ids=[c[0] for c in CASES],
 )
 def test_settlement_table(board, player, dealer, pcat, dcat, expected):
+    # UTH 10.7-10.7.3, 10.8: losing wagers collected, winning ones paid by 10.9-10.12.
     assert (cat(player + " " + board), cat(dealer + " " + board)) == (pcat, dcat)
     _, box, spots = settle(board, player, dealer, BoxWagers(1000, 1000, trips=500))
     assert spots == expected
@@ -202,6 +207,7 @@ def test_settlement_table(board, player, dealer, pcat, dcat, expected):
 
 @pytest.mark.parametrize("street", list(Street))
 def test_fold_forfeits_ante_blind_and_trips_rule_9_x_1(street):
+    # UTH 9.1.1, 9.2.1, 9.3.1: a fold on any street forfeits Ante, Blind and Trips.
     # a royal flush folded still loses everything at the table (10.4.1)
     _, box, spots = settle(
         "Ts Js Qs 2c 3d",
@@ -223,6 +229,7 @@ def test_concession_after_dealer_hand_collects_every_wager_rule_10_5():
 
 @pytest.mark.parametrize("multiple", [4, 3, 2, 1])
 def test_play_wager_is_ante_times_multiple_paid_1_to_1(multiple):
+    # UTH 9.1.2, 9.2.3, 9.3.2: 4x or 3x before the flop, 2x on the flop, 1x on the river; 10.10.
     _, box, _ = settle(
         "6c 7d 8h Kc 2d", "9s Ts", "Kh 3c", BoxWagers(700, 700), Decision.play(multiple)
     )
@@ -231,6 +238,7 @@ def test_play_wager_is_ante_times_multiple_paid_1_to_1(multiple):
 
 
 def test_over_maximum_paid_and_collected_to_maximum_rule_6_3_and_11_8_2():
+    # UTH 6.3, 11.8.2
     rules = SettlementRules(limits={Spot.TRIPS: Limits(500, 2500)})
     _, box, _ = settle("9c 9d 4h Kc 2s", "9h 5s", "Kd Qc", BoxWagers(1000, 1000, 4000), rules=rules)
     trips = next(s for s in box.spots if s.spot is Spot.TRIPS)
@@ -241,6 +249,7 @@ def test_over_maximum_paid_and_collected_to_maximum_rule_6_3_and_11_8_2():
 
 
 def test_under_minimum_found_after_the_deal_is_valid_rule_6_2_and_11_8_1():
+    # UTH 6.2, 11.8.1
     rules = SettlementRules(limits={Spot.TRIPS: Limits(500, 2500)})
     _, box, _ = settle("9c 9d 4h Kc 2s", "9h 5s", "Kd Qc", BoxWagers(1000, 1000, 100), rules=rules)
     trips = next(s for s in box.spots if s.spot is Spot.TRIPS)

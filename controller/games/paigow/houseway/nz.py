@@ -6,7 +6,7 @@ rule either decides the setting or passes (see `RULES`, and docs/paigow-house-wa
 
   1. App4 2.1   two ranking pairs: play them as two hands
   2. App4 2.3   the split table (data: `SPLIT_TABLE`): split the listed pair
-  3. App4 2.2   any other pair stays together (2.2 names the never-split pairs; the pairs of 2.3
+  3. App4 2.2   any other pair stays together (§2.2 names the never-split pairs; those of §2.3
                  are split only "with" the listed tiles)
   4. App4 3.1-3.3  no pair: play a Wong, Gong or High Nine if one can be made
   5. App4 4-6   general rules: 6.1 / 4.1-4.3 choose the point counts, 6.2 may replace 8/8 by 7/9,
@@ -230,7 +230,7 @@ _KIND_NAME = {Kind.WONG: "Wong", Kind.GONG: "Gong", Kind.HIGH_NINE: "High Nine"}
 
 
 def rule_3_wong_gong_high_nine(h: _Hand) -> Decision | None:
-    """App4 3.1-3.3: no pair play possible (rules 1-3 passed), so play Wong, Gong or High Nine.
+    """App4 3.1-3.3: no pair play possible (the pair rules passed), so play Wong, Gong or High Nine.
 
     "Play X" means X is the high hand. 3.2: the first of High Nine, Gong, Wong that leaves a low
     hand of Harmony 3 or better; 3.3: otherwise the first of Wong, Gong, High Nine. Between
