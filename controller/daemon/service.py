@@ -40,6 +40,7 @@ from controller.daemon.opening import Unusable, open_journal, replay
 from controller.daemon.stats import Stats
 from controller.daemon.supervisor import Supervisor
 from controller.errors import TablectlError
+from controller.events import EffectKind
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
 from controller.journal.background import look_after_journal
@@ -171,7 +172,8 @@ class TableService:
                 # Unverified software may run only here: the meter says so until play shows
                 # something else, status and every STATUS= line say so for good.
                 await self.effects.run(
-                    Effect("display", {"mode": "announce", "text": f"{self.mode.upper()} MODE"})
+                    Effect(EffectKind.DISPLAY,
+                           {"mode": "announce", "text": f"{self.mode.upper()} MODE"})
                 )
             if self.out_of_service is None:
                 await self._selftest_or_fail()
@@ -369,7 +371,8 @@ class TableService:
                 )
                 continue
             if event.kind in DAEMON_EVENTS:  # not the machine's to refuse: no "refused" line
-                effects = [e for e in effects if not (e.kind == "log" and e.data.get("refused"))]
+                effects = [e for e in effects
+                           if not (e.kind == EffectKind.LOG and e.data.get("refused"))]
             rounds = rounds_of_effects(effects)
             if rounds or event.kind == CLOSE_SHIFT:
                 if meters is None:
@@ -378,7 +381,7 @@ class TableService:
                 if closing is not None:
                     effects = [*effects, *close_effects(self.cfg.table_id, closing)]
             snapshot = None
-            if any(e.kind == "round" for e in effects):
+            if any(e.kind == EffectKind.ROUND for e in effects):
                 # A snapshot every few rounds bounds replay to those rounds' events and keeps
                 # the bytes written per round down (a snapshot is ~0.6 KB of JSON, deflated to
                 # ~0.3 KB, with its checkpoint row; every 32 rounds rather than 16, and the

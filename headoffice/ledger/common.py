@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from controller.clock import utc_now
+from controller.link.contract import OutboxType
 from headoffice.pools import Pool, PoolValue
 
 __all__ = ["utc_now"]  # one name to patch in tests: every module calls common.utc_now()
@@ -157,7 +158,7 @@ def _pool_ids(items: Sequence[Incoming], types: Iterable[str] | None = None) -> 
     return ids
 
 
-_ROUND_TYPES = frozenset(("jackpot_increment", "jackpot_cancel"))
+_ROUND_TYPES = frozenset((OutboxType.JACKPOT_INCREMENT, OutboxType.JACKPOT_CANCEL))
 
 
 def _scan(items: Sequence[Incoming]) -> tuple[set[str], set[tuple[str, int]]]:
