@@ -88,6 +88,10 @@ class Effects:
             log_event(self.log, logging.ERROR, f"effect failed: {exc}", kind=effect.kind,
                       **device, code="E202")
 
+    async def announce(self, text: str) -> None:
+        """The meter shows `text` until play shows something else."""
+        await self.run(Effect(EffectKind.DISPLAY, {"mode": "announce", "text": text}))
+
     async def show_closed(self) -> None:
         """The meter says CLOSED (the table went out of service)."""
         await self.run(Effect(EffectKind.DISPLAY, {"mode": "closed"}))

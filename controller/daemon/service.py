@@ -46,7 +46,7 @@ from controller.journal import Entry, Journal, JournalError
 from controller.journal.background import look_after_journal
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT, Meters
-from controller.rounds.base import Effect, Event, Now, RoundMachine
+from controller.rounds.base import Event, Now, RoundMachine
 from devices.base import Device, DeviceError, DeviceEvent
 
 WATCH_BACKLOG = 256  # events a slow `tablectl watch` may fall behind before it is cut off
@@ -171,10 +171,7 @@ class TableService:
             if self.out_of_service is None and self.mode != "production":
                 # Unverified software may run only here: the meter says so until play shows
                 # something else, status and every STATUS= line say so for good.
-                await self.effects.run(
-                    Effect(EffectKind.DISPLAY,
-                           {"mode": "announce", "text": f"{self.mode.upper()} MODE"})
-                )
+                await self.effects.announce(f"{self.mode.upper()} MODE")
             if self.out_of_service is None:
                 await self._selftest_or_fail()
             notify.notify("READY=1", f"STATUS={self._status_line()}")
