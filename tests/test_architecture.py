@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-ROOTS = ("controller", "devices", "headoffice")
+ROOTS = ("controller", "devices", "headoffice", "shared")
 
 
 def module_name(path: Path) -> str:
@@ -114,8 +114,18 @@ def test_the_shared_bottom_imports_nothing_above_it() -> None:
     for bottom in ("controller.errors", "controller.money", "controller.clock",
                    "controller.codes", "controller.errorlog", "controller.meters",
                    "controller.events"):
-        assert GRAPH[bottom] <= {"controller.errors", "controller.events"}, bottom
+        assert GRAPH[bottom] <= {"controller.errors", "controller.events", "shared.money"}, bottom
     assert GRAPH["controller.events"] == set()
+
+
+def test_shared_imports_no_room_and_devices_import_only_shared() -> None:
+    # shared/ is what every program may use (the one money formatter): it imports none of them;
+    # devices/ (the drivers) import nothing of controller or head office, only shared/.
+    assert "shared.money" in GRAPH["devices.meter.interface"]  # not a vacuous pass
+    assert {m: imps for m, imps in arrows_from("shared").items() if imps} == {}
+    bad = {m: sorted(i for i in imps if i.split(".")[0] not in ("devices", "shared"))
+           for m, imps in arrows_from("devices").items()}
+    assert {m: i for m, i in bad.items() if i} == {}
 
 
 def test_no_cycle_between_rooms() -> None:
