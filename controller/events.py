@@ -23,7 +23,6 @@ from typing import Any
 JSON = dict[str, Any]
 
 
-
 class EffectKind(StrEnum):
     """What `step` asks of the outside (controller/daemon/effects.py carries each out)."""
 
@@ -286,7 +285,6 @@ _SPECS = (
     _dealer(Kind.DEALER_JACKPOT_ON, "{}", "UTH: the jackpot back in"),
 )
 REGISTRY: Mapping[str, KindSpec] = {s.kind: s for s in _SPECS}
-
 
 
 def by_source(source: Source) -> frozenset[str]:
