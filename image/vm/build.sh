@@ -42,7 +42,7 @@ recipe=$WORK/recipe
 rm -rf "$recipe"
 mkdir -p "$recipe"
 (cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay \
-    $(ls image/*.lock image/lock.sh 2>/dev/null) systemd controller devices headoffice \
+    $(ls image/*.lock image/lock.sh 2>/dev/null) systemd controller devices headoffice shared \
     pyproject.toml docs/operations.md docs/verification.md examples "$recipe/")
 # The VM's own table configs are not part of the product (the udev rules below come from them).
 find "$recipe" -name __pycache__ -prune -exec rm -rf {} +
@@ -72,7 +72,7 @@ if [ ! -d "$WORK/base" ] || [ "$(cat "$WORK/base.sha256" 2>/dev/null)" != "$base
     # From a copy: building in the checkout rewrites its build/ and tablectl.egg-info, which
     # the unit suite reads while `.ci/run` builds this beside it.
     mkdir -p "$WORK/src"
-    (cd "$REPO" && cp -a pyproject.toml README.md controller devices headoffice "$WORK/src/")
+    (cd "$REPO" && cp -a pyproject.toml README.md controller devices headoffice shared "$WORK/src/")
     find "$WORK/src" -name __pycache__ -prune -exec rm -rf {} +
     "$PY" -m pip wheel -q --no-deps -w "$wheels" "$WORK/src"
     rm -rf "$WORK/src"
