@@ -1,3 +1,2 @@
-"""What every program of tablectl shares and no room owns: the table's daemon and CLI
-(controller/), the device drivers (devices/, which never import controller) and head office
-(headoffice/) may each import it; it imports none of them (tests/test_architecture.py)."""
+"""What the table (`controller`, `devices`) and head office (`headoffice`) both speak, in a room
+neither owns: today the errors' root (docs/architecture.md). It imports nothing of the others."""

@@ -42,8 +42,8 @@ recipe=$WORK/recipe
 rm -rf "$recipe"
 mkdir -p "$recipe"
 (cd "$REPO" && cp -a --parents image/customize.sh image/packages.txt image/overlay \
-    $(ls image/*.lock image/lock.sh 2>/dev/null) systemd controller devices headoffice \
-    shared pyproject.toml docs/operations.md docs/verification.md examples "$recipe/")
+    $(ls image/*.lock image/lock.sh 2>/dev/null) systemd controller devices headoffice shared \
+    pyproject.toml docs/operations.md docs/verification.md examples "$recipe/")
 # The VM's own table configs are not part of the product (the udev rules below come from them).
 find "$recipe" -name __pycache__ -prune -exec rm -rf {} +
 rm -f "$recipe"/examples/vm-*.toml
