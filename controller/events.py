@@ -1,8 +1,12 @@
-"""The vocabulary between the outside world and a round machine: Event, Effect, Now, and the one
-registry of event kinds (who emits each, its fields, what it means).
+"""The vocabulary between the outside world and a round machine: Event, Effect, Now, and the
+three registries of kinds: event kinds (`Kind`: who emits each, its fields, what it means),
+effect kinds (`EffectKind`) and outbox message types (`OutboxType`, the MQTT contract's).
 
-Every kind string is inside the journal's hash chain: a kind's text never changes. Code refers to
-kinds by their names here (`Kind.DICE_RESULT`), never by repeating the literal. `Kind` is a
+Every kind string is inside the journal's hash chain (and an outbox type on head office's wire):
+its text never changes. Code refers to a kind by its name here (`Kind.DICE_RESULT`,
+`EffectKind.DISPLAY`, `OutboxType.ROUND_RESULT`), never by repeating the literal
+(tests/test_kind_registry.py parses controller/ and headoffice/ for one; devices/ keeps its own
+events, cross-checked against `Kind` by tests/rounds/test_rounds_contract.py). Each is a
 `StrEnum`: a member is its string, so it compares, hashes and serialises as the plain text.
 
 docs/events.md is generated from this module: `python -m controller.events --markdown`.
@@ -18,8 +22,37 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-EFFECT_KINDS = frozenset({"device", "display", "outbox", "round", "alarm", "log"})
-JOURNALED_EFFECTS = frozenset({"outbox", "round"})
+
+class EffectKind(StrEnum):
+    """What `step` asks of the outside (controller/daemon/effects.py carries each out)."""
+
+    DEVICE = "device"  # a command to a device
+    DISPLAY = "display"  # what the meter / table display shows
+    OUTBOX = "outbox"  # a message to head office, journaled with the event
+    ROUND = "round"  # a closed round's record, journaled with the event
+    ALARM = "alarm"  # an alarm for the dealer, supervisor or technician
+    LOG = "log"  # a log line
+
+
+EFFECT_KINDS: frozenset[str] = frozenset(EffectKind)
+JOURNALED_EFFECTS: frozenset[str] = frozenset({EffectKind.OUTBOX, EffectKind.ROUND})
+
+
+class OutboxType(StrEnum):
+    """Every outbox message type (an `outbox` effect's `type`): the MQTT contract's
+    (controller/link/contract.py checks each payload; docs/mqtt.md)."""
+
+    JACKPOT_INCREMENT = "jackpot_increment"
+    JACKPOT_CANCEL = "jackpot_cancel"
+    JACKPOT_HIT = "jackpot_hit"
+    JACKPOT_VERIFIED = "jackpot_verified"
+    ROUND_RESULT = "round_result"
+    SHIFT_METERS = "shift_meters"
+    TABLE_RECOVERED = "table_recovered"  # a recovery of the journal (controller/journal/recover.py)
+    # Player Cards (issue 29; controller/link/patron.py checks their payloads).
+    CARD_SETTLED = "card_settled"  # one per card per round: its net for the Loss Limit
+    CARD_RESTRICTED = "card_restricted"  # a supervisor restricted the player (UTH 13.4)
+    CHIPS_DECLARED = "chips_declared"  # chips bought or brought to the table (UTH 13.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +128,7 @@ class Kind(StrEnum):
     CARDREADER_FAULT = "cardreader.fault"
     TICK = "tick"
     JOURNAL_LOSS_ACCEPTED = "journal.loss_accepted"
+    METERS_CLOSE_SHIFT = "meters.close_shift"
     # The dealer keypad: `dealer.<action>`. Pai Gow.
     DEALER_OFF_CLEAR = "dealer.off_clear"
     DEALER_OFF_DRAW = "dealer.off_draw"
@@ -216,6 +250,9 @@ _SPECS = (
           "the clock moved (the pool's timeout); pool_quiet_ms: head office quiet that long"),
     KindSpec(Kind.JOURNAL_LOSS_ACCEPTED, Source.SERVICE, "controller/journal", "{..}",
              "a technician accepted lost journal records (never reaches a machine)"),
+    KindSpec(Kind.METERS_CLOSE_SHIFT, Source.SERVICE, "daemon (tablectl meters close-shift)",
+             "{operator?}", "the shift's meters close (a `shift_meters` outbox message);"
+             " the machine ignores it"),
     _dealer(Kind.DEALER_OFF_CLEAR, "{box?}", "Pai Gow: OFF boxes back in play"),
     _dealer(Kind.DEALER_OFF_DRAW, "{}", "Pai Gow: draw a box to remove (NSW 15.9.3, NZ 12.10)"),
     _dealer(Kind.DEALER_OFF_CANCEL, "{}", "Pai Gow: cancel the OFF-box draw"),
@@ -284,18 +321,17 @@ _SPECS = (
 )
 REGISTRY: Mapping[str, KindSpec] = {s.kind: s for s in _SPECS}
 
-# What the daemon routes to the devices extension (prefixes of device-emitted kinds).
-DEVICE_PREFIXES: tuple[str, ...] = tuple(
-    dict.fromkeys(s.kind.split(".")[0] + "." for s in _SPECS if s.source is Source.DEVICE)
-)
+
+def by_source(source: Source) -> frozenset[str]:
+    return frozenset(s.kind for s in _SPECS if s.source is source)
+
+
+# The device-emitted kinds: what `tablectl devices watch` shows (controller/extensions/devices.py).
+DEVICE_KINDS: frozenset[str] = by_source(Source.DEVICE)
 
 
 def spec(kind: str) -> KindSpec | None:
     return REGISTRY.get(kind)
-
-
-def by_source(source: Source) -> frozenset[str]:
-    return frozenset(s.kind for s in _SPECS if s.source is source)
 
 
 def markdown() -> str:
@@ -323,6 +359,9 @@ def markdown() -> str:
         "Effect kinds (what `step` asks of the outside): "
         + ", ".join(f"`{k}`" for k in sorted(EFFECT_KINDS))
         + "; `outbox` and `round` commit in the event's own transaction.",
+        "",
+        "Outbox message types (an `outbox` effect's `type`, docs/mqtt.md): "
+        + ", ".join(f"`{t}`" for t in OutboxType) + ".",
         "",
     ]
     return "\n".join(lines)

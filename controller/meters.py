@@ -17,8 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-CLOSE_SHIFT = "meters.close_shift"  # the event that closes a shift (journaled by the daemon)
-SHIFT_METERS = "shift_meters"  # its outbox message type (controller/link/contract.py)
+from controller.events import Kind, OutboxType
+
+CLOSE_SHIFT = Kind.METERS_CLOSE_SHIFT  # the event that closes a shift (journaled by the daemon)
+SHIFT_METERS = OutboxType.SHIFT_METERS  # its outbox message type (controller/link/contract.py)
 
 
 @dataclass

@@ -1,28 +1,19 @@
 """Money on a person's terminal: integer cents <-> dollars-and-cents text, in one place.
 
 Amounts are integer cents everywhere inside tablectl; these are the only conversions to and from
-what people read and type. Integer and Decimal arithmetic only, never float.
+what people read and type. Integer and Decimal arithmetic only, never float. The formatter itself
+is shared/money.py's (the meter's driver, which never imports controller, uses it too); the
+table and head office import it from here.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
 from controller.errors import InputError
+from shared.money import dollars, dollars_or_dash
 
-
-def dollars(cents: int) -> str:
-    """1234567 -> "$12,345.67"; -250 -> "-$2.50"."""
-    sign = "-" if cents < 0 else ""
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
-
-
-def dollars_or_dash(cents: Any) -> str:
-    """`dollars` of an integer amount, "-" for anything else (a field a record may lack)."""
-    if not isinstance(cents, int) or isinstance(cents, bool):
-        return "-"
-    return dollars(cents)
+__all__ = ["dollars", "dollars_or_dash", "parse_cents"]
 
 
 def parse_cents(text: str, what: str = "amount") -> int:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from controller.errors import InputError
+from controller.events import Kind
 from controller.games.paigow.cuts import Cut, random_cut
 from controller.games.paigow.profiles import parse_profile
 from devices.base import Device, DeviceError
@@ -20,7 +21,7 @@ from devices.base import Device, DeviceError
 
 class RandomSource(Device):
     COMMANDS: ClassVar[tuple[str, ...]] = ("select_cut",)
-    EVENTS: ClassVar[tuple[str, ...]] = ("cut.selected",)
+    EVENTS: ClassVar[tuple[str, ...]] = (Kind.CUT_SELECTED,)
 
     def __init__(self, name: str = "rng", rng: random.Random | None = None) -> None:
         super().__init__(name)
@@ -34,7 +35,7 @@ class RandomSource(Device):
         except (InputError, ValueError) as exc:
             raise DeviceError(f"rng.select_cut: {exc}") from None
         options = sorted(o.value for o in decision.options or ())
-        self._post("cut.selected", {"cut": decision.cut.value, "options": options})
+        self._post(Kind.CUT_SELECTED, {"cut": decision.cut.value, "options": options})
 
     async def selftest(self) -> dict[str, Any]:
         sample = [self._rng.randrange(6) for _ in range(600)]

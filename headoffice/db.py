@@ -114,17 +114,17 @@ DECISIONS_COLUMNS = """
     first_utc TEXT NOT NULL, first_reason TEXT NOT NULL, second_by TEXT, second_utc TEXT,
     second_reason TEXT, outcome TEXT"""
 
-# Player Cards (issue 29; headoffice/ledger/cards.py, docs/headoffice.md "Player Cards"). A card
-# is an opaque id (never a name): its status (active | invalid), Loss Limit in cents (NULL: none set,
+# Player Cards (issue 29; headoffice/ledger/cards.py, docs/headoffice.md "Player Cards"). A card is
+# an opaque id (never a name): its status (active | invalid), Loss Limit in cents (NULL: none set,
 # where the profile does not require one), its period (`period_kind` day | week | month times
-# `period_len`, the current one starting at `period_start`), and a supervisor's restriction
-# (UTH 13.4) until the period resets. A reservation is the most a card can lose in one round at
-# one table, held against the limit from before the first card until the round is settled
-# (`settled`), in the period it was granted in. card_rounds: each round's result per card, as
-# the table settled it (net: the player's, negative = a loss), counted in `period_start`.
-# card_log: every decision about a card (a person's or head office's refusal), newest last.
-# Every card row is locked (FOR UPDATE on PostgreSQL; SQLite: one writer) by whatever reserves
-# against it or settles it, so the reservation is decided on what every table has committed.
+# `period_len`, the current one starting at `period_start`), and a supervisor's restriction (UTH
+# 13.4) until the period resets. A reservation is the most a card can lose in one round at one
+# table, held against the limit from before the first card until the round is settled (`settled`),
+# in the period it was granted in. card_rounds: each round's result per card, as the table settled
+# it (net: the player's, negative = a loss), counted in `period_start`. card_log: every decision
+# about a card (a person's or head office's refusal), newest last. Every card row is locked (FOR
+# UPDATE on PostgreSQL; SQLite: one writer) by whatever reserves against it or settles it, so the
+# reservation is decided on what every table has committed.
 CARDS_COLUMNS = """
     card_id TEXT PRIMARY KEY, status TEXT NOT NULL, loss_limit BIGINT,
     period_kind TEXT NOT NULL, period_len INTEGER NOT NULL, period_start TEXT NOT NULL,

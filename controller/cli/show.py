@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.describe import describe_round
+from controller.events import EffectKind
 from controller.money import dollars, dollars_or_dash
 
 # Keys whose integer values are amounts in cents, wherever they appear in an answer.
@@ -145,16 +146,16 @@ def _by_type(amounts: Any) -> str:
 def effect_text(effect: Mapping[str, Any]) -> str:
     """One effect of a watched event, short: what it did, not its JSON."""
     kind, data = effect.get("kind"), effect.get("data") or {}
-    if kind in ("log", "alarm"):
-        head = "ALARM " if kind == "alarm" else ""
+    if kind in (EffectKind.LOG, EffectKind.ALARM):
+        head = "ALARM " if kind == EffectKind.ALARM else ""
         return f"{head}{in_dollars(str(data.get('text', '')))}".strip() or str(kind)
-    if kind == "device":
+    if kind == EffectKind.DEVICE:
         return f"{data.get('device')} {data.get('command')}"
-    if kind == "display":
+    if kind == EffectKind.DISPLAY:
         return f"meter {data.get('mode')}"
-    if kind == "outbox":
+    if kind == EffectKind.OUTBOX:
         return f"to head office: {data.get('type')}"
-    if kind == "round":
+    if kind == EffectKind.ROUND:
         return f"round {data.get('number')} {data.get('status')}"
     return str(kind)
 

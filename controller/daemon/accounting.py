@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from controller.events import EffectKind
 from controller.journal import Journal, StoredEvent
 from controller.link import contract
 from controller.meters import CLOSE_SHIFT, SHIFT_METERS, Meters, replay
@@ -63,7 +64,7 @@ def rounds_of_effects(effects: Sequence[Effect]) -> Rounds:
     return [
         (int(e.data["number"]), str(e.data["status"]), e.data.get("summary") or {})
         for e in effects
-        if e.kind == "round"
+        if e.kind == EffectKind.ROUND
     ]
 
 
@@ -141,11 +142,12 @@ def close_effects(table_id: str, closing: dict[str, Any]) -> list[Effect]:
     """What a shift close journals beside its event: the closing figures for head office
     (checked with the contract head office parses them with) and a line for the log."""
     figures = closing["figures"]
-    said = Effect("log", {"text": f"shift {closing['shift']} closed: {figures['rounds_played']}"
-                                  f" rounds played, {figures['rounds_voided']} voided"})
+    said = Effect(EffectKind.LOG, {
+        "text": f"shift {closing['shift']} closed: {figures['rounds_played']}"
+                f" rounds played, {figures['rounds_voided']} voided"})
     try:
         payload = contract.check_outbox_payload(SHIFT_METERS, {"table": table_id, **closing})
     except contract.SchemaError as exc:  # figures beyond the contract's bounds: never sent
-        return [said, Effect("alarm", {"severity": "technician", "text": "shift meters not"
+        return [said, Effect(EffectKind.ALARM, {"severity": "technician", "text": "shift meters not"
                                        f" sent to head office: {exc}"})]
-    return [Effect("outbox", {"type": SHIFT_METERS, "payload": payload}), said]
+    return [Effect(EffectKind.OUTBOX, {"type": SHIFT_METERS, "payload": payload}), said]

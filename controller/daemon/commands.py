@@ -35,7 +35,7 @@ from controller.control import Refused, current_peer
 from controller.daemon.attention import attention
 from controller.daemon.logbook import RING_LINES
 from controller.errorlog import ERROR_DAYS, LEVELS, read_history
-from controller.events import Kind, face_down, face_down_record
+from controller.events import DEALER_PREFIX, Kind, face_down, face_down_record
 from controller.journal.errors import RoundPruned
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT
@@ -227,7 +227,7 @@ class TableCommands:
             raise Refused("dealer data must be an object")
         if "operator" in data:
             raise Refused("dealer data may not hold 'operator': the daemon records who asked")
-        return await self._act(Event(f"dealer.{action}", data))
+        return await self._act(Event(f"{DEALER_PREFIX}{action}", data))
 
     async def open_close(self, args: dict[str, Any]) -> dict[str, Any]:
         """`table {action: open|close}`: the supervisor's key switch. A table configured without

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from controller.events import Kind
 from controller.journal import Entry
 from controller.journal.store import MONEY_EFFECTS
 
@@ -20,8 +21,8 @@ from controller.journal.store import MONEY_EFFECTS
 # the meter shows, and whether the jackpot is online; lost in a power cut, the reboot's clock
 # makes the held value stale anyway (jackpot.live) until head office's next one.
 UNSYNCED_EVENTS: dict[str, frozenset[str]] = {
-    "uth": frozenset({"dealer.wager", "bet.on", "bet.off", "shuffler.ready", "dealer.deal",
-                      "ho.pool", "tick"}),
+    "uth": frozenset({Kind.DEALER_WAGER, Kind.BET_ON, Kind.BET_OFF, Kind.SHUFFLER_READY,
+                      Kind.DEALER_DEAL, Kind.HO_POOL, Kind.TICK}),
 }
 
 

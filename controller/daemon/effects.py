@@ -10,6 +10,7 @@ from typing import Any
 
 from controller.daemon.attention import Alarms
 from controller.daemon.stats import Stats
+from controller.events import EffectKind
 from controller.logs import event as log_event
 from controller.rounds.base import Effect
 from devices.base import Device, DeviceError
@@ -37,15 +38,15 @@ class Effects:
         DEVICE=, so `tablectl logs --round N` and `--device shuffler` find it."""
         data = dict(effect.data)
         try:
-            if effect.kind == "device":
+            if effect.kind == EffectKind.DEVICE:
                 await self._device(str(data.get("device"))).command(
                     str(data.get("command")), data.get("args") or {}
                 )
-            elif effect.kind == "display":
+            elif effect.kind == EffectKind.DISPLAY:
                 if "meter" in self.devices:
                     command, args = display_command(data)
                     await self.devices["meter"].command(command, args)
-            elif effect.kind == "round":
+            elif effect.kind == EffectKind.ROUND:
                 self.stats.rounds[str(data.get("status"))] += 1
                 log_event(
                     self.log, logging.INFO, f"round {data.get('number')} {data.get('status')}",
@@ -53,7 +54,7 @@ class Effects:
                 )
                 self.alarms.round_ended(data.get("number"))
                 self.on_round(data)
-            elif effect.kind == "alarm":
+            elif effect.kind == EffectKind.ALARM:
                 level = (
                     logging.CRITICAL if data.get("severity") == "surveillance" else logging.WARNING
                 )
@@ -78,18 +79,22 @@ class Effects:
                 else:
                     log_event(self.log, level, f"ALARM {data.get('text')}",
                               **{**_scalars(data), **about}, code=code)
-            elif effect.kind == "log":
+            elif effect.kind == EffectKind.LOG:
                 log_event(self.log, logging.INFO, str(data.get("text", data)))
         except DeviceError as exc:
             self.stats.effect_errors += 1
             device = {"device": str(data.get("device", "meter"))} if effect.kind in (
-                "device", "display") else {}  # the display effect is the meter's
+                EffectKind.DEVICE, EffectKind.DISPLAY) else {}  # the display effect is the meter's
             log_event(self.log, logging.ERROR, f"effect failed: {exc}", kind=effect.kind,
                       **device, code="E202")
 
+    async def announce(self, text: str) -> None:
+        """The meter shows `text` until play shows something else."""
+        await self.run(Effect(EffectKind.DISPLAY, {"mode": "announce", "text": text}))
+
     async def show_closed(self) -> None:
         """The meter says CLOSED (the table went out of service)."""
-        await self.run(Effect("display", {"mode": "closed"}))
+        await self.run(Effect(EffectKind.DISPLAY, {"mode": "closed"}))
 
     def _device(self, name: str) -> Device:
         if name not in self.devices:

@@ -40,12 +40,13 @@ from controller.daemon.opening import Unusable, open_journal, replay
 from controller.daemon.stats import Stats
 from controller.daemon.supervisor import Supervisor
 from controller.errors import TablectlError
+from controller.events import EffectKind
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
 from controller.journal.background import look_after_journal
 from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT, Meters
-from controller.rounds.base import Effect, Event, Now, RoundMachine
+from controller.rounds.base import Event, Now, RoundMachine
 from devices.base import Device, DeviceError, DeviceEvent
 
 WATCH_BACKLOG = 256  # events a slow `tablectl watch` may fall behind before it is cut off
@@ -170,9 +171,7 @@ class TableService:
             if self.out_of_service is None and self.mode != "production":
                 # Unverified software may run only here: the meter says so until play shows
                 # something else, status and every STATUS= line say so for good.
-                await self.effects.run(
-                    Effect("display", {"mode": "announce", "text": f"{self.mode.upper()} MODE"})
-                )
+                await self.effects.announce(f"{self.mode.upper()} MODE")
             if self.out_of_service is None:
                 await self._selftest_or_fail()
             notify.notify("READY=1", f"STATUS={self._status_line()}")
@@ -369,7 +368,8 @@ class TableService:
                 )
                 continue
             if event.kind in DAEMON_EVENTS:  # not the machine's to refuse: no "refused" line
-                effects = [e for e in effects if not (e.kind == "log" and e.data.get("refused"))]
+                effects = [e for e in effects
+                           if not (e.kind == EffectKind.LOG and e.data.get("refused"))]
             rounds = rounds_of_effects(effects)
             if rounds or event.kind == CLOSE_SHIFT:
                 if meters is None:
@@ -378,7 +378,7 @@ class TableService:
                 if closing is not None:
                     effects = [*effects, *close_effects(self.cfg.table_id, closing)]
             snapshot = None
-            if any(e.kind == "round" for e in effects):
+            if any(e.kind == EffectKind.ROUND for e in effects):
                 # A snapshot every few rounds bounds replay to those rounds' events and keeps
                 # the bytes written per round down (a snapshot is ~0.6 KB of JSON, deflated to
                 # ~0.3 KB, with its checkpoint row; every 32 rounds rather than 16, and the

@@ -24,7 +24,7 @@ from collections import deque
 from typing import Any
 
 from controller.control import Refused
-from controller.events import face_down
+from controller.events import DEALER_PREFIX, DEVICE_KINDS, face_down
 from controller.extensions.base import Table, started
 from devices.base import DeviceError
 from devices.build import simulators
@@ -33,9 +33,6 @@ from devices.sensors.gpio import GpioSensors
 from devices.stopping import cancel_and_wait
 
 WATCH_KEEP = 500
-DEVICE_EVENT_PREFIXES = (
-    "dice.", "shaker.", "shuffler.", "card.", "deck.", "chung.", "off.", "bet.", "table.",
-)  # fmt: skip
 
 # fault name -> (simulators that have it, how to apply it)
 _FAULTS: dict[str, tuple[tuple[str, ...], Any]] = {
@@ -133,7 +130,8 @@ class DevicesExtension:
             try:
                 while (item := await q.get()) is not None:
                     kind = item["event"]["kind"]
-                    if kind.startswith(DEVICE_EVENT_PREFIXES) or self._keypad(kind):
+                    # Every kind the registry says a device emits (meter.*, cut.* too).
+                    if kind in DEVICE_KINDS or self._keypad(kind):
                         self.cursor += 1
                         self.events.append({"n": self.cursor, **item})
             finally:
@@ -141,11 +139,11 @@ class DevicesExtension:
 
     def _keypad(self, kind: str) -> bool:
         """A dealer action that has a wired keypad button (the rest are `tablectl dealer`)."""
-        if not kind.startswith("dealer."):
+        if not kind.startswith(DEALER_PREFIX):
             return False
         for d in self._devices().values():
             if isinstance(d, Sensors) and d.keypad is not None:
-                return kind.removeprefix("dealer.") in d.keypad
+                return kind.removeprefix(DEALER_PREFIX) in d.keypad
         return False
 
     # --- handlers -------------------------------------------------------------------------------

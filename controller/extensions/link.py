@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.about import program_version
 from controller.clock import utc_now
-from controller.events import Event
+from controller.events import Event, Kind
 from controller.extensions.base import Table
 from controller.extensions.numbering import Numbering
 from controller.extensions.patron import card_answer, cards_on
@@ -213,7 +213,7 @@ class LinkExtension:
                 if self.connected:
                     self.connected = False
                     self.counters["disconnects"] += 1
-                    self._emit(Event("link.down", {"reason": self.last_error or ""}))
+                    self._emit(Event(Kind.LINK_DOWN, {"reason": self.last_error or ""}))
                     log_event(self._log, logging.WARNING, f"link down: {self.last_error}",
                               code="E302")
                     self._outage_logged = True  # the retries that follow are not logged again
@@ -259,7 +259,7 @@ class LinkExtension:
             log_event(self._log, logging.INFO, "link up", broker=broker)
         self._outage_logged = False
         self._failed_attempts = 0
-        self._emit(Event("link.up", {}))
+        self._emit(Event(Kind.LINK_UP, {}))
         self.relay.new_connection()
 
         async def publish(topic: str, payload: bytes) -> None:
@@ -422,7 +422,7 @@ class LinkExtension:
                 self.counters["awards_repeated"] += 1
                 return  # already resolved: a redelivery, nothing to journal
             self.counters["awards"] += 1
-            self._emit(Event("ho.award", data))
+            self._emit(Event(Kind.HO_AWARD, data))
         elif topic == patron.answer_topic(self.table_id):
             card_answer(self.table, payload)
         elif self.pool_id is not None and topic == contract.pool_topic(self.pool_id):
@@ -442,7 +442,7 @@ class LinkExtension:
     def _journal_pool(self, event: dict[str, Any] | None) -> None:
         if event is not None:
             self.counters["pool_values"] += 1
-            self._emit(Event("ho.pool", event))
+            self._emit(Event(Kind.HO_POOL, event))
 
     def _award_pending(self, round_: int) -> bool:
         table = self.table
@@ -454,7 +454,7 @@ class LinkExtension:
     # -- helpers ----------------------------------------------------------------------------
     def _emit(self, event: Event) -> None:
         if self.table is not None and self.table.out_of_service is None:
-            if event.kind.startswith("link.") and self.pool_id is None:
+            if event.kind in (Kind.LINK_UP, Kind.LINK_DOWN) and self.pool_id is None:
                 return  # only the UTH jackpot machine records the link's state
             self.table.emit(event)
 
@@ -488,6 +488,6 @@ class LinkExtension:
             self._journal_pool(self._pool.due(now))
             quiet = self._pool.quiet_ms(now)
             if quiet is not None and table.game_status().get("jackpot") == "online":
-                table.emit(Event("tick", {"pool_quiet_ms": quiet}))
+                table.emit(Event(Kind.TICK, {"pool_quiet_ms": quiet}))
 
 

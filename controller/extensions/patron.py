@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from controller.clock import utc_now
+from controller.events import Kind
 from controller.link import contract, patron
 from devices.base import Device, DeviceError
 
@@ -79,7 +80,7 @@ class PatronDevice(Device):
         await asyncio.sleep(self.answer_s)
         if self._waiting.pop(wire, None) is not None:
             self.counters["unanswered"] += 1
-            self._post("ho.card", {"req": req, "card": card, "offline": True})
+            self._post(Kind.HO_CARD, {"req": req, "card": card, "offline": True})
 
     def on_answer(self, payload: bytes) -> None:
         """Head office's answer (the link calls it); SchemaError for a bad one."""
@@ -95,7 +96,7 @@ class PatronDevice(Device):
             timer.cancel()
             self.counters["answers"] += 1
         keys = ("card", "valid", "reason", "limit", "remaining", "restricted", "granted")
-        self._post("ho.card", {"req": req, **{k: data[k] for k in keys if k in data}})
+        self._post(Kind.HO_CARD, {"req": req, **{k: data[k] for k in keys if k in data}})
 
     async def selftest(self) -> dict[str, Any]:
         return {"ok": True, "link": self.publish is not None, "waiting": len(self._waiting)}

@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.events import Effect, Event, Now
+from controller.events import Effect, EffectKind, Event, Kind, Now
 from controller.journal.chain import canonical, chain_hash, element
 from controller.journal.errors import EntryRefused
 
-LOSS_KIND = "journal.loss_accepted"  # the record `accept_loss` appends
+LOSS_KIND = Kind.JOURNAL_LOSS_ACCEPTED  # the record `accept_loss` appends
 
 
 ROUND_STATUSES = ("completed", "voided")
@@ -171,13 +171,13 @@ def prepare(entry: Entry, seq: int, prev_hash: str, last_round: int, next_id: in
     outbox: list[list[Any]] = []
     rounds: list[list[Any]] = []
     for eff in entry.effects:
-        if eff.kind == "outbox":
+        if eff.kind == EffectKind.OUTBOX:
             mtype = eff.data.get("type")
             if not isinstance(mtype, str) or not mtype:
                 raise EntryRefused(f"outbox effect without a type: {eff!r}")
             outbox.append([next_id, mtype, eff.data.get("payload")])
             next_id += 1
-        elif eff.kind == "round":
+        elif eff.kind == EffectKind.ROUND:
             number, status = eff.data.get("number"), eff.data.get("status")
             if number != next_round:
                 raise EntryRefused(f"round effect number {number!r}, expected {next_round}"

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from controller.events import Effect, Event, Now
+from controller.events import Effect, EffectKind, Event, Now, OutboxType
 from controller.journal.errors import EntryRefused, JournalError
 from controller.journal.mark import MARK_FILE, MarkError, parse, read_mark
 from controller.journal.marks import fresh_refusal
@@ -19,7 +19,6 @@ from controller.journal.schema import JOURNAL_FILE, read_meta, utc_now
 from controller.journal.store import Journal
 
 MAX_REASON_CHARS = 500
-RECOVERED_TYPE = "table_recovered"  # the outbox message head office records and alarms on
 
 
 def _check(reason: str, outbox_after: int | None, round_after: int | None) -> str:
@@ -35,7 +34,7 @@ def _check(reason: str, outbox_after: int | None, round_after: int | None) -> st
 def _record(j: Journal, state_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Append the recovery record with its message to head office; the mark names it."""
     now = Now(utc_now(), time.monotonic_ns() // 1_000_000)
-    effects = [Effect("outbox", {"type": RECOVERED_TYPE, "payload": {
+    effects = [Effect(EffectKind.OUTBOX, {"type": OutboxType.TABLE_RECOVERED, "payload": {
         k: data[k] for k in ("by", "reason", "problem", "round_next", "outbox_next",
                              "journal_seq", "fresh")}})]
     seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round, effects=effects)

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from controller.events import Effect, Event, Now
+from controller.events import Effect, EffectKind, Event, Now
 from controller.journal import checkpoint, segments
 from controller.journal.chain import genesis_hash, snapshot_hash
 from controller.journal.codec import snapshot_text
@@ -72,7 +72,7 @@ from controller.journal.walk import VerifyReport
 
 # Effects a commit must be fsync'd for before they are acted on: head office hears of them, or
 # they close a round (settlement).
-MONEY_EFFECTS = frozenset({"outbox", "round"})
+MONEY_EFFECTS = frozenset({EffectKind.OUTBOX, EffectKind.ROUND})
 
 
 class Journal(SegmentCalls):

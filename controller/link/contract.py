@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import OutboxType
 
 VERSION = 1
 PREFIX = f"tablectl/v{VERSION}"
@@ -22,12 +23,11 @@ SHARE_GROUP = "headoffice"  # MQTT v5 shared-subscription group of head-office w
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 CARD_ID = re.compile(r"[A-Za-z0-9_-]{4,32}")  # a Player Card's opaque id (patron.py), never a name
-RECOVERED = "table_recovered"  # a recovery of the journal (controller/journal/recover.py)
+RECOVERED = OutboxType.TABLE_RECOVERED  # a recovery of the journal (controller/journal/recover.py)
 # The Player Card's outbox messages (controller/link/patron.py, issue 29): per card per round
 # settled, a supervisor's restriction (UTH 13.4), chips declared (UTH 13.2).
-CARD_TYPES = ("card_settled", "card_restricted", "chips_declared")
-OUTBOX_TYPES = ("jackpot_increment", "jackpot_cancel", "jackpot_hit", "jackpot_verified",
-                "round_result", "shift_meters", RECOVERED, *CARD_TYPES)
+CARD_TYPES = (OutboxType.CARD_SETTLED, OutboxType.CARD_RESTRICTED, OutboxType.CHIPS_DECLARED)
+OUTBOX_TYPES = tuple(OutboxType)  # the registry: controller/events.py (rounds cannot import link)
 MAX_RECOVERY_TEXT = 1000  # who ran a recovery, why, and what it found (the reason: 500)
 MAX_METER_BOXES = 16  # boxes in a shift's meters (Pai Gow has 7, UTH 7; room for more)
 MAX_WAGER_TYPES = 8  # wager types in one meter (UTH: ante, blind, play, trips)
@@ -309,7 +309,7 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         raise SchemaError(f"unknown outbox message type {type_!r}")
     if not isinstance(payload, dict):
         raise SchemaError(f"{what}: must be an object")
-    if type_ == "round_result":
+    if type_ == OutboxType.ROUND_RESULT:
         if "round" not in payload and "number" in payload:
             # A Pai Gow round summary names its round `number` (UTH's: `round`); journals hold
             # such messages, so both are read, and head office stores it under `round`.
@@ -318,7 +318,7 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         _int(payload, "round", what, lo=1)
         _str(payload, "status", what)
         return payload
-    if type_ == "shift_meters":
+    if type_ == OutboxType.SHIFT_METERS:
         return _shift_meters(payload, what)
     if type_ == RECOVERED:
         return _recovered(payload, what)
@@ -328,7 +328,7 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
         return check_card_payload(type_, payload, what)
     _int(payload, "round", what, lo=1)
     _str(payload, "pool_id", what, POOL_ID)
-    if type_ in ("jackpot_increment", "jackpot_cancel"):
+    if type_ in (OutboxType.JACKPOT_INCREMENT, OutboxType.JACKPOT_CANCEL):
         wager = _int(payload, "wager", what, lo=1)
         wagers = _int(payload, "wagers", what, lo=1)
         amount = _cents(payload, "amount", what)
@@ -339,7 +339,7 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
                 or len(set(boxes)) != len(boxes)):  # boxes first: a list is unhashable
             raise SchemaError(f"{what}: boxes {_show(boxes)} do not match wagers {wagers}")
         return payload
-    if type_ == "jackpot_verified":  # rule 15: an attendant verified a held hit at the table
+    if type_ == OutboxType.JACKPOT_VERIFIED:  # rule 15: an attendant verified a held hit
         boxes = _list(payload, "boxes", what)
         if (not boxes or len(boxes) > MAX_BOXES or not all(_box(b) for b in boxes)
                 or len(set(boxes)) != len(boxes)):

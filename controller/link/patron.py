@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from controller.events import OutboxType
 from controller.link.contract import (
     CARD_ID,
     JSON,
@@ -136,14 +137,14 @@ def parse_card_answer(raw: bytes | str, topic_table: str | None = None) -> JSON:
 def check_card_payload(type_: str, payload: Any, what: str) -> JSON:
     """The payloads of `card_settled`, `card_restricted` and `chips_declared` (outbox)."""
     _str(payload, "card", what, CARD_ID, max_len=32)
-    if type_ == "card_settled":
+    if type_ == OutboxType.CARD_SETTLED:
         _int(payload, "round", what, lo=1, hi=MAX_SEQ)
         for key in ("reserved", "wagered", "returned"):
             _int(payload, key, what, lo=0, hi=MAX_CENTS)
         net = _int(payload, "net", what, lo=-MAX_CENTS, hi=MAX_CENTS)
         if _bool(payload, "void", what) and net != 0:
             raise SchemaError(f"{what}: a void round's 'net' must be 0, got {net}")
-    elif type_ == "card_restricted":
+    elif type_ == OutboxType.CARD_RESTRICTED:
         by = _str(payload, "by", what, max_len=64)
         reason = _str(payload, "reason", what, max_len=MAX_REASON)
         if not by or not by.isprintable() or not reason.strip() or not reason.isprintable():

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import EffectKind, OutboxType
 from controller.rounds import fields
 from controller.rounds.base import Effect
 
@@ -86,7 +87,7 @@ def request(command: str, req: str, card: str, *, round_: int | None = None,
     args: JSON = {"req": req, "card": card}
     if command == "card_reserve":
         args |= {"round": round_, "amount": amount}
-    return Effect("device", {"device": "patron", "command": command, "args": args})
+    return Effect(EffectKind.DEVICE, {"device": "patron", "command": command, "args": args})
 
 
 def dollars(cents: int) -> str:
@@ -256,7 +257,7 @@ def settled(round_: int, record: JSON, wagered: int, net: int, returned: int,
     payload = {"round": round_, "card": record["card"], "reserved": record.get("granted") or 0,
                "wagered": wagered, "net": 0 if void else net, "returned": returned,
                "void": void}
-    return Effect("outbox", {"type": "card_settled", "payload": payload})
+    return Effect(EffectKind.OUTBOX, {"type": OutboxType.CARD_SETTLED, "payload": payload})
 
 
 def after_round(patrons: JSON) -> JSON:
@@ -283,7 +284,7 @@ def who(data: Mapping[str, Any]) -> str:
 def restricted(card: str, by: str, reason: str) -> Effect:
     """13.4: a supervisor restricts the player until the Loss Limit period resets."""
     payload = {"card": card, "by": by[:64], "reason": reason[:200]}
-    return Effect("outbox", {"type": "card_restricted", "payload": payload})
+    return Effect(EffectKind.OUTBOX, {"type": OutboxType.CARD_RESTRICTED, "payload": payload})
 
 
 def declared(round_: int | None, card: str, amount: int, kind: str) -> Effect:
@@ -291,4 +292,4 @@ def declared(round_: int | None, card: str, amount: int, kind: str) -> Effect:
     if kind not in ("purchase", "brought"):
         raise InputError(f"kind must be 'purchase' or 'brought', got {kind!r}")
     payload = {"round": round_, "card": card, "amount": amount, "kind": kind}
-    return Effect("outbox", {"type": "chips_declared", "payload": payload})
+    return Effect(EffectKind.OUTBOX, {"type": OutboxType.CHIPS_DECLARED, "payload": payload})

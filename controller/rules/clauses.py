@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
+from controller.errors import InputError
 
-class SeedError(ValueError):
+
+class SeedError(InputError):
     """A seed's text does not number its clauses the way this reader expects."""
 
 

@@ -43,7 +43,7 @@ class PaiGowSim:
 
     def next_events(self, status: Status) -> list[Event]:
         """The next events the dealer and players cause; [] while a device or the CSPRNG is due."""
-        if status["awaiting"] not in ("dealer", "table.open"):
+        if status["awaiting"] not in ("dealer", Kind.TABLE_OPEN):
             return []
         actions: dict[str, Callable[[Status], list[Event]]] = {
             "closed": lambda s: [Event(Kind.TABLE_OPEN)],

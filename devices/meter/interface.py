@@ -28,15 +28,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from devices.base import Device, DeviceError, arg_int, arg_str
+from shared.money import dollars as format_cents  # the one formatter (issue 30)
 
 MAX_TEXT = 80  # longest announcement; longer text is cut, counted as `truncated`
 MAX_BOX = 8
-
-
-def format_cents(cents: int) -> str:
-    """1234567 -> "$12,345.67" (integer arithmetic only)."""
-    dollars, rest = divmod(cents, 100)
-    return f"${dollars:,}.{rest:02d}"
 
 
 @dataclass(frozen=True)

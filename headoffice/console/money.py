@@ -7,18 +7,12 @@ from fractions import Fraction
 from typing import Any
 
 from controller.errors import InputError
+from controller.money import dollars_or_dash as dollars  # "-" where a page has no figure
 from controller.money import parse_cents
 
+__all__ = ["dollars", "param_changes", "parse_dollars", "parse_percent", "percent"]
+
 _DOLLARS = re.compile(r"\$?(\d{1,13}|\d{1,3}(,\d{3}){1,4})(\.\d{1,2})?")
-
-
-def dollars(cents: Any) -> str:
-    """12345 -> "$123.45", -5 -> "-$0.05"; anything that is not an integer number of cents
-    (None, a float, a bool) -> "-": the page shows no figure rather than a wrong one."""
-    if not isinstance(cents, int) or isinstance(cents, bool):
-        return "-"
-    sign = "-" if cents < 0 else ""
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
 
 
 def percent(rate: Any) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.errors import InputError
 from controller.link import contract
+from controller.link.contract import OutboxType
 from controller.meters import SHIFT_METERS
 from headoffice.ledger import cards, common
 from headoffice.ledger.common import (
@@ -207,7 +208,7 @@ class _Batch(BatchTables, BatchHits):
             self._same_as_ledgered(t, body)
             self.result.duplicates += 1
             self.result.acks[table_id] = t.last_seq  # the ack may have been lost: say it again
-            if body.get("type") == "jackpot_hit":
+            if body.get("type") == OutboxType.JACKPOT_HIT:
                 self._reanswer(table_id, body)
             return
         if t.blocked or seq > t.last_seq + 1:
@@ -349,7 +350,7 @@ class _Batch(BatchTables, BatchHits):
 
     def _dispatch(self, t: _Table, body: dict[str, Any], type_: str, p: dict[str, Any]) -> int:
         seq = body["seq"]
-        if type_ == "round_result":
+        if type_ == OutboxType.ROUND_RESULT:
             self.rounds.append((t.id, p["round"], seq, str(p["status"]),
                                 encode_body(p)))
             return 0
@@ -367,7 +368,7 @@ class _Batch(BatchTables, BatchHits):
         pool_id = p["pool_id"]
         pool = self._live_pool(t, pool_id)
         key = (t.id, p["round"])
-        if type_ == "jackpot_increment":
+        if type_ == OutboxType.JACKPOT_INCREMENT:
             if key in self.increments or self._stored_increment(key) is not None:
                 raise InputError(f"round {p['round']}: a second increment for the round")
             if p["wager"] > self.ledger.policy.max_wager:
@@ -399,10 +400,10 @@ class _Batch(BatchTables, BatchHits):
                                     "new": True, "boxes": p["boxes"], "wager": p["wager"],
                                     "texts": parts.get("texts")}
             return int(p["amount"])
-        if type_ == "jackpot_verified":
+        if type_ == OutboxType.JACKPOT_VERIFIED:
             return self._verified(t, p, key)
         self._needs_exclusive(pool_id)  # a cancellation or a hit: the pool's row, in order
-        if type_ == "jackpot_cancel":
+        if type_ == OutboxType.JACKPOT_CANCEL:
             return self._cancel(t, p, key, pool, seq)
         return self._hit(t, body, p, key, pool, seq)
     def flush(self) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from controller.clock import utc_now
 from controller.errors import InputError
+from controller.events import OutboxType
 from controller.link import patron
 from controller.link.contract import MAX_CENTS
 from controller.money import dollars
@@ -204,9 +205,9 @@ def apply_outbox(db: Database, table: str, seq: int, type_: str, p: dict[str, An
     now = utc_now()
     card = p["card"]
     row = _card(db, card, now)
-    if type_ == "card_settled":
+    if type_ == OutboxType.CARD_SETTLED:
         return _settled(db, table, seq, p, row, now, alarm)
-    if type_ == "card_restricted":
+    if type_ == OutboxType.CARD_RESTRICTED:
         if row is None:
             raise InputError(f"card_restricted: {UNKNOWN}")
         until = period_end(row["period_kind"], int(row["period_len"]), row["period_start"])

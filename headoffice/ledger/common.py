@@ -15,6 +15,7 @@ from typing import Any
 
 from controller.clock import utc_now
 from controller.errors import TablectlError
+from controller.link.contract import OutboxType
 from headoffice.pools import Pool, PoolValue
 
 __all__ = ["utc_now"]  # one name to patch in tests: every module calls common.utc_now()
@@ -161,7 +162,7 @@ def _pool_ids(items: Sequence[Incoming], types: Iterable[str] | None = None) -> 
     return ids
 
 
-_ROUND_TYPES = frozenset(("jackpot_increment", "jackpot_cancel"))
+_ROUND_TYPES = frozenset((OutboxType.JACKPOT_INCREMENT, OutboxType.JACKPOT_CANCEL))
 
 
 def _scan(items: Sequence[Incoming]) -> tuple[set[str], set[tuple[str, int]]]:

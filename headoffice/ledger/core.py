@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from controller.link import contract
+from controller.link.contract import OutboxType
 from headoffice.db import Database, open_database
 from headoffice.hits import HitPolicy
 from headoffice.ledger import cards
@@ -61,7 +62,7 @@ class Ledger(LedgerTables, LedgerPools, LedgerHits, LedgerQueries, LedgerAlarms)
         result = BatchResult()
         todo, skip = list(items), self.db.dialect == "postgresql"
         # The pools this batch must lock FOR UPDATE: its hits' and cancellations'.
-        exclusive = _pool_ids(items, ("jackpot_hit", "jackpot_cancel"))
+        exclusive = _pool_ids(items, (OutboxType.JACKPOT_HIT, OutboxType.JACKPOT_CANCEL))
         attempt = 0
         while todo:
             try:

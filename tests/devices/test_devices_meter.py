@@ -29,6 +29,14 @@ def test_format_cents() -> None:
     assert format_cents(1234567) == "$12,345.67"
 
 
+def test_format_cents_puts_the_sign_before_the_dollar_sign() -> None:
+    # The meter's formatter is the table's and head office's (issue 30): a negative amount is
+    # "-$2.50", never "$-3.50" (divmod rounding towards minus infinity).
+    assert format_cents(-250) == "-$2.50"
+    assert format_cents(-5) == "-$0.05"
+    assert format_cents(-1234567) == "-$12,345.67"
+
+
 def test_modes_and_history() -> None:
     async def script(m: SimMeter) -> None:
         await m.command("pool", {"amount": 5_000_000})

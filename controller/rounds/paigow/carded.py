@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import EffectKind
 from controller.rounds import cards, fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import PaiGowCore, Result, log
@@ -90,7 +91,7 @@ class CardSteps(PaiGowCore):
             # The wagers are fixed at no more bets; a card found invalid (or short) during
             # the hand is recorded for the people who settle it (docs/rounds-paigow.md).
             why = got.invalid or f"over the Loss Limit: valid up to {got.capped} c"
-            return state, [Effect("alarm", {"severity": "dealer", "rule": "16.1",
+            return state, [Effect(EffectKind.ALARM, {"severity": "dealer", "rule": "16.1",
                                             "text": f"{got.seat}: card {got.record['card']}:"
                                                     f" {why}"})]
         return state, [log(f"{got.seat}: card {got.record['card']} confirmed")]

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import EffectKind
 from controller.games.paigow.bank import BankHolder, BankState, bank_open, offer_order
 from controller.games.paigow.cuts import CutSource
 from controller.games.paigow.delivery import CLOCKWISE_RULE, Drop, delivery_plan
@@ -95,14 +96,14 @@ def banker_json(player: str | None, funds: int | None, shared_with: list[str]) -
 
 
 def log(text: str, **extra: Any) -> Effect:
-    return Effect("log", {"text": text, **extra})
+    return Effect(EffectKind.LOG, {"text": text, **extra})
 
 
 def alarm(text: str, severity: str = "warning") -> Effect:
-    return Effect("alarm", {"severity": severity, "text": text})
+    return Effect(EffectKind.ALARM, {"severity": severity, "text": text})
 
 
-SHAKE = Effect("device", {"device": "shaker", "command": "shake", "args": {}})
+SHAKE = Effect(EffectKind.DEVICE, {"device": "shaker", "command": "shake", "args": {}})
 
 
 class PaiGowCore:
@@ -120,7 +121,7 @@ class PaiGowCore:
     @staticmethod
     def _show(state: PaiGowState, mode: str, text: str, **extra: Any) -> Result:
         display = {"mode": mode, "text": text, **extra}
-        return replace(state, display=display), [Effect("display", display)]
+        return replace(state, display=display), [Effect(EffectKind.DISPLAY, display)]
 
     def _open(
         self, state: PaiGowState, number: int, bank: BankState, now: Now, last_round: JSON

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import EffectKind
 from controller.games.paigow.bank import BankHolder, BankState
 from controller.games.paigow.cuts import (
     Cut,
@@ -62,7 +63,7 @@ class CutSteps(PaiGowCore):
 
     def _select_cut_request(self) -> Effect:
         approved = self.config.approved_cuts or [s.cut for s in cut_table(self.profile)]
-        return Effect("device", {
+        return Effect(EffectKind.DEVICE, {
             "device": "rng", "command": "select_cut",
             "args": {"profile": self.profile.value, "approved": [c.value for c in approved]},
         })

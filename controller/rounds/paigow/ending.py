@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import EffectKind, OutboxType
 from controller.games.paigow.bank import BankHolder, BankState, after_round
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.wagers import accept, box_controller, cover_breach
@@ -296,8 +297,8 @@ class RoundEnd(PaiGowCore):
     def _records(summary: JSON) -> list[Effect]:
         number, status = summary["number"], summary["status"]
         return [
-            Effect("round", {"number": number, "status": status, "summary": summary}),
-            Effect("outbox", {"type": "round_result", "payload": summary}),
+            Effect(EffectKind.ROUND, {"number": number, "status": status, "summary": summary}),
+            Effect(EffectKind.OUTBOX, {"type": OutboxType.ROUND_RESULT, "payload": summary}),
         ]
 
     def _history(self, state: PaiGowState, bank: BankState) -> JSON:

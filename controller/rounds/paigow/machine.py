@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from controller.errors import InputError
-from controller.events import Kind
+from controller.events import EffectKind, Kind
 from controller.games.paigow.bank import accepts_wager
 from controller.rounds import cards
 from controller.rounds.base import Effect, Event, Guarded, Now, Route, route, skip_rounds
@@ -141,12 +141,12 @@ class PaiGowMachine(
             return self.dispatch(state, event, now)
         except Refused as e:
             refused = alarm(f"{event.kind} refused: {e}")
-            return state, [Effect("alarm", {**refused.data, "refused": True})]
+            return state, [Effect(EffectKind.ALARM, {**refused.data, "refused": True})]
         except InputError as e:
             return state, [log(f"{event.kind} refused: {e}", event=event.kind, refused=True)]
         except Exception as e:  # a bug: journaled with an alarm, the round kept as it was
             text = f"{event.kind}: internal error {type(e).__name__}: {e}"
-            return state, [Effect("alarm", {"severity": "technician", "text": text})]
+            return state, [Effect(EffectKind.ALARM, {"severity": "technician", "text": text})]
 
     def phase_of(self, state: PaiGowState) -> str:
         return state.phase
@@ -209,7 +209,7 @@ class PaiGowMachine(
         return self.status(state)
 
     def resume(self, state: PaiGowState) -> list[Effect]:
-        effects = [Effect("display", dict(state.display))]
+        effects = [Effect(EffectKind.DISPLAY, dict(state.display))]
         if state.phase in (Phase.SHAKING, Phase.OFF_DRAW) and state.fault is None:
             effects.append(SHAKE)
         if state.phase == Phase.CUTTING:
@@ -218,9 +218,9 @@ class PaiGowMachine(
 
     def _awaiting(self, state: PaiGowState) -> str:
         if state.phase == Phase.CLOSED:
-            return "table.open"
+            return Kind.TABLE_OPEN
         if state.phase in (Phase.SHAKING, Phase.OFF_DRAW):
             return "dealer" if state.fault else "shaker"
         if state.phase == Phase.CUTTING:
-            return "cut.selected"
+            return Kind.CUT_SELECTED
         return "dealer"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import OutboxType
 from controller.games.uth.cards import format_cards
 from controller.games.uth.deal import Deal
 from controller.games.uth.evaluator import Category, category_of, hand_rank
@@ -180,7 +181,7 @@ def lock(config: UthConfig, state: UthState, now: Now) -> Result:
         state = replace(state, pool_at_lock=state.pool, pool=pool_json(pool))
         state, shown = show_pool(config, state)
         effects += shown
-    effects.append(fx.outbox("jackpot_increment", _wagers_payload(config, state, boxes)))
+    effects.append(fx.outbox(OutboxType.JACKPOT_INCREMENT, _wagers_payload(config, state, boxes)))
     return state, effects
 
 
@@ -221,7 +222,8 @@ def cancel(config: UthConfig, state: UthState) -> Result:
     ledger = {**state.ledger, "wagered": state.ledger["wagered"] - amount}
     state = replace(state, ledger=ledger)
     effects = [
-        fx.outbox("jackpot_cancel", {**_wagers_payload(config, state, boxes), "rule": "15.3.1"})
+        fx.outbox(OutboxType.JACKPOT_CANCEL,
+                  {**_wagers_payload(config, state, boxes), "rule": "15.3.1"})
     ]
     if not config.linked and state.pool_at_lock is not None:
         state = replace(state, pool=state.pool_at_lock, pool_at_lock=None)
@@ -315,7 +317,7 @@ def _request_award(
     }
     pending = {"round": state.round, "boxes": hits}
     state = replace(state, pending_hits=[*state.pending_hits, pending])
-    effects = [fx.outbox("jackpot_hit", payload)]
+    effects = [fx.outbox(OutboxType.JACKPOT_HIT, payload)]
     effects += [fx.display({"mode": "pending", "box": b}) for b in hits]
     return state, effects, {**summary, "pending": hits}
 
@@ -365,7 +367,7 @@ def verify(config: UthConfig, state: UthState, data: Any) -> Result:
     assert who is not None  # required: refused above without one
     payload = {"round": number, "pool_id": config.pool_id, "boxes": sorted(boxes),
                "verified_by": who}
-    return state, [fx.outbox("jackpot_verified", payload),
+    return state, [fx.outbox(OutboxType.JACKPOT_VERIFIED, payload),
                    fx.log(f"round {number}: jackpot verified by {who['user']} (rule 15),"
                           " waiting for head office's award")]
 

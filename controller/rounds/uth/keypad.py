@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import Kind
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
@@ -147,11 +148,11 @@ def decision(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
 
 
 def flop(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return rnd.on_street(config, state, "dealer.flop")
+    return rnd.on_street(config, state, Kind.DEALER_FLOP)
 
 
 def turn_river(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return rnd.on_street(config, state, "dealer.turn_river")
+    return rnd.on_street(config, state, Kind.DEALER_TURN_RIVER)
 
 
 def dealer_hand(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.errors import InputError
-from controller.events import Kind
+from controller.events import EffectKind, Kind, OutboxType
 from controller.games.uth.cards import Card, format_card, parse_card
 from controller.games.uth.deal import Deal, DealMethod, cards_needed, deal
 from controller.games.uth.evaluator import category_of
@@ -331,8 +331,8 @@ def next_round(
     summary = {**summary, "round": number, "status": status}
     effects = [
         *effects,
-        Effect("round", {"number": number, "status": status, "summary": summary}),
-        fx.outbox("round_result", summary),
+        Effect(EffectKind.ROUND, {"number": number, "status": status, "summary": summary}),
+        fx.outbox(OutboxType.ROUND_RESULT, summary),
         *([] if state.dealt_by else [fx.shuffle(deck)]),
     ]
     winners = [int(b) for b, lamp in state.lamps.items() if lamp == jackpot.WIN]

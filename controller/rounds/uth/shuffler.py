@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.errors import InputError
+from controller.events import EffectKind
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
@@ -107,7 +108,7 @@ def check_deck(config: UthConfig, state: UthState, data: Any, now: Now) -> Resul
         raise InputError("no deck check during a round")
     deck = _deck_of(config, state, data)
     command = {"device": "shuffler", "command": "deck_check", "args": {"deck": deck}}
-    return state, [Effect("device", command)]
+    return state, [Effect(EffectKind.DEVICE, command)]
 
 
 def _deck_problems(data: Any) -> list[str]:

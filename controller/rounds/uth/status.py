@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from controller.events import Kind
 from controller.games.uth.cards import format_card
 from controller.rounds import cards
 from controller.rounds.base import JSON, Effect
@@ -85,11 +86,11 @@ def _boxes(config: UthConfig, state: UthState, hole_cards: bool) -> list[JSON]:
 
 def _waiting_for(state: UthState) -> str:
     if state.phase == CLOSED:
-        return "table.open"
+        return Kind.TABLE_OPEN
     if state.phase == BETTING:
         if not state.wagers:
             return "wagers"
-        return "dealer.deal" if rnd.deck_usable(state) else "shuffler"
+        return Kind.DEALER_DEAL if rnd.deck_usable(state) else "shuffler"
     if state.phase == DEALING:
         return "cards"
     return "decisions"

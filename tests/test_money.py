@@ -1,0 +1,30 @@
+"""One money formatter (issue 30): the table's (controller.money), head office's console and the
+meter's driver (devices.meter.format_cents) write every amount the same way, the sign before
+the dollar sign, and the text reads back as the same cents."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.money import dollars, dollars_or_dash, parse_cents
+from devices.meter import format_cents
+from headoffice.console import money as console_money
+
+CENTS = st.integers(min_value=-(10**14), max_value=10**14)
+
+
+@given(CENTS)
+def test_the_table_head_office_and_the_meter_write_the_same_text(cents: int) -> None:
+    text = dollars(cents)
+    assert format_cents(cents) == text
+    assert console_money.dollars(cents) == dollars_or_dash(cents) == text
+    # "-$1,234.50": the sign first, then the dollars; and the text is the same cents again.
+    assert text.startswith("-$" if cents < 0 else "$")
+    assert parse_cents(text.removeprefix("-")) == abs(cents)
+
+
+def test_a_negative_amount_has_its_sign_before_the_dollar_sign() -> None:
+    assert [format_cents(c) for c in (-250, -1, -100, -123456)] == [
+        "-$2.50", "-$0.01", "-$1.00", "-$1,234.56"]
+    assert dollars(-250) == console_money.dollars(-250) == "-$2.50"
