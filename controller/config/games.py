@@ -245,7 +245,7 @@ def read_uth(t: Table) -> Section:
         for lo, hi in (("ante_min", "ante_max"), ("trips_min", "trips_max")):
             if v[lo] is not None and v[hi] is not None and v[hi] < v[lo]:
                 lt.error(hi, f"must be at least {lo} {v[lo]}, got {v[hi]}")
-        # 6.1: the sign's maximum for the Play area; omitted: 4 x ante_max (the largest Play).
+        # UTH 6.1: the sign's maximum for the Play area; omitted: 4 x ante_max (the largest Play).
         v["play_max"] = lt.cents("play_max", None)
         play_max = v["play_max"]
         if play_max is not None and chip and play_max % chip:

@@ -170,7 +170,7 @@ def uth_json(u: UthConfig, jackpot: JackpotConfig | None) -> dict[str, Any]:
         "limits": {
             "ante_min": ante.minimum,
             "ante_max": ante.maximum,
-            "play_max": u.rules.limits_for(Spot.PLAY).maximum,  # 6.1; default 4 x ante_max
+            "play_max": u.rules.limits_for(Spot.PLAY).maximum,  # UTH 6.1; default 4 x ante_max
             "trips_min": trips.minimum,
             "trips_max": trips.maximum,
             "chip_unit": u.chip_unit,
@@ -181,5 +181,5 @@ def uth_json(u: UthConfig, jackpot: JackpotConfig | None) -> dict[str, Any]:
         "deal_method": u.deal_method.value,
         "decks": len(u.decks),
         "jackpot": _jsonable(jackpot),
-        "exposure_preflop_only": u.exposure_preflop_only,  # 11.4.1 reading
+        "exposure_preflop_only": u.exposure_preflop_only,  # UTH 11.4.1 reading
     }

@@ -128,7 +128,7 @@ def usable(config: CardsConfig, patrons: JSON, seat: str, what: str, rule: str) 
 def reserve(config: CardsConfig, patrons: JSON, seat: str, amount: int, round_: int,
             req: str) -> tuple[JSON, list[Effect]]:
     """Reserve the most the seat's card can lose this round before the first card: refused at
-    the keypad when head office already said less remains (13.3)."""
+    the keypad when head office already said less remains (UTH 13.3)."""
     record = patrons[seat]
     remaining = record["remaining"]
     if remaining is not None and amount > remaining:
@@ -150,7 +150,7 @@ class Answer:
     record: JSON
     refused: str | None = None  # before the deal: the seat's wager goes back, with this reason
     invalid: str | None = None  # during the hand: 11.16.2
-    capped: int | None = None  # during the hand: valid only up to this (11.17)
+    capped: int | None = None  # during the hand: valid only up to this (UTH 11.17)
 
 
 def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_used: JSON,
@@ -174,7 +174,7 @@ def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_
     for key in ("limit", "remaining"):
         record[key] = fields.cents(data, key, None)
     if not valid or restricted:
-        why = _why(data, "restricted (13.4)" if restricted else "card not valid")
+        why = _why(data, "restricted (UTH 13.4)" if restricted else "card not valid")
         record |= {"status": INVALID if in_hand else REFUSED, "reason": why}
         if in_hand:
             return Answer(seat, record, invalid=why)
@@ -186,8 +186,8 @@ def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_
     if granted >= asked:
         record |= {"status": VALID, "granted": granted}
         return Answer(seat, record)
-    why = _why(data, f"over the Loss Limit: {dollars(granted)} can be risked (13.3)")
-    if in_hand:  # 11.17: found over the limit after the deal
+    why = _why(data, f"over the Loss Limit: {dollars(granted)} can be risked (UTH 13.3)")
+    if in_hand:  # UTH 11.17: found over the limit after the deal
         record |= {"status": VALID, "granted": granted, "found": granted, "reason": why}
         return Answer(seat, record, capped=granted)
     record |= {"status": REFUSED, "granted": 0, "asked": 0, "reason": why}
@@ -272,7 +272,7 @@ def after_round(patrons: JSON) -> JSON:
 
 
 def who(data: Mapping[str, Any]) -> str:
-    """Who restricted a card (13.4): the control socket's peer (`tablectl dealer`, its login,
+    """Who restricted a card (UTH 13.4): the control socket's peer (`tablectl dealer`, its login,
     journaled by the daemon as `operator`), else the supervisor's id keyed as `by`."""
     operator = data.get("operator")
     if isinstance(operator, Mapping) and isinstance(operator.get("user"), str) and (

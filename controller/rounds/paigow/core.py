@@ -36,7 +36,7 @@ INVALIDATED_RULE = {
     Profile.NSW: {"disruption": "NSW 16.5.1, 16.6", "fraud": "NSW 16.5.2, 16.6"},
     Profile.ACT: {"disruption": "ACT 15.3(a), 15.4", "fraud": "ACT 15.3(b), 15.4"},
 }
-FORFEIT_RULE = {Profile.NSW: "NSW 16.6"}  # the fraudster's wagers (16.5.2) only
+FORFEIT_RULE = {Profile.NSW: "NSW 16.6"}  # the fraudster's wagers (NSW 16.5.2) only
 TILE_VOID_RULE = {Profile.NSW: "NSW 15.17.2"}  # missing or foreign tile; NZ and ACT say nothing
 # The dealer exposed two or more tiles of a hand: its player may call it void before viewing the
 # rest; the player/banker's doing so voids the round (ACT has no player/banker version).
