@@ -1,6 +1,7 @@
 """UTH carded play through the round machine (issue 29): UTH 13.1, 13.2, 13.3, 13.4,
-11.16 (invalid wagers before, during and after a hand: 11.16.1-11.16.3), 11.17-11.17.2. Head office is a small fake answering the machine's `patron`
-requests here; the link itself is tests/link/test_link_patron.py."""
+11.16 (invalid wagers before, during and after a hand: 11.16.1-11.16.3), 11.17-11.17.2. Head
+office is a small fake answering the machine's `patron` requests here; the link itself is
+tests/link/test_link_patron.py."""
 
 from __future__ import annotations
 
