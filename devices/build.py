@@ -26,8 +26,6 @@ from typing import Any, Protocol
 
 from devices.base import Device
 from devices.cardreader.config import SECTION as CARDREADER
-from devices.cardreader.driver import SerialCardReader
-from devices.cardreader.wire import PtyCardReaderSim
 from devices.config import DevicesConfig, GameNeeds
 from devices.meter.config import SECTION as METER
 from devices.proto.serial_config import SerialConfig
@@ -97,6 +95,8 @@ def build_hardware(cfg: TableConfig) -> dict[str, Device]:
 
         devices.append(SerialShuffler(d.shuffler, decks=cfg.needs.decks))
     if d.cardreader is not None:
+        from devices.cardreader.driver import SerialCardReader
+
         devices.append(SerialCardReader(d.cardreader, boxes=cfg.boxes))
     return {dev.name: dev for dev in devices}
 
@@ -168,6 +168,9 @@ def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, D
         shuffler = SerialShuffler(_serial(d.shuffler, port, SHUFFLER.baud), decks=needs.decks)
         devices.append(Simulated.attach(shuffler, sim2))
     if d.cardreader is not None:  # a configured reader: its simulator inserts the cards
+        from devices.cardreader.driver import SerialCardReader
+        from devices.cardreader.wire import PtyCardReaderSim
+
         sim3 = PtyCardReaderSim(rng=rng)
         port = _plug(sim3, "cardreader", links)
         reader = SerialCardReader(_serial(d.cardreader, port, CARDREADER.baud), boxes=cfg.boxes)

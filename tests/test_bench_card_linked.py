@@ -69,4 +69,7 @@ def test_the_baseline_is_the_same_table_unlinked(tmp_path: Path) -> None:
         assert (cfg.journal.segment_rounds, cfg.journal.keep_rounds) == (100, 100)
     # the jackpot and the rest of the game alike; only whether its pool is head office's differs
     assert linked.uth is not None and unlinked.uth is not None
-    assert replace(unlinked.uth, linked=True) == linked.uth
+    # (and where Player Cards are answered: head office's patron service when linked, the table
+    # itself when not: controller/rounds/cards.py)
+    assert replace(unlinked.uth, linked=True,
+                   cards=replace(unlinked.uth.cards, local=False)) == linked.uth
