@@ -46,7 +46,8 @@ def wait_for_socket(state_dir: Path, proc: subprocess.Popen[str], timeout: float
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise AssertionError(f"daemon exited early with {proc.returncode}")
+            err = proc.stderr.read() if proc.stderr is not None else ""
+            raise AssertionError(f"daemon exited early with {proc.returncode}: {err[-2000:]}")
         try:
             return request(path, "status", timeout=2)
         except (NotRunning, OSError):
