@@ -131,6 +131,9 @@ def follow_daemon(args: argparse.Namespace, cursor: int) -> None:
         cursor = got["cursor"]
 
 
+JOURNALCTL_STOP_S = 2.0  # a followed journalctl's time to end after SIGTERM
+
+
 def follow_journald(args: argparse.Namespace) -> None:
     """`journalctl -f`: the lines as journald gets them, filtered as `logs` filters."""
     cmd = [*_journalctl(args, n=0), "--follow"]
@@ -142,7 +145,14 @@ def follow_journald(args: argparse.Namespace) -> None:
                 if line is not None and matches(line, args.level, args.device, args.round):
                     show_lines(args, [line])
         finally:
+            # Never leave a journalctl behind (it holds the terminal's stderr): asked to end,
+            # then killed if it has not within the moment a Ctrl-C allows.
             proc.terminate()
+            try:
+                proc.wait(JOURNALCTL_STOP_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 SINCE_AGO = re.compile(r"-?\s*(\d+)\s*(s|sec|m|min|h|hour|hours|d|day|days)(\s+ago)?")

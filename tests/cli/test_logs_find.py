@@ -122,7 +122,10 @@ def test_logs_follow_from_journald_streams_and_passes_since(tmp_path: Path) -> N
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     follow = subprocess.Popen(
         [*CLI, "logs", "--source", "journald", "--device", "shuffler", "--since", "10m", "-f"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # Ctrl-C as at a terminal, whatever this run inherited (a job started in the background
+        # by a non-interactive shell ignores SIGINT, and so would the CLI).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert follow.stdout is not None
         lines = [follow.stdout.readline(), follow.stdout.readline()]
