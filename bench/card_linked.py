@@ -147,7 +147,7 @@ def head_office(work: Path) -> Iterator[Path]:
 # it from nowhere) set from argv[1]; the same process, so /proc/PID/io is the daemon's.
 LAUNCH = """
 import functools, runpy, sys
-from controller.extensions import link
+from controller.link import extension as link
 link.LinkOptions = functools.partial(link.LinkOptions, segments_every_s=float(sys.argv.pop(1)))
 runpy.run_module("controller.daemon", run_name="__main__", alter_sys=True)
 """

@@ -53,7 +53,7 @@ class Target:
 
 # -- the parsers -----------------------------------------------------------------------------
 def _outbox(data: bytes) -> None:
-    from controller.link import contract as c
+    from shared.link import contract as c
 
     body = c.parse_outbox(data, TABLE)
     c.check_outbox_payload(body["type"], body["payload"])
@@ -62,7 +62,7 @@ def _outbox(data: bytes) -> None:
 def _outbox_messages(data: bytes) -> None:
     """A message on an outbox topic, single or a pack (issue 31): every row's payload checked,
     and each row's text, parsed alone, is that row (what head office stores for it)."""
-    from controller.link import contract as c
+    from shared.link import contract as c
 
     rows, _ = c.parse_outbox_messages(data, TABLE)
     for body, text in rows:
@@ -73,7 +73,7 @@ def _outbox_messages(data: bytes) -> None:
 
 def _ho_side(name: str) -> Callable[[bytes], None]:
     def run(data: bytes) -> None:
-        from controller.link import contract as c
+        from shared.link import contract as c
 
         getattr(c, name)(data, TABLE)
 
@@ -81,21 +81,21 @@ def _ho_side(name: str) -> Callable[[bytes], None]:
 
 
 def _topic(data: bytes) -> None:
-    from controller.link import contract as c
+    from shared.link import contract as c
 
     table, _leaf = c.table_of_topic(data.decode("utf-8", "replace"))
     assert c.TABLE_ID.fullmatch(table), table
 
 
 def _pool(data: bytes) -> None:
-    from controller.link import contract as c
+    from shared.link import contract as c
 
     got = c.parse_pool(data)
     assert isinstance(got["amount"], int) and got["amount"] >= 0  # integer cents
 
 
 def _award(data: bytes) -> None:
-    from controller.link import contract as c
+    from shared.link import contract as c
 
     got = c.parse_award(data, TABLE)
     assert all(isinstance(p["amount"], int) and p["amount"] >= 0 for p in got["payouts"])
@@ -197,7 +197,7 @@ def _errors(module: str, name: str) -> Callable[[], tuple[type[BaseException], .
     return get
 
 
-CONTRACT = ("controller.link.contract", "SchemaError")
+CONTRACT = ("shared.link.contract", "SchemaError")
 TARGETS: dict[str, tuple[Callable[[bytes], None], tuple[str, str] | None,
                          Callable[[], list[bytes]], str]] = {
     "contract.parse_outbox": (_outbox, CONTRACT, fuzz_seeds.contract_seeds,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.errors import InputError, TablectlError
+from shared.errors import InputError, TablectlError
 
 SOCKET_NAME = "control.sock"
 MAX_REQUEST = 64 * 1024  # bytes in one request line

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from shared.link.outbox import OutboxType
+
 JSON = dict[str, Any]
 
 
@@ -36,23 +38,6 @@ class EffectKind(StrEnum):
 
 EFFECT_KINDS: frozenset[str] = frozenset(EffectKind)
 JOURNALED_EFFECTS: frozenset[str] = frozenset({EffectKind.OUTBOX, EffectKind.ROUND})
-
-
-class OutboxType(StrEnum):
-    """Every outbox message type (an `outbox` effect's `type`): the MQTT contract's
-    (controller/link/contract.py checks each payload; docs/mqtt.md)."""
-
-    JACKPOT_INCREMENT = "jackpot_increment"
-    JACKPOT_CANCEL = "jackpot_cancel"
-    JACKPOT_HIT = "jackpot_hit"
-    JACKPOT_VERIFIED = "jackpot_verified"
-    ROUND_RESULT = "round_result"
-    SHIFT_METERS = "shift_meters"
-    TABLE_RECOVERED = "table_recovered"  # a recovery of the journal (controller/journal/recover.py)
-    # Player Cards (issue 29; controller/link/patron.py checks their payloads).
-    CARD_SETTLED = "card_settled"  # one per card per round: its net for the Loss Limit
-    CARD_RESTRICTED = "card_restricted"  # a supervisor restricted the player (UTH 13.4)
-    CHIPS_DECLARED = "chips_declared"  # chips bought or brought to the table (UTH 13.2)
 
 
 @dataclass(frozen=True, slots=True)

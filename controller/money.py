@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
-from controller.errors import InputError
+from shared.errors import InputError
 from shared.money import dollars, dollars_or_dash
 
 __all__ = ["dollars", "dollars_or_dash", "parse_cents"]

@@ -12,11 +12,11 @@ import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from controller.errors import InputError
 from controller.events import Kind
 from controller.games.paigow.cuts import Cut, random_cut
 from controller.games.paigow.profiles import parse_profile
 from devices.base import Device, DeviceError
+from shared.errors import InputError
 
 
 class RandomSource(Device):

@@ -187,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.pace < 0:
         ap.error("--pace: must be 0 or more seconds")
-    from controller.errors import InputError
     from headoffice.console.accounts import parse_listen
+    from shared.errors import InputError
 
     if args.listen is not None:
         try:

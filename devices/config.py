@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from devices.cardreader.config import SECTION as CARDREADER
-from devices.config_reader import Table
 from devices.meter.config import SECTION as METER
 from devices.proto.serial_config import SerialConfig, SerialSection
 from devices.sensors.config import GROUPS, GpioConfig, read_gpio
 from devices.shaker.config import SECTION as SHAKER
 from devices.shuffler.config import SECTION as SHUFFLER
+from shared.config_reader import Table
 
 SERIAL_SECTIONS: tuple[SerialSection, ...] = (SHAKER, SHUFFLER, METER, CARDREADER)
 # device -> (default port, baud): the names udev makes and the daemon's unit allows

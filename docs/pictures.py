@@ -24,8 +24,8 @@ from xml.sax.saxutils import escape
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run as a script from anywhere
 
-from devices.config_reader import Errors, Table  # noqa: E402
 from devices.sensors.config import GpioConfig, read_gpio  # noqa: E402
+from shared.config_reader import Errors, Table  # noqa: E402
 
 IMAGES = REPO / "docs" / "images"
 EXAMPLES = REPO / "examples"

@@ -17,11 +17,11 @@ import sys
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from controller.errors import InputError
 from headoffice import audit, exports
 from headoffice.ledger import Ledger
 from headoffice.ledger.alarms import KINDS
 from headoffice.localtime import local_time
+from shared.errors import InputError
 
 
 def add_parsers(sub: Any, cfg: argparse.ArgumentParser) -> None:

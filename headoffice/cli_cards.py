@@ -22,9 +22,9 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller.errors import InputError
 from controller.money import dollars_or_dash as _money
 from headoffice.ledger import Ledger, cards
+from shared.errors import InputError
 
 DECIDE = ("add", "limit", "restrict", "unrestrict", "invalidate")
 

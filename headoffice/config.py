@@ -22,15 +22,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.uth.evaluator import Category
 from controller.games.uth.paytables import JackpotPayTable
-from controller.link import contract
-from controller.link.transport import BrokerSettings, Tls, Will
-from devices.config_reader import TomlError, parse_toml, read_text
 from headoffice import localtime
 from headoffice.hits import DUAL_CONTROL_FROM, HitPolicy
 from headoffice.pools import BASIS_POINTS, Params
+from shared.config_reader import TomlError, parse_toml, read_text
+from shared.errors import InputError
+from shared.link import contract
+from shared.link.transport import BrokerSettings, Tls, Will
 
 DEFAULT_PATH = Path("/etc/tablectl/headoffice.toml")
 

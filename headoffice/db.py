@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from controller.clock import utc_now
+from shared.clock import utc_now
 
 # The audit trail of every pool's parameters (create, set: applied or refused, resume).
 # `entry_no` numbers a pool's entries 1, 2, 3 ... in the order they were made: it is taken as

@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 
 def zone(name: str) -> ZoneInfo:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller.link.contract import SchemaError, check_outbox_payload
 from controller.meters import SHIFT_METERS, incomplete_words
 from headoffice.db import Database
+from shared.link.contract import SchemaError, check_outbox_payload
 
 MAX_SHIFTS = 500  # shifts one query returns at most
 

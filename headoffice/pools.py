@@ -23,11 +23,11 @@ from math import floor
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from controller.errors import InputError, TablectlError
 from controller.games.uth.evaluator import Category
 from controller.games.uth.jackpot import JackpotEntry, JackpotResult, PoolState, award
 from controller.games.uth.paytables import JackpotPayTable
-from controller.link import contract
+from shared.errors import InputError, TablectlError
+from shared.link import contract
 
 BASIS_POINTS = 10_000
 

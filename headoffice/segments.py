@@ -26,8 +26,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from controller.clock import utc_now
-from controller.link import contract
+from shared.clock import utc_now
+from shared.link import contract
 
 if TYPE_CHECKING:
     from headoffice.ledger import Ledger

@@ -18,8 +18,6 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from controller.link import contract, patron
-from controller.link.transport import Backoff, Connection, LinkError, connect, run_together
 from headoffice.config import HeadOfficeConfig
 from headoffice.db import open_database
 from headoffice.ledger import BatchResult, Incoming, Ledger, cards, utc_now
@@ -27,6 +25,8 @@ from headoffice.notify import LedgerWatch
 from headoffice.pools import Pool, PoolValue
 from headoffice.routing import PARTITIONS, Routing, partition_of
 from headoffice.segments import apply_segments
+from shared.link import contract, patron
+from shared.link.transport import Backoff, Connection, LinkError, connect, run_together
 
 log = logging.getLogger("tablectl.headoffice")
 _POOL_PUBACK_S = 60.0  # how long a pool value's PUBACK may take (a dead link: keepalive)

@@ -11,7 +11,7 @@ TABLE = "T1"  # the table a table-side parser believes it is
 
 
 def contract_seeds() -> list[bytes]:
-    from controller.link import contract as c
+    from shared.link import contract as c
 
     inc = {"round": 3, "pool_id": "p1", "wager": 100, "wagers": 2, "amount": 200,
            "boxes": [1, 4]}
@@ -41,7 +41,7 @@ def contract_seeds() -> list[bytes]:
                           "2026-01-01T00:00:00.000Z"),
         c.segment_ack_message(TABLE, 2, "b" * 64, "c" * 64, "refused", "a broken chain"),
     ]
-    from controller.link import patron as pa
+    from shared.link import patron as pa
 
     rest += [  # Player Cards (issue 29)
         pa.card_request(TABLE, f"{TABLE}/1", "card_reserve", "card-0001", round=3,

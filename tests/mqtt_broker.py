@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from controller.link.transport import BrokerSettings, Tls, Will
+from shared.link.transport import BrokerSettings, Tls, Will
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 REPO = Path(__file__).resolve().parent.parent

@@ -71,7 +71,7 @@ def test_operations_use_their_channels_messages_and_every_channel_is_used() -> N
 
 
 def test_channel_addresses_are_the_contract_topics() -> None:
-    from controller.link import contract
+    from shared.link import contract
 
     doc = load()
     addresses = {c["address"].replace("{table}", "T1").replace("{pool}", "p1")

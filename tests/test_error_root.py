@@ -74,10 +74,10 @@ def test_the_count_sees_a_second_root(tmp_path: Path) -> None:
 
 def test_the_families_stay_what_callers_catch() -> None:
     # Under the one root, each family is still what callers caught before it had one.
-    from controller.errors import InputError, TablectlError
     from controller.journal.errors import EntryRefused, JournalError, RecordDamaged
-    from devices.config_reader import TomlError
     from devices.errors import DeviceError, DevicesError
+    from shared.config_reader import TomlError
+    from shared.errors import InputError, TablectlError
 
     assert issubclass(DeviceError, InputError)  # docs/architecture.md, "Errors"
     for family in (DevicesError, TomlError, EntryRefused, RecordDamaged):

@@ -28,7 +28,6 @@ from controller.config import ConfigError, SerialConfig
 from controller.config import load_config as load_table_config
 from controller.config import validate_text as validate_table_config
 from controller.control import parse_request
-from controller.link import contract, patron
 from devices.base import State
 from devices.proto.alpha import (
     FLASH,
@@ -57,6 +56,7 @@ from devices.shaker.driver import SerialShaker
 from devices.shuffler.driver import SerialShuffler
 from headoffice.config import HeadOfficeConfigError
 from headoffice.config import validate_text as validate_ho_config
+from shared.link import contract, patron
 from tests.fuzz_seeds import TABLE, contract_seeds, ho_config_seeds, table_config_seeds
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

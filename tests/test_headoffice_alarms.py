@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from controller.link import contract
 from headoffice import audit
 from headoffice.ledger import Incoming, Ledger, LedgerError
 from headoffice.localtime import zone
+from shared.link import contract
 from tests.test_headoffice_ledger import NewUrl, P, _raw_connection, body, ledger, result
 from tests.test_headoffice_trust import OPS, ROYAL, apply, two_boxes
 

@@ -9,9 +9,9 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
-from controller.link import contract
-from controller.link.transport import LinkError, connect
 from headoffice.ledger import Incoming, Ledger
+from shared.link import contract
+from shared.link.transport import LinkError, connect
 from tests.support.link import head_office, run, wait_for
 from tests.test_headoffice_ledger import ROYAL, body, hit, inc, ledger
 

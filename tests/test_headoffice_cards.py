@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.clock import utc_now
-from controller.link import contract, patron
 from headoffice.db import open_database
 from headoffice.ledger import Incoming, Ledger, LedgerError, cards
+from shared.clock import utc_now
+from shared.link import contract, patron
 
 OPS = ["alice"]
 UTC = "2026-11-28T10:00:00.000Z"

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from controller.link import contract, patron
-from controller.link.transport import Connection, connect
 from headoffice.ledger import Ledger, cards
+from shared.link import contract, patron
+from shared.link.transport import Connection, connect
 from tests import mqtt_broker
 from tests.support.link import head_office, run, wait_for
 

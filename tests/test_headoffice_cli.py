@@ -113,8 +113,8 @@ def test_pool_set_and_the_console_ask_for_changes_through_one_function() -> None
     # pools.requested_changes: what `pool set` and the console's form both ask Ledger.set_params.
     from fractions import Fraction
 
-    from controller.errors import InputError
     from headoffice.pools import requested_changes
+    from shared.errors import InputError
 
     assert requested_changes(increment=Fraction(1, 4), wager=500) == {
         "increment": Fraction(1, 4), "wager": 500}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.link import contract, patron
 from headoffice.ledger import Incoming, cards
+from shared.link import contract, patron
 from tests.test_headoffice_console import browser, cells  # noqa: F401 -- the fixture
 from tests.test_headoffice_console_support import Browser, Office, make_office
 

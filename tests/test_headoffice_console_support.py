@@ -23,11 +23,11 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from controller.link import contract
 from headoffice.config import HeadOfficeConfig, load_config
 from headoffice.console.accounts import ConsoleConfig, hash_password, load_console_config
 from headoffice.console.app import Console
 from headoffice.ledger import Incoming, Ledger
+from shared.link import contract
 
 P = "p1"
 ROYAL = ["Ah", "Kh", "Qh", "Jh", "Th"]

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.link import contract
 from headoffice import cli
 from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, LedgerError, _Batch
 from headoffice.pools import Params, Pool
+from shared.link import contract
 
 P = "p1"
 PARAMS = Params(seed=500_000, increment=Fraction(1, 4), hidden=Fraction(1, 20))

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from controller.daemon.accounting import close_effects
-from controller.link import contract
 from controller.meters import CLOSE_SHIFT, SHIFT_METERS, Meters
 from headoffice import cli
 from headoffice.console.views import SHIFTS_PER_TABLE
 from headoffice.ledger import Incoming, Ledger
+from shared.link import contract
 from tests.test_headoffice_console_support import Browser, Office, make_office
 
 TABLE = "T2"  # enrolled in the console's test office, and no other message from it

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from controller.link import contract
-from controller.link.transport import LinkError, connect
 from headoffice.ledger import Incoming, Ledger
 from headoffice.notify import _TRIGGER_LOCK, CHANNEL, NOTIFY_FUNCTION, LedgerWatch
+from shared.link import contract
+from shared.link.transport import LinkError, connect
 from tests.support.link import POOL, head_office, run, wait_for
 from tests.test_headoffice_ledger import ROYAL, body, hit, inc
 

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.errors import InputError
-from controller.link import contract
 from headoffice import cli
 from headoffice.config import HeadOfficeConfigError, validate_text
 from headoffice.hits import HitPolicy
 from headoffice.ledger import Incoming, Ledger
 from headoffice.pools import Params, Pool, PoolValue
+from shared.errors import InputError
+from shared.link import contract
 from tests.test_headoffice_ledger import PARAMS, ROYAL, TABLES, NewUrl, body, hit, inc
 
 P = "p1"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from controller.link import contract
 from headoffice.ledger import Incoming, Ledger
+from shared.link import contract
 from tests.test_headoffice_ledger import NewUrl, body, ledger, script
 
 

@@ -11,11 +11,11 @@ import random
 
 import pytest
 
-from controller.link import contract
-from controller.link.transport import connect
 from headoffice.ledger import Ledger
 from headoffice.routing import PARTITIONS
 from headoffice.worker import Worker
+from shared.link import contract
+from shared.link.transport import connect
 from tests import mqtt_broker
 from tests.support.link import ENROLLED, POOL, head_office, run, wait_for
 from tests.test_headoffice_ledger import script

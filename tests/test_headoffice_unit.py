@@ -146,7 +146,7 @@ def test_publish_properties_decode_as_paho_does(expiry: int | None) -> None:
     from paho.mqtt.packettypes import PacketTypes
     from paho.mqtt.properties import Properties
 
-    from controller.link import transport
+    from shared.link import transport
 
     assert transport._FAST_PROPERTIES and _packet.Properties is transport._SharedProperties
     props = b"\x00"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from controller.link import contract
 from headoffice.hits import HitPolicy
 from headoffice.ledger import Ledger
+from shared.link import contract
 from tests.test_headoffice_ledger import PARAMS, ROYAL, NewUrl, P, body, hit, inc, ledger
 from tests.test_headoffice_trust import FORGERIES, alarms, apply
 

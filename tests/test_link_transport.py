@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from controller.link import contract, transport
-from controller.link.transport import LinkError, connect
+from shared.link import contract, transport
+from shared.link.transport import LinkError, connect
 from tests import mqtt_broker
 from tests.support.link import run
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from controller.link import contract
-from controller.link.transport import connect
+from shared.link import contract
+from shared.link.transport import connect
 from tests import mqtt_broker
 
 pytestmark = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")

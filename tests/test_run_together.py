@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from controller.link.transport import LinkError, cancel_and_wait, run_together
 from headoffice.worker import Worker
+from shared.link.transport import LinkError, cancel_and_wait, run_together
 
 
 def _stubborn(cancels: list[int], swallow: int):

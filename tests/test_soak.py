@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller.journal import Journal
-from controller.link import contract
+from shared.link import contract
 from tests import mqtt_broker
 from tests.soak_harness import SoakPlan, run_soak
 from tests.support.daemon import start_daemon

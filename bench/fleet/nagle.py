@@ -15,7 +15,7 @@ from typing import Any
 
 def allow_nagle() -> None:
     """From now on, sockets the link opens in this process keep Nagle's algorithm."""
-    from controller.link import transport
+    from shared.link import transport
 
     opened = transport._Client._on_socket_open
 

@@ -62,8 +62,8 @@ sys.path.insert(0, str(REPO))
 from bench.fleet.cpuquota import CpuGroup, CpuQuotas, unavailable_reason, verdict  # noqa: E402
 from bench.fleet.nagle import allow_nagle  # noqa: E402
 from bench.fleet.pgwaits import WaitSampler  # noqa: E402
-from controller.link import contract  # noqa: E402
-from controller.link.transport import Connection, LinkError, connect  # noqa: E402
+from shared.link import contract  # noqa: E402
+from shared.link.transport import Connection, LinkError, connect  # noqa: E402
 from tests.mqtt_broker import ACL, Broker, Pki  # noqa: E402
 
 POOL = "bench"

@@ -17,7 +17,7 @@ from typing import Any
 from controller.cli.attention import alarm_line
 from controller.cli.common import emit
 from controller.cli.table_cmd import _ask
-from controller.errors import InputError
+from shared.errors import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

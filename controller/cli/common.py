@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any, TextIO
 
-from controller.errors import InputError, TablectlError
+from shared.errors import InputError, TablectlError
 
 
 def emit(obj: Any, as_json: bool, human: Callable[[], str], out: TextIO | None = None) -> None:

@@ -36,7 +36,7 @@ from controller.cli.show import event_args, tree_lines
 from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, refusal_text, socket_path
 from controller.config import DEFAULT_PATH, ConfigError, load_config
 from controller.control import NotRunning, request
-from controller.errors import InputError
+from shared.errors import InputError
 
 MAX_LAMPS = 8  # one per box at most: how long a lamp walk may take
 DEFAULT_WAIT_S = 300  # `--wait` alone: a round's worth and more

@@ -27,7 +27,6 @@ from controller.cli.show import event_args
 from controller.cli.table_cmd import _ask
 from controller.config.load import DEFAULT_PATH
 from controller.config.model import ServiceConfig
-from controller.errors import InputError
 from controller.journal import (
     JOURNAL_FILE,
     Journal,
@@ -41,6 +40,7 @@ from controller.journal.mac import SYSTEM_KEY_FILE, KeyFileError, find_key, make
 from controller.journal.retention import plan
 from controller.journal.schema import read_meta
 from controller.journal.segments import SegmentState
+from shared.errors import InputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

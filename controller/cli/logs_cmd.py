@@ -35,8 +35,8 @@ from controller.codes import CODES, NOT_FAULTS
 from controller.config import DEFAULT_PATH, ConfigError, load_config
 from controller.control import NotRunning, request
 from controller.errorlog import ERROR_DAYS, ERROR_FILE, LEVELS, matches, read_history
-from controller.errors import InputError
 from controller.logs import IDENTIFIER
+from shared.errors import InputError
 
 JOURNALCTL_TIMEOUT_S = 20
 EXIT_NO_MATCH = 1  # `logs`: nothing matched (as grep: a script can tell)

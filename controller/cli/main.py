@@ -29,7 +29,7 @@ from controller.cli import (
 )
 from controller.cli.common import EX_NOPERM, EX_UNAVAILABLE, Unavailable
 from controller.control import SocketDenied
-from controller.errors import TablectlError
+from shared.errors import TablectlError
 
 
 class _Version(argparse.Action):

@@ -18,7 +18,6 @@ from controller.cli.common import (
     progress_printer,
     run_batch,
 )
-from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder
 from controller.games.paigow.houseway import explain, house_way, house_way_function
 from controller.games.paigow.money import BASIS_POINTS, STANDARD_COMMISSION_BP, TableMoney
@@ -30,6 +29,7 @@ from controller.games.paigow.settlement import RoundSettlement
 from controller.games.paigow.tiles import check_available, parse_tiles
 from controller.games.paigow.wagers import Wager, house_way_boxes
 from controller.money import dollars as _cents
+from shared.errors import InputError
 
 
 def register(sub: argparse._SubParsersAction, math_sub: argparse._SubParsersAction) -> None:

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.uth.cards import check_distinct, format_cards, parse_cards
 from controller.games.uth.deal import Deal, DealMethod, Misdeal, check_boxes, deal
 from controller.games.uth.evaluator import category_of, evaluate, hand_rank
@@ -34,6 +33,7 @@ from controller.games.uth.settlement import Limits, RoundResult, SettlementRules
 from controller.games.uth.wagers import BoxWagers, Decision, run_round
 from controller.money import dollars as _dollars
 from controller.money import parse_cents as parse_money
+from shared.errors import InputError
 
 
 def register(sub: argparse._SubParsersAction, math_sub: argparse._SubParsersAction) -> None:

@@ -19,7 +19,6 @@ from typing import Any
 
 from controller.cli.common import emit
 from controller.cli.table_cmd import _ask
-from controller.errors import InputError
 from controller.verify import (
     MAX_PROBLEMS_SHOWN,
     ManifestError,
@@ -28,6 +27,7 @@ from controller.verify import (
     parse_seed,
     verify,
 )
+from shared.errors import InputError
 
 HMAC_TIMEOUT_S = 600  # hashing a whole venv on a Pi 4 takes seconds, not minutes
 

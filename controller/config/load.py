@@ -21,9 +21,9 @@ from controller.config.journal import read_journal
 from controller.config.model import JackpotConfig, TableConfig, game_needs
 from controller.config.reader import ConfigError, Errors, Table
 from controller.config.sections import read_cards, read_link, read_service
-from controller.errors import InputError
 from devices.config import read_devices
-from devices.config_reader import TomlError, parse_toml, read_text
+from shared.config_reader import TomlError, parse_toml, read_text
+from shared.errors import InputError
 
 if TYPE_CHECKING:
     from controller.rounds.paigow.state import PaiGowConfig

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from controller.errors import InputError
-from devices.config_reader import MISSING, Errors, kind_of, short
-from devices.config_reader import Table as DeviceTable
+from shared.config_reader import MISSING, Errors, kind_of, short
+from shared.config_reader import Table as DeviceTable
+from shared.errors import InputError
 
 __all__ = ["MISSING", "ConfigError", "Errors", "Table"]
 

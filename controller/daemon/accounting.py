@@ -30,9 +30,9 @@ from typing import Any
 
 from controller.events import EffectKind
 from controller.journal import Journal, StoredEvent
-from controller.link import contract
 from controller.meters import CLOSE_SHIFT, SHIFT_METERS, Meters, replay
 from controller.rounds.base import Effect
+from shared.link import contract
 
 # Events the daemon itself journals (not a device's, not the dealer's). The round machines are
 # stepped with them like with any event (so a replay steps them too) and take them as no move.

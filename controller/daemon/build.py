@@ -91,7 +91,7 @@ def build_devices(
     game = cfg.uth or cfg.paigow
     if cfg.link.enabled and game is not None:
         # Player Cards asked of head office over the link (issue 29; extensions/patron.py).
-        from controller.extensions.patron import PatronDevice
+        from controller.link.patron_device import PatronDevice
 
         devices["patron"] = PatronDevice(cfg.table_id, game.cards.answer_ms / 1000)
     return devices
@@ -135,7 +135,7 @@ def build_extensions(
 
     extensions.append(ServiceMenu())  # tablectl devices lamps|buttons|loopback (between rounds)
     if cfg.link.enabled:
-        from controller.extensions.link import LinkExtension
+        from controller.link.extension import LinkExtension
 
         extensions.append(LinkExtension(cfg))  # head office over MQTT (docs/mqtt.md)
     return extensions

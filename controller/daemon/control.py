@@ -42,8 +42,8 @@ from controller.control import (
     parse_request,
     set_current_peer,
 )
-from controller.errors import TablectlError
 from devices.errors import DevicesError
+from shared.errors import TablectlError
 
 # Refusals a flood repeats (a connection too many, one that sent nothing in time) are logged at
 # most once every LOG_EVERY_S for each reason and user, with how many the line stands for; each

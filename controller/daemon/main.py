@@ -33,9 +33,9 @@ from controller.daemon.build import (
 )
 from controller.daemon.service import TableService
 from controller.describe import describe_round
-from controller.errors import TablectlError
 from controller.logs import event as log_event
-from devices.stopping import cancel_and_wait, names
+from shared.errors import TablectlError
+from shared.stopping import cancel_and_wait, names
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from controller.config import TableConfig
-from controller.errors import TablectlError
 from controller.journal import Journal, JournalError
 from controller.logs import event as log_event
 from controller.rounds.base import RoundMachine
 from controller.trialboot import BOOTLOADER, in_trial_boot
+from shared.errors import TablectlError
 
 
 class Unusable(TablectlError):

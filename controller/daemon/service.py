@@ -19,7 +19,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from controller.clock import utc_now
 from controller.config import TableConfig
 from controller.control import SOCKET_NAME
 from controller.daemon import notify
@@ -39,7 +38,6 @@ from controller.daemon.logbook import ErrorHistory, LogRing
 from controller.daemon.opening import Unusable, open_journal, replay
 from controller.daemon.stats import Stats
 from controller.daemon.supervisor import Supervisor
-from controller.errors import TablectlError
 from controller.events import EffectKind
 from controller.extensions.base import Extension, Watcher
 from controller.journal import Entry, Journal, JournalError
@@ -48,6 +46,8 @@ from controller.logs import event as log_event
 from controller.meters import CLOSE_SHIFT, Meters
 from controller.rounds.base import Event, Now, RoundMachine
 from devices.base import Device, DeviceError, DeviceEvent
+from shared.clock import utc_now
+from shared.errors import TablectlError
 
 WATCH_BACKLOG = 256  # events a slow `tablectl watch` may fall behind before it is cut off
 STALL_S = 5.0  # an event older than this in the queue means the loop is not healthy

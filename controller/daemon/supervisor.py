@@ -20,7 +20,7 @@ from controller.daemon.stats import Stats
 from controller.extensions.base import Extension, Table
 from controller.logs import FIELDS_ATTR
 from controller.logs import event as log_event
-from devices.stopping import cancel_and_wait, names
+from shared.stopping import cancel_and_wait, names
 
 # A long-lived task that dies is restarted after RESTART_MIN_S, doubling up to RESTART_MAX_S;
 # more than RESTART_LIMIT deaths within RESTART_WINDOW_S take the table out of service.

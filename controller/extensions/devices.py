@@ -30,7 +30,7 @@ from devices.base import DeviceError
 from devices.build import simulators
 from devices.sensors import Sensors
 from devices.sensors.gpio import GpioSensors
-from devices.stopping import cancel_and_wait
+from shared.stopping import cancel_and_wait
 
 WATCH_KEEP = 500
 

@@ -20,11 +20,11 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.errors import TablectlError
 from controller.journal.chain import chain_hash
 from controller.journal.codec import Codec, parse_body
 from controller.journal.records import RoundRecord, StoredEvent, stored_event
 from controller.journal.segments import SegmentState, archive_name
+from shared.errors import TablectlError
 
 # A segment of 2,000 UTH rounds inflates to ~3 MB; far beyond that is not an archive we wrote.
 MAX_COMPRESSED = 64 << 20

@@ -3,7 +3,7 @@ catch one root."""
 
 from __future__ import annotations
 
-from controller.errors import TablectlError
+from shared.errors import TablectlError
 
 
 class JournalError(TablectlError):

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.errors import TablectlError
 from controller.journal.errors import JournalError
+from shared.errors import TablectlError
 
 CREDENTIAL_NAME = "journal-key"  # LoadCredential=journal-key:/etc/tablectl/journal-key
 SYSTEM_KEY_FILE = Path("/etc/tablectl/journal-key")

@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.errors import TablectlError
 from controller.journal.anchor import ChainHashes
 from controller.journal.chain import genesis_hash
 from controller.journal.codec import Codec
 from controller.journal.mac import MAC_BYTES, JournalKey
+from shared.errors import TablectlError
 
 MARK_FILE = "journal.mark"
 MARK_SIZE = 256  # one fixed-size record at offset 0: within one disk sector

@@ -4,5 +4,5 @@ gives a `Connection`; `LinkError` when the broker cannot be reached).
 `contract` holds the topics and versioned payload schemas both ends share (docs/mqtt.md,
 docs/asyncapi.yaml); `relay` (`OutboxRelay`) moves the journal's outbox to head office;
 `supervise` keeps the long-lived tasks running. The daemon's part that wires it into the table
-is `controller.extensions.link.LinkExtension`.
+is `controller.link.extension.LinkExtension`.
 """

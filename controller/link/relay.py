@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from controller.journal import Journal
-from controller.link import contract
+from shared.link import contract
 
 Publish = Callable[[str, bytes], Awaitable[None]]
 

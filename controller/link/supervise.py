@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from controller.link.transport import Backoff
+from shared.link.transport import Backoff
 
 
 async def supervised(

@@ -28,10 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import EffectKind, OutboxType
 from controller.rounds import fields
 from controller.rounds.base import Effect
+from shared.errors import InputError
 
 CARD_ID = re.compile(r"[A-Za-z0-9_-]{4,32}")  # the patron contract's opaque id
 CHECKING, RESERVING, VALID, REFUSED, INVALID = (

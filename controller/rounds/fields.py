@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 
 class _Missing:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 
 class SeedError(InputError):

@@ -20,7 +20,7 @@ from controller.rules.citations import Citation, scan
 from controller.rules.classify import CLASSIFIED, Classified, load
 from controller.rules.clauses import BY_KEY, SEEDS, Clause, clauses
 
-CODE = ("controller", "devices", "headoffice")
+CODE = ("controller", "devices", "headoffice", "shared")
 TESTS = ("tests",)
 # Not scanned: this package and its test hold clause numbers as examples, not as citations.
 SKIP = ("controller/rules/", "tests/test_traceability.py")

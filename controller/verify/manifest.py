@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 FORMAT = "tablectl-manifest/1"
 

@@ -39,7 +39,7 @@ from devices.proto.alpha import (
 )
 from devices.proto.serial_config import SerialConfig
 from devices.proto.serial_line import SerialLine
-from devices.stopping import end_tasks
+from shared.stopping import end_tasks
 
 MIN_INTERVAL_S = 0.25
 POLL_S = 5.0

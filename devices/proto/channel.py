@@ -32,7 +32,7 @@ from devices.proto.arq import FramedLink
 from devices.proto.framing import MessageError, message, parse_message
 from devices.proto.serial_config import SerialConfig
 from devices.proto.serial_line import SerialLine
-from devices.stopping import end_tasks
+from shared.stopping import end_tasks
 
 POLL_S = 5.0  # idle STATUS poll: how soon a silent idle device shows offline
 log = logging.getLogger("tablectl.devices")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from devices.config_reader import Table
+from shared.config_reader import Table
 
 BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400)
 _USB_ID = re.compile(r"[0-9a-f]{4}")

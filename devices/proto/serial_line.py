@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from devices.base import Device, DeviceError
 from devices.proto import serial_port
-from devices.stopping import end_tasks
+from shared.stopping import end_tasks
 
 WATCH_S = 0.5  # how often an open port's path is looked at
 NODE_POLL_S = 0.25  # how often a missing path is looked for (a stat: cheap)

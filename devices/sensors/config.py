@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from devices.config_reader import MISSING, Table, kind_of
+from shared.config_reader import MISSING, Table, kind_of
 
 BCM_PINS = range(0, 28)  # the 40-pin header's GPIO0..GPIO27
 PIN_FACTORIES = ("lgpio", "mock")

@@ -32,7 +32,7 @@ from typing import Any
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 ROLES = ("viewer", "approver")
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")

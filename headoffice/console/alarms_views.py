@@ -24,12 +24,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from controller.errors import InputError
 from headoffice import audit, exports
 from headoffice.ledger import Ledger, LedgerError
 from headoffice.ledger.alarms import KINDS
 from headoffice.localtime import local_time, zone
 from headoffice.worker import lease_for
+from shared.errors import InputError
 
 if TYPE_CHECKING:
     from headoffice.console.app import Console

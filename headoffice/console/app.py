@@ -34,7 +34,6 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from controller.link import contract
 from headoffice.config import HeadOfficeConfig
 from headoffice.console import alarms_views, card_views, views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
@@ -53,6 +52,7 @@ from headoffice.console.money import (
 from headoffice.console.param_views import ParamPages
 from headoffice.console.sessions import COOKIE, Session, SessionStore
 from headoffice.ledger import Ledger, LedgerError
+from shared.link import contract
 
 log = logging.getLogger("tablectl.headoffice.console")
 HERE = Path(__file__).parent

@@ -13,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from controller.link.patron import CARD_ID
 from headoffice.console.forms import Refused
 from headoffice.ledger import LedgerError, cards
+from shared.link.patron import CARD_ID
 
 if TYPE_CHECKING:
     from headoffice.console.app import Console

@@ -7,8 +7,8 @@ import re
 
 from starlette.requests import Request
 
-from controller.errors import TablectlError
-from controller.link import contract
+from shared.errors import TablectlError
+from shared.link import contract
 
 MAX_FIELDS = 12  # fields of a form: the largest is a parameter change
 MAX_TEXT = 500  # characters of a reason (the ledger keeps 500)

@@ -6,9 +6,9 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from controller.errors import InputError
 from controller.money import dollars_or_dash as dollars  # "-" where a page has no figure
 from controller.money import parse_cents
+from shared.errors import InputError
 
 __all__ = ["dollars", "param_changes", "parse_dollars", "parse_percent", "percent"]
 

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from controller.errors import InputError
 from headoffice.console.forms import (
     MAX_FIELDS,
     PARAM_FIELDS,
@@ -28,6 +27,7 @@ from headoffice.console.forms import (
 from headoffice.console.money import param_changes, parse_dollars, parse_percent
 from headoffice.ledger import Ledger, LedgerError
 from headoffice.pools import requested_changes
+from shared.errors import InputError
 
 if TYPE_CHECKING:
     from headoffice.config import HeadOfficeConfig

@@ -18,7 +18,7 @@ import logging
 import sys
 from pathlib import Path
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 # Imported by `tablectl-headoffice` for every command: the web stack (the `console` extra) is
 # imported only when the console runs, so the worker's installs need none of it.

@@ -8,9 +8,6 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from controller.errors import InputError
-from controller.link import contract
-from controller.link.contract import OutboxType
 from controller.meters import SHIFT_METERS
 from headoffice.ledger import cards, common
 from headoffice.ledger.common import (
@@ -30,6 +27,9 @@ from headoffice.ledger.common import (
 from headoffice.ledger.hits import BatchHits
 from headoffice.ledger.tables import BatchTables
 from headoffice.pools import ConservationError, Pool
+from shared.errors import InputError
+from shared.link import contract
+from shared.link.outbox import OutboxType
 
 if TYPE_CHECKING:
     from headoffice.ledger.core import Ledger

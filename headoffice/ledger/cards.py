@@ -24,15 +24,15 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller.clock import utc_now
-from controller.errors import InputError
-from controller.events import OutboxType
-from controller.link import patron
-from controller.link.contract import MAX_CENTS
 from controller.money import dollars
 from headoffice.db import Database
 from headoffice.ledger.common import LedgerError
 from headoffice.ledger.decisions import authorised, reason_of
+from shared.clock import utc_now
+from shared.errors import InputError
+from shared.link import patron
+from shared.link.contract import MAX_CENTS
+from shared.link.outbox import OutboxType
 
 PERIOD_KINDS = ("day", "week", "month")
 MAX_PERIOD_LEN = 366

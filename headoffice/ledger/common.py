@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from controller.clock import utc_now
-from controller.errors import TablectlError
-from controller.link.contract import OutboxType
 from headoffice.pools import Pool, PoolValue
+from shared.clock import utc_now
+from shared.errors import TablectlError
+from shared.link.outbox import OutboxType
 
 __all__ = ["utc_now"]  # one name to patch in tests: every module calls common.utc_now()
 

@@ -23,8 +23,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from controller.link import contract
-from controller.link.contract import OutboxType
 from headoffice.db import Database, open_database
 from headoffice.hits import HitPolicy
 from headoffice.ledger import cards
@@ -35,6 +33,8 @@ from headoffice.ledger.hits import LedgerHits
 from headoffice.ledger.params import LedgerPools
 from headoffice.ledger.queries import LedgerQueries
 from headoffice.ledger.tables import LedgerTables
+from shared.link import contract
+from shared.link.outbox import OutboxType
 
 
 class Ledger(LedgerTables, LedgerPools, LedgerHits, LedgerQueries, LedgerAlarms):

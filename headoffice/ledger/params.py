@@ -10,7 +10,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from controller.errors import InputError
 from headoffice.db import Database
 from headoffice.hits import HitPolicy
 from headoffice.ledger import common
@@ -23,6 +22,7 @@ from headoffice.ledger.common import (
 from headoffice.ledger.decisions import authorised as authorised_
 from headoffice.ledger.decisions import reason_of
 from headoffice.pools import ConservationError, Params, Pool
+from shared.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller.link import contract
 from headoffice.db import Database
 from headoffice.hits import HitPolicy
 from headoffice.ledger.common import (
@@ -16,6 +15,7 @@ from headoffice.ledger.common import (
     force_bool,
     log,
 )
+from shared.link import contract
 
 
 class LedgerTables:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from controller.cli.logs_cmd import EXIT_NO_MATCH, errors_text, since_utc
-from controller.errors import InputError
+from shared.errors import InputError
 from tests.support.daemon import REPO, ask, start_daemon, wait_ready
 
 CLI = [sys.executable, "-m", "controller.cli.main"]

@@ -14,11 +14,11 @@ from controller.config import (
     load_config,
     validate_text,
 )
-from controller.errors import InputError
 from controller.games.paigow.profiles import Profile
 from controller.games.uth.evaluator import Category
 from controller.games.uth.paytables import BLIND_PAYTABLE, TRIPS_PAYTABLE, Odds
 from controller.games.uth.settlement import Spot
+from shared.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

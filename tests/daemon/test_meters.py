@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from controller.daemon.accounting import meters_of
 from controller.journal import Journal
-from controller.link import contract
 from controller.meters import Meters, round_parts
 from headoffice import meters as ho_meters
 from headoffice.ledger import Incoming, Ledger
+from shared.link import contract
 from tests.support.daemon import REPO, ask, start_daemon, wait_for_socket
 
 GAMES = [("paigow", "nsw", "SIM-PAIGOW-NSW"), ("uth", "nsw", "SIM-UTH-NSW")]

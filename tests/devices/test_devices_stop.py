@@ -19,7 +19,7 @@ from pathlib import Path
 
 from devices.meter.driver import AlphaMeter
 from devices.meter.wire import PtyMeterSim
-from devices.stopping import cancel_and_wait
+from shared.stopping import cancel_and_wait
 from tests.support.devices import serial_cfg as cfg
 
 STOPS = 300

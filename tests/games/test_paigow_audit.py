@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from controller.cli.paigow_cmd import settle_document
 from controller.config import ConfigError, validate_text
-from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState
 from controller.games.paigow.houseway import house_way
 from controller.games.paigow.money import BASIS_POINTS, TableMoney
@@ -36,6 +35,7 @@ from controller.games.paigow.wagers import (
 )
 from controller.rounds.paigow import PaiGowConfig
 from controller.rounds.paigow.result import round_result, to_wager
+from shared.errors import InputError
 from tests.support.paigow_strategies import dealt_settings
 from tests.support.paigow_table import Table, texts
 

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.paigow import bank as bk
 from controller.games.paigow.bank import (
     BankHolder,
@@ -25,6 +24,7 @@ from controller.games.paigow.bank import (
     take_bank,
 )
 from controller.games.paigow.profiles import Profile
+from shared.errors import InputError
 
 ALL = range(1, 9)
 RICH = 10**9

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.paigow import cuts
 from controller.games.paigow.bank import BankHolder
 from controller.games.paigow.cuts import (
@@ -29,6 +28,7 @@ from controller.games.paigow.cuts import (
     random_cut,
 )
 from controller.games.paigow.profiles import Profile
+from shared.errors import InputError
 
 R, L, T, B = CutOption.RIGHT, CutOption.LEFT, CutOption.TOP, CutOption.BOTTOM
 

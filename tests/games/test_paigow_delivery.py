@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.paigow.delivery import (
     Destination,
     clockwise,
@@ -19,6 +18,7 @@ from controller.games.paigow.delivery import (
 )
 from controller.games.paigow.dice import allowed_steals, first_box
 from controller.games.paigow.profiles import Profile
+from shared.errors import InputError
 
 TOTALS = range(3, 19)
 

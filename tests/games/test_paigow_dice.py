@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.paigow import bank as bk
 from controller.games.paigow.bank import BankHolder, BankState
 from controller.games.paigow.dice import (
@@ -21,6 +20,7 @@ from controller.games.paigow.dice import (
     off_box,
 )
 from controller.games.paigow.profiles import Profile
+from shared.errors import InputError
 
 totals = st.integers(3, 18)
 steals = st.integers(-4, 4)

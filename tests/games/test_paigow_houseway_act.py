@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.paigow.hands import Kind, TwoTileHand, make_hand
 from controller.games.paigow.houseway.act import RULES, explain_act, house_way_act
 from controller.games.paigow.settings import Setting, all_settings
 from controller.games.paigow.tiles import FULL_SET, Tile, parse_tile, parse_tiles
+from shared.errors import InputError
 
 # --------------------------------------------------------------------------------------------
 # Helpers: everything below is written from the seed text, independently of the module.

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.paigow.hands import Kind, TwoTileHand, make_hand
 from controller.games.paigow.houseway import nsw
 from controller.games.paigow.houseway.nsw import explain_nsw, house_way_nsw
 from controller.games.paigow.settings import Setting, all_settings
 from controller.games.paigow.tiles import BY_NOTATION, FULL_SET, Tile, parse_tiles
+from shared.errors import InputError
 
 ALL_HANDS: list[tuple[Tile, ...]] = list(itertools.combinations(FULL_SET, 4))
 # The 8,130 different hands (identical tiles make the 35,960 combinations repeat hands).

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.paigow.hands import Kind, TwoTileHand, make_hand
 from controller.games.paigow.houseway.nz import RULES, SPLIT_TABLE, explain_nz, house_way_nz
 from controller.games.paigow.settings import Setting, all_settings, ordered
 from controller.games.paigow.tiles import FULL_SET, TILES, Tile, check_available, parse_tile
+from shared.errors import InputError
 
 P = "NZ App4"
 TEEN, DAY, LOW_10 = parse_tile("6-6"), parse_tile("1-1"), parse_tile("4-6")

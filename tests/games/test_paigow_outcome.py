@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from controller.errors import InputError
 from controller.games.paigow.outcome import Outcome, banker_outcome, player_outcome
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.settings import all_settings, parse_setting
 from controller.games.paigow.tiles import parse_tiles
+from shared.errors import InputError
 from tests.support.paigow_strategies import dealt_settings
 
 ALL = list(Profile)

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.paigow.money import TableMoney
 from controller.games.paigow.outcome import Outcome
 from controller.games.paigow.profiles import Profile
@@ -19,6 +18,7 @@ from controller.games.paigow.wagers import (
     check_box_wagers,
     largest_exact_wager,
 )
+from shared.errors import InputError
 
 W, L, P = Outcome.WIN, Outcome.LOSE, Outcome.PUSH
 TABLE = TableMoney(minimum=1000, maximum=500_000, chip_unit=100)

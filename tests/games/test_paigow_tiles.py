@@ -6,7 +6,6 @@ from collections import Counter
 
 import pytest
 
-from controller.errors import InputError
 from controller.games.paigow.tiles import (
     FULL_SET,
     TILES,
@@ -14,6 +13,7 @@ from controller.games.paigow.tiles import (
     parse_tile,
     parse_tiles,
 )
+from shared.errors import InputError
 
 
 def test_the_set_has_32_tiles_of_21_kinds() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.link import contract
+from shared.link import contract
 
 
 def reference(raw: bytes) -> Any:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from controller.link import contract
-from controller.link.transport import Connection, LinkError, connect
 from controller.sim.uth import royal_flush_top
+from shared.link import contract
+from shared.link.transport import Connection, LinkError, connect
 from tests import mqtt_broker
 from tests.support.link import (
     POOL,

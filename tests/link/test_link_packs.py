@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.link import contract
 from controller.link.relay import OutboxRelay
-from controller.link.transport import connect
+from shared.link import contract
+from shared.link.transport import connect
 from tests import mqtt_broker
 from tests.support.link import (
     assert_ledger_matches,

@@ -19,13 +19,13 @@ import pytest
 from controller.config import validate_text
 from controller.daemon.build import build_machine
 from controller.daemon.service import TableService
-from controller.extensions.link import LinkExtension
-from controller.extensions.patron import PatronDevice
-from controller.link import patron
-from controller.link.transport import connect
+from controller.link.extension import LinkExtension
+from controller.link.patron_device import PatronDevice
 from controller.random_source import RandomSource
 from controller.rounds.base import Event
 from devices.sim import build_simulators
+from shared.link import patron
+from shared.link.transport import connect
 from tests import mqtt_broker
 from tests.support.link import FAST, run, table_toml, wait_for
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from controller.link import contract
-from controller.link.transport import connect
+from shared.link import contract
+from shared.link.transport import connect
 from tests import mqtt_broker
 from tests.support.link import FAST, POOL, make_table, run, start, wait_for
 

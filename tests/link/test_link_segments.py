@@ -17,10 +17,10 @@ import pytest
 
 from controller.config.journal import JournalConfig
 from controller.journal.background import verify_in_background
-from controller.link import contract
-from controller.link.transport import connect
 from headoffice.ledger import Ledger
 from headoffice.segments import held
+from shared.link import contract
+from shared.link.transport import connect
 from tests import mqtt_broker
 from tests.mqtt_broker import Broker
 from tests.support.link import FAST, SimTable, head_office, make_table, run, start, wait_for

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from controller.link import contract
 from controller.link.supervise import supervised
-from controller.link.transport import Backoff, connect
 from controller.sim.uth import royal_flush_top
+from shared.link import contract
+from shared.link.transport import Backoff, connect
 from tests import mqtt_broker
 from tests.support.link import (
     POOL,

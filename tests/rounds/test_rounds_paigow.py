@@ -688,7 +688,7 @@ def test_status_and_resume_re_issue_the_pending_shake_and_display() -> None:
 
 
 def test_from_json_refuses_a_foreign_snapshot() -> None:
-    from controller.errors import InputError
+    from shared.errors import InputError
 
     m = Table(Profile.NSW).m
     with pytest.raises(InputError):

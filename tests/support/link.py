@@ -22,9 +22,8 @@ from typing import Any, Protocol
 from controller.config import TableConfig, validate_text
 from controller.daemon.build import build_machine
 from controller.daemon.service import TableService
-from controller.extensions.link import LinkExtension, LinkOptions
 from controller.journal import Journal
-from controller.link.transport import BrokerSettings
+from controller.link.extension import LinkExtension, LinkOptions
 from controller.random_source import RandomSource
 from controller.rounds.base import Event
 from controller.sim.uth import UthSim
@@ -33,6 +32,7 @@ from headoffice.config import HeadOfficeConfig
 from headoffice.ledger import Ledger
 from headoffice.pools import Params
 from headoffice.worker import Worker
+from shared.link.transport import BrokerSettings
 from tests.mqtt_broker import Broker
 
 POOL = "p1"

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from controller.errors import InputError
 from controller.games.paigow.profiles import Profile
+from shared.errors import InputError
 
 MAX_BOXES = 8  # NZ 3.1-3.2, ACT 1(a): up to 8 boxes; NSW 7.2 deals 8 groups of 4
 HOUSE_BOX = 1  # the house banks on box 1 (NSW 6.10, NZ 11.1(a), ACT 6.9)

@@ -17,9 +17,9 @@ from enum import Enum, StrEnum
 from itertools import product
 from typing import Protocol, TypeVar
 
-from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder
 from controller.games.paigow.profiles import Profile
+from shared.errors import InputError
 
 
 class Cut(StrEnum):

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
-from controller.errors import InputError
 from controller.games.paigow.bank import MAX_BOXES
 from controller.games.paigow.profiles import Profile
+from shared.errors import InputError
 
 T = TypeVar("T")
 GROUPS = 8  # NSW 7.2, NZ "Cut", ACT 8.2

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from controller.errors import InputError
 from controller.games.paigow.bank import HOUSE_BOX, MAX_BOXES, BankHolder, BankState, check_box
 from controller.games.paigow.profiles import Profile
+from shared.errors import InputError
 
 TILE_POSITIONS = 8
 BOX_DICE = 3  # NSW 2.3, NZ 3.3(b), ACT 4.1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 BASIS_POINTS = 10_000
 STANDARD_COMMISSION_BP = 500  # 5% (NSW 14.1-14.2, NZ 6.11/6.14, ACT 12.6-12.8)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 
 class Profile(StrEnum):

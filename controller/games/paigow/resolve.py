@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder
 from controller.games.paigow.houseway import house_way
 from controller.games.paigow.money import TableMoney
@@ -28,6 +27,7 @@ from controller.games.paigow.settings import Setting
 from controller.games.paigow.settlement import RoundSettlement, settle_round
 from controller.games.paigow.tiles import check_available
 from controller.games.paigow.wagers import Wager, accept, check_round_wagers
+from shared.errors import InputError
 
 # The bank's hand set otherwise than the house way, found once the first player's hand is exposed.
 WRONG_HOUSE_HAND = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from controller.errors import InputError
 from controller.games.paigow.hands import TwoTileHand, make_hand
 from controller.games.paigow.tiles import Tile, check_available, parse_tiles
+from shared.errors import InputError
 
 
 @dataclass(frozen=True, slots=True)

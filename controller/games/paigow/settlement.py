@@ -26,12 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.bank import HOUSE_BOX, BankHolder
 from controller.games.paigow.money import TableMoney
 from controller.games.paigow.outcome import Outcome
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.wagers import Accepted, cover_breach
+from shared.errors import InputError
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 
 @dataclass(frozen=True, slots=True)

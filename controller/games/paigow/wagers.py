@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from controller.errors import InputError
 from controller.games.paigow.bank import HOUSE_BOX, BankHolder
 from controller.games.paigow.money import TableMoney
 from controller.games.paigow.profiles import Profile
+from shared.errors import InputError
 
 MAX_PLAYERS_PER_BOX = 3  # NSW 9.9, NZ 6.5, ACT 7.4
 

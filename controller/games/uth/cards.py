@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from controller.errors import InputError
+from shared.errors import InputError
 
 RANKS = "23456789TJQKA"
 SUITS = "cdhs"

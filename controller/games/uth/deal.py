@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from controller.errors import InputError
 from controller.games.uth.cards import Card, check_distinct
+from shared.errors import InputError
 
 MAX_BOXES = 7
 

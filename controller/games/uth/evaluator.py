@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 from itertools import combinations, combinations_with_replacement
 
-from controller.errors import InputError
 from controller.games.uth import tables_file
 from controller.games.uth.cards import RANKS, Card, check_distinct, rank_of
+from shared.errors import InputError
 
 
 class Category(IntEnum):

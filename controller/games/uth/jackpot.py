@@ -27,10 +27,10 @@ from fractions import Fraction
 from math import floor
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.uth.cards import Card, check_distinct
 from controller.games.uth.evaluator import Category, category_of, hand_rank
 from controller.games.uth.paytables import JackpotPayTable
+from shared.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 
-from controller.errors import InputError
 from controller.games.uth.evaluator import Category
+from shared.errors import InputError
 
 C = Category
 

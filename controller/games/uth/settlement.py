@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.uth.cards import Card
 from controller.games.uth.deal import Deal
 from controller.games.uth.evaluator import Category, category_floor, category_of, hand_rank
@@ -26,6 +25,7 @@ from controller.games.uth.paytables import (
     PayTable,
 )
 from controller.games.uth.wagers import Action, BoxPlay
+from shared.errors import InputError
 
 # The category floors are looked up when a hand is settled, not at import: they need the
 # evaluator's tables, and importing this module (every `tablectl` command does, for `Spot`)

@@ -24,7 +24,7 @@ import sys
 from array import array
 from pathlib import Path
 
-from controller.errors import TablectlError
+from shared.errors import TablectlError
 
 FILE_NAME = "evaluator_tables.bin"
 FILE = Path(__file__).with_name(FILE_NAME)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
-from controller.errors import InputError
 from controller.games.uth.deal import check_boxes
+from shared.errors import InputError
 
 
 class WagerLocked(InputError):

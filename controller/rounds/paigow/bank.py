@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.bank import (
     HOUSE_BOX,
     BankHolder,
@@ -35,6 +34,7 @@ from controller.rounds.paigow.core import (
     log,
 )
 from controller.rounds.paigow.state import PaiGowState, Phase, bank_json, bank_state
+from shared.errors import InputError
 
 
 class BankSteps(PaiGowCore):

@@ -9,12 +9,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import EffectKind
 from controller.rounds import cards, fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import PaiGowCore, Result, log
 from controller.rounds.paigow.state import JSON, PaiGowState, Phase
+from shared.errors import InputError
 
 RULE = "Pai Gow NSW 9.1, 16.1"
 

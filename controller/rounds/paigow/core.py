@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import EffectKind
 from controller.games.paigow.bank import BankHolder, BankState, bank_open, offer_order
 from controller.games.paigow.cuts import CutSource
@@ -24,6 +23,7 @@ from controller.rounds.paigow.state import (
     bank_json,
     bank_state,
 )
+from shared.errors import InputError
 
 Result = tuple[PaiGowState, list[Effect]]
 

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import EffectKind
 from controller.games.paigow.bank import BankHolder, BankState
 from controller.games.paigow.cuts import (
@@ -24,6 +23,7 @@ from controller.rounds.base import Effect, Now
 from controller.rounds.paigow.core import CUT_SOURCES, SHAKE, PaiGowCore, Refused, Result, log
 from controller.rounds.paigow.input import options_json, parse_cut_data
 from controller.rounds.paigow.state import PaiGowState, Phase
+from shared.errors import InputError
 
 
 class CutSteps(PaiGowCore):

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.cuts import cut_spec
 from controller.games.paigow.delivery import describe
 from controller.games.paigow.dice import Shake, check_shake, first_box_for_shake
@@ -25,6 +24,7 @@ from controller.rounds.paigow.core import (
 )
 from controller.rounds.paigow.input import options_json, parse_shake, shake_json
 from controller.rounds.paigow.state import PaiGowState, Phase
+from shared.errors import InputError
 
 
 class DiceSteps(PaiGowCore):

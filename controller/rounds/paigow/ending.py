@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import EffectKind, OutboxType
 from controller.games.paigow.bank import BankHolder, BankState, after_round
 from controller.games.paigow.profiles import Profile
@@ -32,6 +31,7 @@ from controller.rounds.paigow.core import (
 )
 from controller.rounds.paigow.result import round_result, to_wager
 from controller.rounds.paigow.state import JSON, PaiGowState, Phase, bank_state
+from shared.errors import InputError
 
 
 class RoundEnd(PaiGowCore):

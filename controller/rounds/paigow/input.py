@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.cuts import Cut, CutOption, check_options, parse_cut
 from controller.games.paigow.dice import NOT_FLAT, Die, Shake
 from controller.games.paigow.houseway import house_way
@@ -17,6 +16,7 @@ from controller.games.paigow.profiles import Profile
 from controller.games.paigow.settings import Setting, parse_setting
 from controller.games.paigow.tiles import parse_tiles
 from controller.rounds import fields
+from shared.errors import InputError
 
 
 def _die(name: str, value: Any) -> Die:

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder
 from controller.games.paigow.profiles import Profile
 from controller.rounds import fields
 from controller.rounds.base import Now
 from controller.rounds.paigow.core import PaiGowCore, Result, log
 from controller.rounds.paigow.state import JSON, PaiGowState
+from shared.errors import InputError
 
 LAJA_EXPOSED_RULE = {Profile.NSW: "NSW 15.2", Profile.NZ: "NZ 12.2"}  # > 2 exposed: re-shuffle
 STACKING_RULE = {Profile.NSW: "NSW 15.1", Profile.NZ: "NZ 12.1", Profile.ACT: "ACT 13.2"}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from controller.errors import InputError
 from controller.events import EffectKind, Kind
 from controller.games.paigow.bank import accepts_wager
 from controller.rounds import cards
@@ -47,6 +46,7 @@ from controller.rounds.paigow.state import (
 )
 from controller.rounds.paigow.table import TableSteps
 from controller.rounds.paigow.wagers import WagerSteps
+from shared.errors import InputError
 
 # Events of other games or of the link: nothing for a Pai Gow round to do.
 IGNORED = frozenset({Kind.TICK, Kind.LINK_UP, Kind.LINK_DOWN, Kind.HO_POOL, Kind.HO_AWARD})

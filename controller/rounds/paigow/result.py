@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.bank import BankState
 from controller.games.paigow.resolve import resolve_round
 from controller.games.paigow.settings import Setting
@@ -18,6 +17,7 @@ from controller.games.paigow.settlement import RoundSettlement
 from controller.games.paigow.wagers import Wager
 from controller.rounds.paigow.input import parse_hand
 from controller.rounds.paigow.state import JSON, PaiGowConfig
+from shared.errors import InputError
 
 
 def to_wager(row: Mapping[str, Any]) -> Wager:

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.bank import MAX_BOXES, BankHolder, BankState
 from controller.games.paigow.cuts import Cut
 from controller.games.paigow.money import TableMoney
 from controller.games.paigow.profiles import Profile
 from controller.rounds.cards import CardsConfig
+from shared.errors import InputError
 
 JSON = dict[str, Any]
 

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.bank import start
 from controller.games.paigow.dice import MAX_TOTAL, MIN_TOTAL, Shake, off_box
 from controller.games.paigow.profiles import Profile
@@ -24,6 +23,7 @@ from controller.rounds.paigow.core import (
     off_draw_refusal,
 )
 from controller.rounds.paigow.state import IN_ROUND, PaiGowState, Phase
+from shared.errors import InputError
 
 
 class TableSteps(PaiGowCore):

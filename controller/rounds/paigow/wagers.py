@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.paigow.bank import BankHolder, BankState, accepts_wager
 from controller.games.paigow.profiles import Profile
 from controller.games.paigow.wagers import (
@@ -31,6 +30,7 @@ from controller.rounds.paigow.core import (
 )
 from controller.rounds.paigow.result import to_wager
 from controller.rounds.paigow.state import JSON, PaiGowState
+from shared.errors import InputError
 
 
 class WagerSteps(PaiGowCore):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.uth.settlement import Spot
 from controller.games.uth.wagers import BoxWagers
 from controller.rounds import fields
@@ -22,6 +21,7 @@ from controller.rounds.uth.state import (
     replace,
 )
 from controller.rounds.uth.status import resume
+from shared.errors import InputError
 
 Result = tuple[UthState, list[Effect]]
 CLOSE_BETWEEN_ROUNDS = "close the table between rounds, with no wagers on the layout"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.errors import InputError
 from controller.rounds import cards, fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth.state import BETTING, UthConfig, UthState, replace
+from shared.errors import InputError
 
 Result = tuple[UthState, list[Effect]]
 MOST_PLAY = 4  # the largest Play is 4 x the Ante (9.1): what a box can lose at most counts it

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import OutboxType
 from controller.games.uth.cards import format_cards
 from controller.games.uth.deal import Deal
@@ -35,6 +34,7 @@ from controller.rounds.uth.state import (
     pool_state,
     replace,
 )
+from shared.errors import InputError
 
 Result = tuple[UthState, list[Effect]]
 

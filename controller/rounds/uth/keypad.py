@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import Kind
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import play as rnd
 from controller.rounds.uth.state import DEALING, UthConfig, UthState, replace
+from shared.errors import InputError
 
 Result = tuple[UthState, list[Effect]]
 

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import Kind
 from controller.games.uth.evaluator import build_tables
 from controller.rounds.base import JSON, Effect, Event, Guarded, Now, Route, route, skip_rounds
@@ -37,6 +36,7 @@ from controller.rounds.uth.state import (
     state_to_json,
 )
 from controller.rounds.uth.status import resume, status
+from shared.errors import InputError
 
 Result = tuple[UthState, list[Effect]]
 Step = Callable[[UthConfig, UthState, Any, Now], Result]

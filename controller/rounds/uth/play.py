@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import EffectKind, Kind, OutboxType
 from controller.games.uth.cards import Card, format_card, parse_card
 from controller.games.uth.deal import Deal, DealMethod, cards_needed, deal
@@ -33,6 +32,7 @@ from controller.rounds.uth.state import (
     UthState,
     replace,
 )
+from shared.errors import InputError
 
 Result = tuple[UthState, list[Effect]]
 

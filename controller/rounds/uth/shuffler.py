@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.errors import InputError
 from controller.events import EffectKind
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
@@ -19,6 +18,7 @@ from controller.rounds.uth.state import (
     UthState,
     replace,
 )
+from shared.errors import InputError
 
 Result = tuple[UthState, list[Effect]]
 

@@ -15,12 +15,12 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-from controller.errors import InputError
 from controller.games.uth.deal import MAX_BOXES, DealMethod
 from controller.games.uth.jackpot import PoolState
 from controller.games.uth.paytables import JackpotPayTable
 from controller.games.uth.settlement import SettlementRules
 from controller.rounds.cards import CardsConfig
+from shared.errors import InputError
 
 JSON = dict[str, Any]
 

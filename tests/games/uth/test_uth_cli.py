@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from controller.cli import uth_cmd
-from controller.errors import InputError
+from shared.errors import InputError
 
 
 def run(argv: list[str], stdin: str = "", capsys=None) -> tuple[int, str, str]:

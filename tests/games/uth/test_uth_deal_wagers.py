@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.uth.cards import format_cards
 from controller.games.uth.deal import (
     DealMethod,
@@ -24,6 +23,7 @@ from controller.games.uth.wagers import (
     WagerLocked,
     run_round,
 )
+from shared.errors import InputError
 from tests.support.uth_cards import cards
 
 ORDER = cards("2c 3c 4c 5c 6c 7c 8c 9c Tc Jc Qc Kc Ac")  # 13 cards: 3 boxes

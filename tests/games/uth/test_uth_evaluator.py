@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.uth.cards import format_card, parse_card, parse_cards
 from controller.games.uth.evaluator import (
     MAX_RANK,
@@ -21,6 +20,7 @@ from controller.games.uth.evaluator import (
     hand_rank,
     nonflush_rank,
 )
+from shared.errors import InputError
 from tests.support.uth_cards import cards, rank, to_text
 
 # --- notation --------------------------------------------------------------------------------

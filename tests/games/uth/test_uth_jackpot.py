@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import InputError
 from controller.games.uth.deal import DealMethod, deal
 from controller.games.uth.jackpot import (
     Award,
@@ -20,6 +19,7 @@ from controller.games.uth.jackpot import (
     jackpot_round,
 )
 from controller.games.uth.paytables import JackpotPayTable
+from shared.errors import InputError
 from tests.support.uth_cards import cards
 
 TABLE = JackpotPayTable()

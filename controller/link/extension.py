@@ -18,17 +18,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from controller.about import program_version
-from controller.clock import utc_now
 from controller.events import Event, Kind
 from controller.extensions.base import Table
-from controller.extensions.numbering import Numbering
-from controller.extensions.patron import card_answer, cards_on
-from controller.extensions.pool_values import PoolValues
 from controller.journal import JournalError
-from controller.link import contract, patron
+from controller.link.numbering import Numbering
+from controller.link.patron_device import card_answer, cards_on
+from controller.link.pool_values import PoolValues
 from controller.link.relay import OutboxRelay
 from controller.link.supervise import supervised
-from controller.link.transport import (
+from controller.logs import FIELDS_ATTR
+from controller.logs import event as log_event
+from shared.clock import utc_now
+from shared.link import contract, patron
+from shared.link.transport import (
     Backoff,
     BrokerSettings,
     Connection,
@@ -38,9 +40,7 @@ from controller.link.transport import (
     connect,
     run_together,
 )
-from controller.logs import FIELDS_ATTR
-from controller.logs import event as log_event
-from devices.stopping import cancel_and_wait
+from shared.stopping import cancel_and_wait
 
 if TYPE_CHECKING:
     from controller.config import TableConfig

@@ -19,10 +19,10 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
-from controller.clock import utc_now
 from controller.events import Kind
-from controller.link import contract, patron
 from devices.base import Device, DeviceError
+from shared.clock import utc_now
+from shared.link import contract, patron
 
 Publish = Callable[[str, bytes], Awaitable[None]]
 log = logging.getLogger("tablectl.patron")

@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from controller.events import OutboxType
-from controller.link.contract import (
+from shared.link.contract import (
     CARD_ID,
     JSON,
     MAX_CENTS,
@@ -30,6 +29,7 @@ from controller.link.contract import (
     _show,
     _str,
 )
+from shared.link.outbox import OutboxType
 
 __all__ = ["CARD_ID", "REQUEST_TYPES", "answer_topic", "card_answer", "card_request",
            "parse_card_answer", "parse_card_request", "request_topic"]

@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any
 
-from controller.errors import InputError
-from controller.events import OutboxType
+from shared.errors import InputError
+from shared.link.outbox import OutboxType
 
 VERSION = 1
 PREFIX = f"tablectl/v{VERSION}"
@@ -323,7 +323,7 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
     if type_ == RECOVERED:
         return _recovered(payload, what)
     if type_ in CARD_TYPES:
-        from controller.link.patron import check_card_payload  # patron.py imports this module
+        from shared.link.patron import check_card_payload  # patron.py imports this module
 
         return check_card_payload(type_, payload, what)
     _int(payload, "round", what, lo=1)

@@ -23,8 +23,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from controller.errors import TablectlError
-from devices.stopping import cancel_and_wait
+from shared.errors import TablectlError
+from shared.stopping import cancel_and_wait
 
 
 class LinkError(TablectlError):

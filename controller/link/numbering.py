@@ -12,9 +12,9 @@ import logging
 
 from controller.extensions.base import Table
 from controller.journal import AckBeyondJournal, JournalError
-from controller.link import contract
 from controller.link.relay import OutboxRelay
 from controller.logs import event as log_event
+from shared.link import contract
 
 
 class Numbering:
