@@ -22,7 +22,7 @@ directory in /var/tmp, the process counter only (what the test runs).
 
 --idle S: no players instead: what a linked table writes a minute while nobody plays, head
 office republishing its pool every second (the link journals the same value every 60 s,
-controller/extensions/pool_values.py; before 2026-11-27 every ~2 s, fsync'd), over S seconds
+controller/link/pool_values.py; before 2026-11-27 every ~2 s, fsync'd), over S seconds
 after IDLE_SETTLE_S.
 
 --segments-every S (default 1): the link sends the oldest archived segment not acknowledged on

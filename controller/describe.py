@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.money import dollars_or_dash as _money
+from shared.money import dollars_or_dash as _money
 
 
 def describe_round(record: dict[str, Any]) -> str:

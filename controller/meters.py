@@ -20,7 +20,7 @@ from typing import Any
 from controller.events import Kind, OutboxType
 
 CLOSE_SHIFT = Kind.METERS_CLOSE_SHIFT  # the event that closes a shift (journaled by the daemon)
-SHIFT_METERS = OutboxType.SHIFT_METERS  # its outbox message type (controller/link/contract.py)
+SHIFT_METERS = OutboxType.SHIFT_METERS  # its outbox message type (shared/link/contract.py)
 
 
 @dataclass

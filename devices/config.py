@@ -8,7 +8,7 @@
     [devices.gpio]       devices/sensors/config.py
 
 `read_devices(root, needs)` reads them all into a `DevicesConfig`, recording every problem in
-the file's one error list (devices/config_reader.py). What the configured game asks of the
+the file's one error list (shared/config_reader.py). What the configured game asks of the
 devices comes in as `GameNeeds`, which controller/config/ derives from the game's section:
 this package knows devices, not games. A new serial device is one more `SerialSection` in
 `SERIAL_SECTIONS` and one more field of `DevicesConfig`.

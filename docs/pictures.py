@@ -224,9 +224,9 @@ def dataflow_svg() -> str:
         ("5. controller/journal/  Journal.append_batch", "event, effects, round record, outbox",
          "row: hashed, one fsync'd commit"),
         ("6. controller/daemon/effects.py  Effects.run", "shuffler, meter, log; then watchers"),
-        ("7. controller/extensions/link.py", "_watch_outbox: wake the relay"),
+        ("7. controller/link/extension.py", "_watch_outbox: wake the relay"),
         ("8. controller/link/relay.py  OutboxRelay", "publish oldest unacked, bounded",
-         "(contract.py payload, transport.py)"),
+         "(shared/link: contract, transport)"),
     ]
     boxes, y = [], 80.0
     for lines in steps:

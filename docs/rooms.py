@@ -48,7 +48,7 @@ def room_of(module: str, rooms: dict[str, Room]) -> str | None:
 
 
 def where(name: str) -> str:
-    """controller.journal -> "controller/journal/", controller.money -> "controller/money.py"."""
+    """controller.journal -> "controller/journal/", shared.money -> "shared/money.py"."""
     path = name.replace(".", "/")
     return f"{path}/" if (REPO / path).is_dir() else f"{path}.py"
 

@@ -22,11 +22,11 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from controller.money import dollars
 from headoffice.console.money import param_changes
 from headoffice.db import Database
 from headoffice.localtime import next_day_utc, to_utc
 from shared.errors import InputError
+from shared.money import dollars
 
 MAX_ROWS = 5000  # entries a page or an export shows at most (newest first)
 TABLE = re.compile(r"[A-Za-z0-9_-]{1,32}")

@@ -48,7 +48,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from controller.money import dollars_or_dash as _money
 from headoffice import cli_alarms, cli_cards, localtime, meters
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
 from headoffice.console import server as console_server
@@ -56,6 +55,7 @@ from headoffice.console.money import param_changes
 from headoffice.ledger import Ledger, LedgerError
 from headoffice.pools import BASIS_POINTS, requested_changes
 from shared.link.contract import TABLE_ID
+from shared.money import dollars_or_dash as _money
 
 
 def _rate(text: str) -> str:

@@ -22,9 +22,9 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller.money import dollars_or_dash as _money
 from headoffice.ledger import Ledger, cards
 from shared.errors import InputError
+from shared.money import dollars_or_dash as _money
 
 DECIDE = ("add", "limit", "restrict", "unrestrict", "invalidate")
 

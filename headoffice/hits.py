@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from controller.money import dollars
 from shared.errors import InputError
+from shared.money import dollars
 
 # $10,000: the usual threshold above which a casino's hand-paid jackpot needs a second signature.
 DUAL_CONTROL_FROM = 1_000_000

@@ -33,7 +33,7 @@ BASIS_POINTS = 10_000
 
 
 class PoolValue(NamedTuple):
-    """What a pool value on the wire carries (controller/link/contract.py `pool_message`)."""
+    """What a pool value on the wire carries (shared/link/contract.py `pool_message`)."""
 
     amount: int  # the meter, cents
     version: int

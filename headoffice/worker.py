@@ -25,7 +25,7 @@ from headoffice.notify import LedgerWatch
 from headoffice.pools import Pool, PoolValue
 from headoffice.routing import PARTITIONS, Routing, partition_of
 from headoffice.segments import apply_segments
-from shared.link import contract, patron
+from shared.link import contract, patron, transport
 from shared.link.transport import Backoff, Connection, LinkError, connect, run_together
 
 log = logging.getLogger("tablectl.headoffice")
@@ -49,6 +49,9 @@ class Worker:
     def __init__(self, cfg: HeadOfficeConfig, ledger: Ledger,
                  lease_s: float | None = None) -> None:
         assert cfg.broker is not None, "a worker needs [broker]"
+        # paho's receive path made cheaper for the fleet's messages (issue 17): asked for here,
+        # by head office's worker, never at import (a table's link reads with paho as it is).
+        transport.share_paho_properties()
         self.cfg = cfg
         self.ledger = ledger
         ledger.policy = cfg.hit_policy()

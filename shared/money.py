@@ -1,13 +1,17 @@
-"""Integer cents as a person reads them: the one formatter of money in tablectl.
+"""Money as a person reads and types it: integer cents <-> dollars-and-cents text, in one place.
 
-Here rather than in controller/money.py (which re-exports it and adds parsing) because the
-meter's driver formats amounts too, and devices/ never imports controller. Integer arithmetic
-only, never float.
+Amounts are integer cents everywhere inside tablectl; these are the only conversions to and from
+what people read and type: the table's (controller), the meter's driver's (devices) and head
+office's. Here, in shared/, because all three use them and devices/ never imports controller.
+Integer and Decimal arithmetic only, never float.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from shared.errors import InputError
 
 
 def dollars(cents: int) -> str:
@@ -22,3 +26,17 @@ def dollars_or_dash(cents: Any) -> str:
     if not isinstance(cents, int) or isinstance(cents, bool):
         return "-"
     return dollars(cents)
+
+
+def parse_cents(text: str, what: str = "amount") -> int:
+    """Dollars with at most two decimals ("12.50", "$1,000") -> integer cents, exactly;
+    InputError naming `what` otherwise (negative amounts are refused)."""
+    raw = text.strip().lstrip("$").replace(",", "")
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        raise InputError(f"bad {what} {text!r}: dollars such as 10 or 12.50") from None
+    cents = value * 100
+    if not value.is_finite() or value < 0 or cents != cents.to_integral_value():
+        raise InputError(f"bad {what} {text!r}: dollars >= 0 with at most two decimals")
+    return int(cents)

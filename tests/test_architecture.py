@@ -166,11 +166,63 @@ def test_no_circle_between_rooms() -> None:
 
 def test_devices_never_import_controller_nor_head_office() -> None:
     for name, row in ROOMS.items():
-        if name.split(".")[0] in ("devices", "shared"):
+        if name.split(".")[0] == "devices":
             assert not any(r.split(".")[0] in ("controller", "headoffice")
                            for r in row.may_import), name
     assert not [(a, b) for a, b in doors(GRAPH)
                 if a.split(".")[0] == "devices" and b.split(".")[0] not in ("devices", "shared")]
+
+
+SHARED = ("shared", "shared.errors", "shared.money", "shared.clock", "shared.stopping",
+          "shared.config_reader", "shared.link", "shared.link.outbox")
+
+
+def test_shared_imports_nothing_of_the_table_its_devices_nor_head_office() -> None:
+    """shared/ is what both programs speak (the contract, the transport, errors, money, the
+    clock, the TOML reader), owned by neither: its rows name only shared rooms, and no import
+    leaves it."""
+    rows = {n: r for n, r in ROOMS.items() if n.split(".")[0] == "shared"}
+    assert set(rows) == set(SHARED)
+    assert {n: r.may_import for n, r in rows.items()
+            if any(x.split(".")[0] != "shared" for x in r.may_import)} == {}
+    assert [(a, b) for a, b in doors(GRAPH)
+            if a.split(".")[0] == "shared" and b.split(".")[0] != "shared"] == []
+
+
+def test_both_programs_speak_through_shared() -> None:
+    # The table's link and head office's worker use the one contract and transport; head
+    # office imports nothing of the table's link room (controller/link/ is the table's side).
+    for side in ("controller.link", "headoffice.worker"):
+        assert {"shared.link.contract", "shared.link.transport"} <= {
+            i for m, imps in GRAPH.items() if room(m) == side for i in imps}, side
+    assert not [n for n, row in ROOMS.items()
+                if n.split(".")[0] == "headoffice" and row.covers("controller.link")]
+
+
+def reach(start: set[str]) -> set[str]:
+    """The rooms `start`'s rooms may import, and theirs, to the end (the table's doors)."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += [r for r in ROOMS if r not in seen and ROOMS[name].covers(r)]
+    return seen
+
+
+def test_head_office_takes_of_the_table_only_its_pure_rules_and_meters() -> None:
+    """What head office still takes of controller: the approved rules it checks a jackpot hit
+    with (`controller/games`: paytables, evaluator, jackpot) and the accounting meters it sums
+    (`controller/meters.py`), the same code the table runs, declared in docs/rooms.toml; and
+    through them nothing of the table's daemon, journal, link or round machines."""
+    into_controller = {b for a, b in doors(GRAPH)
+                       if a.split(".")[0] == "headoffice" and b.split(".")[0] == "controller"}
+    assert into_controller == {"controller.games", "controller.meters"}
+    pulled = reach(into_controller)
+    assert {r for r in pulled if r.split(".")[0] == "controller"} == {
+        "controller.games", "controller.meters", "controller.events"}
+    assert all(r.split(".")[0] in ("controller", "shared") for r in pulled)
 
 
 def test_the_journal_imports_only_events_errors_and_logs() -> None:
@@ -193,8 +245,8 @@ def test_the_pure_rooms_import_only_what_is_pure() -> None:
     assert ROOMS["controller.games"].may_import == ("shared.errors",)
     assert set(ROOMS["controller.rounds"].may_import) == {
         "controller.games", "controller.events", "shared.errors"}
-    for bottom in ("controller.money", "controller.codes", "controller.errorlog",
-                   "controller.meters", "controller.logs", "controller.events"):
+    for bottom in ("controller.codes", "controller.errorlog", "controller.meters",
+                   "controller.logs", "controller.events"):
         # The registries (controller/events.py) are at the bottom too: they import nothing.
         assert all(r == "controller.events" or r.split(".")[0] == "shared"
                    for r in ROOMS[bottom].may_import), bottom
@@ -217,6 +269,14 @@ def test_the_pure_rooms_import_only_what_is_pure() -> None:
          "controller.extensions may not import controller.daemon"),
         ("headoffice/pools_probe.py", "from controller.rounds import uth\n",
          "headoffice may not import controller.rounds"),
+        ("headoffice/worker_probe.py", "from controller.link.relay import OutboxRelay\n",
+         "headoffice may not import controller.link"),
+        ("shared/link/probe.py", "from controller.link.relay import OutboxRelay\n",
+         "shared.link may not import controller.link"),
+        ("shared/money_probe.py", "def f():\n    from headoffice.db import open_database\n",
+         "shared may not import headoffice.db"),
+        ("shared/clock_probe.py", "from devices.base import Device\n",
+         "shared may not import devices.base"),
     ],
 )
 def test_a_wrong_import_fails_the_check(rel: str, source: str, door: str) -> None:

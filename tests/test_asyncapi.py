@@ -1,6 +1,6 @@
 """docs/asyncapi.yaml is a well-formed AsyncAPI 3 document: its required keys are there, every
 $ref points at something that exists, every operation's channel and messages exist, and its
-channels are the topics the code uses (controller/link/contract.py)."""
+channels are the topics the code uses (shared/link/contract.py)."""
 
 from __future__ import annotations
 

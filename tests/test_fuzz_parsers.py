@@ -323,7 +323,7 @@ def test_random_messages_never_break_the_shuffler(
     asyncio.run(run())
 
 
-# --- the MQTT contract, both sides (controller/link/contract.py) ---------------------------------
+# --- the MQTT contract, both sides (shared/link/contract.py) ---------------------------------
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),

@@ -136,9 +136,10 @@ def test_importing_the_worker_does_not_build_the_evaluator_tables() -> None:
 
 @pytest.mark.parametrize("expiry", [None, 5])
 def test_publish_properties_decode_as_paho_does(expiry: int | None) -> None:
-    """The receive path's cheap `Properties` (controller/link/transport.py): a PUBLISH with
-    no properties (a table's message) and one with a message expiry (a retained pool value)
-    decode to what paho's own class gives, and setting a property is still checked."""
+    """The receive path's cheap `Properties` (shared/link/transport.py, asked for by head
+    office's worker): a PUBLISH with no properties (a table's message) and one with a message
+    expiry (a retained pool value) decode to what paho's own class gives, and setting a
+    property is still checked."""
     import struct
 
     from paho.mqtt import _packet
@@ -148,7 +149,8 @@ def test_publish_properties_decode_as_paho_does(expiry: int | None) -> None:
 
     from shared.link import transport
 
-    assert transport._FAST_PROPERTIES and _packet.Properties is transport._SharedProperties
+    shipped = _packet.Properties  # paho's own, unless another test's worker asked already
+    assert transport.share_paho_properties() and _packet.Properties is transport._SharedProperties
     props = b"\x00"
     if expiry is not None:
         wanted = Properties(PacketTypes.PUBLISH)
@@ -161,7 +163,7 @@ def test_publish_properties_decode_as_paho_does(expiry: int | None) -> None:
     try:
         ref = _packet.decode_publish(0x32, packet, MQTTProtocolVersion.MQTTv5)
     finally:
-        _packet.Properties = transport._SharedProperties
+        _packet.Properties = shipped
     assert (got.topic, got.mid, got.payload) == (ref.topic, ref.mid, ref.payload) == (
         topic, 9, b'{"v":1}')
     assert got.properties.json() == ref.properties.json()

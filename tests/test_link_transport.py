@@ -1,7 +1,7 @@
 """Our MQTT transport against a real Mosquitto (TLS, ACL, persistence): a backlog the broker
 kept while we were away comes back whole and in order through `Connection.messages()`, which
 reads many packets per wake-up and takes queued messages without waiting for each
-(controller/link/transport.py); a broker that dies mid-read ends the iteration with LinkError."""
+(shared/link/transport.py); a broker that dies mid-read ends the iteration with LinkError."""
 
 from __future__ import annotations
 

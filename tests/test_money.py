@@ -1,15 +1,15 @@
-"""One money formatter (issue 30): the table's (controller.money), head office's console and the
-meter's driver (devices.meter.format_cents) write every amount the same way, the sign before
-the dollar sign, and the text reads back as the same cents."""
+"""One money formatter (issue 30): shared/money.py (the table's and head office's), head
+office's console and the meter's driver (devices.meter.format_cents) write every amount the
+same way, the sign before the dollar sign, and the text reads back as the same cents."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.money import dollars, dollars_or_dash, parse_cents
 from devices.meter import format_cents
 from headoffice.console import money as console_money
+from shared.money import dollars, dollars_or_dash, parse_cents
 
 CENTS = st.integers(min_value=-(10**14), max_value=10**14)
 

@@ -1,4 +1,4 @@
-"""`run_together` (controller/link/transport.py) on asyncio.TaskGroup, and the head-office
+"""`run_together` (shared/link/transport.py) on asyncio.TaskGroup, and the head-office
 worker's ledger calls under its cancellation (headoffice/worker.py `_db`).
 
 No broker needed: the loops are plain coroutines. Each test bounds its wait with a timeout, so

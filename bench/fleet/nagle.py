@@ -1,6 +1,6 @@
 """Nagle's algorithm back on the link's sockets: the fleet benchmark's "before TCP_NODELAY".
 
-The link sets TCP_NODELAY on every MQTT socket it opens (controller/link/transport.py) and the
+The link sets TCP_NODELAY on every MQTT socket it opens (shared/link/transport.py) and the
 shipped broker config says `set_tcp_nodelay true`; `bench.fleet.run --nagle` measures the
 fleet without both, in the same run as with them. Run as a module, this is head office with
 Nagle: `python -m bench.fleet.nagle --config FILE run`.

@@ -63,7 +63,12 @@ from bench.fleet.cpuquota import CpuGroup, CpuQuotas, unavailable_reason, verdic
 from bench.fleet.nagle import allow_nagle  # noqa: E402
 from bench.fleet.pgwaits import WaitSampler  # noqa: E402
 from shared.link import contract  # noqa: E402
-from shared.link.transport import Connection, LinkError, connect  # noqa: E402
+from shared.link.transport import (  # noqa: E402
+    Connection,
+    LinkError,
+    connect,
+    share_paho_properties,
+)
 from tests.mqtt_broker import ACL, Broker, Pki  # noqa: E402
 
 POOL = "bench"
@@ -92,7 +97,8 @@ def _burst(table: str, first: int, n: int, pack: int) -> bytes:
 
 async def raw_rate(broker: Broker, n: int) -> float:
     """One Python (aiomqtt) client publishing QoS 1 to another, per second: the rate of the
-    client library head office reads with."""
+    client library head office reads with (its worker's speed-up of paho included)."""
+    share_paho_properties()
     got = asyncio.Event()
     count = 0
     topic = contract.outbox_topic("RAW")  # the table -> head office path, no ledger behind it

@@ -28,8 +28,8 @@ from controller.games.paigow.settings import Setting, make_setting, parse_settin
 from controller.games.paigow.settlement import RoundSettlement
 from controller.games.paigow.tiles import check_available, parse_tiles
 from controller.games.paigow.wagers import Wager, house_way_boxes
-from controller.money import dollars as _cents
 from shared.errors import InputError
+from shared.money import dollars as _cents
 
 
 def register(sub: argparse._SubParsersAction, math_sub: argparse._SubParsersAction) -> None:

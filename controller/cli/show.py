@@ -11,7 +11,7 @@ from typing import Any
 
 from controller.describe import describe_round
 from controller.events import EffectKind
-from controller.money import dollars, dollars_or_dash
+from shared.money import dollars, dollars_or_dash
 
 # Keys whose integer values are amounts in cents, wherever they appear in an answer.
 MONEY_KEYS = frozenset({

@@ -40,8 +40,8 @@ from controller.config import DEFAULT_PATH, ConfigError, config_json, load_confi
 from controller.config.model import MAX_JACKPOT_WAGER, TableConfig
 from controller.control import SOCKET_NAME, NotRunning, RequestRefused, request, stream
 from controller.describe import describe_round
-from controller.money import dollars, dollars_or_dash
 from shared.errors import InputError
+from shared.money import dollars, dollars_or_dash
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -31,9 +31,9 @@ from controller.games.uth.paytables import (
 )
 from controller.games.uth.settlement import Limits, RoundResult, SettlementRules, Spot, settle_round
 from controller.games.uth.wagers import BoxWagers, Decision, run_round
-from controller.money import dollars as _dollars
-from controller.money import parse_cents as parse_money
 from shared.errors import InputError
+from shared.money import dollars as _dollars
+from shared.money import parse_cents as parse_money
 
 
 def register(sub: argparse._SubParsersAction, math_sub: argparse._SubParsersAction) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from controller.cli.uth_cmd import _emit, _pool_and_table
 from controller.games.uth.parsheet import par_sheet
 from controller.games.uth.paytables import TRIPS_CATEGORIES, TRIPS_PAYTABLE, parse_paytable
-from controller.money import dollars as _dollars
+from shared.money import dollars as _dollars
 
 
 def _progress_printer() -> Any:

@@ -11,7 +11,7 @@ every key.
 
     model.py     the dataclasses (TableConfig and the table's, link's and jackpot's sections;
                  the games' configs are the round machines': controller/rounds/*/state.py)
-    reader.py    ConfigError and the section reader (devices/config_reader.py plus money)
+    reader.py    ConfigError and the section reader (shared/config_reader.py plus money)
     sections.py  [service], [link]
     games.py     [paigow], [uth]: read, checked, built into PaiGowConfig / UthConfig
     load.py      validate_text, load_config, config_json

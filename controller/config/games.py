@@ -29,8 +29,8 @@ from controller.games.paigow.bank import MAX_BOXES as PAIGOW_MAX_BOXES
 from controller.games.paigow.money import STANDARD_COMMISSION_BP
 from controller.games.paigow.profiles import Profile
 from controller.games.uth.deal import MAX_BOXES as UTH_MAX_BOXES
-from controller.money import dollars
 from shared.errors import InputError
+from shared.money import dollars
 
 if TYPE_CHECKING:
     from controller.games.uth.evaluator import Category

@@ -90,7 +90,7 @@ def build_devices(
     devices["rng"] = RandomSource(rng=rng)
     game = cfg.uth or cfg.paigow
     if cfg.link.enabled and game is not None:
-        # Player Cards asked of head office over the link (issue 29; extensions/patron.py).
+        # Player Cards asked of head office over the link (issue 29; link/patron_device.py).
         from controller.link.patron_device import PatronDevice
 
         devices["patron"] = PatronDevice(cfg.table_id, game.cards.answer_ms / 1000)

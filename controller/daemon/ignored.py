@@ -27,7 +27,7 @@ class IgnoredEvents:
 
     def hold(self, reason: str | None) -> None:
         """Hold the dealer's keys, saying why, or release them (None): a linked table waiting
-        for head office's answer at start (controller/extensions/numbering.py)."""
+        for head office's answer at start (controller/link/numbering.py)."""
         self.held = reason
         log_event(self.log, logging.INFO, f"dealer's keys {reason or 'released'}")
 

@@ -152,7 +152,7 @@ class Supervisor:
     async def stop_tasks(
         self, what: str, tasks: Iterable[asyncio.Task[Any]], limit_s: float | None = None
     ) -> None:
-        """Cancel the daemon's own tasks until they have ended (devices/stopping.py: a single
+        """Cancel the daemon's own tasks until they have ended (shared/stopping.py: a single
         cancel can be swallowed on Python 3.11); those still running after `limit_s` are named
         in the log (E507) and abandoned."""
         limit_s = PART_STOP_LIMIT_S if limit_s is None else limit_s

@@ -105,7 +105,7 @@ class DevicesExtension:
         task, self._task = self._task, None
         if task is None or task.done():
             return
-        # Cancelled until it ends (devices/stopping.py: one cancel can be swallowed on 3.11);
+        # Cancelled until it ends (shared/stopping.py: one cancel can be swallowed on 3.11);
         # the daemon bounds the whole stop (supervisor.stop_part).
         await cancel_and_wait([task])
         if not task.cancelled() and (exc := task.exception()) is not None:

@@ -1,4 +1,4 @@
-"""The journal's errors: each a `TablectlError` (controller/errors.py), so the daemon and the CLI
+"""The journal's errors: each a `TablectlError` (shared/errors.py), so the daemon and the CLI
 catch one root."""
 
 from __future__ import annotations

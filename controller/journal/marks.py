@@ -29,7 +29,7 @@ def fresh_refusal(state_dir: Path, outside_mark: Path | None = None) -> str | No
     has its key before its first journal (tablectl-journal-key.service; a development key is
     made just before the journal, and a start killed between the two leaves it alone). A
     linked table is also checked against head office's record when it answers the table's
-    birth (controller/extensions/numbering.py)."""
+    birth (controller/link/numbering.py)."""
     if outside_mark is not None and outside_mark.exists():
         return (f"the high-water mark outside the state directory {outside_mark} names an "
                 "earlier journal")

@@ -1,8 +1,10 @@
-"""The head-office link (issue 6): MQTT v5 through aiomqtt, kept behind `transport` (`connect`
-gives a `Connection`; `LinkError` when the broker cannot be reached).
+"""The table's side of the head-office link (issue 6), in one room.
 
-`contract` holds the topics and versioned payload schemas both ends share (docs/mqtt.md,
-docs/asyncapi.yaml); `relay` (`OutboxRelay`) moves the journal's outbox to head office;
-`supervise` keeps the long-lived tasks running. The daemon's part that wires it into the table
-is `controller.link.extension.LinkExtension`.
+`extension` (`LinkExtension`) is the daemon's part that wires the link into the table (an
+extension against the `Table` protocol; tablectld adds it when `[link] enabled`); `relay`
+(`OutboxRelay`) moves the journal's outbox to head office; `numbering` checks head office's acks
+against the journal; `pool_values` decides which pool values are journaled; `patron_device`
+(`PatronDevice`) asks head office about Player Cards; `supervise` keeps the long-lived tasks
+running. What goes over the wire, the contract and the MQTT transport, is both programs' and
+lives in shared/link/.
 """

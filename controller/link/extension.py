@@ -56,7 +56,7 @@ class LinkOptions:
     backoff_cap_s: float = 30.0
     segments_every_s: float = 60.0  # archived segments not acknowledged: sent (again)
     # Head office's pool values: a higher one journaled at most this often, the same one at
-    # most every pool_refresh_s (controller/extensions/pool_values.py).
+    # most every pool_refresh_s (controller/link/pool_values.py).
     pool_show_every_s: float = 2.0
     pool_refresh_s: float = 60.0
     confirm_s: float = 10.0  # at start the dealer's keys wait for head office (numbering.py)

@@ -1,14 +1,14 @@
 """`PatronDevice`: the round machine's questions about Player Cards, asked of head office.
 
 The machine's `patron` device effects (`card_check`, `card_reserve`; controller/rounds/cards.py)
-become requests on `tablectl/v1/table/{table}/patron` (controller/link/patron.py); head office's
+become requests on `tablectl/v1/table/{table}/patron` (shared/link/patron.py); head office's
 answer on `tablectl/v1/ho/table/{table}/patron` comes back to the machine as `ho.card`. No answer
 within `[cards] answer_s` (the link down, head office silent) is `ho.card {offline: true}`: the
 machine decides what that means (strict: the wager is refused, UTH 13.1). A command never waits
 for the answer (the effect runner would stall the table): a timer per request does.
 
 A device (devices/base.py) so the daemon's effect runner needs nothing new; the head-office link
-(extensions/link.py) hands it the connection's publish and each answer.
+(controller/link/extension.py) hands it the connection's publish and each answer.
 """
 
 from __future__ import annotations

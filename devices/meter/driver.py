@@ -96,7 +96,7 @@ class AlphaMeter(Meter):
     async def _close(self) -> None:
         tasks, self._tasks = self._tasks, []
         # Cancelled until they end: one cancel can be swallowed by the read-back's wait_for
-        # on Python 3.11 (devices/stopping.py), and the stop then hung for good (issue 27).
+        # on Python 3.11 (shared/stopping.py), and the stop then hung for good (issue 27).
         await end_tasks(tasks, log, self.name)
         await self.line.close()
 

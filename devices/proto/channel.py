@@ -92,7 +92,7 @@ class FramedChannel:
         self._stop_timer()
         self._held = None
         task, self._poll_task = self._poll_task, None
-        if task is not None:  # cancelled until it ends (devices/stopping.py)
+        if task is not None:  # cancelled until it ends (shared/stopping.py)
             await end_tasks([task], log, self.device.name)
         if self._ask is not None and not self._ask[1].done():
             # An answer, never a cancellation: its caller (a self-test, perhaps the daemon's

@@ -121,7 +121,7 @@ class SerialLine:
     async def close(self) -> None:
         self._closed = True
         task, self._task = self._task, None
-        if task is not None:  # cancelled until it ends (devices/stopping.py)
+        if task is not None:  # cancelled until it ends (shared/stopping.py)
             await end_tasks([task], log, self.device.name)
         transport, self._transport = self._transport, None
         self._up.clear()

@@ -6,9 +6,9 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from controller.money import dollars_or_dash as dollars  # "-" where a page has no figure
-from controller.money import parse_cents
 from shared.errors import InputError
+from shared.money import dollars_or_dash as dollars  # "-" where a page has no figure
+from shared.money import parse_cents
 
 __all__ = ["dollars", "param_changes", "parse_dollars", "parse_percent", "percent"]
 
@@ -56,7 +56,7 @@ def _show(value: Any, kind: str, present: bool) -> str:
 
 
 def parse_dollars(text: str, what: str) -> int:
-    """ "$1,234.50" / "1234.5" / "1234" -> cents (controller.money.parse_cents, exact); only
+    """ "$1,234.50" / "1234.5" / "1234" -> cents (shared.money.parse_cents, exact); only
     plain dollars of at most 13 digits, so "1e9" or "-5" are refused; ValueError naming
     `what` otherwise."""
     if not _DOLLARS.fullmatch(text.strip()):

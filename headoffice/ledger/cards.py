@@ -24,7 +24,6 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller.money import dollars
 from headoffice.db import Database
 from headoffice.ledger.common import LedgerError
 from headoffice.ledger.decisions import authorised, reason_of
@@ -33,6 +32,7 @@ from shared.errors import InputError
 from shared.link import patron
 from shared.link.contract import MAX_CENTS
 from shared.link.outbox import OutboxType
+from shared.money import dollars
 
 PERIOD_KINDS = ("day", "week", "month")
 MAX_PERIOD_LEN = 366

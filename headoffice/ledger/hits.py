@@ -9,7 +9,6 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from controller.money import dollars
 from headoffice import hits as hitcheck
 from headoffice.db import Database
 from headoffice.hits import HitPolicy
@@ -30,6 +29,7 @@ from headoffice.ledger.decisions import authorised as authorised_
 from headoffice.pools import ConservationError, Pool
 from shared.errors import InputError
 from shared.link import contract
+from shared.money import dollars
 
 # How long a worker's claim on an award it sends holds (claim_awards): far above a publish's
 # PUBACK under load, so a live sender is never doubled; a dead one's awards wait this long.

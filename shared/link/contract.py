@@ -24,7 +24,7 @@ TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 CARD_ID = re.compile(r"[A-Za-z0-9_-]{4,32}")  # a Player Card's opaque id (patron.py), never a name
 RECOVERED = OutboxType.TABLE_RECOVERED  # a recovery of the journal (controller/journal/recover.py)
-# The Player Card's outbox messages (controller/link/patron.py, issue 29): per card per round
+# The Player Card's outbox messages (shared/link/patron.py, issue 29): per card per round
 # settled, a supervisor's restriction (UTH 13.4), chips declared (UTH 13.2).
 CARD_TYPES = (OutboxType.CARD_SETTLED, OutboxType.CARD_RESTRICTED, OutboxType.CHIPS_DECLARED)
 OUTBOX_TYPES = tuple(OutboxType)  # the registry: controller/events.py (rounds cannot import link)

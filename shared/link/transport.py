@@ -2,7 +2,10 @@
 
 The rest of the link and head office see only `BrokerSettings`, `connect()`, `Connection` and
 `LinkError`, so a change of MQTT library stays in this file. aiomqtt does not reconnect by
-itself: callers loop over `connect()` with `Backoff`.
+itself: callers loop over `connect()` with `Backoff`. Both programs use it (shared/): the
+table's link (controller/link/) and head office's worker. Importing it changes nothing of
+paho's; `share_paho_properties()` is head office's speed-up of paho's receive path, asked for
+by the worker (headoffice/worker.py), never by the table.
 """
 
 from __future__ import annotations
@@ -233,20 +236,24 @@ class _SharedProperties(Properties):
         return super().unpack(buffer)
 
 
-def _share_properties() -> bool:
+def share_paho_properties() -> bool:
     """Let paho's packet decoder (paho-mqtt 2.x's `_packet`, an internal) make
-    `_SharedProperties`. False, and paho's own class stays, if the internal is not there."""
+    `_SharedProperties`, for every client in this process from now on: True when it does.
+    False, and paho's own class stays, if the internal is not there or holds a class neither
+    paho's nor ours. Never done at import: only a program that asks for it (head office's
+    worker, headoffice/worker.py, and the bench measuring what head office reads with) has
+    paho's internals changed; a table's link reads with paho as it is."""
     try:
         from paho.mqtt import _packet
     except ImportError:
         return False
-    if getattr(_packet, "Properties", None) is not Properties:
+    current = getattr(_packet, "Properties", None)
+    if current is _SharedProperties:
+        return True
+    if current is not Properties:
         return False
     _packet.Properties = _SharedProperties  # type: ignore[misc]
     return True
-
-
-_FAST_PROPERTIES = _share_properties()
 
 
 def _message(m: aiomqtt.Message | Message) -> Message:
@@ -334,7 +341,7 @@ async def run_together(*coros: Coroutine[Any, Any, None]) -> None:
     The group alone is not enough on Python 3.11: it cancels each task once and then waits,
     and a task that swallows that one cancel (`asyncio.wait_for` can, gh-86296; aiomqtt waits
     for every PUBACK with it) leaves the group waiting forever. So before the group waits the
-    tasks are ended by `cancel_and_wait` (devices/stopping.py), which cancels again until each
+    tasks are ended by `cancel_and_wait` (shared/stopping.py), which cancels again until each
     has ended, and keeps doing so even when the caller itself is cancelled meanwhile (the
     daemon's stop during a reconnect), then passes that cancellation on."""
     tasks: list[asyncio.Task[None]] = []

@@ -1,4 +1,4 @@
-"""table.toml and headoffice.toml are read by one reader (devices/config_reader.py: read_text,
+"""table.toml and headoffice.toml are read by one reader (shared/config_reader.py: read_text,
 parse_toml): a file that is missing, not UTF-8 or not TOML is reported in one line naming the
 file, the same words for both, never a traceback."""
 
