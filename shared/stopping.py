@@ -1,4 +1,4 @@
-"""Ending asyncio tasks for good, within a limit: every stop in the daemon and its drivers.
+"""Ending asyncio tasks for good, within a limit: every stop in the daemon, its drivers, the link.
 
 On Python 3.11 (the table image's) `asyncio.wait_for` can swallow a cancellation that arrives in
 the same loop pass as the result it waits for (CPython gh-86296, fixed in 3.12). A task that loops
@@ -8,8 +8,8 @@ after one cancel, and a stop that cancelled once and waited hung until systemd k
 has ended, and gives up after `limit_s`, handing back what still runs (the caller names it in the
 log and abandons it) rather than waiting for good.
 
-Here (in `devices`, the bottom of the import graph) so that the drivers, the link and the daemon
-share one.
+Here, in shared/ (which imports nothing of the programs), so that the drivers, the daemon, the
+MQTT transport and head office's worker share one.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`LinkExtension`: the daemon's head-office link (an `Extension`, extensions/base.py).
+"""`LinkExtension`: the daemon's head-office link (an `Extension`, controller/extensions/base.py).
 
 On every connection: subscribe to our ack and award topics and to our pool's value, publish
 `online` on the retained status topic (the last will says `offline`), publish a birth message
