@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
+from controller.errors import TablectlError
 from controller.events import (
     DEALER_PREFIX,
     EFFECT_KINDS,
@@ -32,8 +34,8 @@ from controller.events import (
 )
 
 __all__ = [
-    "EFFECT_KINDS", "JOURNALED_EFFECTS", "JSON", "Effect", "Event", "Guarded", "Now",
-    "RoundMachine", "Route", "skip_rounds",
+    "EFFECT_KINDS", "JOURNALED_EFFECTS", "JSON", "Effect", "Event", "Guarded", "Handler", "Now",
+    "RoundMachine", "Route", "UndeclaredTransition", "skip_rounds",
 ]
 
 S = TypeVar("S")
@@ -71,23 +73,70 @@ class RoundMachine(Protocol, Generic[S]):
         ...
 
 
+Step = Callable[..., tuple[Any, list[Effect]]]  # (context, state, data, now) -> (state, effects)
+
+
 @dataclass(frozen=True, slots=True)
-class Route(Generic[S]):
-    """An event kind's handler and the phases it is accepted in."""
+class Route:
+    """One event kind a machine handles, as the machine declares it: the step (a plain function
+    of the machine's context, state, data and now), the phases the event is accepted in, and the
+    phases the step may lead to. Staying in the phase it was accepted in is always declared (the
+    step only keeps books, or answers with an alarm); `to` lists where it may move."""
+
+    kind: str
+    step: Step
+    accepted_in: frozenset[str]
+    to: frozenset[str] = frozenset()
+
+    def __init__(self, kind: str, step: Step, accepted_in: Iterable[str],
+                 to: Iterable[str] = ()) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "step", step)
+        object.__setattr__(self, "accepted_in", frozenset(accepted_in))
+        object.__setattr__(self, "to", frozenset(to))
+
+
+@dataclass(frozen=True, slots=True)
+class Handler(Generic[S]):
+    """A route bound to one machine's context: what `Guarded.dispatch` calls."""
 
     handler: Callable[[S, Mapping[str, Any], Now], tuple[S, list[Effect]]]
     phases: frozenset[str]
+    to: frozenset[str] = frozenset()
+
+
+class UndeclaredTransition(TablectlError):
+    """A step led to a phase its route does not declare: a bug in the machine, not a refusal."""
 
 
 class Guarded(Generic[S]):
-    """The guarded step: refuse an event outside its phases, else dispatch it to its handler.
+    """The guarded step: refuse an event outside its phases, else dispatch it to its handler,
+    then check that the phase it led to is one its route declares.
 
-    A machine sets `phases` (its phase enum, in order) and `routes`, and says how to read a
-    state's phase and how to word a refusal (`refusal` returns the exception to raise).
+    A machine sets `phases` (its phase enum, in order), binds its declared `Route`s with `bind`,
+    and says how to read a state's phase and how to word a refusal (`refusal` returns the
+    exception to raise). A step that leads where its route does not declare raises
+    `UndeclaredTransition`: the machines answer it as any bug (a technician alarm, the state
+    kept), unless `strict` is set, as the round tests set it, to fail loudly.
     """
 
     phases: tuple[str, ...]
-    routes: Mapping[str, Route[S]]
+    routes: dict[str, Handler[S]]
+    declared: tuple[Route, ...]
+    strict: bool = False
+
+    def bind(self, declared: Iterable[Route], context: Any) -> None:
+        """Bind each route's step to `context` (the configuration, or the machine itself)."""
+        self.declared = tuple(declared)
+        known = set(self.phases)
+        self.routes = {}
+        for r in self.declared:
+            if r.kind in self.routes:
+                raise UndeclaredTransition(f"{r.kind} is routed twice")
+            unknown = (r.accepted_in | r.to) - known
+            if unknown or not r.accepted_in:
+                raise UndeclaredTransition(f"{r.kind}: phases {sorted(unknown)} are not phases")
+            self.routes[r.kind] = Handler(partial(r.step, context), r.accepted_in, r.to)
 
     def phase_of(self, state: S) -> str:
         raise NotImplementedError
@@ -98,9 +147,22 @@ class Guarded(Generic[S]):
     def dispatch(self, state: S, event: Event, now: Now) -> tuple[S, list[Effect]]:
         """`event.kind` must be routed (the caller decides what an unknown kind means)."""
         route = self.routes[event.kind]
-        if self.phase_of(state) not in route.phases:
+        before = self.phase_of(state)
+        if before not in route.phases:
             raise self.refusal(state, event.kind)
-        return route.handler(state, event.data, now)
+        new, effects = route.handler(state, event.data, now)
+        after = self.phase_of(new)
+        if after != before and after not in route.to:
+            raise UndeclaredTransition(
+                f"{event.kind} led from {before} to {after}, which its route does not declare"
+                f" (declared: {sorted(route.to) or 'none'})"
+            )
+        return new, effects
+
+    def failed(self, exc: Exception) -> None:
+        """A step raised something other than a refusal: re-raised under `strict`."""
+        if self.strict and isinstance(exc, UndeclaredTransition):
+            raise exc
 
     def dealer_actions(self) -> frozenset[str]:
         """The keypad actions this game has (`dealer.<action>` routed): what the control socket
@@ -123,9 +185,36 @@ class Guarded(Generic[S]):
         ]
         return "\n".join([head, rule, *rows])
 
+    def transitions(self) -> list[tuple[str, str, str]]:
+        """Every declared move (from, event kind, to), in routing then phase order: the
+        graph docs/rounds-*.md draw. Staying in a phase is not a move."""
+        return [
+            (frm, r.kind, to)
+            for r in self.declared
+            for frm in self.phases if frm in r.accepted_in
+            for to in self.phases if to in r.to and to != frm
+        ]
 
-def route(handler: Callable[..., Any], phases: Iterable[str]) -> Route[Any]:
-    return Route(handler, frozenset(phases))
+    def transition_mermaid(self) -> str:
+        """The declared moves as a Mermaid state diagram (an edge per phase pair, its events
+        joined), generated into docs/rounds-*.md; a test compares."""
+        edges: dict[tuple[str, str], list[str]] = {}
+        for frm, kind, to in self.transitions():
+            edges.setdefault((frm, to), []).append(kind)
+        lines = ["```mermaid", "stateDiagram-v2", f"    [*] --> {self.phases[0]}"]
+        lines += [f"    {frm} --> {to}: {', '.join(kinds)}" for (frm, to), kinds in edges.items()]
+        return "\n".join([*lines, "```"])
+
+    def transition_dot(self) -> str:
+        """The same graph in Graphviz DOT (for a picture where graphviz is installed)."""
+        edges: dict[tuple[str, str], list[str]] = {}
+        for frm, kind, to in self.transitions():
+            edges.setdefault((frm, to), []).append(kind)
+        lines = ["digraph rounds {", "  rankdir=LR;", "  node [shape=box, style=rounded];"]
+        for (frm, to), kinds in edges.items():
+            label = "\\n".join(kinds)
+            lines.append(f'  "{frm}" -> "{to}" [label="{label}"];')
+        return "\n".join([*lines, "}"])
 
 
 def skip_rounds(state: S, field: str, data: Any) -> S:
