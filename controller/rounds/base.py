@@ -74,26 +74,32 @@ class RoundMachine(Protocol, Generic[S]):
 
 
 Step = Callable[..., tuple[Any, list[Effect]]]  # (context, state, data, now) -> (state, effects)
+Moves = Iterable[str] | Mapping[str, Iterable[str]]
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
     """One event kind a machine handles, as the machine declares it: the step (a plain function
     of the machine's context, state, data and now), the phases the event is accepted in, and the
-    phases the step may lead to. Staying in the phase it was accepted in is always declared (the
-    step only keeps books, or answers with an alarm); `to` lists where it may move."""
+    phases the step may lead to: `to` is either phases reachable from every accepted phase, or
+    `{from: phases}` where it depends on the phase. Staying in the phase it was accepted in is
+    always declared (the step only keeps books, or answers with an alarm); `to` lists moves."""
 
     kind: str
     step: Step
     accepted_in: frozenset[str]
-    to: frozenset[str] = frozenset()
+    moves: frozenset[tuple[str, str]]
 
-    def __init__(self, kind: str, step: Step, accepted_in: Iterable[str],
-                 to: Iterable[str] = ()) -> None:
+    def __init__(self, kind: str, step: Step, accepted_in: Iterable[str], to: Moves = ()) -> None:
+        accepted = frozenset(accepted_in)
+        if isinstance(to, Mapping):
+            moves = {(frm, t) for frm, targets in to.items() for t in targets}
+        else:
+            moves = {(frm, t) for frm in accepted for t in to}
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "step", step)
-        object.__setattr__(self, "accepted_in", frozenset(accepted_in))
-        object.__setattr__(self, "to", frozenset(to))
+        object.__setattr__(self, "accepted_in", accepted)
+        object.__setattr__(self, "moves", frozenset((f, t) for f, t in moves if f != t))
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +108,7 @@ class Handler(Generic[S]):
 
     handler: Callable[[S, Mapping[str, Any], Now], tuple[S, list[Effect]]]
     phases: frozenset[str]
-    to: frozenset[str] = frozenset()
+    moves: frozenset[tuple[str, str]] = frozenset()
 
 
 class UndeclaredTransition(TablectlError):
@@ -133,10 +139,14 @@ class Guarded(Generic[S]):
         for r in self.declared:
             if r.kind in self.routes:
                 raise UndeclaredTransition(f"{r.kind} is routed twice")
-            unknown = (r.accepted_in | r.to) - known
-            if unknown or not r.accepted_in:
-                raise UndeclaredTransition(f"{r.kind}: phases {sorted(unknown)} are not phases")
-            self.routes[r.kind] = Handler(partial(r.step, context), r.accepted_in, r.to)
+            unknown = (r.accepted_in | {p for move in r.moves for p in move}) - known
+            outside = {frm for frm, _ in r.moves} - r.accepted_in
+            if unknown or outside or not r.accepted_in:
+                raise UndeclaredTransition(
+                    f"{r.kind}: {sorted(unknown)} are not phases, or it moves from"
+                    f" {sorted(outside)} where it is not accepted"
+                )
+            self.routes[r.kind] = Handler(partial(r.step, context), r.accepted_in, r.moves)
 
     def phase_of(self, state: S) -> str:
         raise NotImplementedError
@@ -152,10 +162,11 @@ class Guarded(Generic[S]):
             raise self.refusal(state, event.kind)
         new, effects = route.handler(state, event.data, now)
         after = self.phase_of(new)
-        if after != before and after not in route.to:
+        if after != before and (before, after) not in route.moves:
+            declared = sorted(t for f, t in route.moves if f == before)
             raise UndeclaredTransition(
                 f"{event.kind} led from {before} to {after}, which its route does not declare"
-                f" (declared: {sorted(route.to) or 'none'})"
+                f" (from {before}: {declared or 'none'})"
             )
         return new, effects
 
@@ -191,27 +202,27 @@ class Guarded(Generic[S]):
         return [
             (frm, r.kind, to)
             for r in self.declared
-            for frm in self.phases if frm in r.accepted_in
-            for to in self.phases if to in r.to and to != frm
+            for frm in self.phases
+            for to in self.phases if (frm, to) in r.moves
         ]
+
+    def _edges(self) -> dict[tuple[str, str], list[str]]:
+        edges: dict[tuple[str, str], list[str]] = {}
+        for frm, kind, to in self.transitions():
+            edges.setdefault((frm, to), []).append(kind)
+        return edges
 
     def transition_mermaid(self) -> str:
         """The declared moves as a Mermaid state diagram (an edge per phase pair, its events
         joined), generated into docs/rounds-*.md; a test compares."""
-        edges: dict[tuple[str, str], list[str]] = {}
-        for frm, kind, to in self.transitions():
-            edges.setdefault((frm, to), []).append(kind)
         lines = ["```mermaid", "stateDiagram-v2", f"    [*] --> {self.phases[0]}"]
-        lines += [f"    {frm} --> {to}: {', '.join(kinds)}" for (frm, to), kinds in edges.items()]
+        lines += [f"    {f} --> {t}: {', '.join(kinds)}" for (f, t), kinds in self._edges().items()]
         return "\n".join([*lines, "```"])
 
     def transition_dot(self) -> str:
-        """The same graph in Graphviz DOT (for a picture where graphviz is installed)."""
-        edges: dict[tuple[str, str], list[str]] = {}
-        for frm, kind, to in self.transitions():
-            edges.setdefault((frm, to), []).append(kind)
+        """The same graph in Graphviz DOT (for a picture where Graphviz is installed)."""
         lines = ["digraph rounds {", "  rankdir=LR;", "  node [shape=box, style=rounded];"]
-        for (frm, to), kinds in edges.items():
+        for (frm, to), kinds in self._edges().items():
             label = "\\n".join(kinds)
             lines.append(f'  "{frm}" -> "{to}" [label="{label}"];')
         return "\n".join([*lines, "}"])

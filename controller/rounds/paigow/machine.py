@@ -81,7 +81,7 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.DEALER_HOUSE_BANK, BankSteps._dealer_house_bank, BETTING),
     Route(Kind.DEALER_WAGER, WagerSteps._dealer_wager, BETTING),
     Route(Kind.DEALER_WAGER_REMOVE, WagerSteps._dealer_wager_remove, BETTING),
-    Route(Kind.DEALER_CUT, CutSteps._dealer_cut, BEFORE_DICE, to=(Phase.SHAKING,)),
+    Route(Kind.DEALER_CUT, CutSteps._dealer_cut, BEFORE_DICE, to={Phase.CUTTING: (Phase.SHAKING,)}),
     Route(Kind.DEALER_STEAL, CutSteps._dealer_steal, BEFORE_DICE),
     # NZ 9.3A: the cut is chosen before the dice (cutting); elsewhere straight to the shaker.
     Route(Kind.DEALER_NO_MORE_BETS, DiceSteps._no_more_bets, BETTING,
@@ -90,7 +90,8 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.DEALER_SHAKE, DiceSteps._dealer_shake, DICE),
     Route(Kind.DICE_NOT_FLAT, DiceSteps._dice_not_flat, DICE),
     # The round's dice announce the first box and cut; the OFF draw's remove a box.
-    Route(Kind.DICE_RESULT, DiceSteps._dice_result, DICE, to=(Phase.ANNOUNCED, Phase.BETTING)),
+    Route(Kind.DICE_RESULT, DiceSteps._dice_result, DICE,
+          to={Phase.SHAKING: (Phase.ANNOUNCED,), Phase.OFF_DRAW: BETTING}),
     Route(Kind.SHAKER_FAULT, DiceSteps._shaker_fault, ANY),
     Route(Kind.METER_FAULT, DiceSteps._meter_fault, ANY),
     Route(Kind.METER_READY, DiceSteps._meter_ready, ANY),

@@ -49,7 +49,14 @@ DECIDING = (Phase.PREFLOP, Phase.FLOP, Phase.RIVER)
 ENDS = (Phase.BETTING,)
 # A card out of the shuffler (or dealt by hand, 12.2.3): the first locks the wagers (5.5), the
 # last completes the deal (7.2), a foreign, repeated or missed one voids the round (11.1, 11.7).
-CARD_TO = (Phase.DEALING, Phase.PREFLOP, Phase.BETTING)
+CARD_TO = {
+    Phase.BETTING: (Phase.DEALING,),
+    Phase.DEALING: (Phase.PREFLOP, Phase.BETTING),
+    **{p: ENDS for p in DECIDING},
+}
+# 12.1: before the round's first card the deck is reshuffled and dealing starts again from
+# betting; 12.2 (mid-round), 11.7.2 (a bad deck): the round is void.
+VOIDS = {p: ENDS for p in IN_ROUND}
 # Each event kind: its step, the phases it is accepted in, the phases it may lead to (staying is
 # always declared). The wording of a refusal: `_REFUSALS`. docs/rounds-uth.md draws the graph.
 ROUTES: tuple[Route, ...] = (
@@ -64,14 +71,14 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.DEALER_CARD, betting.dealer_card, ANY, to=CARD_TO),
     Route(Kind.DEALER_JACKPOT_OTHER, betting.jackpot_other, BETTING),
     Route(Kind.SHUFFLER_READY, shuffler.ready, ANY),
-    # 12.1: before the first card the deck is reshuffled (dealing -> betting); 12.2: void.
-    Route(Kind.SHUFFLER_JAM, shuffler.malfunction, ANY, to=ENDS),
-    Route(Kind.SHUFFLER_FAULT, shuffler.malfunction, ANY, to=ENDS),
-    Route(Kind.DECK_CHECK, shuffler.deck_check, ANY, to=ENDS),  # 11.7.2: a bad deck voids
+    Route(Kind.SHUFFLER_JAM, shuffler.malfunction, ANY, to=VOIDS),
+    Route(Kind.SHUFFLER_FAULT, shuffler.malfunction, ANY, to=VOIDS),
+    Route(Kind.DECK_CHECK, shuffler.deck_check, ANY, to=VOIDS),
     Route(Kind.DEALER_DECK_CHECK, shuffler.check_deck, ANY),
     Route(Kind.DEALER_DECK_CONFIRMED, shuffler.deck_confirmed, ANY),
     Route(Kind.CARD_DISPENSED, keypad.card, ANY, to=CARD_TO),
-    Route(Kind.DEALER_DEALT, keypad.dealt, ANY, to=ENDS),  # too few cards: 11.1
+    # Too few cards when the dealer says the deal is complete: a misdeal (11.1).
+    Route(Kind.DEALER_DEALT, keypad.dealt, ANY, to={Phase.DEALING: ENDS}),
     Route(Kind.DEALER_MISDEAL, keypad.misdeal, IN_ROUND, to=ENDS),
     Route(Kind.DEALER_VOID, keypad.void, IN_ROUND, to=ENDS),
     Route(Kind.DEALER_DECISION, keypad.decision, DECIDING),
