@@ -60,5 +60,6 @@ if __name__ == "__main__":
     elif len(args) == 2 and args[0] == "--dot":
         print(machine(args[1]).transition_dot())
     else:
-        sys.exit("usage: python -m controller.rounds --accepted|--graph|--dot paigow|uth"
-                 " | --write-docs")
+        sys.exit(
+            "usage: python -m controller.rounds --accepted|--graph|--dot paigow|uth | --write-docs"
+        )
