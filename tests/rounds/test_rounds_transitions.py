@@ -17,8 +17,8 @@ from controller.events import Event, Kind, Now
 from controller.games.paigow.profiles import Profile
 from controller.rounds.__main__ import machine
 from controller.rounds.base import Guarded, Route, UndeclaredTransition
-from controller.rounds.paigow import PaiGowConfig, PaiGowMachine
 from controller.rounds.paigow import ROUTES as PAIGOW_ROUTES
+from controller.rounds.paigow import PaiGowConfig, PaiGowMachine
 from controller.rounds.uth import ROUTES as UTH_ROUTES
 from controller.rounds.uth import UthMachine
 from tests.support import paigow_table as pg
@@ -98,7 +98,7 @@ def _without_moves(routes: tuple[Route, ...], kind: str) -> tuple[Route, ...]:
 def test_an_undeclared_target_fails_loudly_in_tests() -> None:
     m = PaiGowMachine(PaiGowConfig(Profile.NSW))
     m.bind(_without_moves(PAIGOW_ROUTES, Kind.TABLE_OPEN), m)  # closed -> betting undeclared
-    with pytest.raises(UndeclaredTransition, match="table.open led from closed to betting"):
+    with pytest.raises(UndeclaredTransition, match=r"table\.open led from closed to betting"):
         m.step(m.initial(), Event(Kind.TABLE_OPEN), NOW)
 
 
@@ -129,7 +129,7 @@ def test_a_move_from_a_phase_the_route_does_not_accept_is_refused_when_bound() -
         else r
         for r in UTH_ROUTES
     )
-    with pytest.raises(UndeclaredTransition, match="dealer.flop"):
+    with pytest.raises(UndeclaredTransition, match=r"dealer\.flop"):
         m.bind(bad, m.config)
     with pytest.raises(UndeclaredTransition, match="not phases"):
         m.bind((Route("x.y", UTH_ROUTES[0].step, ("nowhere",)),), m.config)
