@@ -167,7 +167,7 @@ def _uth_dealing(hand: bool = False, card_out: bool = False) -> UthTable:
     return t
 
 
-HAND_DEAL = ["Ah", "Kh", "Qh", "2c", "7d", "Jh", "Th", "4s", "9c"]  # 7.3, one box
+HAND_DEAL = ["Ah", "Kh", "Qh", "2c", "7d", "Jh", "Th", "4s", "9c"]  # UTH 7.3, one box
 
 
 def _uth_at(phase: str, hand: bool = False) -> UthTable:
@@ -199,16 +199,16 @@ def _play_uth() -> None:
     _uth_at("preflop", hand=True)  # dealing -> preflop by dealer.card
     t = _uth()
     t.step("card.dispensed", card=t.order[0], index=0)  # betting -> dealing: the first card
-    _uth(hand=True).step("dealer.card", card="As")  # the same, dealt by hand (12.2.3)
+    _uth(hand=True).step("dealer.card", card="As")  # the same, dealt by hand (UTH 12.2.3)
     for kind, data in [
-        ("shuffler.jam", {"reason": "jam"}),  # 12.1 before the first card
+        ("shuffler.jam", {"reason": "jam"}),  # UTH 12.1 before the first card
         ("shuffler.fault", {"reason": "motor"}),
-        ("deck.check", {"ok": False, "missing": ["As"]}),  # 11.7.2
+        ("deck.check", {"ok": False, "missing": ["As"]}),  # UTH 11.7.2
     ]:
         _uth_dealing().step(kind, **data)
     for kind, data in [
-        ("card.dispensed", {"card": "Zz", "index": 1}),  # 11.7: foreign
-        ("dealer.dealt", {}),  # 11.1: too few
+        ("card.dispensed", {"card": "Zz", "index": 1}),  # UTH 11.7: foreign
+        ("dealer.dealt", {}),  # UTH 11.1: too few
         ("dealer.misdeal", {"reason": "wrong_count"}),
         ("dealer.void", {"reason": "fire"}),
     ]:
@@ -216,7 +216,7 @@ def _play_uth() -> None:
     _uth_dealing(hand=True, card_out=True).step("dealer.card", card="Zz")
     for phase in ("preflop", "flop", "river"):
         for kind, data in [
-            ("shuffler.jam", {"reason": "jam"}),  # 12.2 mid-round
+            ("shuffler.jam", {"reason": "jam"}),  # UTH 12.2 mid-round
             ("shuffler.fault", {"reason": "motor"}),
             ("deck.check", {"ok": False, "missing": ["As"]}),
             ("dealer.misdeal", {"reason": "wrong_count"}),
@@ -224,7 +224,7 @@ def _play_uth() -> None:
         ]:
             _uth_at(phase).step(kind, **data)
         t = _uth_at(phase)
-        t.step("card.dispensed", **_next_card(t))  # a card too many (11.1)
+        t.step("card.dispensed", **_next_card(t))  # a card too many (UTH 11.1)
         _uth_at(phase, hand=True).step("dealer.card", card="2s")
 
 
