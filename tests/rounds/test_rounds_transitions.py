@@ -278,3 +278,29 @@ def test_every_declared_move_is_played_and_nothing_else(
     declared = set(machine(game).transitions())
     assert declared - played[game] == set(), "declared but never played"
     assert played[game] - declared == set(), "played but not declared"
+
+
+# -- each phase accepts only what it can handle ------------------------------------------------
+@pytest.mark.parametrize(
+    ("kind", "phase", "text"),
+    [
+        ("dealer.dealt", "closed", "dealer.dealt refused: dealer.dealt: no card has been dealt"),
+        ("dealer.dealt", "betting", "dealer.dealt refused: dealer.dealt: no card has been dealt"),
+        *[
+            ("dealer.deck_check", p, "dealer.deck_check refused: no deck check during a round")
+            for p in ("preflop", "flop", "river")
+        ],
+    ],
+)
+def test_uth_routes_narrowed_to_their_phases_refuse_in_the_words_the_dealer_saw(
+    kind: str, phase: str, text: str
+) -> None:
+    # The handler refused these in every such phase; the guard now does, in the same words.
+    t = _uth_at(phase) if phase in ("preflop", "flop", "river") else UthTable()
+    if phase == "closed":
+        t.step("table.close")
+    assert phase not in t.machine.routes[kind].phases and t.state.phase == phase
+    before = t.state
+    out = t.step(kind)
+    assert t.state == before
+    assert [(e.kind, e.data["text"], e.data["refused"]) for e in out] == [("log", text, True)]

@@ -74,11 +74,11 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.SHUFFLER_JAM, shuffler.malfunction, ANY, to=VOIDS),
     Route(Kind.SHUFFLER_FAULT, shuffler.malfunction, ANY, to=VOIDS),
     Route(Kind.DECK_CHECK, shuffler.deck_check, ANY, to=VOIDS),
-    Route(Kind.DEALER_DECK_CHECK, shuffler.check_deck, ANY),
+    Route(Kind.DEALER_DECK_CHECK, shuffler.check_deck, (Phase.CLOSED, *BETTING, Phase.DEALING)),
     Route(Kind.DEALER_DECK_CONFIRMED, shuffler.deck_confirmed, ANY),
     Route(Kind.CARD_DISPENSED, keypad.card, ANY, to=CARD_TO),
     # Too few cards when the dealer says the deal is complete: a misdeal (11.1).
-    Route(Kind.DEALER_DEALT, keypad.dealt, ANY, to={Phase.DEALING: ENDS}),
+    Route(Kind.DEALER_DEALT, keypad.dealt, IN_ROUND, to={Phase.DEALING: ENDS}),
     Route(Kind.DEALER_MISDEAL, keypad.misdeal, IN_ROUND, to=ENDS),
     Route(Kind.DEALER_VOID, keypad.void, IN_ROUND, to=ENDS),
     Route(Kind.DEALER_DECISION, keypad.decision, DECIDING),
@@ -118,6 +118,8 @@ _REFUSALS: dict[str, str] = {
     Kind.DEALER_MISDEAL: "no round in progress",
     Kind.DEALER_VOID: "no round in progress",
     Kind.DEALER_DECISION: "no decision while {phase}",
+    Kind.DEALER_DEALT: "dealer.dealt: no card has been dealt",
+    Kind.DEALER_DECK_CHECK: "no deck check during a round",
 }
 
 
