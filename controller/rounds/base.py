@@ -9,10 +9,13 @@ the transaction commits, except `outbox` and `round` effects, which commit in it
 
 Event kinds, who emits them and their fields: `controller/events.py` (docs/events.md).
 
-`Guarded` is the step every machine shares: each machine routes each event kind to a handler and
-declares the phases in which it accepts it; an event outside those phases is refused with the
-machine's own wording before any handler runs. `accepted()` is the phase x event table that
-docs/rounds-*.md and the tests print from the machine itself.
+`Guarded` is the step every machine shares. Each machine declares its `ROUTES`, one `Route` per
+event kind: the step (a plain function of the machine's context, state, data and now), the phases
+the event is accepted in, and the phases the step may lead to. An event outside its phases is
+refused with the machine's own wording before any step runs; after the step, a phase the route
+does not declare is a bug (`UndeclaredTransition`). `accepted()` (the phase x event table) and
+`transition_mermaid()` (the graph) are what docs/rounds-*.md and the tests print from the
+machine itself.
 """
 
 from __future__ import annotations

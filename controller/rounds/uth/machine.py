@@ -85,7 +85,7 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.DEALER_FLOP, keypad.flop, (Phase.PREFLOP,), to=(Phase.FLOP,)),
     Route(Kind.DEALER_TURN_RIVER, keypad.turn_river, (Phase.FLOP,), to=(Phase.RIVER,)),
     Route(Kind.DEALER_DEALER_HAND, keypad.dealer_hand, (Phase.RIVER,), to=ENDS),
-    Route(Kind.HO_POOL, link.ho_pool, ANY),
+    Route(Kind.HO_POOL, jackpot.on_pool, ANY),
     Route(Kind.HO_AWARD, link.ho_award, ANY),
     Route(Kind.DEALER_JACKPOT_VERIFY, link.jackpot_verify, ANY),
     Route(Kind.LINK_UP, link.link(True), ANY),
