@@ -9,18 +9,23 @@ the transaction commits, except `outbox` and `round` effects, which commit in it
 
 Event kinds, who emits them and their fields: `controller/events.py` (docs/events.md).
 
-`Guarded` is the step every machine shares: each machine routes each event kind to a handler and
-declares the phases in which it accepts it; an event outside those phases is refused with the
-machine's own wording before any handler runs. `accepted()` is the phase x event table that
-docs/rounds-*.md and the tests print from the machine itself.
+`Guarded` is the step every machine shares. Each machine declares its `ROUTES`, one `Route` per
+event kind: the step (a plain function of the machine's context, state, data and now), the phases
+the event is accepted in, and the phases the step may lead to. An event outside its phases is
+refused with the machine's own wording before any step runs; after the step, a phase the route
+does not declare is a bug (`UndeclaredTransition`). `accepted()` (the phase x event table) and
+`transition_mermaid()` (the graph) are what docs/rounds-*.md and the tests print from the
+machine itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
+from controller.errors import TablectlError
 from controller.events import (
     DEALER_PREFIX,
     EFFECT_KINDS,
@@ -32,8 +37,8 @@ from controller.events import (
 )
 
 __all__ = [
-    "EFFECT_KINDS", "JOURNALED_EFFECTS", "JSON", "Effect", "Event", "Guarded", "Now",
-    "RoundMachine", "Route", "skip_rounds",
+    "EFFECT_KINDS", "JOURNALED_EFFECTS", "JSON", "Effect", "Event", "Guarded", "Handler", "Now",
+    "RoundMachine", "Route", "UndeclaredTransition", "skip_rounds",
 ]
 
 S = TypeVar("S")
@@ -71,23 +76,80 @@ class RoundMachine(Protocol, Generic[S]):
         ...
 
 
+Step = Callable[..., tuple[Any, list[Effect]]]  # (context, state, data, now) -> (state, effects)
+Moves = Iterable[str] | Mapping[str, Iterable[str]]
+
+
 @dataclass(frozen=True, slots=True)
-class Route(Generic[S]):
-    """An event kind's handler and the phases it is accepted in."""
+class Route:
+    """One event kind a machine handles, as the machine declares it: the step (a plain function
+    of the machine's context, state, data and now), the phases the event is accepted in, and the
+    phases the step may lead to: `to` is either phases reachable from every accepted phase, or
+    `{from: phases}` where it depends on the phase. Staying in the phase it was accepted in is
+    always declared (the step only keeps books, or answers with an alarm); `to` lists moves."""
+
+    kind: str
+    step: Step
+    accepted_in: frozenset[str]
+    moves: frozenset[tuple[str, str]]
+
+    def __init__(self, kind: str, step: Step, accepted_in: Iterable[str], to: Moves = ()) -> None:
+        accepted = frozenset(accepted_in)
+        if isinstance(to, Mapping):
+            moves = {(frm, t) for frm, targets in to.items() for t in targets}
+        else:
+            moves = {(frm, t) for frm in accepted for t in to}
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "step", step)
+        object.__setattr__(self, "accepted_in", accepted)
+        object.__setattr__(self, "moves", frozenset((f, t) for f, t in moves if f != t))
+
+
+@dataclass(frozen=True, slots=True)
+class Handler(Generic[S]):
+    """A route bound to one machine's context: what `Guarded.dispatch` calls."""
 
     handler: Callable[[S, Mapping[str, Any], Now], tuple[S, list[Effect]]]
     phases: frozenset[str]
+    moves: frozenset[tuple[str, str]] = frozenset()
+
+
+class UndeclaredTransition(TablectlError):
+    """A step led to a phase its route does not declare: a bug in the machine, not a refusal."""
 
 
 class Guarded(Generic[S]):
-    """The guarded step: refuse an event outside its phases, else dispatch it to its handler.
+    """The guarded step: refuse an event outside its phases, else dispatch it to its handler,
+    then check that the phase it led to is one its route declares.
 
-    A machine sets `phases` (its phase enum, in order) and `routes`, and says how to read a
-    state's phase and how to word a refusal (`refusal` returns the exception to raise).
+    A machine sets `phases` (its phase enum, in order), binds its declared `Route`s with `bind`,
+    and says how to read a state's phase and how to word a refusal (`refusal` returns the
+    exception to raise). A step that leads where its route does not declare raises
+    `UndeclaredTransition`: the machines answer it as any bug (a technician alarm, the state
+    kept), unless `strict` is set, as the round tests set it, to fail loudly.
     """
 
     phases: tuple[str, ...]
-    routes: Mapping[str, Route[S]]
+    routes: dict[str, Handler[S]]
+    declared: tuple[Route, ...]
+    strict: bool = False
+
+    def bind(self, declared: Iterable[Route], context: Any) -> None:
+        """Bind each route's step to `context` (the configuration, or the machine itself)."""
+        self.declared = tuple(declared)
+        known = set(self.phases)
+        self.routes = {}
+        for r in self.declared:
+            if r.kind in self.routes:
+                raise UndeclaredTransition(f"{r.kind} is routed twice")
+            unknown = (r.accepted_in | {p for move in r.moves for p in move}) - known
+            outside = {frm for frm, _ in r.moves} - r.accepted_in
+            if unknown or outside or not r.accepted_in:
+                raise UndeclaredTransition(
+                    f"{r.kind}: {sorted(unknown)} are not phases, or it moves from"
+                    f" {sorted(outside)} where it is not accepted"
+                )
+            self.routes[r.kind] = Handler(partial(r.step, context), r.accepted_in, r.moves)
 
     def phase_of(self, state: S) -> str:
         raise NotImplementedError
@@ -98,9 +160,23 @@ class Guarded(Generic[S]):
     def dispatch(self, state: S, event: Event, now: Now) -> tuple[S, list[Effect]]:
         """`event.kind` must be routed (the caller decides what an unknown kind means)."""
         route = self.routes[event.kind]
-        if self.phase_of(state) not in route.phases:
+        before = self.phase_of(state)
+        if before not in route.phases:
             raise self.refusal(state, event.kind)
-        return route.handler(state, event.data, now)
+        new, effects = route.handler(state, event.data, now)
+        after = self.phase_of(new)
+        if after != before and (before, after) not in route.moves:
+            declared = sorted(t for f, t in route.moves if f == before)
+            raise UndeclaredTransition(
+                f"{event.kind} led from {before} to {after}, which its route does not declare"
+                f" (from {before}: {declared or 'none'})"
+            )
+        return new, effects
+
+    def failed(self, exc: Exception) -> None:
+        """A step raised something other than a refusal: re-raised under `strict`."""
+        if self.strict and isinstance(exc, UndeclaredTransition):
+            raise exc
 
     def dealer_actions(self) -> frozenset[str]:
         """The keypad actions this game has (`dealer.<action>` routed): what the control socket
@@ -123,9 +199,36 @@ class Guarded(Generic[S]):
         ]
         return "\n".join([head, rule, *rows])
 
+    def transitions(self) -> list[tuple[str, str, str]]:
+        """Every declared move (from, event kind, to), in routing then phase order: the
+        graph docs/rounds-*.md draw. Staying in a phase is not a move."""
+        return [
+            (frm, r.kind, to)
+            for r in self.declared
+            for frm in self.phases
+            for to in self.phases if (frm, to) in r.moves
+        ]
 
-def route(handler: Callable[..., Any], phases: Iterable[str]) -> Route[Any]:
-    return Route(handler, frozenset(phases))
+    def _edges(self) -> dict[tuple[str, str], list[str]]:
+        edges: dict[tuple[str, str], list[str]] = {}
+        for frm, kind, to in self.transitions():
+            edges.setdefault((frm, to), []).append(kind)
+        return edges
+
+    def transition_mermaid(self) -> str:
+        """The declared moves as a Mermaid state diagram (an edge per phase pair, its events
+        joined), generated into docs/rounds-*.md; a test compares."""
+        lines = ["```mermaid", "stateDiagram-v2", f"    [*] --> {self.phases[0]}"]
+        lines += [f"    {f} --> {t}: {', '.join(kinds)}" for (f, t), kinds in self._edges().items()]
+        return "\n".join([*lines, "```"])
+
+    def transition_dot(self) -> str:
+        """The same graph in Graphviz DOT (for a picture where Graphviz is installed)."""
+        lines = ["digraph rounds {", "  rankdir=LR;", "  node [shape=box, style=rounded];"]
+        for (frm, to), kinds in self._edges().items():
+            label = "\\n".join(kinds)
+            lines.append(f'  "{frm}" -> "{to}" [label="{label}"];')
+        return "\n".join([*lines, "}"])
 
 
 def skip_rounds(state: S, field: str, data: Any) -> S:

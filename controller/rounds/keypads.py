@@ -10,7 +10,7 @@ table never needs them (docs/daemon.md, "Start-up")."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from importlib import import_module
 
 from controller.events import DEALER_PREFIX
@@ -23,5 +23,5 @@ def keypad_actions(game: str) -> frozenset[str] | None:
     module = _MACHINES.get(game)
     if module is None:
         return None
-    routes: Mapping[str, object] = import_module(module).ROUTES
-    return frozenset(k.removeprefix(DEALER_PREFIX) for k in routes if k.startswith(DEALER_PREFIX))
+    kinds: Iterable[str] = (r.kind for r in import_module(module).ROUTES)
+    return frozenset(k.removeprefix(DEALER_PREFIX) for k in kinds if k.startswith(DEALER_PREFIX))

@@ -7,7 +7,8 @@ betting -> off_draw -> betting removes a box (NSW 15.9.3-15.9.4, NZ 12.10).
 The rules come from controller/games/paigow (bank.py, dice.py, cuts.py, wagers.py, settlement.py);
 this package only sequences them, one concern per module (table, bank, wagers, cut, dice,
 ending), each a set of steps mixed into `PaiGowMachine`. `ROUTES` below is the event contract:
-each event kind, its step, and the phases it is accepted in (docs/rounds-paigow.md prints it).
+each event kind, its step, the phases it is accepted in and the phases it may lead to
+(docs/rounds-paigow.md prints the table and draws the graph).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from controller.events import EffectKind, Kind
 from controller.games.paigow.bank import accepts_wager
 from controller.rounds import cards
-from controller.rounds.base import Effect, Event, Guarded, Now, Route, route, skip_rounds
+from controller.rounds.base import Effect, Event, Guarded, Now, Route, skip_rounds
 from controller.rounds.paigow.bank import BankSteps
 from controller.rounds.paigow.carded import CardSteps
 from controller.rounds.paigow.core import (
@@ -60,51 +61,60 @@ ANY = PHASES
 BETTING = (Phase.BETTING,)
 DICE = (Phase.SHAKING, Phase.OFF_DRAW)
 BEFORE_DICE = (Phase.BETTING, Phase.CUTTING, Phase.SHAKING)
-# kind -> (the step's method name, the phases it is accepted in)
-ROUTES: dict[str, tuple[str, tuple[str, ...]]] = {
-    Kind.TABLE_OPEN: ("_table_open", (Phase.CLOSED,)),
-    Kind.TABLE_CLOSE: ("_table_close", (Phase.BETTING, Phase.OFF_DRAW)),
-    Kind.CHUNG_ON: ("_chung_on", ANY),
-    Kind.CHUNG_OFF: ("_chung_off", ANY),
-    Kind.OFF_PRESSED: ("_off_pressed", ANY),
-    Kind.OFF_RELEASED: ("_off_released", ANY),
-    Kind.DEALER_OFF_CLEAR: ("_off_clear", ANY),
-    Kind.DEALER_OFF_DRAW: ("_off_draw", BETTING),
-    Kind.DEALER_OFF_CANCEL: ("_off_cancel", (Phase.OFF_DRAW,)),
-    Kind.DEALER_BANK: ("_dealer_bank", BETTING),
-    Kind.DEALER_HOUSE_BANK: ("_dealer_house_bank", BETTING),
-    Kind.DEALER_WAGER: ("_dealer_wager", BETTING),
-    Kind.DEALER_WAGER_REMOVE: ("_dealer_wager_remove", BETTING),
-    Kind.DEALER_CUT: ("_dealer_cut", BEFORE_DICE),
-    Kind.DEALER_STEAL: ("_dealer_steal", BEFORE_DICE),
-    Kind.DEALER_NO_MORE_BETS: ("_no_more_bets", BETTING),
-    Kind.CUT_SELECTED: ("_cut_selected", (Phase.CUTTING,)),
-    Kind.DEALER_SHAKE: ("_dealer_shake", DICE),
-    Kind.DICE_NOT_FLAT: ("_dice_not_flat", DICE),
-    Kind.DICE_RESULT: ("_dice_result", DICE),
-    Kind.SHAKER_FAULT: ("_shaker_fault", ANY),
-    Kind.METER_FAULT: ("_meter_fault", ANY),
-    Kind.METER_READY: ("_meter_ready", ANY),
-    Kind.METER_COMMAND_FAILED: ("_meter_fault", ANY),
-    Kind.DEALER_DELIVERED: ("_delivered", (Phase.ANNOUNCED,)),
-    Kind.DEALER_RESULT: ("_result", (Phase.SETTING,)),
-    Kind.DEALER_VOID: ("_void", IN_ROUND),
-    Kind.DEALER_HAND_VOID: ("_hand_void", (Phase.ANNOUNCED, Phase.SETTING)),
-    Kind.DEALER_HANDS_MIXED: ("_hands_mixed", (Phase.SETTING,)),
-    Kind.DEALER_CONTROL: ("_dealer_control", BETTING),
-    Kind.DEALER_MISCOUNT: ("_miscount", (Phase.ANNOUNCED, Phase.SETTING)),
-    Kind.DEALER_LAJA: ("_laja", BEFORE_DICE),
-    Kind.DEALER_RESHUFFLE: ("_reshuffle", BEFORE_DICE),
-    Kind.HO_CARD: ("_ho_card", ANY),
-    Kind.DEALER_PLAYER_CARD: ("_player_card", BETTING),
-    Kind.DEALER_CARD_INVALID: ("_card_invalid", BETTING),
-    Kind.DEALER_CARD_RESTRICT: ("_card_restrict", ANY),
-    Kind.DEALER_CHIPS_DECLARED: ("_chips_declared", ANY),
-    Kind.CARDREADER_READ: ("_card_read", ANY),
-    Kind.CARDREADER_UNREADABLE: ("_card_read", ANY),
-    Kind.CARDREADER_REMOVED: ("_card_read", ANY),
-    Kind.CARDREADER_FAULT: ("_card_read", ANY),
-}
+ENDS = (Phase.BETTING,)  # the round ends: the next one opens in betting (or the draw ends)
+# Each event kind: its step (a method of one of the mixins, named here, never looked up by a
+# string), the phases it is accepted in, the phases it may lead to (staying is always declared).
+# docs/rounds-paigow.md draws the graph.
+ROUTES: tuple[Route, ...] = (
+    Route(Kind.TABLE_OPEN, TableSteps._table_open, (Phase.CLOSED,), to=BETTING),
+    Route(Kind.TABLE_CLOSE, TableSteps._table_close, (Phase.BETTING, Phase.OFF_DRAW),
+          to=(Phase.CLOSED,)),
+    Route(Kind.CHUNG_ON, BankSteps._chung_on, ANY),
+    Route(Kind.CHUNG_OFF, BankSteps._chung_off, ANY),
+    Route(Kind.OFF_PRESSED, TableSteps._off_pressed, ANY),
+    Route(Kind.OFF_RELEASED, TableSteps._off_released, ANY),
+    Route(Kind.DEALER_OFF_CLEAR, TableSteps._off_clear, ANY),
+    # NSW 15.9.3-15.9.4, NZ 12.10: the OFF-box draw, between rounds.
+    Route(Kind.DEALER_OFF_DRAW, TableSteps._off_draw, BETTING, to=(Phase.OFF_DRAW,)),
+    Route(Kind.DEALER_OFF_CANCEL, TableSteps._off_cancel, (Phase.OFF_DRAW,), to=BETTING),
+    Route(Kind.DEALER_BANK, BankSteps._dealer_bank, BETTING),
+    Route(Kind.DEALER_HOUSE_BANK, BankSteps._dealer_house_bank, BETTING),
+    Route(Kind.DEALER_WAGER, WagerSteps._dealer_wager, BETTING),
+    Route(Kind.DEALER_WAGER_REMOVE, WagerSteps._dealer_wager_remove, BETTING),
+    Route(Kind.DEALER_CUT, CutSteps._dealer_cut, BEFORE_DICE, to={Phase.CUTTING: (Phase.SHAKING,)}),
+    Route(Kind.DEALER_STEAL, CutSteps._dealer_steal, BEFORE_DICE),
+    # NZ 9.3A: the cut is chosen before the dice (cutting); elsewhere straight to the shaker.
+    Route(Kind.DEALER_NO_MORE_BETS, DiceSteps._no_more_bets, BETTING,
+          to=(Phase.CUTTING, Phase.SHAKING)),
+    Route(Kind.CUT_SELECTED, CutSteps._cut_selected, (Phase.CUTTING,), to=(Phase.SHAKING,)),
+    Route(Kind.DEALER_SHAKE, DiceSteps._dealer_shake, DICE),
+    Route(Kind.DICE_NOT_FLAT, DiceSteps._dice_not_flat, DICE),
+    # The round's dice announce the first box and cut; the OFF draw's remove a box.
+    Route(Kind.DICE_RESULT, DiceSteps._dice_result, DICE,
+          to={Phase.SHAKING: (Phase.ANNOUNCED,), Phase.OFF_DRAW: BETTING}),
+    Route(Kind.SHAKER_FAULT, DiceSteps._shaker_fault, ANY),
+    Route(Kind.METER_FAULT, DiceSteps._meter_fault, ANY),
+    Route(Kind.METER_READY, DiceSteps._meter_ready, ANY),
+    Route(Kind.METER_COMMAND_FAILED, DiceSteps._meter_fault, ANY),
+    Route(Kind.DEALER_DELIVERED, RoundEnd._delivered, (Phase.ANNOUNCED,), to=(Phase.SETTING,)),
+    Route(Kind.DEALER_RESULT, RoundEnd._result, (Phase.SETTING,), to=ENDS),
+    Route(Kind.DEALER_VOID, RoundEnd._void, IN_ROUND, to=ENDS),
+    Route(Kind.DEALER_HAND_VOID, RoundEnd._hand_void, (Phase.ANNOUNCED, Phase.SETTING), to=ENDS),
+    Route(Kind.DEALER_HANDS_MIXED, RoundEnd._hands_mixed, (Phase.SETTING,), to=ENDS),
+    Route(Kind.DEALER_CONTROL, WagerSteps._dealer_control, BETTING),
+    Route(Kind.DEALER_MISCOUNT, RoundEnd._miscount, (Phase.ANNOUNCED, Phase.SETTING)),
+    Route(Kind.DEALER_LAJA, LajaSteps._laja, BEFORE_DICE),
+    Route(Kind.DEALER_RESHUFFLE, LajaSteps._reshuffle, BEFORE_DICE),
+    Route(Kind.HO_CARD, CardSteps._ho_card, ANY),
+    Route(Kind.DEALER_PLAYER_CARD, CardSteps._player_card, BETTING),
+    Route(Kind.DEALER_CARD_INVALID, CardSteps._card_invalid, BETTING),
+    Route(Kind.DEALER_CARD_RESTRICT, CardSteps._card_restrict, ANY),
+    Route(Kind.DEALER_CHIPS_DECLARED, CardSteps._chips_declared, ANY),
+    Route(Kind.CARDREADER_READ, CardSteps._card_read, ANY),
+    Route(Kind.CARDREADER_UNREADABLE, CardSteps._card_read, ANY),
+    Route(Kind.CARDREADER_REMOVED, CardSteps._card_read, ANY),
+    Route(Kind.CARDREADER_FAULT, CardSteps._card_read, ANY),
+)
 
 
 class PaiGowMachine(
@@ -117,9 +127,7 @@ class PaiGowMachine(
 
     def __init__(self, config: PaiGowConfig) -> None:
         super().__init__(config)
-        self.routes: dict[str, Route[PaiGowState]] = {
-            kind: route(getattr(self, name), phases) for kind, (name, phases) in ROUTES.items()
-        }
+        self.bind(ROUTES, self)
 
     # -- the RoundMachine protocol ---------------------------------------------------------------
 
@@ -145,6 +153,7 @@ class PaiGowMachine(
         except InputError as e:
             return state, [log(f"{event.kind} refused: {e}", event=event.kind, refused=True)]
         except Exception as e:  # a bug: journaled with an alarm, the round kept as it was
+            self.failed(e)
             text = f"{event.kind}: internal error {type(e).__name__}: {e}"
             return state, [Effect(EffectKind.ALARM, {"severity": "technician", "text": text})]
 

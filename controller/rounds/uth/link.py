@@ -17,10 +17,6 @@ Result = tuple[UthState, list[Effect]]
 
 
 # -- jackpot link (11.11, issue 6) -------------------------------------------------------------
-def ho_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return jackpot.on_pool(config, state, data, now)
-
-
 def ho_award(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     return jackpot.on_award(config, state, data)
 

@@ -9,20 +9,19 @@ while the other is dealt (4.2). Irregularities: misdeal (11.1-11.4), missing or 
 The steps live by concern: betting.py (table, wagers, sensors, deal), shuffler.py (decks),
 keypad.py (the round: cards, decisions, misdeals, voids), link.py (head office, meter), play.py
 (the round's cards and settlement), jackpot.py, status.py. `ROUTES` is the event contract: each
-kind, its step, and the phases it is accepted in (docs/rounds-uth.md prints it).
+kind, its step, the phases it is accepted in and the phases it may lead to (docs/rounds-uth.md
+prints the table and draws the graph).
 
 `step` is pure: it reads only (state, event, now) and never raises on input from outside.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from functools import partial
-from typing import Any
+from collections.abc import Mapping
 
 from controller.events import Kind
 from controller.games.uth.evaluator import build_tables
-from controller.rounds.base import JSON, Effect, Event, Guarded, Now, Route, route, skip_rounds
+from controller.rounds.base import JSON, Effect, Event, Guarded, Now, Route, skip_rounds
 from controller.rounds.uth import betting, carded, jackpot, keypad, link, shuffler
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth import play as rnd
@@ -39,61 +38,75 @@ from controller.rounds.uth.status import resume, status
 from shared.errors import InputError
 
 Result = tuple[UthState, list[Effect]]
-Step = Callable[[UthConfig, UthState, Any, Now], Result]
 
 __all__ = ["OTHER_GAME", "ROUTES", "UthConfig", "UthMachine", "UthState"]
 
 ANY = PHASES
 IN_ROUND = (Phase.DEALING, Phase.PREFLOP, Phase.FLOP, Phase.RIVER)
 BETTING = (Phase.BETTING,)
-# kind -> (step, the phases it is accepted in); wording of a refusal: `_REFUSALS`.
-ROUTES: dict[str, tuple[Step, tuple[str, ...]]] = {
-    Kind.TABLE_OPEN: (betting.open_table, (Phase.CLOSED,)),
-    Kind.TABLE_CLOSE: (betting.close_table, BETTING),
-    Kind.DEALER_WAGER: (betting.wager, BETTING),
-    Kind.DEALER_WITHDRAW: (betting.withdraw, BETTING),
-    Kind.BET_ON: (betting.bet_on, ANY),
-    Kind.BET_OFF: (betting.bet_off, ANY),
-    Kind.DEALER_DEAL: (betting.deal, (Phase.BETTING, Phase.DEALING)),
-    Kind.DEALER_DEAL_METHOD: (betting.switch_method, BETTING),
-    Kind.DEALER_CARD: (betting.dealer_card, ANY),
-    Kind.DEALER_JACKPOT_OTHER: (betting.jackpot_other, BETTING),
-    Kind.SHUFFLER_READY: (shuffler.ready, ANY),
-    Kind.SHUFFLER_JAM: (shuffler.malfunction, ANY),
-    Kind.SHUFFLER_FAULT: (shuffler.malfunction, ANY),
-    Kind.DECK_CHECK: (shuffler.deck_check, ANY),
-    Kind.DEALER_DECK_CHECK: (shuffler.check_deck, ANY),
-    Kind.DEALER_DECK_CONFIRMED: (shuffler.deck_confirmed, ANY),
-    Kind.CARD_DISPENSED: (keypad.card, ANY),
-    Kind.DEALER_DEALT: (keypad.dealt, ANY),
-    Kind.DEALER_MISDEAL: (keypad.misdeal, IN_ROUND),
-    Kind.DEALER_VOID: (keypad.void, IN_ROUND),
-    Kind.DEALER_DECISION: (keypad.decision, (Phase.PREFLOP, Phase.FLOP, Phase.RIVER)),
-    Kind.DEALER_FLOP: (keypad.flop, (Phase.PREFLOP,)),
-    Kind.DEALER_TURN_RIVER: (keypad.turn_river, (Phase.FLOP,)),
-    Kind.DEALER_DEALER_HAND: (keypad.dealer_hand, (Phase.RIVER,)),
-    Kind.HO_POOL: (link.ho_pool, ANY),
-    Kind.HO_AWARD: (link.ho_award, ANY),
-    Kind.DEALER_JACKPOT_VERIFY: (link.jackpot_verify, ANY),
-    Kind.LINK_UP: (link.link(True), ANY),
-    Kind.LINK_DOWN: (link.link(False), ANY),
-    Kind.DEALER_JACKPOT_OFF: (link.switch(False), ANY),
-    Kind.DEALER_JACKPOT_ON: (link.switch(True), ANY),
-    Kind.METER_FAULT: (link.meter_fault, ANY),
-    Kind.METER_READY: (link.meter_ready, ANY),
-    Kind.METER_COMMAND_FAILED: (link.meter_command_failed, ANY),
-    Kind.TICK: (link.tick, ANY),
-    Kind.HO_CARD: (carded.ho_card, ANY),
-    Kind.DEALER_PLAYER_CARD: (carded.player_card, ANY),
-    Kind.DEALER_CARD_INVALID: (carded.card_invalid, ANY),
-    Kind.DEALER_CARD_RESTRICT: (carded.restrict, ANY),
-    Kind.DEALER_CHIPS_DECLARED: (carded.chips_declared, ANY),
-    Kind.CARDREADER_READ: (carded.player_card, ANY),
-    Kind.CARDREADER_UNREADABLE: (carded.unreadable, ANY),
-    Kind.CARDREADER_REMOVED: (carded.removed, ANY),
-    Kind.CARDREADER_FAULT: (carded.reader_fault, ANY),
+DECIDING = (Phase.PREFLOP, Phase.FLOP, Phase.RIVER)
+# Where a round ends: the next round opens in betting (a settlement, a void, a misdeal).
+ENDS = (Phase.BETTING,)
+# A card out of the shuffler (or dealt by hand, 12.2.3): the first locks the wagers (5.5), the
+# last completes the deal (7.2), a foreign, repeated or missed one voids the round (11.1, 11.7).
+CARD_TO = {
+    Phase.BETTING: (Phase.DEALING,),
+    Phase.DEALING: (Phase.PREFLOP, Phase.BETTING),
+    **{p: ENDS for p in DECIDING},
 }
-EVENT_KINDS = frozenset(ROUTES)
+# 12.1: before the round's first card the deck is reshuffled and dealing starts again from
+# betting; 12.2 (mid-round), 11.7.2 (a bad deck): the round is void.
+VOIDS = {p: ENDS for p in IN_ROUND}
+# Each event kind: its step, the phases it is accepted in, the phases it may lead to (staying is
+# always declared). The wording of a refusal: `_REFUSALS`. docs/rounds-uth.md draws the graph.
+ROUTES: tuple[Route, ...] = (
+    Route(Kind.TABLE_OPEN, betting.open_table, (Phase.CLOSED,), to=BETTING),
+    Route(Kind.TABLE_CLOSE, betting.close_table, BETTING, to=(Phase.CLOSED,)),
+    Route(Kind.DEALER_WAGER, betting.wager, BETTING),
+    Route(Kind.DEALER_WITHDRAW, betting.withdraw, BETTING),
+    Route(Kind.BET_ON, betting.bet_on, ANY),
+    Route(Kind.BET_OFF, betting.bet_off, ANY),
+    Route(Kind.DEALER_DEAL, betting.deal, (Phase.BETTING, Phase.DEALING), to=(Phase.DEALING,)),
+    Route(Kind.DEALER_DEAL_METHOD, betting.switch_method, BETTING),
+    Route(Kind.DEALER_CARD, betting.dealer_card, ANY, to=CARD_TO),
+    Route(Kind.DEALER_JACKPOT_OTHER, betting.jackpot_other, BETTING),
+    Route(Kind.SHUFFLER_READY, shuffler.ready, ANY),
+    Route(Kind.SHUFFLER_JAM, shuffler.malfunction, ANY, to=VOIDS),
+    Route(Kind.SHUFFLER_FAULT, shuffler.malfunction, ANY, to=VOIDS),
+    Route(Kind.DECK_CHECK, shuffler.deck_check, ANY, to=VOIDS),
+    Route(Kind.DEALER_DECK_CHECK, shuffler.check_deck, (Phase.CLOSED, *BETTING, Phase.DEALING)),
+    Route(Kind.DEALER_DECK_CONFIRMED, shuffler.deck_confirmed, ANY),
+    Route(Kind.CARD_DISPENSED, keypad.card, ANY, to=CARD_TO),
+    # Too few cards when the dealer says the deal is complete: a misdeal (11.1).
+    Route(Kind.DEALER_DEALT, keypad.dealt, IN_ROUND, to={Phase.DEALING: ENDS}),
+    Route(Kind.DEALER_MISDEAL, keypad.misdeal, IN_ROUND, to=ENDS),
+    Route(Kind.DEALER_VOID, keypad.void, IN_ROUND, to=ENDS),
+    Route(Kind.DEALER_DECISION, keypad.decision, DECIDING),
+    Route(Kind.DEALER_FLOP, keypad.flop, (Phase.PREFLOP,), to=(Phase.FLOP,)),
+    Route(Kind.DEALER_TURN_RIVER, keypad.turn_river, (Phase.FLOP,), to=(Phase.RIVER,)),
+    Route(Kind.DEALER_DEALER_HAND, keypad.dealer_hand, (Phase.RIVER,), to=ENDS),
+    Route(Kind.HO_POOL, jackpot.on_pool, ANY),
+    Route(Kind.HO_AWARD, link.ho_award, ANY),
+    Route(Kind.DEALER_JACKPOT_VERIFY, link.jackpot_verify, ANY),
+    Route(Kind.LINK_UP, link.link(True), ANY),
+    Route(Kind.LINK_DOWN, link.link(False), ANY),
+    Route(Kind.DEALER_JACKPOT_OFF, link.switch(False), ANY),
+    Route(Kind.DEALER_JACKPOT_ON, link.switch(True), ANY),
+    Route(Kind.METER_FAULT, link.meter_fault, ANY),
+    Route(Kind.METER_READY, link.meter_ready, ANY),
+    Route(Kind.METER_COMMAND_FAILED, link.meter_command_failed, ANY),
+    Route(Kind.TICK, link.tick, ANY),
+    Route(Kind.HO_CARD, carded.ho_card, ANY),
+    Route(Kind.DEALER_PLAYER_CARD, carded.player_card, ANY),
+    Route(Kind.DEALER_CARD_INVALID, carded.card_invalid, ANY),
+    Route(Kind.DEALER_CARD_RESTRICT, carded.restrict, ANY),
+    Route(Kind.DEALER_CHIPS_DECLARED, carded.chips_declared, ANY),
+    Route(Kind.CARDREADER_READ, carded.player_card, ANY),
+    Route(Kind.CARDREADER_UNREADABLE, carded.unreadable, ANY),
+    Route(Kind.CARDREADER_REMOVED, carded.removed, ANY),
+    Route(Kind.CARDREADER_FAULT, carded.reader_fault, ANY),
+)
+EVENT_KINDS = frozenset(r.kind for r in ROUTES)
 # Device events of the other game: refused with a log line ("not part of the UTH vocabulary").
 OTHER_GAME = frozenset({
     Kind.CHUNG_ON, Kind.CHUNG_OFF, Kind.OFF_PRESSED, Kind.OFF_RELEASED, Kind.DICE_RESULT,
@@ -105,6 +118,8 @@ _REFUSALS: dict[str, str] = {
     Kind.DEALER_MISDEAL: "no round in progress",
     Kind.DEALER_VOID: "no round in progress",
     Kind.DEALER_DECISION: "no decision while {phase}",
+    Kind.DEALER_DEALT: "dealer.dealt: no card has been dealt",
+    Kind.DEALER_DECK_CHECK: "no deck check during a round",
 }
 
 
@@ -120,10 +135,7 @@ class UthMachine(Guarded[UthState]):
         # showdown they would stall the event loop (~0.6 s here, tens of seconds under the
         # VM's TCG: past the watchdog). Importing the game's modules no longer builds them.
         build_tables()
-        self.routes: dict[str, Route[UthState]] = {
-            kind: route(partial(step, self.config), phases)
-            for kind, (step, phases) in ROUTES.items()
-        }
+        self.bind(ROUTES, self.config)
 
     def initial(self) -> UthState:
         return initial_state(self.config)
@@ -140,6 +152,7 @@ class UthMachine(Guarded[UthState]):
         except InputError as exc:
             new, effects = state, [fx.log(f"{event.kind} refused: {exc}", refused=True)]
         except Exception as exc:  # a bug must not crash-loop the daemon on replay
+            self.failed(exc)
             text = f"{event.kind}: internal error {type(exc).__name__}: {exc}"
             new, effects = state, [fx.alarm("technician", text)]
         new, clock_fx = jackpot.refresh(self.config, new, now)
