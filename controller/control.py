@@ -57,6 +57,8 @@ def control_socket(runtime_dir: Path) -> Path:
             f"most {SOCKET_PATH_MAX}: choose a shorter runtime_dir (--runtime-dir)"
         )
     return path
+
+
 MAX_REQUEST = 64 * 1024  # bytes in one request line
 MAX_DEPTH = 6  # nesting of objects/arrays in a request
 MAX_STRING = 1024  # characters in any string (and object key)
