@@ -38,6 +38,27 @@ from typing import Any
 from shared.errors import InputError, TablectlError
 
 SOCKET_NAME = "control.sock"
+# A Unix socket's path must fit sockaddr_un.sun_path: 108 bytes on Linux, with the final NUL.
+SOCKET_PATH_MAX = 107
+
+
+class SocketPathTooLong(InputError):
+    """The control socket's path would not fit a Unix socket address."""
+
+
+def control_socket(runtime_dir: Path) -> Path:
+    """The control socket's path in `runtime_dir`, refused with a clear error when the kernel
+    could not bind it (bind() says only "AF_UNIX path too long", without the path)."""
+    path = Path(runtime_dir) / SOCKET_NAME
+    size = len(str(path).encode())
+    if size > SOCKET_PATH_MAX:
+        raise SocketPathTooLong(
+            f"the control socket's path {path} is {size} bytes; a Unix socket's path holds at "
+            f"most {SOCKET_PATH_MAX}: choose a shorter runtime_dir (--runtime-dir)"
+        )
+    return path
+
+
 MAX_REQUEST = 64 * 1024  # bytes in one request line
 MAX_DEPTH = 6  # nesting of objects/arrays in a request
 MAX_STRING = 1024  # characters in any string (and object key)

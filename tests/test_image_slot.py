@@ -16,6 +16,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,10 +118,18 @@ class Table:
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> Iterator[Table]:
-    t = Table(tmp_path)
-    yield t
-    t.stop()
+def table() -> Iterator[Table]:
+    # A short fake root: the daemon's control socket lies deep in it
+    # (root/persistent/tablectl/run/control.sock), and pytest's own tmp_path under xdist
+    # (/tmp/pytest-of-USER/pytest-N/popen-gwK/<test name>0/) would take it past the 107 bytes
+    # of a Unix socket's path, which the daemon refuses (controller/control.py).
+    tmp = Path(tempfile.mkdtemp(prefix="slot-"))
+    t = Table(tmp)
+    try:
+        yield t
+    finally:
+        t.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_healthy_tried_slot_is_committed(table: Table) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from controller import logs
 from controller.config import DEFAULT_PATH, ConfigError, TableConfig, load_config
+from controller.control import control_socket
 from controller.daemon.build import (
     build_devices,
     build_extensions,
@@ -99,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = logs.setup(journald=None if not args.simulate else False)
     try:
         cfg = load(args)
+        control_socket(cfg.service.runtime_dir)  # refused here, named, before anything starts
         machine = build_machine(cfg)
         rng = random.Random(args.seed) if args.seed is not None else None
         devices = build_devices(cfg, rng, args.simulate or "inproc")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from controller.config import TableConfig
-from controller.control import SOCKET_NAME
+from controller.control import control_socket
 from controller.daemon import notify
 from controller.daemon.accounting import (
     DAEMON_EVENTS,
@@ -135,7 +135,7 @@ class TableService:
         for ext in self.extensions:
             handlers.update(ext.handlers())
         self.control = ControlServer(
-            cfg.service.runtime_dir / SOCKET_NAME,
+            control_socket(cfg.service.runtime_dir),
             handlers={**handlers, **self.commands.handlers()},
             streams=self.commands.streams(),
             group=cfg.service.socket_group,

@@ -28,7 +28,7 @@ OPTIONS = replace(FAST, tick_every_s=0.1, pool_show_every_s=3.0, pool_refresh_s=
 def test_the_link_journals_pool_values_only_as_often_as_the_meter_needs(broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
     async def main() -> None:
         t = make_table("T1", tmp_path / "T1", broker, autoplay=False, options=OPTIONS,
-                       pool_timeout_s=1.0)
+                       pool_timeout_s=2.0)
         await start(t)
         journal = t.service.journal
         assert journal is not None
@@ -45,14 +45,19 @@ def test_the_link_journals_pool_values_only_as_often_as_the_meter_needs(broker, 
             await wait_for(lambda: t.link.connected, 10, "the table's link up")
             await publish(500_000, 1)
             await wait_for(lambda: len(journaled()) == 1, 10, "the first value")
-            assert journaled()[0]["fresh_ms"] == 2_500  # pool_refresh_s + pool_timeout_s
+            assert journaled()[0]["fresh_ms"] == 3_500  # pool_refresh_s + pool_timeout_s
             # Head office's heartbeat: the same value every 0.1 s for 3 s; journaled about
-            # every 1.5 s (not 30 times), and the jackpot stays online throughout.
+            # every 1.5 s (not 30 times), and the jackpot stays online throughout. The bound
+            # is on the time the heartbeats really took (a loaded machine stretches the loop),
+            # so the test asserts the rate, not the machine's speed.
+            loop = asyncio.get_running_loop()
+            began = loop.time()
             for _ in range(30):
                 await publish(500_000, 1)
                 await asyncio.sleep(0.1)
                 assert t.status()["jackpot"] == "online"
-            assert 2 <= len(journaled()) <= 4
+            took = loop.time() - began
+            assert 2 <= len(journaled()) <= 2 + int(took / OPTIONS.pool_refresh_s)
             # Other tables' contributions: 20 higher values in ~1 s. Held back, then the
             # newest one (at most one a turn of 3 s).
             before = len(journaled())
