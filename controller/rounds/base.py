@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
-from controller.errors import TablectlError
+from shared.errors import TablectlError
 from controller.events import (
     DEALER_PREFIX,
     EFFECT_KINDS,
