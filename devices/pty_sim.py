@@ -6,9 +6,10 @@ pty pairs, for a VM whose emulated serial adapters open the pty (image/vm/):
                               [--loopback LINK]
 
 makes LINK a symlink to each simulator's pty and runs until SIGTERM or SIGINT; `--loopback` is
-a loopback plug, for `tablectl devices loopback --port LINK`. The simulators
-are each device's `wire.py` (devices/shaker/, shuffler/, meter/), the ones
-`tablectld --simulate=pty` and the tests use; docs/devices.md lists their faults.
+a loopback plug, for `tablectl devices loopback --port LINK`. The simulators are each device's
+`wire_sim` (its descriptor, devices/kind.py: devices/shaker/wire.py, ...), the ones
+`tablectld --simulate=pty` and the tests use; docs/devices.md lists their faults. Each is
+imported only when asked for.
 """
 
 from __future__ import annotations
@@ -20,16 +21,14 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from devices.cardreader.wire import PtyCardReaderSim
-from devices.meter.wire import PtyMeterSim
+from devices.kind import GameNeeds, Setup
+from devices.kinds import kinds
 from devices.proto.wire_sim import LoopbackPlug, WireSim
-from devices.shaker.wire import PtyShakerSim
-from devices.shuffler.wire import PtyShufflerSim
 
-__all__ = ["LoopbackPlug", "PtyCardReaderSim", "PtyMeterSim", "PtyShakerSim", "PtyShufflerSim",
-           "main", "serve"]
+__all__ = ["NAMES", "main", "serve"]
 
-NAMES = ("shaker", "shuffler", "meter", "cardreader", "loopback")
+# Every device with a wire simulator (its descriptor's `wire_sim`), and the loopback plug.
+NAMES = (*(k.name for k in kinds() if k.wire_sim is not None), "loopback")
 
 
 # --- host-side entry point ----------------------------------------------------------------------
@@ -37,14 +36,11 @@ NAMES = ("shaker", "shuffler", "meter", "cardreader", "loopback")
 
 async def serve(links: dict[str, str], *, cut_die: bool = False, decks: int = 1) -> None:
     """Start the named simulators, point each link at its pty, run until SIGTERM/SIGINT."""
-    make = {
-        "shaker": lambda: PtyShakerSim(cut_die=cut_die),
-        "shuffler": lambda: PtyShufflerSim(decks=decks),
-        "meter": lambda: PtyMeterSim(),
-        "cardreader": lambda: PtyCardReaderSim(),
-        "loopback": lambda: LoopbackPlug(),
+    how = Setup(needs=GameNeeds(game="", boxes=None, cut_die=cut_die, decks=decks), boxes=0)
+    wire = {k.name: k.wire_sim for k in kinds() if k.wire_sim is not None}
+    sims: dict[str, WireSim] = {
+        name: LoopbackPlug() if name == "loopback" else wire[name].make(how) for name in links
     }
-    sims: dict[str, WireSim] = {name: make[name]() for name in links}
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
