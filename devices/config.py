@@ -29,7 +29,8 @@ __all__ = ["SERIAL_DEFAULTS", "DevicesConfig", "GameNeeds", "config_class", "rea
 # device -> (default port, baud): the names udev makes and the daemon's unit allows
 SERIAL_DEFAULTS = {
     k.section.name: (k.section.port, k.section.baud)
-    for k in by_section() if isinstance(k.section, SerialSection)
+    for k in by_section()
+    if isinstance(k.section, SerialSection)
 }
 
 

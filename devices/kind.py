@@ -63,10 +63,14 @@ class Section(ABC):
         """The section's config object; problems go to `t`'s error list."""
 
     def check(self, root: Table, t: Table, cfg: Any, needs: GameNeeds) -> None:
-        """Check a configured section against what the game needs (simulated or not)."""
+        """Check a configured section against what the game needs (simulated or not); by
+        default a section asks nothing of the game."""
+        return None
 
     def check_real(self, root: Table, devices: Table, cfg: Any, needs: GameNeeds) -> None:
-        """Check what a real table (`simulate = false`) must have of this device."""
+        """Check what a real table (`simulate = false`) must have of this device; by default
+        nothing (the serial devices a game requires are `GameNeeds.required`)."""
+        return None
 
     @abstractmethod
     def for_simulator(self, cfg: Any, setup: Setup, port: str | None) -> Any:

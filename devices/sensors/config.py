@@ -124,11 +124,14 @@ class GpioSection(Section):
             # every press: each one named here, with what the game offers.
             offered = ", ".join(sorted(needs.keypad))
             for action in sorted(set(cfg.keypad) - needs.keypad):
-                root.errors.add(f"devices.gpio.keypad.{action}",
-                                f"game {needs.game} has no keypad action {action!r} (one of {offered})")
+                root.errors.add(
+                    f"devices.gpio.keypad.{action}",
+                    f"game {needs.game} has no keypad action {action!r} (one of {offered})",
+                )
 
-    def check_real(self, root: Table, devices: Table, cfg: GpioConfig | None,
-                   needs: GameNeeds) -> None:
+    def check_real(
+        self, root: Table, devices: Table, cfg: GpioConfig | None, needs: GameNeeds
+    ) -> None:
         if cfg is None:
             devices.error("gpio", "required on real hardware (or simulate = true)")
         elif needs.boxes is not None:

@@ -97,3 +97,21 @@ def test_the_catalog_keeps_the_event_kinds_in_the_hash_chain() -> None:
         "cardreader": ("cardreader.read", "cardreader.unreadable", "cardreader.removed",
                        "cardreader.fault"),
     }  # fmt: skip
+
+
+def test_the_daemon_names_no_device_module() -> None:
+    # The daemon drives devices through their interface and commands; what a device does with
+    # an effect is the device's (issue 30: effects.py imported the meter's `display_command`).
+    from devices.kinds import kinds
+
+    packages = {f"devices.{k.name}" for k in kinds()} | {"devices.sensors"}
+    daemon = Path(__file__).resolve().parents[2] / "controller" / "daemon"
+    found = {
+        path.name: sorted(
+            m
+            for m in imported_modules(path.read_text())
+            if m in packages or m.startswith(tuple(f"{p}." for p in packages))
+        )
+        for path in sorted(daemon.glob("*.py"))
+    }
+    assert {p: m for p, m in found.items() if m} == {}
