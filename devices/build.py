@@ -19,33 +19,18 @@ from __future__ import annotations
 
 import contextlib
 import random
-from dataclasses import replace
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Protocol
 
 from devices.base import Device
-from devices.cardreader.config import SECTION as CARDREADER
 from devices.config import DevicesConfig, GameNeeds
-from devices.meter.config import SECTION as METER
-from devices.proto.serial_config import SerialConfig
-from devices.sensors.config import GpioConfig
-from devices.shaker.config import SECTION as SHAKER
-from devices.shuffler.config import SECTION as SHUFFLER
+from devices.kind import Setup
+from devices.kinds import kinds
 
-# Each driver and wire simulator is imported where a table that has the device builds it, not
-# here: a UTH table never loads the shaker's modules, nor a real table the simulators (issue 31:
-# `import controller.daemon.main` used to pull every `devices` module, ~4 MB of the daemon).
-
-# Mock pins for a simulated table without a [devices.gpio] section (BCM numbers, none shared).
-SIM_PINS = {
-    "chung": (4, 5, 6, 7, 8, 9, 10, 11),
-    "off": (12, 13, 14, 15, 16, 17, 18, 19),
-    "bet_sensor": (4, 5, 6, 7, 8, 9, 10),
-    "lamp": (12, 13, 14, 15, 16, 17, 18),
-}
-SIM_KEYPAD = {"new_round": 20, "shake": 21, "deal": 22, "void": 23, "confirm": 24}
-SIM_KEY_SWITCH = 27
+# Each driver and wire simulator is imported where a table that has the device builds it
+# (its descriptor's `Part`, devices/kind.py), not here: a UTH table never loads the shaker's
+# modules, nor a real table the simulators (issue 31: `import controller.daemon.main` used to
+# pull every `devices` module, ~4 MB of the daemon).
 
 
 class _Service(Protocol):
@@ -70,53 +55,20 @@ class TableConfig(Protocol):
     def service(self) -> _Service: ...
 
 
-def _uses(cfg: TableConfig, device: str) -> bool:
-    return device not in cfg.needs.unused
+def setup(cfg: TableConfig, rng: random.Random | None = None) -> Setup:
+    return Setup(needs=cfg.needs, boxes=cfg.boxes, rng=rng)
 
 
 def build_hardware(cfg: TableConfig) -> dict[str, Device]:
-    """The real drivers for what the config wires (config validation made sure it is enough)."""
-    d = cfg.devices
+    """The real drivers for what the config wires (config validation made sure it is enough):
+    each configured device the game uses."""
+    how = setup(cfg)
     devices: list[Device] = []
-    if d.gpio is not None:
-        from devices.sensors.gpio import GpioSensors
-
-        devices.append(GpioSensors(d.gpio, boxes=cfg.boxes))
-    if d.meter is not None:
-        from devices.meter.driver import AlphaMeter
-
-        devices.append(AlphaMeter(d.meter))
-    if d.shaker is not None and _uses(cfg, "shaker"):
-        from devices.shaker.driver import SerialShaker
-
-        devices.append(SerialShaker(d.shaker, cut_die=cfg.needs.cut_die))
-    if d.shuffler is not None and _uses(cfg, "shuffler"):
-        from devices.shuffler.driver import SerialShuffler
-
-        devices.append(SerialShuffler(d.shuffler, decks=cfg.needs.decks))
-    if d.cardreader is not None:
-        from devices.cardreader.driver import SerialCardReader
-
-        devices.append(SerialCardReader(d.cardreader, boxes=cfg.boxes))
+    for kind in kinds():
+        section = cfg.devices.section(kind.section.name)
+        if section is not None and kind.used(cfg.needs):
+            devices.append(kind.driver.make(how, section))
     return {dev.name: dev for dev in devices}
-
-
-def sim_gpio(cfg: TableConfig) -> GpioConfig:
-    """The table's [devices.gpio] on mock pins, or a full mock wiring when it has none."""
-    if cfg.devices.gpio is not None:
-        return replace(cfg.devices.gpio, pin_factory="mock")
-    pins: dict[str, Any] = {g: SIM_PINS[g][: cfg.boxes] for g in cfg.needs.groups}
-    return GpioConfig(
-        pin_factory="mock",
-        keypad=MappingProxyType(dict(SIM_KEYPAD)),
-        table_closed=SIM_KEY_SWITCH,
-        **pins,
-    )
-
-
-def _serial(cfg: SerialConfig | None, port: str, baud: int) -> SerialConfig:
-    timeout = cfg.answer_timeout_ms if cfg is not None else 1000
-    return SerialConfig(port=port, baud=baud, answer_timeout_ms=timeout)
 
 
 def _plug(sim: Any, name: str, links: Path | None) -> str:
@@ -137,44 +89,23 @@ def _links_dir(cfg: TableConfig) -> Path | None:
 
 
 def build_pty(cfg: TableConfig, rng: random.Random | None = None) -> dict[str, Device]:
-    """Real drivers against pty simulators; `rng` seeds the simulated dice and shuffles."""
-    from devices.meter.driver import AlphaMeter
-    from devices.meter.wire import PtyMeterSim
-    from devices.sensors.gpio import GpioSensors
-
-    d = cfg.devices
+    """Real drivers against pty simulators; `rng` seeds the simulated dice and shuffles. A
+    device without a wire simulator (the sensors) runs its driver on the simulated section
+    (gpiozero's mock pins)."""
+    how = setup(cfg, rng)
     links = _links_dir(cfg)
-    meter_sim = PtyMeterSim(rng=rng)
-    meter_port = _plug(meter_sim, "meter", links)
-    devices: list[Device] = [
-        GpioSensors(sim_gpio(cfg), boxes=cfg.boxes),
-        Simulated.attach(AlphaMeter(_serial(d.meter, meter_port, METER.baud)), meter_sim),
-    ]
-    needs = cfg.needs
-    if _uses(cfg, "shaker"):
-        from devices.shaker.driver import SerialShaker
-        from devices.shaker.wire import PtyShakerSim
-
-        sim = PtyShakerSim(cut_die=needs.cut_die, rng=rng)
-        port = _plug(sim, "shaker", links)
-        shaker = SerialShaker(_serial(d.shaker, port, SHAKER.baud), cut_die=needs.cut_die)
-        devices.append(Simulated.attach(shaker, sim))
-    if _uses(cfg, "shuffler"):
-        from devices.shuffler.driver import SerialShuffler
-        from devices.shuffler.wire import PtyShufflerSim
-
-        sim2 = PtyShufflerSim(decks=needs.decks, rng=rng)
-        port = _plug(sim2, "shuffler", links)
-        shuffler = SerialShuffler(_serial(d.shuffler, port, SHUFFLER.baud), decks=needs.decks)
-        devices.append(Simulated.attach(shuffler, sim2))
-    if d.cardreader is not None:  # a configured reader: its simulator inserts the cards
-        from devices.cardreader.driver import SerialCardReader
-        from devices.cardreader.wire import PtyCardReaderSim
-
-        sim3 = PtyCardReaderSim(rng=rng)
-        port = _plug(sim3, "cardreader", links)
-        reader = SerialCardReader(_serial(d.cardreader, port, CARDREADER.baud), boxes=cfg.boxes)
-        devices.append(Simulated.attach(reader, sim3))
+    devices: list[Device] = []
+    for kind in kinds():
+        given = cfg.devices.section(kind.section.name)
+        if not kind.simulated(given is not None, cfg.needs):
+            continue
+        if kind.wire_sim is None:
+            devices.append(kind.driver.make(how, kind.section.for_simulator(given, how, None)))
+            continue
+        sim = kind.wire_sim.make(how)
+        port = _plug(sim, kind.name, links)
+        driver = kind.driver.make(how, kind.section.for_simulator(given, how, port))
+        devices.append(Simulated.attach(driver, sim))
     return {dev.name: dev for dev in devices}
 
 

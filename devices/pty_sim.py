@@ -6,9 +6,10 @@ pty pairs, for a VM whose emulated serial adapters open the pty (image/vm/):
                               [--loopback LINK]
 
 makes LINK a symlink to each simulator's pty and runs until SIGTERM or SIGINT; `--loopback` is
-a loopback plug, for `tablectl devices loopback --port LINK`. The simulators
-are each device's `wire.py` (devices/shaker/, shuffler/, meter/), the ones
-`tablectld --simulate=pty` and the tests use; docs/devices.md lists their faults.
+a loopback plug, for `tablectl devices loopback --port LINK`. The simulators are each device's
+`wire_sim` (its descriptor, devices/kind.py: devices/shaker/wire.py, ...), the ones
+`tablectld --simulate=pty` and the tests use; docs/devices.md lists their faults. Each is
+imported only when asked for.
 """
 
 from __future__ import annotations
@@ -18,18 +19,27 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from devices.cardreader.wire import PtyCardReaderSim
-from devices.meter.wire import PtyMeterSim
+from devices.kind import GameNeeds, Setup
+from devices.kinds import kinds
 from devices.proto.wire_sim import LoopbackPlug, WireSim
-from devices.shaker.wire import PtyShakerSim
-from devices.shuffler.wire import PtyShufflerSim
 
-__all__ = ["LoopbackPlug", "PtyCardReaderSim", "PtyMeterSim", "PtyShakerSim", "PtyShufflerSim",
-           "main", "serve"]
+__all__ = ["main", "make_sims", "names", "parser", "serve"]
 
-NAMES = ("shaker", "shuffler", "meter", "cardreader", "loopback")
+
+def names() -> tuple[str, ...]:
+    """Every device with a wire simulator (its descriptor's `wire_sim`), and the loopback plug."""
+    return (*(k.name for k in kinds() if k.wire_sim is not None), "loopback")
+
+
+def make_sims(
+    links: Mapping[str, str], *, cut_die: bool = False, decks: int = 1
+) -> dict[str, WireSim]:
+    """The named simulators (not started), each its descriptor's `wire_sim`."""
+    how = Setup(needs=GameNeeds(game="", boxes=None, cut_die=cut_die, decks=decks), boxes=0)
+    wire = {k.name: k.wire_sim for k in kinds() if k.wire_sim is not None}
+    return {name: LoopbackPlug() if name == "loopback" else wire[name].make(how) for name in links}
 
 
 # --- host-side entry point ----------------------------------------------------------------------
@@ -37,14 +47,7 @@ NAMES = ("shaker", "shuffler", "meter", "cardreader", "loopback")
 
 async def serve(links: dict[str, str], *, cut_die: bool = False, decks: int = 1) -> None:
     """Start the named simulators, point each link at its pty, run until SIGTERM/SIGINT."""
-    make = {
-        "shaker": lambda: PtyShakerSim(cut_die=cut_die),
-        "shuffler": lambda: PtyShufflerSim(decks=decks),
-        "meter": lambda: PtyMeterSim(),
-        "cardreader": lambda: PtyCardReaderSim(),
-        "loopback": lambda: LoopbackPlug(),
-    }
-    sims: dict[str, WireSim] = {name: make[name]() for name in links}
+    sims = make_sims(links, cut_die=cut_die, decks=decks)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -64,17 +67,22 @@ async def serve(links: dict[str, str], *, cut_die: bool = False, decks: int = 1)
             print(f"pty_sim: {name} counters {dict(sim.counters)}", flush=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     doc = (__doc__ or "").split("\n")[0]
     ap = argparse.ArgumentParser(prog="python -m devices.pty_sim", description=doc)
-    for name in NAMES:
+    for name in names():
         ap.add_argument(f"--{name}", metavar="LINK", help=f"symlink to make to the {name}'s pty")
     ap.add_argument("--cut-die", action="store_true", help="the shaker has a fourth die (NSW)")
     ap.add_argument("--decks", type=int, default=1, choices=(1, 2), help="shuffler decks")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
-    links = {n: getattr(args, n) for n in NAMES if getattr(args, n)}
+    links = {n: getattr(args, n) for n in names() if getattr(args, n)}
     if not links:
-        ap.error(f"name at least one of {', '.join('--' + n for n in NAMES)}")
+        ap.error(f"name at least one of {', '.join('--' + n for n in names())}")
     asyncio.run(serve(links, cut_die=args.cut_die, decks=args.decks))
     return 0
 

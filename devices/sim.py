@@ -7,6 +7,10 @@ simulated players and dealer act through plain methods (`SimShuffler.dispense`,
 `SimSensors.place_chung`, ...). Randomness (dice, shuffles) comes from the operating system's
 CSPRNG unless a seeded `random.Random` is injected for reproducible tests. Faults are injected
 through methods named for the fault (docs/devices.md).
+
+Which simulators a table gets is each device's descriptor's (devices/kind.py): every device the
+game uses that has an in-process simulator, an optional one (the card reader) only where
+configured. Each is imported only here, when built (issue 31).
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ import random
 from typing import TYPE_CHECKING
 
 from devices.base import Device
-from devices.meter.sim import SimMeter
-from devices.sensors.sim import SimSensors
+from devices.kind import Setup
+from devices.kinds import kinds
 
 if TYPE_CHECKING:
     from devices.build import TableConfig
@@ -26,18 +30,14 @@ def build_simulators(cfg: TableConfig, rng: random.Random | None = None) -> dict
     """The simulated devices a configured table uses, keyed by device name.
 
     `rng` (tests, reproducible demos) is shared by the shaker and the shuffler; by default each
-    uses the CSPRNG.
+    uses the CSPRNG. The simulated keypad has every button: the simulated dealer and
+    `tablectl dealer` may use any action, wired on the real table or not.
     """
-    # The simulated keypad has every button: the simulated dealer and `tablectl dealer` may use
-    # any action, wired on the real table or not.
-    devices: list[Device] = [SimSensors(boxes=cfg.boxes), SimMeter()]
-    needs = cfg.needs
-    if "shaker" not in needs.unused:  # imported only by a table that has one (issue 31)
-        from devices.shaker.sim import SimShaker
-
-        devices.append(SimShaker(cut_die=needs.cut_die, rng=rng))
-    if "shuffler" not in needs.unused:
-        from devices.shuffler.sim import SimShuffler
-
-        devices.append(SimShuffler(decks=needs.decks, rng=rng))
+    how = Setup(needs=cfg.needs, boxes=cfg.boxes, rng=rng)
+    devices: list[Device] = [
+        kind.sim.make(how)
+        for kind in kinds()
+        if kind.sim is not None
+        and kind.simulated(cfg.devices.section(kind.section.name) is not None, cfg.needs)
+    ]
     return {d.name: d for d in devices}

@@ -54,6 +54,7 @@ from headoffice.console import server as console_server
 from headoffice.console.money import param_changes
 from headoffice.ledger import Ledger, LedgerError
 from headoffice.pools import BASIS_POINTS, requested_changes
+from shared.errors import InputError
 from shared.link.contract import TABLE_ID
 from shared.money import dollars_or_dash as _money
 
@@ -264,12 +265,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _changes(args: argparse.Namespace) -> dict[str, Any]:
     """`pool set`'s flags as `Ledger.set_params` takes them (`pools.requested_changes`, the
-    console's form too); ValueError naming the flag or what is missing."""
+    console's form too); InputError (a ValueError) naming the flag or what is missing."""
     rates: dict[str, Fraction | None] = {}
     for name in ("increment", "hidden"):
         bp = getattr(args, f"{name}_bp")
         if bp is not None and not 0 <= bp <= BASIS_POINTS:
-            raise ValueError(f"--{name}-bp must be 0..{BASIS_POINTS}, got {bp}")
+            raise InputError(f"--{name}-bp must be 0..{BASIS_POINTS}, got {bp}")
         rates[name] = None if bp is None else Fraction(bp, BASIS_POINTS)
     return requested_changes(seed=args.seed, increment=rates["increment"],
                              hidden=rates["hidden"], ceiling=args.ceiling,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.clock import utc_now
+from shared.errors import TablectlError
 
 # The audit trail of every pool's parameters (create, set: applied or refused, resume).
 # `entry_no` numbers a pool's entries 1, 2, 3 ... in the order they were made: it is taken as
@@ -217,6 +218,10 @@ CREATE TABLE IF NOT EXISTS ho_workers (
 _SCHEMA_LOCK = 0x7461626C6563746C  # "tablectl"
 
 
+class NoDriver(TablectlError):
+    """The database a URL names needs a driver this host has not installed (psycopg 3)."""
+
+
 class Database:
     """A connection plus its dialect. Use from one thread at a time."""
 
@@ -332,7 +337,7 @@ def open_database(url: str | Path) -> Database:
         try:
             import psycopg  # type: ignore[import-not-found]
         except ImportError:
-            raise RuntimeError(
+            raise NoDriver(
                 "a PostgreSQL ledger needs psycopg 3: pip install 'psycopg[binary]'"
             ) from None
         conn = psycopg.connect(text, autocommit=True)

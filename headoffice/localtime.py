@@ -14,7 +14,7 @@ def zone(name: str) -> ZoneInfo:
     """An IANA time zone ("Australia/Sydney", "UTC"); InputError naming it otherwise."""
     try:
         if not name or name != name.strip() or ".." in name or name.startswith("/"):
-            raise ValueError(name)
+            raise InputError(name)
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         raise InputError(f"time zone {name[:60]!r} is not an IANA zone name such as"

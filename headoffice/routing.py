@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from headoffice.db import Database
+from shared.errors import InputError
 
 PARTITIONS = 64  # a fixed number: changing it moves tables, which is safe (see above) but slow
 log = logging.getLogger("tablectl.headoffice")
@@ -59,9 +60,9 @@ class Routing:
     def __init__(self, db: Database, worker: str, lease_s: float,
                  clock: Callable[[], float] = time.time) -> None:
         if not worker or len(worker) > 256:
-            raise ValueError(f"worker name {worker[:40]!r}: 1 to 256 characters")
+            raise InputError(f"worker name {worker[:40]!r}: 1 to 256 characters")
         if not 0.1 <= lease_s <= 3600:
-            raise ValueError(f"lease_s {lease_s}: 0.1 .. 3600")
+            raise InputError(f"lease_s {lease_s}: 0.1 .. 3600")
         self.db = db
         self.worker = worker
         self.lease_s = lease_s

@@ -300,6 +300,199 @@ def test_the_page_shows_the_table() -> None:
         "regenerate: .venv/bin/python docs/rooms.py")
 
 
+# -- no circles between files (issue 30) ---------------------------------------------------
+# The rooms above may hide a circle inside a room (the room test sees rooms, not files). Here
+# every module of FILE_ROOTS is a node, and an arrow is an import that runs when the module is
+# imported: top-level statements, including those under `if`/`try`/`with` and in class bodies,
+# but not `if TYPE_CHECKING:` blocks (never run) nor imports inside functions (they run at call
+# time, when every module is loaded, so they cannot fail on a half-made module: they are how a
+# circle is deliberately broken). Importing `a.b.c` runs `a/__init__` and `a/b/__init__` first:
+# arrows to them too, except to the importer's own packages (already running). `from p import
+# name` is an arrow to the module `p.name` when there is one, else to `p` itself (a name its
+# `__init__` must have defined: a circle through one's own package counts).
+FILE_ROOTS = (*ROOTS, "demo")
+# Circles closed only by imports inside functions: known, each a deferred import on purpose
+# (its comment says why); the test fails on a new one (and on any circle at import time).
+LAZY_CIRCLES = {
+    ("controller.cli.devices_cmd", "controller.cli.table_cmd"),  # state_text for `status`
+    ("controller.cli.uth_cmd", "controller.cli.uth_math_cmd"),  # the par-sheet tables, lazily
+    ("controller.games.uth.evaluator", "controller.games.uth.tables_file"),  # built on a miss
+    ("shared.link.contract", "shared.link.patron"),  # the card payload's check
+}
+
+
+def _packages_above(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:n]) for n in range(1, len(parts))]
+
+
+IMPORT, CALL, NEVER = 0, 1, 2  # when a statement runs: at import, when called, never
+
+
+def _statements(body: list[ast.stmt], when: int) -> list[tuple[ast.stmt, int]]:
+    """Every statement of `body`, with when it runs: at import, only when a function is
+    called, or never (under `if TYPE_CHECKING:`)."""
+    out: list[tuple[ast.stmt, int]] = []
+    for node in body:
+        out.append((node, when))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            out += _statements(node.body, max(when, CALL))
+        elif isinstance(node, ast.If):
+            test = node.test
+            typing_only = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+            out += _statements(node.body, NEVER if typing_only else when)
+            out += _statements(node.orelse, when)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, *(h.body for h in node.handlers), node.orelse,
+                          node.finalbody):
+                out += _statements(block, when)
+        elif isinstance(node, ast.With | ast.AsyncWith | ast.ClassDef | ast.For | ast.While):
+            out += _statements(node.body, when)
+    return out
+
+
+def file_graph(paths: dict[str, str], *, deferred: bool = False) -> dict[str, set[str]]:
+    """module -> the modules importing it runs (`deferred`: imports in functions too; never
+    those under `if TYPE_CHECKING:`), from module name -> source."""
+    known = set(paths)
+    graph: dict[str, set[str]] = {}
+    for name, source in paths.items():
+        here = name.split(".")
+        is_package = source.startswith("#package\n")
+        package = here if is_package else here[:-1]
+        own = set(_packages_above(name))
+        arrows: set[str] = set()
+        for node, when in _statements(ast.parse(source).body, IMPORT):
+            if when == NEVER or (when == CALL and not deferred):
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = (".".join([*package[: len(package) - node.level + 1],
+                                  *([node.module] if node.module else [])])
+                        if node.level else node.module or "")
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    if sub in known:
+                        targets.append(sub)
+                    else:
+                        targets.append(base)
+                        if base in own:  # a name from one's own package's __init__
+                            arrows.add(base)
+            for target in targets:
+                arrows.update(t for t in [target, *_packages_above(target)]
+                              if t in known and t not in own)
+        graph[name] = arrows - {name}
+    return graph
+
+
+def file_circles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
+    """The modules of each circle (a strongly connected set of two or more), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[tuple[str, ...]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(tuple(sorted(group)))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def sources(roots: tuple[str, ...] = FILE_ROOTS) -> dict[str, str]:
+    """module name -> source ("#package\n" marks a package's __init__)."""
+    out: dict[str, str] = {}
+    for root in roots:
+        for path in sorted((REPO / root).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            out[module_name(path)] = ("#package\n" + text) if path.name == "__init__.py" else text
+    return out
+
+
+SOURCES = sources()
+
+
+def in_a_circle(modules: tuple[str, ...], found: list[tuple[str, ...]]) -> bool:
+    return any(set(modules) <= set(circle) for circle in found)
+
+
+def test_no_circle_between_files_at_import() -> None:
+    graph = file_graph(SOURCES)
+    assert len(graph) > 250 and "demo.linked" in graph  # the walk read the tree, demo/ too
+    assert "devices.kind" in graph["devices.config"]
+    assert file_circles(graph) == []
+
+
+def test_no_new_circle_through_imports_inside_functions() -> None:
+    assert set(file_circles(file_graph(SOURCES, deferred=True))) <= LAZY_CIRCLES
+
+
+@pytest.mark.parametrize(
+    ("module", "added", "circle"),
+    [
+        # at the top: devices.kinds imports devices.errors
+        ("devices.errors", "from devices.kinds import kinds\n",
+         ("devices.errors", "devices.kinds")),
+        # under `try:` and in a class body: still run at import
+        ("devices.errors", "try:\n    import devices.kinds\nexcept ImportError:\n    pass\n",
+         ("devices.errors", "devices.kinds")),
+        ("devices.errors", "class X:\n    from devices import kinds\n",
+         ("devices.errors", "devices.kinds")),
+        # a name from one's own package's __init__, which imports the module
+        ("devices.meter.interface", "from devices.meter import DEVICE\n",
+         ("devices.meter", "devices.meter.interface")),
+    ],
+)
+def test_a_circle_between_files_fails_the_check(module: str, added: str,
+                                                 circle: tuple[str, ...]) -> None:
+    probe = dict(SOURCES)
+    probe[module] += "\n" + added
+    assert in_a_circle(circle, file_circles(file_graph(probe)))
+
+
+@pytest.mark.parametrize("added", [
+    "def f():\n    from devices.kinds import kinds\n",  # in a function: at call time
+    "class X:\n    def f(self):\n        import devices.kinds\n",  # in a method
+])
+def test_an_import_in_a_function_is_no_circle_at_import_but_a_lazy_one(added: str) -> None:
+    probe = dict(SOURCES)
+    probe["devices.errors"] += "\n" + added
+    assert file_circles(file_graph(probe)) == []
+    deferred = file_circles(file_graph(probe, deferred=True))
+    assert in_a_circle(("devices.errors", "devices.kinds"), deferred)
+    assert not set(deferred) <= LAZY_CIRCLES  # a new lazy circle fails the second test
+
+
+def test_an_import_for_the_type_checker_is_no_circle() -> None:
+    probe = dict(SOURCES)
+    probe["devices.errors"] += ("\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                "    from devices.kinds import kinds\n")
+    assert file_circles(file_graph(probe)) == file_circles(file_graph(SOURCES)) == []
+    assert file_circles(file_graph(probe, deferred=True)) == file_circles(
+        file_graph(SOURCES, deferred=True))
+
+
 # -- module size (issue 14: "small modules named for what they hold") ------------------------
 MAX_LINES = 500
 SIZE_ROOTS = (*ROOTS, "bench", "image")

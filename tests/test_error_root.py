@@ -83,3 +83,41 @@ def test_the_families_stay_what_callers_catch() -> None:
     for family in (DevicesError, TomlError, EntryRefused, RecordDamaged):
         assert issubclass(family, TablectlError) and issubclass(family, ValueError), family
     assert issubclass(EntryRefused, JournalError) and issubclass(RecordDamaged, JournalError)
+
+
+# Builtin exceptions a module may raise itself: the operating system's family (a simulated port
+# says what a real one says), and "unreachable".
+RAISED_BUILTINS_ALLOWED = {"OSError", "AssertionError", "NotImplementedError", "StopIteration"}
+# Where every deliberate error is the project's (issue 30: head office's modules, and devices').
+RAISES_CHECKED = ("devices", "headoffice", "shared")
+
+
+def bare_raises(paths: list[Path]) -> list[str]:
+    """`raise ValueError(...)` and the like: a builtin exception raised by the project's code
+    instead of one of its families (a bare `raise` re-raising is not one)."""
+    out: list[tuple[str, int, str]] = []
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            name = base_name(exc)
+            if name in BUILTIN_EXCEPTIONS and name not in RAISED_BUILTINS_ALLOWED:
+                where = path.relative_to(REPO) if path.is_relative_to(REPO) else path.name
+                out.append((str(where), node.lineno, name))
+    return [f"{where}:{line}: {name}" for where, line, name in sorted(out)]
+
+
+def test_head_office_and_devices_raise_their_own_families() -> None:
+    paths = [p for root in RAISES_CHECKED for p in sorted((REPO / root).rglob("*.py"))]
+    assert len(paths) > 100
+    assert bare_raises(paths) == []
+
+
+def test_the_raise_check_sees_a_bare_value_error(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f(x):\n    if x:\n        raise ValueError(x)\n    raise KeyError\n"
+                     "def g():\n    try:\n        f(1)\n    except ValueError:\n        raise\n"
+                     "def h():\n    raise OSError('port hung up')\n")
+    assert bare_raises([probe]) == ["probe.py:3: ValueError", "probe.py:4: KeyError"]

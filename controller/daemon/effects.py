@@ -14,7 +14,6 @@ from controller.events import EffectKind
 from controller.logs import event as log_event
 from controller.rounds.base import Effect
 from devices.base import Device, DeviceError
-from devices.meter import display_command
 
 
 class Effects:
@@ -43,9 +42,8 @@ class Effects:
                     str(data.get("command")), data.get("args") or {}
                 )
             elif effect.kind == EffectKind.DISPLAY:
-                if "meter" in self.devices:
-                    command, args = display_command(data)
-                    await self.devices["meter"].command(command, args)
+                if "meter" in self.devices:  # the meter maps the effect (its `display` command)
+                    await self.devices["meter"].command("display", data)
             elif effect.kind == EffectKind.ROUND:
                 self.stats.rounds[str(data.get("status"))] += 1
                 log_event(

@@ -25,7 +25,6 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
-from shared.errors import TablectlError
 from controller.events import (
     DEALER_PREFIX,
     EFFECT_KINDS,
@@ -35,6 +34,7 @@ from controller.events import (
     Event,
     Now,
 )
+from shared.errors import TablectlError
 
 __all__ = [
     "EFFECT_KINDS", "JOURNALED_EFFECTS", "JSON", "Effect", "Event", "Guarded", "Handler", "Now",

@@ -8,6 +8,32 @@ Events:   cardreader.read {box, card}        a card read (its opaque id only, ne
           cardreader.fault {reason}          the reader failed or its port went
 """
 
+from devices.cardreader.config import SECTION
 from devices.cardreader.interface import CARD_ID, CardReader
+from devices.kind import DeviceKind, Part, Setup
 
-__all__ = ["CARD_ID", "CardReader"]
+__all__ = ["CARD_ID", "DEVICE", "CardReader"]
+
+
+def _boxes(setup: Setup) -> dict[str, object]:
+    return {"boxes": setup.boxes}
+
+
+def _drawn(setup: Setup) -> dict[str, object]:
+    return {"rng": setup.rng}
+
+
+# No in-process simulator: a simulated table without a reader keys cards
+# (`dealer.player_card`); with `--simulate=pty` a configured reader gets its wire simulator.
+DEVICE = DeviceKind(
+    name="cardreader",
+    section=SECTION,
+    interface=CardReader,
+    driver=Part("devices.cardreader.driver:SerialCardReader", _boxes),
+    sim=None,
+    wire_sim=Part("devices.cardreader.wire:PtyCardReaderSim", _drawn),
+    events=CardReader.EVENTS,
+    order=4,
+    section_order=3,
+    optional=True,
+)

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from devices.base import DeviceError, State
 from devices.meter import Meter, MeterView
+from devices.meter.interface import PORT_EVENTS
 from devices.proto.alpha import (
     FLASH,
     HOLD,
@@ -61,7 +62,7 @@ def render(view: MeterView) -> tuple[str, str]:
 
 
 class AlphaMeter(Meter):
-    EVENTS: ClassVar[tuple[str, ...]] = ("meter.fault", "meter.ready")
+    EVENTS: ClassVar[tuple[str, ...]] = PORT_EVENTS
 
     def __init__(
         self,

@@ -1,14 +1,15 @@
 """The progressive meter / table display.
 
-Commands (the daemon turns each `Effect("display", {mode, ...})` into `command(mode, rest)`,
-see `display_command`):
+Commands (the daemon hands each `Effect("display", {mode, ...})` to `display`, which maps it
+to one of the others, see `display_command`):
+  display {mode, ...}           a display effect as the round machine made it
   pool {amount, after_award?}   the pool value in cents
   win {amount, box}             WIN with the amount and the box
   offline {}                    head office unreachable / jackpot equipment failure (UTH 11.11)
   closed {}                     table closed
   announce {text}               e.g. Pai Gow "FIRST BOX 5 / CUT TIGER"
   pending {box}                 a jackpot hit awaiting head office's award
-Events: none.
+Events: none (the driver adds PORT_EVENTS).
 
 Display effects of other modes that carry a `text` (e.g. Pai Gow's "betting", "setting") are
 shown as announcements; `display_command` does that mapping.
@@ -32,6 +33,8 @@ from shared.money import dollars as format_cents  # the one formatter (issue 30)
 
 MAX_TEXT = 80  # longest announcement; longer text is cut, counted as `truncated`
 MAX_BOX = 8
+# The real driver reports its serial port going and coming back (devices/meter/driver.py).
+PORT_EVENTS: tuple[str, ...] = ("meter.fault", "meter.ready")
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class Meter(Device):
         "closed",
         "announce",
         "pending",
+        "display",
     )
     EVENTS: ClassVar[tuple[str, ...]] = ()
 
@@ -78,6 +82,15 @@ class Meter(Device):
         self.pool_shown: int | None = None  # the last pool value displayed
         self.view: MeterView | None = None
         self._may_decrease = False  # set by a win, spent by the next pool value
+
+    async def _cmd_display(self, args: Mapping[str, Any]) -> None:
+        """A display effect's data: the command its mode names, or an announcement of its text
+        (`display_command`); the daemon knows no more of the meter than this command."""
+        command, rest = display_command(args)
+        if command == "display" or command not in self.COMMANDS:
+            supported = ", ".join(c for c in self.COMMANDS if c != "display")
+            raise DeviceError(f"{self.name}: unknown display mode {command!r} (one of {supported})")
+        await getattr(self, f"_cmd_{command}")(rest)
 
     async def _cmd_pool(self, args: Mapping[str, Any]) -> None:
         amount = arg_int(self.name, "pool", args, "amount", lo=0)

@@ -1,14 +1,17 @@
 """A serial device's config section, `[devices.<name>]`, and its reader.
 
-Every serial device (shaker, shuffler, meter) has the same keys; each device's own
-`config.py` gives its section's name and its default port and baud rate (`SerialSection`).
+Every serial device (shaker, shuffler, meter, card reader) has the same keys; each device's own
+`config.py` gives its section's name and its default port and baud rate (`SerialSection`), which
+its descriptor (devices/kind.py) names.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from devices.kind import Section, Setup
 from shared.config_reader import Table
 
 BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400)
@@ -26,7 +29,7 @@ class SerialConfig:
 
 
 @dataclass(frozen=True)
-class SerialSection:
+class SerialSection(Section):
     """A serial device's section: `[devices.<name>]`, with the port udev names for it."""
 
     name: str
@@ -55,3 +58,8 @@ class SerialSection:
             )
         t.done()
         return cfg
+
+    def for_simulator(self, cfg: Any, setup: Setup, port: str | None) -> SerialConfig:
+        """The section on the simulator's pty, at the device's own baud rate."""
+        timeout = cfg.answer_timeout_ms if cfg is not None else 1000
+        return SerialConfig(port=port or self.port, baud=self.baud, answer_timeout_ms=timeout)

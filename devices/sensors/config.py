@@ -1,23 +1,35 @@
 """The GPIO section, `[devices.gpio]`: which BCM pin is which button, sensor and lamp.
 
 `read_gpio` reads the pins and checks that no pin serves two inputs/outputs; how many pins
-each group needs depends on the game, which devices/config.py checks against the game's needs.
+each group needs depends on the game, which `GpioSection.check` checks against the game's needs
+(devices/config.py calls it through the sensors' descriptor, devices/sensors/__init__.py).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from devices.kind import GameNeeds, Section, Setup
 from shared.config_reader import MISSING, Table, kind_of
 
 BCM_PINS = range(0, 28)  # the 40-pin header's GPIO0..GPIO27
 PIN_FACTORIES = ("lgpio", "mock")
 GROUPS = ("chung", "off", "bet_sensor", "lamp")  # the per-box pin groups
 _ACTION = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+# Mock pins for a simulated table without a [devices.gpio] section (BCM numbers, none shared).
+SIM_PINS = {
+    "chung": (4, 5, 6, 7, 8, 9, 10, 11),
+    "off": (12, 13, 14, 15, 16, 17, 18, 19),
+    "bet_sensor": (4, 5, 6, 7, 8, 9, 10),
+    "lamp": (12, 13, 14, 15, 16, 17, 18),
+}
+SIM_KEYPAD = {"new_round": 20, "shake": 21, "deal": 22, "void": 23, "confirm": 24}
+SIM_KEY_SWITCH = 27
 
 
 @dataclass(frozen=True)
@@ -91,3 +103,68 @@ def read_gpio(t: Table) -> GpioConfig:
             owner[pin] = name
     t.done()
     return cfg
+
+
+@dataclass(frozen=True)
+class GpioSection(Section):
+    """`[devices.gpio]`: the sensors' pins, checked against the game's pin groups and keypad."""
+
+    name: str = "gpio"
+
+    def read(self, t: Table) -> GpioConfig:
+        return read_gpio(t)
+
+    def check(self, root: Table, t: Table, cfg: GpioConfig, needs: GameNeeds) -> None:
+        if needs.boxes is not None:
+            _check_groups(t, needs, needs.boxes)
+            if "lamp" in needs.groups and bool(cfg.lamp) != bool(cfg.bet_sensor):
+                t.error("lamp", "bet sensors and lamps go together: one lamp per bet sensor")
+        if needs.keypad is not None:
+            # A button wired to an action the game has not would be journaled and refused at
+            # every press: each one named here, with what the game offers.
+            offered = ", ".join(sorted(needs.keypad))
+            for action in sorted(set(cfg.keypad) - needs.keypad):
+                root.errors.add(
+                    f"devices.gpio.keypad.{action}",
+                    f"game {needs.game} has no keypad action {action!r} (one of {offered})",
+                )
+
+    def check_real(
+        self, root: Table, devices: Table, cfg: GpioConfig | None, needs: GameNeeds
+    ) -> None:
+        if cfg is None:
+            devices.error("gpio", "required on real hardware (or simulate = true)")
+        elif needs.boxes is not None:
+            for name in needs.wired:
+                if not getattr(cfg, name):
+                    root.errors.add(
+                        f"devices.gpio.{name}", f"required: one pin per box ({needs.boxes})"
+                    )
+            if cfg.pin_factory == "mock":
+                root.errors.add("devices.gpio.pin_factory", "mock pins only with simulate = true")
+
+    def for_simulator(self, cfg: GpioConfig | None, setup: Setup, port: str | None) -> GpioConfig:
+        """The table's [devices.gpio] on mock pins, or a full mock wiring when it has none."""
+        if cfg is not None:
+            return replace(cfg, pin_factory="mock")
+        pins: dict[str, Any] = {g: SIM_PINS[g][: setup.boxes] for g in setup.needs.groups}
+        return GpioConfig(
+            pin_factory="mock",
+            keypad=MappingProxyType(dict(SIM_KEYPAD)),
+            table_closed=SIM_KEY_SWITCH,
+            **pins,
+        )
+
+
+def _check_groups(gt: Table, needs: GameNeeds, boxes: int) -> None:
+    """Each group the game reads has one pin per box; a group it does not read has none."""
+    for name in GROUPS:
+        given = gt.data.get(name, [])
+        count = len(given) if isinstance(given, list) else 0
+        if name not in needs.groups and count:
+            gt.error(name, f"not used by game {needs.game}; remove it")
+        elif name in needs.groups and count and count != boxes:
+            gt.error(name, f"needs one pin per box: {boxes} pins, got {count}")
+
+
+SECTION = GpioSection()

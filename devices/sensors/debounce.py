@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from devices.errors import DevicesError
+
 LEVEL, CHATTER, STUCK = "level", "chatter", "stuck"
 
 
@@ -47,7 +49,7 @@ class Debouncer:
 
     def __post_init__(self) -> None:
         if self.debounce_s <= 0 or self.chatter_edges < 2 or self.quiet_s < self.debounce_s:
-            raise ValueError("debounce_s > 0, chatter_edges >= 2, quiet_s >= debounce_s")
+            raise DevicesError("debounce_s > 0, chatter_edges >= 2, quiet_s >= debounce_s")
         self.stable = self.raw = self.initial
         self.changed_at = self.now
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from devices.base import DeviceError, State
+from devices.errors import MessageError
 from devices.proto.channel import POLL_S, FramedChannel
 from devices.proto.serial_config import SerialConfig
 from devices.shaker import DiceShaker
@@ -28,7 +29,7 @@ def parse_die(token: str) -> int | None:
     if token == "-":
         return None
     if not token.isdigit() or len(token) != 1:
-        raise ValueError(f"die {token!r} is not a digit")
+        raise MessageError(f"die {token!r} is not a digit")
     return int(token)
 
 

@@ -8,6 +8,29 @@
     config.py     its [devices.shuffler] section
 """
 
+from devices.kind import DeviceKind, Part, Setup
+from devices.shuffler.config import SECTION
 from devices.shuffler.interface import STANDARD_DECK, DeckCheck, Shuffler, check_deck
 
-__all__ = ["STANDARD_DECK", "DeckCheck", "Shuffler", "check_deck"]
+__all__ = ["DEVICE", "STANDARD_DECK", "DeckCheck", "Shuffler", "check_deck"]
+
+
+def _decks(setup: Setup) -> dict[str, object]:
+    return {"decks": setup.needs.decks}
+
+
+def _decks_drawn(setup: Setup) -> dict[str, object]:
+    return {**_decks(setup), "rng": setup.rng}
+
+
+DEVICE = DeviceKind(
+    name="shuffler",
+    section=SECTION,
+    interface=Shuffler,
+    driver=Part("devices.shuffler.driver:SerialShuffler", _decks),
+    sim=Part("devices.shuffler.sim:SimShuffler", _decks_drawn),
+    wire_sim=Part("devices.shuffler.wire:PtyShufflerSim", _decks_drawn),
+    events=Shuffler.EVENTS,
+    order=3,
+    section_order=1,
+)

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from devices.base import DeviceError, State
+from devices.errors import MessageError
 from devices.proto.channel import POLL_S, FramedChannel
 from devices.proto.serial_config import SerialConfig
 from devices.shuffler import Shuffler, check_deck
@@ -34,7 +35,7 @@ CHECK_ANSWERS = frozenset({"DECK", "FAULT", "JAM"})
 
 def parse_token(token: str) -> str | None:
     if not _TOKEN.fullmatch(token):
-        raise ValueError(f"card token {token[:8]!r}")
+        raise MessageError(f"card token {token[:8]!r}")
     return None if token == UNREADABLE else token
 
 
@@ -143,7 +144,7 @@ class SerialShuffler(Shuffler):
 
     def _card(self, args: list[str]) -> None:
         if len(args) != 2:
-            raise ValueError("CARD needs an index and a token")
+            raise MessageError("CARD needs an index and a token")
         index, token = int(args[0]), parse_token(args[1])
         if index != self._next_index:
             self._end()

@@ -57,25 +57,22 @@ def _show(value: Any, kind: str, present: bool) -> str:
 
 def parse_dollars(text: str, what: str) -> int:
     """ "$1,234.50" / "1234.5" / "1234" -> cents (shared.money.parse_cents, exact); only
-    plain dollars of at most 13 digits, so "1e9" or "-5" are refused; ValueError naming
-    `what` otherwise."""
+    plain dollars of at most 13 digits, so "1e9" or "-5" are refused; InputError (a
+    ValueError) naming `what` otherwise."""
     if not _DOLLARS.fullmatch(text.strip()):
-        raise ValueError(f"{what}: dollars and cents such as 5000 or 5,000.00, got"
+        raise InputError(f"{what}: dollars and cents such as 5000 or 5,000.00, got"
                          f" {text[:20]!r}")
-    try:
-        return parse_cents(text, what)
-    except InputError as exc:
-        raise ValueError(str(exc)) from None
+    return parse_cents(text, what)
 
 
 def parse_percent(text: str, what: str) -> Fraction:
-    """ "25" / "2.5" / "0.25%" -> the exact rate (1/4, 1/40, 1/400), to 0.01 %; ValueError
-    naming `what` otherwise (0 to 100 %)."""
+    """ "25" / "2.5" / "0.25%" -> the exact rate (1/4, 1/40, 1/400), to 0.01 %; InputError
+    (a ValueError) naming `what` otherwise (0 to 100 %)."""
     t = text.strip().removesuffix("%").strip()
     whole, _, frac = t.partition(".")
     if not whole.isdigit() or len(whole) > 3 or (frac and not frac.isdigit()) or len(frac) > 2:
-        raise ValueError(f"{what}: a percentage to 0.01 such as 25 or 2.5, got {text[:20]!r}")
+        raise InputError(f"{what}: a percentage to 0.01 such as 25 or 2.5, got {text[:20]!r}")
     bp = int(whole) * 100 + int((frac + "00")[:2])
     if bp > 10_000:
-        raise ValueError(f"{what}: at most 100 %, got {text[:20]!r}")
+        raise InputError(f"{what}: at most 100 %, got {text[:20]!r}")
     return Fraction(bp, 10_000)

@@ -21,6 +21,7 @@ from typing import Any
 from headoffice.db import Database
 from headoffice.ledger import common
 from headoffice.ledger.common import LedgerError, log
+from shared.errors import InputError
 
 MAX_NOTE = 500  # characters of an acknowledgement's note
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -80,11 +81,11 @@ class LedgerAlarms:
         """Raise an alarm (or see an active one again); its number. Without a kind: an event
         of kind `other`, its own row (the database numbers it: `alarm_no`, see db.py)."""
         if kind is not None and kind not in KINDS:
-            raise ValueError(f"no alarm kind {kind!r}")
+            raise InputError(f"no alarm kind {kind!r}")
         kind_ = kind or "other"
         level = severity or KINDS[kind_].severity
         if level not in SEVERITIES:
-            raise ValueError(f"no severity {level!r}")
+            raise InputError(f"no severity {level!r}")
         now = common.utc_now()
         cond = None if kind is None else cond_key(kind_, pool_id, table, subject)
         if cond is None:

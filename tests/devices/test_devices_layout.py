@@ -10,7 +10,7 @@ from pathlib import Path
 
 from controller.games.uth.cards import format_card, full_deck
 from devices.base import Device
-from devices.catalog import IMPLEMENTATIONS, INTERFACES, event_kinds
+from devices.catalog import event_kinds, implementations, interfaces
 from devices.shuffler import STANDARD_DECK
 
 DEVICES = Path(__file__).resolve().parents[2] / "devices"
@@ -69,11 +69,20 @@ def test_every_device_class_is_one_of_the_catalogs_interfaces_with_its_events() 
     names = {c.__name__ for c in classes}
     assert {"SerialShaker", "SimShaker", "SerialShuffler", "SimShuffler", "AlphaMeter",
             "SimMeter", "GpioSensors", "SimSensors"} <= names  # fmt: skip
+    known, impls = interfaces(), implementations()
     for cls in classes:
-        names = [n for n, i in INTERFACES.items() if issubclass(cls, i)]
-        assert len(names) == 1, f"{cls.__name__}: not one of devices/catalog.py's interfaces"
-        assert cls in IMPLEMENTATIONS[names[0]], f"{cls.__name__}: not in the catalog"
-        assert set(INTERFACES[names[0]].EVENTS) <= set(cls.EVENTS), cls.__name__
+        names = [n for n, i in known.items() if issubclass(cls, i)]
+        assert len(names) == 1, f"{cls.__name__}: not one of the descriptors' interfaces"
+        assert cls in impls[names[0]], f"{cls.__name__}: not its descriptor's driver or sim"
+        assert set(known[names[0]].EVENTS) <= set(cls.EVENTS), cls.__name__
+
+
+def test_each_descriptor_declares_every_event_its_implementations_emit() -> None:
+    # A descriptor's `events` is what the catalog offers controller: exactly the union of its
+    # implementations' EVENTS (and of its wire simulator's driver's), nothing more, nothing less.
+    for name, impls in implementations().items():
+        emitted = dict.fromkeys(k for cls in impls for k in cls.EVENTS)
+        assert set(event_kinds()[name]) == set(emitted), name
 
 
 def test_the_catalog_keeps_the_event_kinds_in_the_hash_chain() -> None:
@@ -88,3 +97,21 @@ def test_the_catalog_keeps_the_event_kinds_in_the_hash_chain() -> None:
         "cardreader": ("cardreader.read", "cardreader.unreadable", "cardreader.removed",
                        "cardreader.fault"),
     }  # fmt: skip
+
+
+def test_the_daemon_names_no_device_module() -> None:
+    # The daemon drives devices through their interface and commands; what a device does with
+    # an effect is the device's (issue 30: effects.py imported the meter's `display_command`).
+    from devices.kinds import kinds
+
+    packages = {f"devices.{k.name}" for k in kinds()} | {"devices.sensors"}
+    daemon = Path(__file__).resolve().parents[2] / "controller" / "daemon"
+    found = {
+        path.name: sorted(
+            m
+            for m in imported_modules(path.read_text())
+            if m in packages or m.startswith(tuple(f"{p}." for p in packages))
+        )
+        for path in sorted(daemon.glob("*.py"))
+    }
+    assert {p: m for p, m in found.items() if m} == {}

@@ -132,3 +132,21 @@ def test_pending_closed_text_and_text_only_modes() -> None:
         "ROUND 3 PLACE YOUR BETS",
     ]
     assert display_command({"mode": "betting"}) == ("betting", {})  # no text: unknown command
+
+
+def test_the_meter_takes_display_effects_through_its_own_command() -> None:
+    # The daemon hands a display effect over as it is (controller/daemon/effects.py); the
+    # mapping of its mode is the meter's (issue 30: no `display_command` in the daemon).
+    async def script(m: SimMeter) -> None:
+        await m.command("display", {"mode": "win", "text": "WIN", "amount": 500, "box": 2})
+        await m.command("display", {"mode": "betting", "text": "ROUND 3 PLACE YOUR BETS"})
+        with pytest.raises(DeviceError, match="unknown display mode 'betting'"):
+            await m.command("display", {"mode": "betting"})  # no text to announce
+        with pytest.raises(DeviceError, match="unknown display mode 'display'"):
+            await m.command("display", {"mode": "display", "text": "x"})
+        with pytest.raises(DeviceError, match="without a mode"):
+            await m.command("display", {"text": "x"})
+
+    meter = run(script)
+    assert meter.shown == ["WIN $5.00 BOX 2", "ROUND 3 PLACE YOUR BETS"]
+    assert meter.health().counters["commands"] == 5
