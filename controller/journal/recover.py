@@ -7,18 +7,24 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from controller.events import Effect, EffectKind, Event, Now, OutboxType
+from controller.events import Effect, EffectKind, Event, Kind, Now, OutboxType
 from controller.journal.errors import EntryRefused, JournalError
 from controller.journal.mark import MARK_FILE, MarkError, parse, read_mark
 from controller.journal.marks import fresh_refusal
 from controller.journal.records import LOSS_KIND
 from controller.journal.schema import JOURNAL_FILE, read_meta, utc_now
 from controller.journal.store import Journal
+from controller.rounds.base import RoundMachine
 
 MAX_REASON_CHARS = 500
+# The table's round machine, built from its config, for a recovery that voids a round left
+# open in the restored copy (`_void_phantom`); None: the config cannot be read, and such a
+# recovery is refused saying so.
+MachineFactory = Callable[[], RoundMachine[Any]]
 
 
 def _check(reason: str, outbox_after: int | None, round_after: int | None) -> str:
@@ -34,9 +40,10 @@ def _check(reason: str, outbox_after: int | None, round_after: int | None) -> st
 def _record(j: Journal, state_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Append the recovery record with its message to head office; the mark names it."""
     now = Now(utc_now(), time.monotonic_ns() // 1_000_000)
+    keys = ("by", "reason", "problem", "round_next", "outbox_next", "journal_seq", "fresh",
+            *(("voided_round",) if data.get("voided_round") is not None else ()))
     effects = [Effect(EffectKind.OUTBOX, {"type": OutboxType.TABLE_RECOVERED, "payload": {
-        k: data[k] for k in ("by", "reason", "problem", "round_next", "outbox_next",
-                             "journal_seq", "fresh")}})]
+        k: data[k] for k in keys}})]
     seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round, effects=effects)
     # Durable (unlike the per-commit update): the marks now name this record.
     j.marks.create(seq, j.outbox.next_id - 1, j.last_hash, j.last_round_number)
@@ -49,8 +56,8 @@ def _marks(state_dir: Path, outside_mark: Path | None) -> list[Path]:
 
 def accept_loss(state_dir: Path | str, *, reason: str, user: str,
                 key_file: Path | None = None, outbox_after: int | None = None,
-                round_after: int | None = None, outside_mark: Path | None = None
-                ) -> dict[str, Any]:
+                round_after: int | None = None, outside_mark: Path | None = None,
+                machine: MachineFactory | None = None) -> dict[str, Any]:
     """Record, as the journal's next record, that records (or its high-water mark) were lost,
     then reset the mark to the journal as it stands: the documented way back into service
     after a loss (`tablectl journal accept-loss`; docs/journal.md, "Recovering").
@@ -62,7 +69,15 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
     round for one it already applied. The chain and MACs must verify: only the mark (or head
     office) may disagree. JournalError if they do not, or if there is nothing to accept.
     `outside_mark` ([journal] outside_mark): the mark's copy outside the state directory,
-    read and reset like the mark. Returns the record's data with its seq."""
+    read and reset like the mark.
+
+    A round open in the journal whose messages head office already holds under its number
+    (its jackpot increments, sent when its wagers locked) while head office has ledgered that
+    round or a later one is a phantom: the lost records played it to its end, and head office
+    holds its increments and result. It is voided first (`_void_phantom`, with `machine`), then
+    numbering goes on past head office's: its wagers are never carried to a new number that
+    head office holds no increment for (docs/journal.md, "A round open in the restored copy").
+    Returns the record's data with its seq."""
     reason = _check(reason, outbox_after, round_after)
     state_dir = Path(state_dir)
     path = state_dir / JOURNAL_FILE
@@ -93,6 +108,11 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
         mark_out, mark_round = _readable_mark(_marks(state_dir, outside_mark), j)
         skip_to = max(last_out, mark_out, outbox_after or 0) + 1
         round_to = max(last_round, mark_round, round_after or 0) + 1
+        voided = _void_phantom(j, round_to, user, machine)
+        if voided is not None:
+            text += (f"; round {voided}, open in the restored copy with its messages at head "
+                     "office, voided here: head office's record of the round stands (no "
+                     "result, cancellation or second increment sent for it)")
         data = {"by": user, "reason": reason, "problem": text, "mark_seq": mark_seq,
                 "journal_seq": j.last_seq, "fresh": False,
                 "lost": ([j.last_seq + 1, mark_seq]
@@ -100,8 +120,63 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
                 "outbox_next": skip_to, "outbox_lost": ([last_out + 1, skip_to - 1]
                                                         if skip_to > last_out + 1 else None),
                 "round_next": round_to, "rounds_lost": ([last_round + 1, round_to - 1]
-                                                        if round_to > last_round + 1 else None)}
+                                                        if round_to > last_round + 1 else None),
+                "voided_round": voided}
         return _record(j, state_dir, data)
+
+
+def _open_round_messages(j: Journal, number: int) -> list[int]:
+    """The outbox ids of the messages that name round `number` (a jackpot increment or
+    cancellation of a round still open: its wagers locked, UTH 5.5)."""
+    return [m.id for e in j.iter_events() if e.round == number for m in e.outbox
+            if isinstance(m.payload, dict) and m.payload.get("round") == number]
+
+
+def _void_phantom(j: Journal, round_to: int, user: str,
+                  machine: MachineFactory | None) -> int | None:
+    """Void the round open in the journal if head office holds it: the round's number is
+    below `round_to` (head office has ledgered it, or a later one) and messages naming it
+    were sent. Its record goes into the journal before the recovery's, as the supervisor's
+    void (`dealer.void`) the table's own machine accepts in that phase: replaying it returns
+    the round's wagers on the table (UTH 11.3, 15.3.1; Pai Gow NSW 16.6, ACT 15.4) and opens
+    the next round, which the recovery record then numbers past head office's. Its effects
+    are not journaled: head office holds the round's increments and its result from the
+    lost records, so no round result, cancellation or second increment goes to it, and the
+    journal keeps no second record of a round number head office holds. Returns the voided
+    round's number, or None (no round open; head office never saw it: it keeps its number,
+    or it is renumbered with nothing sent for it yet). JournalError if the machine refuses the
+    void or cannot be built."""
+    number = j.last_event_round
+    if number <= j.last_round_number or number >= round_to:
+        return None  # no round open, or head office never ledgered it: its number stands
+    sent = _open_round_messages(j, number)
+    if not sent:
+        return None  # nothing of it reached head office: renumbered (base.skip_rounds)
+    where = (f"round {number} is open in the journal and head office holds its messages "
+             f"{sent[0]}..{sent[-1]}")
+    if machine is None:
+        raise JournalError(f"{where}: voiding it needs the table's config (--config)")
+    try:
+        game = machine()
+    except Exception as exc:  # the config's own error, whatever its type
+        raise JournalError(f"{where}: the table's round machine: {exc}") from exc
+    snapshot, events = j.replay_point()
+    state = game.initial() if snapshot is None else game.from_json(snapshot)
+    for stored in events:
+        state, _ = game.step(state, stored.event, stored.now)
+    now = Now(utc_now(), time.monotonic_ns() // 1_000_000)
+    void = Event(Kind.DEALER_VOID, {
+        "reason": (f"recovery: round {number} was open in the restored copy; head office "
+                   "holds its increments and its result from the lost records"),
+        "rule": "recovery (docs/journal.md, \"A round open in the restored copy\")",
+        "recovery": True, "operator": {"uid": 0, "user": user}})
+    _, effects = game.step(state, void, now)
+    if not any(fx.kind == EffectKind.ROUND and fx.data.get("number") == number
+               and fx.data.get("status") == "voided" for fx in effects):
+        said = "; ".join(str(fx.data.get("text", fx.data)) for fx in effects)[:300]
+        raise JournalError(f"{where}: the game refused to void it ({said})")
+    j.append(void, now, round=number)
+    return number
 
 
 def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str, user: str,
