@@ -29,6 +29,8 @@ from tests.support.link import (
     play_until,
     run,
     start,
+    table_toml,
+    to_the_river,
     wait_for,
 )
 
@@ -218,5 +220,147 @@ def test_a_linked_table_whose_state_directory_is_gone_plays_no_round_head_office
                                  " AND status <> 'applied'") == []
         assert ledger.db.execute("SELECT round FROM rounds WHERE table_id = 'T1'"
                                  " GROUP BY round HAVING count(*) > 1") == []
+    finally:
+        ledger.close()
+
+
+def jackpot_by_round(state: Path) -> dict[int, int]:
+    """Round number -> the jackpot wagers its round record says were made (boxes x wager,
+    UTH 15.2.4), for each completed round in the journal in `state` that had any."""
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        rounds = [r for e in j.iter_events() for r in e.rounds if r.status == "completed"]
+    return {r.number: len(jp["boxes"]) * jp["wager"] for r in rounds
+            if (jp := r.summary.get("jackpot")) and jp["boxes"]}
+
+
+def open_increments(state: Path, after_id: int = 0) -> dict[int, int]:
+    """Round number -> the jackpot increments (net of cancellations) the journal in `state`
+    sent, in messages after `after_id`, for rounds it has no record of (open when it ended)."""
+    sent: dict[int, int] = {}
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        recorded = {r.number for e in j.iter_events() for r in e.rounds}
+        for e in j.iter_events():
+            for m in e.outbox:
+                sign = {"jackpot_increment": 1, "jackpot_cancel": -1}.get(m.type)
+                if sign and m.id > after_id and m.payload["round"] not in recorded:
+                    number = m.payload["round"]
+                    sent[number] = sent.get(number, 0) + sign * m.payload["amount"]
+    return {n: a for n, a in sent.items() if a}
+
+
+def ledgered_increments(ledger: Ledger) -> dict[int, int]:
+    """Round number -> head office's jackpot increment for it from T1, not cancelled."""
+    return {r["round"]: r["amount"] for r in ledger.db.execute(
+        "SELECT round, amount FROM increments WHERE table_id = 'T1'"
+        " AND cancelled_seq IS NULL")}
+
+
+def recovery_record(state: Path) -> dict[str, Any]:
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        found = [e.data for e in j.iter_events() if e.kind == "journal.loss_accepted"]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledger_url,
+                                                                    tmp_path, capsys) -> None:
+    """The older copy was taken while a round was open: its wagers locked and its jackpot
+    increments already at head office (UTH 5.5). The lost records played that round to its
+    end, so head office holds its increments and its result under its number. Recovered, the
+    table voids it (docs/journal.md, "A round open in the restored copy") instead of
+    carrying its wagers to a new number head office holds no increment for (before the fix:
+    that round's jackpot wagers were settled, and a hit held, as "boxes [..] made no jackpot
+    wager")."""
+    root = tmp_path / "T1"
+    state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with head_office(ledger_url, broker, verify_from=None):
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=1))
+            await to_the_river(table)  # round 1 open, jackpot wagers on boxes 2 and 5
+            await drain([table])  # its increments acknowledged by head office
+            seen["open"] = table.status()["round"]
+            await table.stop()
+            shutil.copytree(state, older)  # the copy taken mid-round
+            table = await start(make_table("T1", root, broker, seed=2))
+            await wait_for(play_until([table], 20), 90, "20 rounds, the open one first")
+            await drain([table])
+            await table.stop()
+            shutil.copytree(state, lost)
+
+            shutil.rmtree(state)
+            shutil.copytree(older, state)  # restored from the copy with the round open
+            table = await start(make_table("T1", root, broker, seed=3))
+            await wait_for(lambda: table.service.out_of_service is not None, 20,
+                           "out of service")
+            seen["reason"] = table.service.out_of_service
+            await table.stop()
+            found = RECOVER.search(seen["reason"] or "")
+            assert found is not None, seen["reason"]
+            seen["after"] = int(found[2]), int(found[3])
+            config = tmp_path / "T1.toml"  # the game's rules decide the void: its config
+            config.write_text(table_toml("T1", root, broker))
+            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--config",
+                        str(config), "--outbox-after", found[2], "--round-after", found[3],
+                        "--reason", "restored from a copy taken mid-round, ticket 27"]) == 0
+            seen["said"] = capsys.readouterr().out
+
+            table = await start(make_table("T1", root, broker, seed=4))
+            await wait_for(play_until([table], 40), 120, "40 rounds after the recovery")
+            await drain([table])
+            seen["out_of_service"] = table.service.out_of_service
+            await table.stop()
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    outbox_after, round_after = seen["after"]
+    open_round = seen["open"]
+    assert rounds_of(older) == [] and open_round in lost_open_rounds(older)
+    lost_rounds = rounds_of(lost)
+    assert open_round in lost_rounds
+    assert round_after == max(lost_rounds + lost_open_rounds(lost))
+    record = recovery_record(state)
+    assert record["voided_round"] == open_round and record["round_next"] == round_after + 1
+    assert f"round {open_round}, open in the restored copy, voided" in seen["said"]
+    new_rounds = rounds_of(state, after_round=0)
+    # The phantom keeps no record here (head office's stands); numbering goes on past it.
+    assert open_round not in new_rounds
+    assert len(new_rounds) >= 40 and new_rounds[0] == round_after + 1
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        db = ledger.db
+        bad = db.execute("SELECT seq, type, status, reason FROM messages WHERE table_id = 'T1'"
+                         " AND status <> 'applied' ORDER BY seq")
+        assert bad == [], bad  # no refused increment, no held hit (false reason or any)
+        twice = db.execute("SELECT round FROM rounds WHERE table_id = 'T1' GROUP BY round"
+                           " HAVING count(*) > 1")
+        assert twice == []  # no round number used twice
+        ledgered = sorted(r["round"] for r in db.execute(
+            "SELECT round FROM rounds WHERE table_id = 'T1'"))
+        assert ledgered == sorted(lost_rounds + new_rounds)
+        # Round by round, every jackpot wager a round record says was made is the increment
+        # head office ledgered for that round number, to the cent, and no other.
+        journals = {**jackpot_by_round(lost), **open_increments(lost),
+                    **jackpot_by_round(state), **open_increments(state, outbox_after)}
+        assert ledgered_increments(ledger) == journals
+        # The whole: the lost journal's messages, then the recovered journal's after head
+        # office's id (the void sent nothing: no result, no cancellation, no increment).
+        lost_wagered, lost_count, _ = wagered_after(lost, 0)
+        new_wagered, new_count, last_id = wagered_after(state, outbox_after)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == lost_wagered + new_wagered == sum(journals.values())
+        assert totals["last_seq"] == last_id == outbox_after + new_count
+        cfg = make_table("T1", root, broker).cfg
+        paid = paid_at(cfg, lost) + paid_at(cfg, state) - paid_at(cfg, older)
+        assert totals["paid"] == paid
+        pool = ledger.pool(POOL)
+        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+        assert (pool.wagers_in, pool.wins) == (lost_wagered + new_wagered, paid)
+        alarms = [a["text"] for a in db.execute("SELECT text FROM alarms WHERE table_id = 'T1'")]
+        assert any(f"the round {open_round} left open in its restored copy was voided" in a
+                   and "ticket 27" in a for a in alarms), alarms
     finally:
         ledger.close()
