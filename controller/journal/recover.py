@@ -106,13 +106,20 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
                                    f"{last_out}, round {last_round})")
             text = "; ".join(ahead)
         mark_out, mark_round = _readable_mark(_marks(state_dir, outside_mark), j)
-        skip_to = max(last_out, mark_out, outbox_after or 0) + 1
         round_to = max(last_round, mark_round, round_after or 0) + 1
-        voided = _void_phantom(j, round_to, user, machine)
-        if voided is not None:
+        acked = max(j.outbox.acked_upto, outbox_after or 0)
+        found = _void_open_round(j, round_to, user, acked, machine)
+        voided = None if found is None else found[0]
+        if found is not None and found[1]:
             text += (f"; round {voided}, open in the restored copy with its messages at head "
                      "office, voided here: head office's record of the round stands (no "
                      "result, cancellation or second increment sent for it)")
+        elif found is not None:
+            text += (f"; round {voided}, open in the restored copy, voided: its jackpot "
+                     "wagers cancelled and returned (UTH 15.3.1)")
+        # The void may have recorded the round and its messages: numbering goes on after them.
+        last_out, last_round = j.outbox.next_id - 1, j.last_round_number
+        skip_to = max(last_out, mark_out, outbox_after or 0) + 1
         data = {"by": user, "reason": reason, "problem": text, "mark_seq": mark_seq,
                 "journal_seq": j.last_seq, "fresh": False,
                 "lost": ([j.last_seq + 1, mark_seq]
@@ -132,28 +139,38 @@ def _open_round_messages(j: Journal, number: int) -> list[int]:
             if isinstance(m.payload, dict) and m.payload.get("round") == number]
 
 
-def _void_phantom(j: Journal, round_to: int, user: str,
-                  machine: MachineFactory | None) -> int | None:
-    """Void the round open in the journal if head office holds it: the round's number is
-    below `round_to` (head office has ledgered it, or a later one) and messages naming it
-    were sent. Its record goes into the journal before the recovery's, as the supervisor's
-    void (`dealer.void`) the table's own machine accepts in that phase: replaying it returns
-    the round's wagers on the table (UTH 11.3, 15.3.1; Pai Gow NSW 16.6, ACT 15.4) and opens
-    the next round, which the recovery record then numbers past head office's. Its effects
-    are not journaled: head office holds the round's increments and its result from the
-    lost records, so no round result, cancellation or second increment goes to it, and the
-    journal keeps no second record of a round number head office holds. Returns the voided
-    round's number, or None (no round open; head office never saw it: it keeps its number,
-    or it is renumbered with nothing sent for it yet). JournalError if the machine refuses the
-    void or cannot be built."""
+def _void_open_round(j: Journal, round_to: int, user: str, acked: int,
+                     machine: MachineFactory | None) -> tuple[int, bool] | None:
+    """Void the round open in the journal when numbering goes on past it (its number is below
+    `round_to`) and messages naming it were sent (its jackpot increments: its wagers locked,
+    UTH 5.5): carried to a new number, its wagers would have no increment there. The void is
+    the supervisor's (`dealer.void`) as the table's own machine accepts it in that phase, its
+    record put in the journal before the recovery's: replaying it returns the round's wagers
+    on the table (UTH 11.3, 15.3.1) and opens the next round, which the recovery record then
+    numbers past head office's (docs/journal.md, "A round open in the restored copy").
+
+    - Head office acknowledged its messages (id <= `acked`): the lost records played the round
+      to its end and head office holds its increments and its result under its number. Only
+      the void's event is journaled, not its effects: no round result, cancellation or second
+      increment goes to head office, whose record of the round stands, and the journal keeps
+      no second record of that round number.
+    - Head office never acknowledged them: the void is journaled with its effects, the round's
+      record (voided) and its messages (the jackpot wagers cancelled, 15.3.1; the voided
+      result): head office gets the increments, their cancellation and the void in order.
+
+    Returns (the voided round's number, whether head office held it), or None: no round
+    open, its number stands (head office has not ledgered it), or nothing of it was sent
+    (renumbered, base.skip_rounds). JournalError if the machine refuses the void or cannot be
+    built."""
     number = j.last_event_round
     if number <= j.last_round_number or number >= round_to:
-        return None  # no round open, or head office never ledgered it: its number stands
+        return None  # no round open, or numbering does not pass it: its number stands
     sent = _open_round_messages(j, number)
     if not sent:
-        return None  # nothing of it reached head office: renumbered (base.skip_rounds)
-    where = (f"round {number} is open in the journal and head office holds its messages "
-             f"{sent[0]}..{sent[-1]}")
+        return None  # nothing of it left the table: renumbered (base.skip_rounds)
+    held = sent[0] <= acked
+    where = (f"round {number} is open in the journal and its messages {sent[0]}..{sent[-1]} "
+             + ("are at head office" if held else "were sent"))
     if machine is None:
         raise JournalError(f"{where}: voiding it needs the table's config (--config)")
     try:
@@ -165,18 +182,19 @@ def _void_phantom(j: Journal, round_to: int, user: str,
     for stored in events:
         state, _ = game.step(state, stored.event, stored.now)
     now = Now(utc_now(), time.monotonic_ns() // 1_000_000)
+    why = (f"head office holds round {number}'s increments and its result from the lost "
+           "records" if held else f"the journal goes on past round {number}'s number")
     void = Event(Kind.DEALER_VOID, {
-        "reason": (f"recovery: round {number} was open in the restored copy; head office "
-                   "holds its increments and its result from the lost records"),
-        "rule": "recovery (docs/journal.md, \"A round open in the restored copy\")",
-        "recovery": True, "operator": {"uid": 0, "user": user}})
+        "reason": f"recovery: round {number} was open in the restored copy; {why}",
+        "rule": "UTH 11.3, 15.3.1 (a recovery: docs/journal.md)", "recovery": True,
+        "held_by_head_office": held, "operator": {"uid": 0, "user": user}})
     _, effects = game.step(state, void, now)
     if not any(fx.kind == EffectKind.ROUND and fx.data.get("number") == number
                and fx.data.get("status") == "voided" for fx in effects):
         said = "; ".join(str(fx.data.get("text", fx.data)) for fx in effects)[:300]
         raise JournalError(f"{where}: the game refused to void it ({said})")
-    j.append(void, now, round=number)
-    return number
+    j.append(void, now, round=number, effects=() if held else effects)
+    return number, held
 
 
 def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str, user: str,

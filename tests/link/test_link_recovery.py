@@ -106,10 +106,13 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
             assert Path(found[1]) == state
             outbox_after, round_after = int(found[2]), int(found[3])
             seen["after"] = outbox_after, round_after
-            # The documented command, as the out-of-service message gives it.
-            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--outbox-after",
-                        found[2], "--round-after", found[3], "--reason",
-                        "restored from an older copy, ticket 27"]) == 0
+            # The documented command, as the out-of-service message gives it; the table's
+            # config (on the image its default path) in case the copy had a round open.
+            config = tmp_path / "T1.toml"
+            config.write_text(table_toml("T1", root, broker))
+            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--config",
+                        str(config), "--outbox-after", found[2], "--round-after", found[3],
+                        "--reason", "restored from an older copy, ticket 27"]) == 0
             capsys.readouterr()
 
             table = await start(make_table("T1", root, broker, seed=4))
@@ -143,6 +146,12 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
         ledgered = sorted(r["round"] for r in db.execute(
             "SELECT round FROM rounds WHERE table_id = 'T1'"))
         assert ledgered == sorted(lost_rounds + new_rounds)
+        # Round by round: the jackpot wagers each round record says were made are the
+        # increment head office ledgered for that number, to the cent (a round open in the
+        # older copy is voided by the recovery, never carried to a number without one).
+        assert ledgered_increments(ledger) == {
+            **jackpot_by_round(lost), **open_increments(lost), **jackpot_by_round(state),
+            **open_increments(state, outbox_after)}
         # Ledger = journals to the cent: the lost journal's messages (all of them reached head
         # office before it was lost) and the recovered journal's after head office's id.
         lost_wagered, lost_count, _ = wagered_after(lost, 0)
@@ -255,6 +264,11 @@ def ledgered_increments(ledger: Ledger) -> dict[int, int]:
         " AND cancelled_seq IS NULL")}
 
 
+def last_seq(state: Path) -> int:
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        return j.last_seq
+
+
 def recovery_record(state: Path) -> dict[str, Any]:
     with Journal.open(state, table_id="T1", game="uth", create=False) as j:
         found = [e.data for e in j.iter_events() if e.kind == "journal.loss_accepted"]
@@ -299,6 +313,13 @@ def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledg
             found = RECOVER.search(seen["reason"] or "")
             assert found is not None, seen["reason"]
             seen["after"] = int(found[2]), int(found[3])
+            before = last_seq(state)
+            # The void is the game's: without the table's config (no default one here) the
+            # command refuses, naming the round, and the journal is left as it was.
+            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--outbox-after",
+                        found[2], "--round-after", found[3], "--reason", "no config"]) == 1
+            seen["refused"] = capsys.readouterr().err
+            assert last_seq(state) == before
             config = tmp_path / "T1.toml"  # the game's rules decide the void: its config
             config.write_text(table_toml("T1", root, broker))
             assert cli(["journal", "accept-loss", "--state-dir", found[1], "--config",
@@ -324,6 +345,9 @@ def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledg
     record = recovery_record(state)
     assert record["voided_round"] == open_round and record["round_next"] == round_after + 1
     assert f"round {open_round}, open in the restored copy, voided" in seen["said"]
+    assert f"round {open_round} is open in the journal" in seen["refused"], seen["refused"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
     new_rounds = rounds_of(state, after_round=0)
     # The phantom keeps no record here (head office's stands); numbering goes on past it.
     assert open_round not in new_rounds
@@ -348,7 +372,7 @@ def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledg
         assert ledgered_increments(ledger) == journals
         # The whole: the lost journal's messages, then the recovered journal's after head
         # office's id (the void sent nothing: no result, no cancellation, no increment).
-        lost_wagered, lost_count, _ = wagered_after(lost, 0)
+        lost_wagered, _, _ = wagered_after(lost, 0)
         new_wagered, new_count, last_id = wagered_after(state, outbox_after)
         totals = ledger.table_totals("T1")
         assert totals["wagered"] == lost_wagered + new_wagered == sum(journals.values())
