@@ -21,6 +21,7 @@ from controller.journal.store import Journal
 from controller.rounds.base import RoundMachine
 
 MAX_REASON_CHARS = 500
+MAX_PROBLEM_CHARS = 1000  # the contract's bound on a table_recovered text (MAX_RECOVERY_TEXT)
 # The table's round machine, built from its config, for a recovery that voids a round left
 # open in the restored copy (`_void_phantom`); None: the config cannot be read, and such a
 # recovery is refused saying so.
@@ -107,6 +108,7 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
             text = "; ".join(ahead)
         mark_out, mark_round = _readable_mark(_marks(state_dir, outside_mark), j)
         round_to = max(last_round, mark_round, round_after or 0) + 1
+        journal_seq = j.last_seq  # where the journal ended: before the void's record, if any
         acked = max(j.outbox.acked_upto, outbox_after or 0)
         found = _void_open_round(j, round_to, user, acked, machine)
         voided = None if found is None else found[0]
@@ -120,10 +122,12 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
         # The void may have recorded the round and its messages: numbering goes on after them.
         last_out, last_round = j.outbox.next_id - 1, j.last_round_number
         skip_to = max(last_out, mark_out, outbox_after or 0) + 1
+        if len(text) > MAX_PROBLEM_CHARS:
+            text = text[:MAX_PROBLEM_CHARS - 3] + "..."
         data = {"by": user, "reason": reason, "problem": text, "mark_seq": mark_seq,
-                "journal_seq": j.last_seq, "fresh": False,
-                "lost": ([j.last_seq + 1, mark_seq]
-                         if mark_seq is not None and mark_seq > j.last_seq else None),
+                "journal_seq": journal_seq, "fresh": False,
+                "lost": ([journal_seq + 1, mark_seq]
+                         if mark_seq is not None and mark_seq > journal_seq else None),
                 "outbox_next": skip_to, "outbox_lost": ([last_out + 1, skip_to - 1]
                                                         if skip_to > last_out + 1 else None),
                 "round_next": round_to, "rounds_lost": ([last_round + 1, round_to - 1]
