@@ -72,11 +72,9 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
     `outside_mark` ([journal] outside_mark): the mark's copy outside the state directory,
     read and reset like the mark.
 
-    A round open in the journal whose messages head office already holds under its number
-    (its jackpot increments, sent when its wagers locked) while head office has ledgered that
-    round or a later one is a phantom: the lost records played it to its end, and head office
-    holds its increments and result. It is voided first (`_void_phantom`, with `machine`), then
-    numbering goes on past head office's: its wagers are never carried to a new number that
+    A round open in the journal whose jackpot increments were sent (its wagers locked) while
+    numbering goes on past its number is voided first (`_void_open_round`, with `machine`, a
+    factory of the table's round machine): its wagers are never carried to a new number that
     head office holds no increment for (docs/journal.md, "A round open in the restored copy").
     Returns the record's data with its seq."""
     reason = _check(reason, outbox_after, round_after)
@@ -137,18 +135,20 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
 
 
 def _open_round_messages(j: Journal, number: int) -> list[int]:
-    """The outbox ids of the messages that name round `number` (a jackpot increment or
-    cancellation of a round still open: its wagers locked, UTH 5.5)."""
+    """The outbox ids of the jackpot increments sent for round `number` (a round still open:
+    its wagers locked, UTH 5.5): what head office keys by the round's number. Other messages
+    that name a round (chips declared, UTH 13.2) tie no wager to it."""
     return [m.id for e in j.iter_events() if e.round == number for m in e.outbox
-            if isinstance(m.payload, dict) and m.payload.get("round") == number]
+            if m.type == OutboxType.JACKPOT_INCREMENT and isinstance(m.payload, dict)
+            and m.payload.get("round") == number]
 
 
 def _void_open_round(j: Journal, round_to: int, user: str, acked: int,
                      machine: MachineFactory | None) -> tuple[int, bool] | None:
     """Void the round open in the journal when numbering goes on past it (its number is below
-    `round_to`) and messages naming it were sent (its jackpot increments: its wagers locked,
-    UTH 5.5): carried to a new number, its wagers would have no increment there. The void is
-    the supervisor's (`dealer.void`) as the table's own machine accepts it in that phase, its
+    `round_to`) and its jackpot increments were sent (its wagers locked, UTH 5.5): carried to
+    a new number, its wagers would have no increment there. The void is the supervisor's
+    (`dealer.void`) as the table's own machine accepts it in that phase, its
     record put in the journal before the recovery's: replaying it returns the round's wagers
     on the table (UTH 11.3, 15.3.1) and opens the next round, which the recovery record then
     numbers past head office's (docs/journal.md, "A round open in the restored copy").
@@ -173,7 +173,8 @@ def _void_open_round(j: Journal, round_to: int, user: str, acked: int,
     if not sent:
         return None  # nothing of it left the table: renumbered (base.skip_rounds)
     held = sent[0] <= acked
-    where = (f"round {number} is open in the journal and its messages {sent[0]}..{sent[-1]} "
+    where = (f"round {number} is open in the journal and its jackpot increments (messages "
+             f"{sent[0]}..{sent[-1]}) "
              + ("are at head office" if held else "were sent"))
     if machine is None:
         raise JournalError(f"{where}: voiding it needs the table's config (--config)")
