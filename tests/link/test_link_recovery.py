@@ -10,6 +10,7 @@ second increment for the round"), held genuine hits and applied second results.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 from dataclasses import replace
@@ -21,6 +22,7 @@ from controller.journal import Journal
 from headoffice.ledger import Ledger
 from tests.support.link import (
     POOL,
+    Idle,
     drain,
     head_office,
     journal_totals_at,
@@ -386,5 +388,134 @@ def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledg
         alarms = [a["text"] for a in db.execute("SELECT text FROM alarms WHERE table_id = 'T1'")]
         assert any(f"the round {open_round} left open in its restored copy was voided" in a
                    and "ticket 27" in a for a in alarms), alarms
+    finally:
+        ledger.close()
+
+
+def open_with_jackpot(table: Any) -> bool:
+    """The round's cards are out and some box has a jackpot wager: nobody plays on (`Idle`)."""
+    status = table.status()
+    if status["cards_dealt"] and any(b["jackpot"] for b in status["boxes"]):
+        table.service.policy = Idle()
+        return True
+    return False
+
+
+async def start_or_refused(table: Any) -> Any:
+    """`start`, for a table that may refuse its journal (it then has none, out of service)."""
+    table.task = asyncio.create_task(table.service.run())
+    service = table.service
+    await wait_for(lambda: service.out_of_service is not None
+                   or (service.journal is not None and service.state is not None), 10, "start")
+    if service.journal is None:
+        return table
+    await wait_for(lambda: service.ready and (service.ignored.held is None
+                                              or service.out_of_service is not None),
+                   table.link.options.confirm_s + 10, "the dealer's keys released")
+    return table
+
+
+def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_head_office(
+        broker, ledger_url, tmp_path, capsys) -> None:
+    """A lost write-ahead log on a linked table (issue 27: "after a restore, a lost WAL or a
+    fresh journal"): the journal file goes back to an older state while its high-water mark
+    stays. The table refuses it (LOST RECORDS); the command the message gives recovers past
+    the mark; head office's answer, if it is further on still, takes the table out of service
+    again with its numbers, and the command it gives goes past those. Then 40 rounds: no
+    refused increment, no held hit, no round number twice, increments round by round."""
+    root = tmp_path / "T1"
+    state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
+    config = tmp_path / "T1.toml"
+    seen: dict[str, Any] = {"reasons": []}
+
+    def journal_files(src: Path, dst: Path) -> None:
+        """The journal file (and its WAL) of `src` into `dst`, the marks left as they are."""
+        for suffix in ("-wal", "-shm", ""):
+            (dst / f"journal.sqlite3{suffix}").unlink(missing_ok=True)
+        for suffix in ("", "-wal"):
+            if (src / f"journal.sqlite3{suffix}").exists():
+                shutil.copy2(src / f"journal.sqlite3{suffix}", dst / f"journal.sqlite3{suffix}")
+
+    async def main() -> None:
+        config.write_text(table_toml("T1", root, broker))
+        async with head_office(ledger_url, broker, verify_from=None):
+            table = await start(make_table("T1", root, broker, seed=1))
+            await wait_for(play_until([table], 10), 60, "10 rounds")
+            await drain([table])
+            await table.stop()
+            older.mkdir()
+            journal_files(state, older)
+            table = await start(make_table("T1", root, broker, seed=2))
+            await wait_for(play_until([table], 25), 90, "25 more rounds")
+            # The lost commits end in a round open with its jackpot increments at head office:
+            # the players leave (nobody plays on) once the cards of one are out.
+            await wait_for(lambda: open_with_jackpot(table), 60, "a round dealt with jackpots",
+                           every=0.001)
+            await drain([table])
+            await table.stop()
+            shutil.copytree(state, lost)
+            journal_files(older, state)  # the commits since the older state are lost
+            for attempt in range(3):
+                table = await start_or_refused(make_table("T1", root, broker, seed=4 + attempt))
+                if table.service.out_of_service is None:
+                    await wait_for(lambda t=table: t.service.out_of_service is not None
+                                   or len(t.rounds) >= 1, 20, "out of service or a round")
+                reason = table.service.out_of_service
+                await table.stop()
+                if reason is None:
+                    break
+                seen["reasons"].append(reason)
+                found = RECOVER.search(reason)
+                args = (["--outbox-after", found[2], "--round-after", found[3]]
+                        if found is not None else [])
+                assert "accept-loss" in reason, reason
+                assert cli(["journal", "accept-loss", "--state-dir", str(state), "--config",
+                            str(config), *args, "--reason", f"WAL lost, ticket 27 ({attempt})"
+                            ]) == 0
+                capsys.readouterr()
+            table = await start(make_table("T1", root, broker, seed=9))
+            await wait_for(play_until([table], 40), 120, "40 rounds after the recovery")
+            await drain([table])
+            seen["out_of_service"] = table.service.out_of_service
+            await table.stop()
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    assert "LOST RECORDS" in seen["reasons"][0], seen["reasons"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
+    lost_rounds = rounds_of(lost)
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        recoveries = [e.data for e in j.iter_events() if e.kind == "journal.loss_accepted"]
+    outbox_after = max(r["outbox_next"] for r in recoveries) - 1
+    first_new = max(r["round_next"] for r in recoveries)
+    new_rounds = rounds_of(state, after_round=first_new - 1)
+    assert len(new_rounds) >= 40 and new_rounds[0] == first_new
+    assert max(lost_open_rounds(lost)) > max(lost_rounds)  # the lost round open, at head office
+    assert len(recoveries) == 2  # past the marks, then past head office's open round
+    assert first_new > max(lost_rounds + lost_open_rounds(lost))
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        db = ledger.db
+        bad = db.execute("SELECT seq, type, status, reason FROM messages WHERE table_id = 'T1'"
+                         " AND status <> 'applied' ORDER BY seq")
+        assert bad == [], bad
+        twice = db.execute("SELECT round FROM rounds WHERE table_id = 'T1' GROUP BY round"
+                           " HAVING count(*) > 1")
+        assert twice == []
+        ledgered = sorted(r["round"] for r in db.execute(
+            "SELECT round FROM rounds WHERE table_id = 'T1'"))
+        assert ledgered == sorted(lost_rounds + new_rounds)
+        assert ledgered_increments(ledger) == {
+            **jackpot_by_round(lost), **open_increments(lost),
+            **{n: a for n, a in jackpot_by_round(state).items() if n >= first_new},
+            **open_increments(state, outbox_after)}
+        lost_wagered, _, _ = wagered_after(lost, 0)
+        new_wagered, _, last_id = wagered_after(state, outbox_after)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == lost_wagered + new_wagered
+        assert totals["last_seq"] == last_id
     finally:
         ledger.close()
