@@ -138,7 +138,7 @@ def _open_round_messages(j: Journal, number: int) -> list[int]:
     """The outbox ids of the jackpot increments sent for round `number` (a round still open:
     its wagers locked, UTH 5.5): what head office keys by the round's number. Other messages
     that name a round (chips declared, UTH 13.2) tie no wager to it."""
-    return [m.id for e in j.iter_events() if e.round == number for m in e.outbox
+    return [m.id for e in j.round_events(number) for m in e.outbox
             if m.type == OutboxType.JACKPOT_INCREMENT and isinstance(m.payload, dict)
             and m.payload.get("round") == number]
 
