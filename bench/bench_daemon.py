@@ -40,7 +40,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller import logs
-from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.config.machine import build_machine
+from controller.daemon.build import build_devices, build_policy, simulation_config
 from controller.daemon.service import TableService
 from controller.rounds.base import Event
 

@@ -60,8 +60,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller import logs
+from controller.config.machine import build_machine
 from controller.daemon.accounting import rounds_of_effects, save_checkpoint
-from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.build import build_devices, build_policy, simulation_config
 from controller.daemon.service import SNAPSHOT_EVERY_ROUNDS, TableService
 from controller.journal import Entry, Journal, segments, verify_dir
 from controller.meters import Meters

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from controller import journal as jmod
 from controller import logs
-from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.config.machine import build_machine
+from controller.daemon.build import build_devices, build_policy, simulation_config
 from controller.daemon.service import TableService
 from controller.rounds.base import Now
 

@@ -10,13 +10,11 @@ import logging
 import os
 import random
 from pathlib import Path
-from typing import Any
 
 from controller.config import TableConfig, validate_text
 from controller.daemon.service import Policy
 from controller.extensions.base import Extension
 from controller.random_source import RandomSource
-from controller.rounds.base import RoundMachine
 from devices.base import Device
 
 SIM_LIMITS = {
@@ -47,18 +45,6 @@ def _own_group() -> str:
         return grp.getgrgid(os.getgid()).gr_name
     except KeyError:
         return "root"
-
-
-def build_machine(cfg: TableConfig) -> RoundMachine[Any]:
-    """The round machine on the config's own (controller/config/games.py builds it)."""
-    if cfg.paigow is not None:
-        from controller.rounds.paigow import PaiGowMachine
-
-        return PaiGowMachine(cfg.paigow)
-    from controller.rounds.uth import UthMachine
-
-    assert cfg.uth is not None
-    return UthMachine(cfg.uth)
 
 
 def build_policy(cfg: TableConfig, rng: random.Random) -> Policy:

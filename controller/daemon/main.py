@@ -23,11 +23,11 @@ from typing import Any
 
 from controller import logs
 from controller.config import DEFAULT_PATH, ConfigError, TableConfig, load_config
+from controller.config.machine import build_machine
 from controller.control import control_socket
 from controller.daemon.build import (
     build_devices,
     build_extensions,
-    build_machine,
     build_policy,
     run_mode,
     simulation_config,

@@ -280,7 +280,8 @@ def test_a_daemon_still_starting_is_not_healthy(tmp_path: Path) -> None:
     status with `ready: false`; status says `starting` and exits 5, never 0 (healthy)."""
     import random
 
-    from controller.daemon.build import build_devices, build_machine, simulation_config
+    from controller.config.machine import build_machine
+    from controller.daemon.build import build_devices, simulation_config
     from controller.daemon.commands import TableCommands
     from controller.daemon.service import TableService
 

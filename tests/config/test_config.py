@@ -476,7 +476,7 @@ def test_the_games_configs_are_the_round_machines_own() -> None:
     # One definition each (issue 14): config builds the rounds' class, the machine takes it.
     import ast
 
-    from controller.daemon.build import build_machine
+    from controller.config.machine import build_machine
     from controller.rounds.paigow import PaiGowConfig
     from controller.rounds.uth import UthConfig
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from controller.config import ConfigError, load_config, validate_text
-from controller.daemon.build import build_machine
+from controller.config.machine import build_machine
 from controller.events import Event, Now
 
 REPO = Path(__file__).resolve().parents[2]

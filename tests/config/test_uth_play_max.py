@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from controller.config import ConfigError, load_config
-from controller.daemon.build import build_machine
+from controller.config.machine import build_machine
 from controller.games.uth.settlement import Spot
 from tests.support.examples import example_config
 from tests.support.uth_table import Table, of

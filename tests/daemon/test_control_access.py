@@ -276,12 +276,8 @@ def test_operator_beside_the_dealer_data_changes_nothing_and_replays_the_same(
     import asyncio
     import random
 
-    from controller.daemon.build import (
-        build_devices,
-        build_machine,
-        build_policy,
-        simulation_config,
-    )
+    from controller.config.machine import build_machine
+    from controller.daemon.build import build_devices, build_policy, simulation_config
     from controller.daemon.service import TableService
     from controller.journal import Journal
     from controller.logs import setup as log_setup

@@ -313,12 +313,8 @@ def test_round_lines_carry_their_round_as_a_field(tmp_path: Path, restore_logger
     import asyncio
     import random
 
-    from controller.daemon.build import (
-        build_devices,
-        build_machine,
-        build_policy,
-        simulation_config,
-    )
+    from controller.config.machine import build_machine
+    from controller.daemon.build import build_devices, build_policy, simulation_config
     from controller.daemon.service import TableService
 
     state = tmp_path / "state"

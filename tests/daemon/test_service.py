@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from controller.daemon.build import build_devices, build_machine, simulation_config
+from controller.config.machine import build_machine
+from controller.daemon.build import build_devices, simulation_config
 from controller.daemon.service import STALL_S, TableService
 from controller.journal import verify_dir
 from controller.rounds.base import Event, Now

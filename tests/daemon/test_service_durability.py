@@ -10,7 +10,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.config.machine import build_machine
+from controller.daemon.build import build_devices, build_policy, simulation_config
 from controller.daemon.service import TableService
 from controller.journal import Journal, verify_dir
 from controller.journal.mark import MARK_FILE, read_mark

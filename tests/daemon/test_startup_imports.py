@@ -16,7 +16,7 @@ from tests.support.daemon import REPO
 PROBE = """
 import json, sys
 from controller.config import load_config
-from controller.daemon.build import build_machine
+from controller.config.machine import build_machine
 import controller.daemon.main, controller.extensions.verify  # as tablectld imports them
 build_machine(load_config(sys.argv[1]))
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("controller.", "devices.")))))

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
+from controller.config.machine import build_machine
 from controller.daemon import supervisor as service_mod
-from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.daemon.build import build_devices, build_policy, simulation_config
 from controller.daemon.service import TableService
 from controller.extensions.base import Extension
 from controller.extensions.devices import DevicesExtension

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.daemon.build import build_devices, build_machine, simulation_config
+from controller.config.machine import build_machine
+from controller.daemon.build import build_devices, simulation_config
 from controller.daemon.service import TableService
 from controller.extensions.verify import METER_TEXT, SoftwareVerification
 from controller.logs import setup as log_setup

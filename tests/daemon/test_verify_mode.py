@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from controller.config import validate_text
+from controller.config.machine import build_machine
 from controller.control import SOCKET_NAME, NotRunning, request
-from controller.daemon.build import build_devices, build_machine, run_mode
+from controller.daemon.build import build_devices, run_mode
 from controller.daemon.service import TableService
 from controller.extensions import verify as verify_service
 from controller.extensions.verify import (

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.daemon.build import build_devices, build_machine, build_policy, simulation_config
+from controller.config.machine import build_machine
+from controller.daemon.build import build_devices, build_policy, simulation_config
 from controller.daemon.ignored import IGNORED_SUMMARY_S
 from controller.daemon.service import TableService
 from controller.journal import Journal, JournalError

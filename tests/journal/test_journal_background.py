@@ -16,7 +16,8 @@ import pytest
 
 from controller import logs
 from controller.config.journal import JournalConfig
-from controller.daemon.build import build_machine, simulation_config
+from controller.config.machine import build_machine
+from controller.daemon.build import simulation_config
 from controller.journal import Entry, Journal, background, checkpoint, segments, verify_dir
 from controller.journal.background import (
     DEFAULT_DELAY_S,

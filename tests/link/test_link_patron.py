@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from controller.config import validate_text
-from controller.daemon.build import build_machine
+from controller.config.machine import build_machine
 from controller.daemon.service import TableService
 from controller.link.extension import LinkExtension
 from controller.link.patron_device import PatronDevice

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from controller.config import TableConfig
-from controller.daemon.build import build_machine
+from controller.config.machine import build_machine
 from controller.journal import Journal, verify_dir
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from controller.config import TableConfig, validate_text
-from controller.daemon.build import build_machine
+from controller.config.machine import build_machine
 from controller.daemon.service import TableService
 from controller.journal import Journal
 from controller.link.extension import LinkExtension, LinkOptions

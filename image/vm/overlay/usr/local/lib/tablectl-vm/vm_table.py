@@ -16,6 +16,7 @@ import random
 import sys
 
 from controller import logs
+from controller.config.machine import build_machine
 from controller.daemon import build
 from controller.daemon import main as daemon
 from controller.daemon.service import TableService
@@ -27,7 +28,7 @@ def main() -> int:
     args = daemon.parse_args(sys.argv[1:])
     log = logs.setup()  # journald when systemd-python is installed, else stderr (journald too)
     cfg = daemon.load(args)
-    machine = build.build_machine(cfg)
+    machine = build_machine(cfg)
     devices = build_hardware(cfg)  # the real drivers on /dev/tablectl-*, GPIO on mock pins
     devices["rng"] = RandomSource()
     pace = float(os.environ.get("TABLECTL_VM_PACE", "0.2"))
