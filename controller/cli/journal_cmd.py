@@ -62,9 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--archive-dir", type=Path, help="where the segments' archives are, each "
                    "checked (default: [journal] archive_dir of --config when its state_dir is "
                    "STATE_DIR, else STATE_DIR/archive)")
-    v.add_argument("--config", type=Path, default=DEFAULT_PATH,
-                   help=f"the table's config, for its archive_dir (default {DEFAULT_PATH}; "
-                        "verify needs none)")
+    v.add_argument("--config", type=Path,
+                   help=f"the table's config, for its archive_dir (default {DEFAULT_PATH} when"
+                        " it is there; verify needs none)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
     a = jsub.add_parser("accept-loss", help="root only, daemon stopped: record that the journal "
@@ -175,8 +175,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"\rverifying: seq {seq} of {last} ({100 * seq // max(last, 1)} %)", end="",
               file=sys.stderr, flush=True)
 
+    if args.config is not None:  # verify needs none, but one named and unread is said
+        _say_unread_config(args.config)
     if args.state_dir is None:
-        args.state_dir = installed_state_dir(args.config)
+        args.state_dir = installed_state_dir(args.config or DEFAULT_PATH)
     if not args.state_dir.exists():  # not a FAILED report with MAC lines about nothing
         raise FileNotFoundError(errno.ENOENT, "no such state directory (no table installed"
                                 " here? give --state-dir)", str(args.state_dir))
@@ -216,6 +218,19 @@ def installed_state_dir(config: Path = DEFAULT_PATH) -> Path:
         return ServiceConfig.state_dir
 
 
+def _say_unread_config(path: Path) -> None:
+    """A config given with --config that cannot be read: verify goes on without it (the
+    archives looked for in STATE_DIR/archive), and says so on stderr rather than in silence."""
+    from controller.config import ConfigError, load_config
+
+    try:
+        load_config(path)
+    except (ConfigError, OSError) as exc:
+        print(f"tablectl: note: --config {path} cannot be read ({exc}): verifying without it"
+              " (archives looked for in the state directory's archive/ unless --archive-dir)",
+              file=sys.stderr)
+
+
 def _configured_archive_dir(args: argparse.Namespace) -> Path | None:
     """[journal] archive_dir of the table's config, when that config's state directory is the
     one verified (a copy elsewhere keeps its archives beside it); None (STATE_DIR/archive)
@@ -223,7 +238,7 @@ def _configured_archive_dir(args: argparse.Namespace) -> Path | None:
     from controller.config import ConfigError, load_config
 
     try:
-        cfg = load_config(args.config)
+        cfg = load_config(args.config or DEFAULT_PATH)
     except (ConfigError, OSError):
         return None
     if cfg.service.state_dir.resolve() != Path(args.state_dir).resolve():

@@ -7,6 +7,7 @@ files."""
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shutil
 import subprocess
@@ -219,3 +220,177 @@ def test_headoffice_report_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> No
                          timeout=120)
     assert "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr
     assert "status=0" in run.stdout, run.stdout
+
+
+# -- every file a command reads, found from the parsers ------------------------------------------
+#
+# The sweeps above name their inputs; this one finds them. Every option or positional of every
+# command that names a file or directory (a `Path` type, or a name that says so) is given, in
+# turn, a path that is not there, a file of garbage, a directory, and a state directory whose
+# journal is garbage; the rest of the command's arguments are the smallest valid ones (required
+# arguments from SAMPLE, by their name). A command added later with a file argument is swept
+# without touching this test; one whose required argument has no sample fails here, saying so.
+
+FILE_DESTS = {"file", "path", "config", "console_config", "db", "settings", "state_dir",
+              "runtime_dir", "key_file", "archive_dir", "outside_mark"}
+SAMPLE = {"ids": ["1"], "action": ["shake"], "device": ["shaker"], "fault": ["jam"],
+          "input": ["chung1"], "inputs": ["deal"], "number": ["1"], "reason": ["test"],
+          "segment": ["1"], "note": ["test"], "id": ["1"], "card": ["1234567890"],
+          "decision": ["1"], "pool": ["p1"], "rules": ["nsw"]}  # fmt: skip
+
+
+def file_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions
+            if a.type is Path or (a.dest in FILE_DESTS and a.nargs != 0)]
+
+
+def leaf_parser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> argparse.ArgumentParser:
+    for word in words:
+        subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = subs.choices[word]
+    return parser
+
+
+def with_value(action: argparse.Action, value: list[str]) -> list[str]:
+    return [action.option_strings[0], *value] if action.option_strings else value
+
+
+def required_argv(parser: argparse.ArgumentParser, given: dict[str, list[str]],
+                  skip: str) -> list[str]:
+    """The command's required arguments (and the valid `given` ones), `skip` left out."""
+    argv: list[str] = []
+    for action in parser._actions:
+        if action.dest == skip or isinstance(action, argparse._HelpAction):
+            continue
+        if action.dest in given:
+            argv += with_value(action, given[action.dest])
+        elif (action.required and action.nargs != "*") or (
+                action.nargs == "*" and action.dest in SAMPLE):  # (`*`: none is valid)
+            if action.choices:
+                value = [str(next(iter(action.choices)))]
+            elif action.dest in SAMPLE:
+                value = SAMPLE[action.dest]
+            elif action.type is int:
+                value = ["1"]
+            else:
+                pytest.fail(f"{parser.prog}: no sample for its required {action.dest!r}:"
+                            " add one to SAMPLE")
+            argv += with_value(action, value)
+    for group in parser._mutually_exclusive_groups:  # one of them required: its first
+        first = group._group_actions[0]
+        if group.required and not any(a.dest in given for a in group._group_actions):
+            argv += with_value(first, [] if first.nargs == 0 else SAMPLE.get(first.dest, ["1"]))
+    return argv
+
+
+def bad_inputs(where: Path) -> dict[str, Path]:
+    """A fresh set for each run (a command may create what it was given, a ledger at a path
+    that was not there): a path that is not there, a file of garbage, a directory, and a state
+    directory whose journal is garbage."""
+    where.mkdir(parents=True)
+    garbage = where / "garbage"
+    garbage.write_bytes(b"\x00\xffnot what it should be\n" * 40)
+    state = where / "state"
+    state.mkdir()
+    shutil.copy(garbage, state / "journal.sqlite3")
+    return {"missing": where / "missing" / "x", "garbage": garbage, "dir": where / "state",
+            "state": state}
+
+
+BAD = ("missing", "garbage", "dir", "state")
+
+
+def swept(parser: argparse.ArgumentParser, leaves_: list[tuple[str, ...]],
+          given: dict[str, list[str]], tmp_path: Path,
+          ) -> Iterator[tuple[tuple[str, ...], str, list[str], Path]]:
+    """(command words, `dest=what`, argv, the bad path) for every file argument of every
+    command and every bad input; each run gets its own bad inputs."""
+    n = 0
+    for words in leaves_:
+        leaf = leaf_parser(parser, words)
+        for action in file_actions(leaf):
+            rest = required_argv(leaf, given, skip=action.dest)
+            for what in BAD:
+                n += 1
+                path = bad_inputs(tmp_path / f"case-{n}")[what]
+                argv = [*words, *with_value(action, [str(path)]), *rest]
+                try:
+                    parser.parse_args(argv)
+                except SystemExit:
+                    pytest.fail(f"the sweep's {argv} does not parse: add a sample to SAMPLE")
+                yield words, f"{action.dest}={what}", argv, path
+
+
+FILE_ERRORS = tuple(os.strerror(e) for e in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
+                                             errno.EACCES))
+
+
+def says_which(out: str, err: str) -> bool:
+    """A failure about a file names the file or directory (a bare "Not a directory" does not)."""
+    text = out + err
+    return "/" in text or not any(e.lower() in text.lower() for e in FILE_ERRORS)
+
+
+@pytest.fixture
+def valid_state(tmp_path: Path) -> Path:
+    from controller.journal import Journal
+
+    state = tmp_path / "valid-state"
+    Journal.open(state, table_id="T1", game="uth").close()
+    return state
+
+
+def test_every_tablectl_file_argument_with_inputs_it_cannot_read(
+        valid_state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The other arguments valid (a real journal, a runtime directory with no daemon), each file
+    argument in turn unreadable: an answer in words naming the path, never a traceback."""
+    parser = tablectl_parser()
+    given = {"runtime_dir": [str(tmp_path / "no-daemon")], "state_dir": ["STATE"]}
+    seen = set()
+    for n, (words, what, argv, _bad) in enumerate(swept(parser, TABLECTL, given, tmp_path)):
+        state = tmp_path / f"state-{n}"  # (a command may change the journal it is given)
+        shutil.copytree(valid_state, state)
+        argv = [str(state) if a == "STATE" else a for a in argv]
+        code, out, err = answer(tablectl_main.main, argv, capsys)
+        if code != 0:
+            assert (out + err).strip() and says_which(out, err), (argv, out, err)
+        seen.add((words, what.split("=")[0]))
+    # The sweep found the arguments the named sweeps above list by hand, and more.
+    assert {(("journal", "verify"), "key_file"), (("journal", "start-fresh"), "outside_mark"),
+            (("verify",), "settings"), (("paigow", "settle"), "file"),
+            (("devices", "udev"), "config"), (("status",), "runtime_dir"),
+            (("alarms", "ack"), "runtime_dir")} <= seen, seen
+
+
+def test_a_runtime_dir_that_is_a_file_is_named(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`--runtime-dir` (or TABLECTL_RUNTIME_DIR) naming a file: said with its name, exit 2,
+    not the socket's bare "Not a directory"."""
+    a_file = tmp_path / "table.toml"
+    a_file.write_text("")
+    code, _out, err = answer(tablectl_main.main, ["status", "--runtime-dir", str(a_file)],
+                             capsys)
+    assert code == 2 and f"--runtime-dir {a_file} is not a directory" in err, err
+
+
+def test_every_headoffice_file_argument_with_inputs_it_cannot_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each command with a valid config but one file argument it cannot read (the config, the
+    console's, the ledger): a non-zero exit saying what it could not read, never a traceback.
+    The servers (`run`, `console`) are given only bad ones: they stop before listening."""
+    config = tmp_path / "headoffice.toml"
+    config.write_text(f'[database]\nurl = "{tmp_path / "ledger.db"}"\n[service]\n'
+                      'operators = ["alice"]\n')
+    parser = headoffice_parser()
+    seen = set()
+    for words, what, argv, _bad in swept(parser, HEADOFFICE, {"config": [str(config)]},
+                                         tmp_path):
+        code, out, err = answer(headoffice_cli.main, argv, capsys)
+        seen.add((words, what.split("=")[0]))
+        if what == "db=missing":  # a new SQLite ledger there: a command on an empty ledger
+            continue
+        assert code != 0 and err.strip(), (argv, out, err)
+        if what.startswith("config="):
+            assert says_which(out, err), (argv, err)
+    assert {(("card", "add"), "config"), (("console",), "console_config"),
+            (("hits",), "db"), (("run",), "config")} <= seen, seen
