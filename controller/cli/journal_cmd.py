@@ -12,6 +12,7 @@ work offline, without it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
@@ -38,8 +39,9 @@ from controller.journal import (
     verify_dir,
 )
 from controller.journal.mac import SYSTEM_KEY_FILE, KeyFileError, find_key, make_key_file
+from controller.journal.lock import take_lock
 from controller.journal.retention import plan
-from controller.journal.schema import read_meta
+from controller.journal.schema import LOCK_FILE, read_meta
 from controller.journal.segments import SegmentState
 
 
@@ -356,15 +358,32 @@ def _read_only(args: argparse.Namespace) -> tuple[dict[str, str], list[SegmentSt
         macs = "checked" if key is not None else "not checked: no key"
     except KeyFileError as exc:
         key, macs = None, f"not checked: {exc}"
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    lock_fd = None
+    uri = f"file:{path}?mode=ro"
+    wal = Path(f"{path}-wal")
+    if not wal.exists() and (args.state_dir / LOCK_FILE).exists():
+        # No daemon and a clean shutdown: read it as immutable, as `journal verify` does, so a
+        # technician who may read the journal but not write its directory can (SQLite would
+        # otherwise want to make its -shm file there: "attempt to write a readonly database");
+        # the shared lock keeps a daemon from starting meanwhile.
+        with contextlib.suppress(OSError):
+            lock_fd = take_lock(args.state_dir / LOCK_FILE, exclusive=False, wait_s=0)
+            if not wal.exists():
+                uri += "&immutable=1"
     try:
-        meta = read_meta(conn)
-        states = segments.read_all(conn, key, meta["table_id"], meta["game"])
-        last_round = int(conn.execute("SELECT coalesce(max(rec), 0) FROM commits").fetchone()[0])
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            meta = read_meta(conn)
+            states = segments.read_all(conn, key, meta["table_id"], meta["game"])
+            last_round = int(conn.execute("SELECT coalesce(max(rec), 0) FROM commits")
+                             .fetchone()[0])
+        finally:
+            conn.close()
     except (sqlite3.Error, KeyError) as exc:
         raise InputError(f"journal {path} unreadable: {exc}") from None
     finally:
-        conn.close()
+        if lock_fd is not None:
+            os.close(lock_fd)
     return meta, states, last_round, macs
 
 

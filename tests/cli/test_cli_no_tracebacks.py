@@ -7,11 +7,14 @@ files."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import io
 import os
 import shutil
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -394,3 +397,81 @@ def test_every_headoffice_file_argument_with_inputs_it_cannot_read(
             assert says_which(out, err), (argv, err)
     assert {(("card", "add"), "config"), (("console",), "console_config"),
             (("hits",), "db"), (("run",), "config")} <= seen, seen
+
+
+@pytestmark_root
+def test_every_tablectl_file_argument_a_technician_may_not_read(valid_state: Path) -> None:
+    """The same sweep as a technician (uid nobody, group users) on the table's own files, which
+    are root's: a file of mode 0600 and a directory of mode 0700 (holding a journal) in each
+    file argument in turn. One line saying so, never a traceback."""
+    import json
+    import tempfile
+
+    from tests.daemon.test_control_access import TECH, _gid
+
+    top = Path(tempfile.mkdtemp(prefix="tablectl-sweep-"))  # (pytest's tmp is root's, 0700)
+    try:
+        top.chmod(0o755)
+        shutil.copytree(valid_state, top / "valid")
+        for path in [top / "valid", *(top / "valid").rglob("*")]:  # the rest readable to all
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        private = top / "private"
+        shutil.copytree(valid_state, private / "state")
+        (private / "table.toml").write_text((REPO / "examples" / "uth-nsw.toml").read_text())
+        (private / "table.toml").chmod(0o600)
+        private.chmod(0o700)
+        inputs = {"file": private / "table.toml", "dir": private / "state"}
+        parser = tablectl_parser()
+        given = {"runtime_dir": [str(top / "no-daemon")], "state_dir": [str(top / "valid")]}
+        cases = []
+        for words in TABLECTL:
+            leaf = leaf_parser(parser, words)
+            for action in file_actions(leaf):
+                if words == ("journal", "keygen"):
+                    continue  # (it writes a key where it is told: swept above, as root)
+                rest = required_argv(leaf, given, skip=action.dest)
+                for what, path in inputs.items():
+                    cases.append((f"{' '.join(words)} {action.dest}={what}",
+                                  [*words, *with_value(action, [str(path)]), *rest]))
+        results = top / "results.jsonl"
+        results.touch()
+        results.chmod(0o666)
+        pid = os.fork()
+        if pid == 0:  # the technician: every case in this one child, each answer recorded
+            code = 70
+            try:
+                os.setgroups([_gid(TECH)])
+                os.setgid(_gid(TECH))
+                os.setuid(NOBODY)
+                with open(results, "a") as log:
+                    for name, argv in cases:
+                        out, err = io.StringIO(), io.StringIO()
+                        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                            try:
+                                got: object = tablectl_main.main(argv)
+                            except SystemExit as exc:
+                                got = exc.code
+                            except BaseException:  # the traceback a person would see
+                                traceback.print_exc(file=err)
+                                got = "traceback"
+                        log.write(json.dumps([name, got, out.getvalue(), err.getvalue()]) + "\n")
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        answers = [json.loads(line) for line in results.read_text().splitlines()]
+        assert len(answers) == len(cases) > 40
+        for name, got, out, err in answers:
+            assert got != "traceback" and "Traceback" not in out + err, (name, err)
+            if got not in (0, None):
+                assert (out + err).strip() and says_which(out, err), (name, got, out, err)
+        # The journal's read-only commands work for a technician who may read the journal but
+        # not write its directory (its key root's: the MACs are said to be not checked).
+        readers = {name: (got, out, err) for name, got, out, err in answers
+                   if name.startswith(("journal verify key_file", "journal segments key_file"))}
+        assert len(readers) == 4, readers
+        for name, (got, out, err) in readers.items():
+            assert got == 0 and "not checked" in out, (name, got, out, err)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
