@@ -38,8 +38,8 @@ from controller.journal import (
     start_fresh,
     verify_dir,
 )
-from controller.journal.mac import SYSTEM_KEY_FILE, KeyFileError, find_key, make_key_file
 from controller.journal.lock import take_lock
+from controller.journal.mac import SYSTEM_KEY_FILE, KeyFileError, find_key, make_key_file
 from controller.journal.retention import plan
 from controller.journal.schema import LOCK_FILE, read_meta
 from controller.journal.segments import SegmentState
