@@ -12,18 +12,17 @@ work offline, without it.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import json
 import os
 import pwd
-import sqlite3
 import sys
 import syslog
 from pathlib import Path
 from typing import Any
 
 from controller.cli.common import EX_NOPERM, emit
+from controller.cli.journal_read import read_only
 from controller.cli.show import event_args
 from controller.cli.table_cmd import _ask
 from controller.config.load import DEFAULT_PATH
@@ -38,11 +37,8 @@ from controller.journal import (
     start_fresh,
     verify_dir,
 )
-from controller.journal.lock import take_lock
-from controller.journal.mac import SYSTEM_KEY_FILE, KeyFileError, find_key, make_key_file
+from controller.journal.mac import SYSTEM_KEY_FILE, make_key_file
 from controller.journal.retention import plan
-from controller.journal.schema import LOCK_FILE, read_meta
-from controller.journal.segments import SegmentState
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -348,51 +344,12 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_only(args: argparse.Namespace) -> tuple[dict[str, str], list[SegmentState], int, str]:
-    """The journal's meta, segments, last round and how the MACs were checked, read-only."""
-    path = args.state_dir / JOURNAL_FILE
-    if not path.is_file():
-        raise InputError(f"no journal: {path} does not exist")
-    try:
-        key = find_key(args.state_dir, key_file=args.key_file)
-        macs = "checked" if key is not None else "not checked: no key"
-    except KeyFileError as exc:
-        key, macs = None, f"not checked: {exc}"
-    lock_fd = None
-    uri = f"file:{path}?mode=ro"
-    wal = Path(f"{path}-wal")
-    if not wal.exists() and (args.state_dir / LOCK_FILE).exists():
-        # No daemon and a clean shutdown: read it as immutable, as `journal verify` does, so a
-        # technician who may read the journal but not write its directory can (SQLite would
-        # otherwise want to make its -shm file there: "attempt to write a readonly database");
-        # the shared lock keeps a daemon from starting meanwhile.
-        with contextlib.suppress(OSError):
-            lock_fd = take_lock(args.state_dir / LOCK_FILE, exclusive=False, wait_s=0)
-            if not wal.exists():
-                uri += "&immutable=1"
-    try:
-        conn = sqlite3.connect(uri, uri=True)
-        try:
-            meta = read_meta(conn)
-            states = segments.read_all(conn, key, meta["table_id"], meta["game"])
-            last_round = int(conn.execute("SELECT coalesce(max(rec), 0) FROM commits")
-                             .fetchone()[0])
-        finally:
-            conn.close()
-    except (sqlite3.Error, KeyError) as exc:
-        raise InputError(f"journal {path} unreadable: {exc}") from None
-    finally:
-        if lock_fd is not None:
-            os.close(lock_fd)
-    return meta, states, last_round, macs
-
-
 def _archive_dir(args: argparse.Namespace) -> Path:
     return args.archive_dir or args.state_dir / segments.ARCHIVE_DIR
 
 
 def cmd_segments(args: argparse.Namespace) -> int:
-    _meta, states, _last, macs = _read_only(args)
+    _meta, states, _last, macs = read_only(args.state_dir, args.key_file)
     rows = [st.as_json() for st in states]
 
     def deleted(r: dict[str, Any]) -> str:
@@ -419,7 +376,7 @@ def cmd_segments(args: argparse.Namespace) -> int:
 
 
 def _writer(args: argparse.Namespace) -> Journal:
-    meta, _states, _last, _macs = _read_only(args)
+    meta, _states, _last, _macs = read_only(args.state_dir, args.key_file)
     # A tool never changes the journal's format: the daemon upgrades it (docs/journal.md).
     return Journal.open(args.state_dir, table_id=meta["table_id"], game=meta["game"],
                         create=False, fast=True, key_file=args.key_file, upgrade=False)
@@ -502,7 +459,7 @@ def _retention(args: argparse.Namespace) -> tuple[int | None, int | None]:
 def cmd_prune(args: argparse.Namespace) -> int:
     keep_rounds, keep_days = _retention(args)
     if args.dry_run:
-        meta, states, last_round, _macs = _read_only(args)
+        meta, states, last_round, _macs = read_only(args.state_dir, args.key_file)
         plans = plan(states, keep_rounds, _archive_dir(args), last_round,
                      int(meta.get("v1_last_seq", "0")), keep_days=keep_days)
     else:
