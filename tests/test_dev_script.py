@@ -126,8 +126,8 @@ def test_dev_run_says_where_the_state_went_and_resumes(tmp_path: Path) -> None:
 def test_dev_run_on_a_fresh_copy_opens_without_warning_boxes(tmp_path: Path) -> None:
     """`./dev run` in a fresh copy of the checkout (no .venv): it makes the venv, installs the
     project for a run (no extras) and plays, printing no setuptools warning box (issue 28 item
-    9: three boxes of `project.license` deprecation opened it; pip 26 (not 23) also shows setuptools'
-    "Editable installation" note on every editable install of this layout)."""
+    9: three boxes of `project.license` deprecation opened it; pip 26, not 23, also shows
+    setuptools' "Editable installation" note on every editable install of this layout)."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True)
     clone = tmp_path / "clone"
     for name in files.stdout.decode().split("\0"):
