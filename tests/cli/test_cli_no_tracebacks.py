@@ -348,7 +348,10 @@ def test_every_tablectl_file_argument_with_inputs_it_cannot_read(
     """The other arguments valid (a real journal, a runtime directory with no daemon), each file
     argument in turn unreadable: an answer in words naming the path, never a traceback."""
     parser = tablectl_parser()
-    given = {"runtime_dir": [str(tmp_path / "no-daemon")], "state_dir": ["STATE"]}
+    # (--config: never the machine's own /etc/tablectl/table.toml, whose outside mark the
+    # journal commands would write to)
+    given = {"runtime_dir": [str(tmp_path / "no-daemon")], "state_dir": ["STATE"],
+             "config": [str(tmp_path / "no-table.toml")]}
     seen = set()
     for n, (words, what, argv, _bad) in enumerate(swept(parser, TABLECTL, given, tmp_path)):
         state = tmp_path / f"state-{n}"  # (a command may change the journal it is given)
@@ -422,7 +425,8 @@ def test_every_tablectl_file_argument_a_technician_may_not_read(valid_state: Pat
         private.chmod(0o700)
         inputs = {"file": private / "table.toml", "dir": private / "state"}
         parser = tablectl_parser()
-        given = {"runtime_dir": [str(top / "no-daemon")], "state_dir": [str(top / "valid")]}
+        given = {"runtime_dir": [str(top / "no-daemon")], "state_dir": [str(top / "valid")],
+                 "config": [str(top / "no-table.toml")]}
         cases = []
         for words in TABLECTL:
             leaf = leaf_parser(parser, words)
