@@ -84,3 +84,68 @@ def test_the_project_builds_without_license_deprecation_warnings(tmp_path: Path)
     assert "project.license" not in out.stdout + out.stderr
     assert "BuildBackendWarning" not in out.stdout + out.stderr
     assert list(tmp_path.glob("tablectl-*.whl"))
+
+
+def test_dev_run_says_where_the_state_went_and_resumes(tmp_path: Path) -> None:
+    """`./dev run` twice, as a newcomer runs it (issue 28 item 9): it installs nothing here,
+    ends saying where the tables' journals went and what to try next, and the second run says
+    each table resumed where the first stopped. A copy of `./dev` whose .venv holds only links
+    to this environment's commands (so nothing is ever installed into this one)."""
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "tablectld").exists() or not (bin_dir / "tablectl").exists():
+        pytest.skip("the project is not installed in this Python's environment")
+    work = tmp_path / "clone"
+    (work / ".venv" / "bin").mkdir(parents=True)
+    for name in ("python", "tablectl", "tablectld"):
+        (work / ".venv" / "bin" / name).symlink_to(bin_dir / name)
+    (work / ".venv" / ".tablectl-installed").touch()
+    (work / "dev").write_bytes((REPO / "dev").read_bytes())
+    (work / "dev").chmod(0o755)
+    (work / "pyproject.toml").write_bytes((REPO / "pyproject.toml").read_bytes())
+    os.utime(work / "pyproject.toml", (0, 0))  # older than the stamp: set up already
+
+    def dev_run() -> str:
+        out = subprocess.run([str(work / "dev"), "run"], cwd=work, capture_output=True,
+                             text=True, timeout=300)
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        assert "installing apt packages" not in out.stderr, out.stderr
+        return out.stdout
+
+    first = dev_run()
+    assert f"== done: the tables' journals are in {work}/state ==" in first
+    assert "state/paigow-nsw: a new journal, rounds 1-10" in first
+    assert "state/uth-nsw: a new journal, rounds 1-10" in first
+    assert "Next:\n  ./dev run            again: both tables resume" in first
+    assert "./dev run --linked" in first.split("Next:")[1]
+    second = dev_run()
+    assert "state/paigow-nsw: resumed after round 10; 20 rounds in it now" in second
+    assert "state/uth-nsw: resumed after round 10; 20 rounds in it now" in second
+
+
+@pytest.mark.slow
+def test_dev_run_on_a_fresh_copy_opens_without_warning_boxes(tmp_path: Path) -> None:
+    """`./dev run` in a fresh copy of the checkout (no .venv): it makes the venv, installs the
+    project for a run (no extras) and plays, printing no setuptools warning box (issue 28 item
+    9: three boxes of `project.license` deprecation opened it; pip 26, not 23, also shows
+    setuptools' "Editable installation" note on every editable install of this layout)."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True)
+    clone = tmp_path / "clone"
+    for name in files.stdout.decode().split("\0"):
+        if name and (REPO / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            (clone / name).write_bytes((REPO / name).read_bytes())
+    (clone / "dev").chmod(0o755)
+    out = subprocess.run([str(clone / "dev"), "run"], cwd=clone, capture_output=True, text=True,
+                         timeout=900)
+    said = out.stdout + out.stderr
+    if out.returncode != 0 and "No matching distribution found" in said:
+        pytest.skip("no package index reachable for the project's dependencies")
+    assert out.returncode == 0, said[-3000:]
+    for line in said.splitlines():  # (only where python3-venv is missing: it alone)
+        if line.startswith("dev: installing apt packages:"):
+            assert not set(line.split(":", 1)[1].split()) & NOT_FOR_RUN, line
+    for box in ("BuildBackendWarning", "SetuptoolsDeprecationWarning", "project.license",
+                "Editable installation", "********"):
+        assert box not in said, said[:3000]
+    assert "== done: the tables' journals are in" in out.stdout
+    assert (clone / ".venv" / ".tablectl-installed-base").exists()

@@ -4,7 +4,8 @@ browser, stopped with Ctrl-C (issue 28 item 11).
 The supervisor prints the console's URL and a throwaway login; Debian's chromium logs in and
 opens the pool page; the tables' jackpot wagers reach it (the pool's current meter rises
 without a reload, the live update); SIGINT then stops everything: no process whose command
-line names the demo's directory is left (Mosquitto, the worker, the console, both tables).
+line names the demo's directory is left (Mosquitto, the worker, the console, both tables), nor
+any process the demo started or they started in turn.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,31 @@ def processes_naming(text: str) -> list[tuple[int, str]]:
     return found
 
 
+def descendants(root: int) -> set[int]:
+    """Every live process started by `root`, its children's children too (by parent pid)."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting for its parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def dollars(text: str) -> int:
     """'$5,007.25' -> 500725 cents."""
     m = re.fullmatch(r"\$([\d,]+)\.(\d\d)", text.strip())
@@ -61,7 +86,8 @@ def test_the_linked_demo_reaches_the_console_and_stops_clean(tmp_path: Path,
     from selenium.webdriver.support.ui import WebDriverWait
 
     work = tmp_path / "linked"
-    proc = subprocess.Popen([sys.executable, "-m", "demo.linked", "--dir", str(work),
+    # The README's command itself (it execs the demo: the same process, Ctrl-C reaches it).
+    proc = subprocess.Popen([str(REPO / "dev"), "run", "--linked", "--dir", str(work),
                              "--pace", "0.02"], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -81,6 +107,8 @@ def test_the_linked_demo_reaches_the_console_and_stops_clean(tmp_path: Path,
         children = processes_naming(str(work))
         # Mosquitto, the worker, the console and two tables, each naming its file in `work`.
         assert len(children) >= 5, children
+        tree = descendants(proc.pid)  # and whatever they started: every one must go
+        assert {pid for pid, _ in children} - {proc.pid} <= tree, (children, tree)
 
         d = chrome
         wait = WebDriverWait(d, 60)
@@ -105,9 +133,9 @@ def test_the_linked_demo_reaches_the_console_and_stops_clean(tmp_path: Path,
         assert proc.returncode == 0, err
         assert "linked: stopped" in out
         assert processes_naming(str(work)) == []
+        assert [pid for pid in tree if alive(pid)] == []
         for pid, _ in children:
-            assert not Path(f"/proc/{pid}").exists() or \
-                Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+            assert not alive(pid)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -16,13 +16,13 @@ import errno
 import json
 import os
 import pwd
-import sqlite3
 import sys
 import syslog
 from pathlib import Path
 from typing import Any
 
 from controller.cli.common import EX_NOPERM, emit
+from controller.cli.journal_read import read_only
 from controller.cli.show import event_args
 from controller.cli.table_cmd import _ask
 from controller.config.load import DEFAULT_PATH
@@ -36,10 +36,8 @@ from controller.journal import (
     start_fresh,
     verify_dir,
 )
-from controller.journal.mac import SYSTEM_KEY_FILE, KeyFileError, find_key, make_key_file
+from controller.journal.mac import SYSTEM_KEY_FILE, make_key_file
 from controller.journal.retention import plan
-from controller.journal.schema import read_meta
-from controller.journal.segments import SegmentState
 from shared.errors import InputError
 
 
@@ -62,9 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--archive-dir", type=Path, help="where the segments' archives are, each "
                    "checked (default: [journal] archive_dir of --config when its state_dir is "
                    "STATE_DIR, else STATE_DIR/archive)")
-    v.add_argument("--config", type=Path, default=DEFAULT_PATH,
-                   help=f"the table's config, for its archive_dir (default {DEFAULT_PATH}; "
-                        "verify needs none)")
+    v.add_argument("--config", type=Path,
+                   help=f"the table's config, for its archive_dir (default {DEFAULT_PATH} when"
+                        " it is there; verify needs none)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
     a = jsub.add_parser("accept-loss", help="root only, daemon stopped: record that the journal "
@@ -176,8 +174,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"\rverifying: seq {seq} of {last} ({100 * seq // max(last, 1)} %)", end="",
               file=sys.stderr, flush=True)
 
+    if args.config is not None:  # verify needs none, but one named and unread is said
+        _say_unread_config(args.config)
     if args.state_dir is None:
-        args.state_dir = installed_state_dir(args.config)
+        args.state_dir = installed_state_dir(args.config or DEFAULT_PATH)
     if not args.state_dir.exists():  # not a FAILED report with MAC lines about nothing
         raise FileNotFoundError(errno.ENOENT, "no such state directory (no table installed"
                                 " here? give --state-dir)", str(args.state_dir))
@@ -217,6 +217,19 @@ def installed_state_dir(config: Path = DEFAULT_PATH) -> Path:
         return ServiceConfig.state_dir
 
 
+def _say_unread_config(path: Path) -> None:
+    """A config given with --config that cannot be read: verify goes on without it (the
+    archives looked for in STATE_DIR/archive), and says so on stderr rather than in silence."""
+    from controller.config import ConfigError, load_config
+
+    try:
+        load_config(path)
+    except (ConfigError, OSError) as exc:
+        print(f"tablectl: note: --config {path} cannot be read ({exc}): verifying without it"
+              " (archives looked for in the state directory's archive/ unless --archive-dir)",
+              file=sys.stderr)
+
+
 def _configured_archive_dir(args: argparse.Namespace) -> Path | None:
     """[journal] archive_dir of the table's config, when that config's state directory is the
     one verified (a copy elsewhere keeps its archives beside it); None (STATE_DIR/archive)
@@ -224,7 +237,7 @@ def _configured_archive_dir(args: argparse.Namespace) -> Path | None:
     from controller.config import ConfigError, load_config
 
     try:
-        cfg = load_config(args.config)
+        cfg = load_config(args.config or DEFAULT_PATH)
     except (ConfigError, OSError):
         return None
     if cfg.service.state_dir.resolve() != Path(args.state_dir).resolve():
@@ -344,34 +357,12 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_only(args: argparse.Namespace) -> tuple[dict[str, str], list[SegmentState], int, str]:
-    """The journal's meta, segments, last round and how the MACs were checked, read-only."""
-    path = args.state_dir / JOURNAL_FILE
-    if not path.is_file():
-        raise InputError(f"no journal: {path} does not exist")
-    try:
-        key = find_key(args.state_dir, key_file=args.key_file)
-        macs = "checked" if key is not None else "not checked: no key"
-    except KeyFileError as exc:
-        key, macs = None, f"not checked: {exc}"
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        meta = read_meta(conn)
-        states = segments.read_all(conn, key, meta["table_id"], meta["game"])
-        last_round = int(conn.execute("SELECT coalesce(max(rec), 0) FROM commits").fetchone()[0])
-    except (sqlite3.Error, KeyError) as exc:
-        raise InputError(f"journal {path} unreadable: {exc}") from None
-    finally:
-        conn.close()
-    return meta, states, last_round, macs
-
-
 def _archive_dir(args: argparse.Namespace) -> Path:
     return args.archive_dir or args.state_dir / segments.ARCHIVE_DIR
 
 
 def cmd_segments(args: argparse.Namespace) -> int:
-    _meta, states, _last, macs = _read_only(args)
+    _meta, states, _last, macs = read_only(args.state_dir, args.key_file)
     rows = [st.as_json() for st in states]
 
     def deleted(r: dict[str, Any]) -> str:
@@ -398,7 +389,7 @@ def cmd_segments(args: argparse.Namespace) -> int:
 
 
 def _writer(args: argparse.Namespace) -> Journal:
-    meta, _states, _last, _macs = _read_only(args)
+    meta, _states, _last, _macs = read_only(args.state_dir, args.key_file)
     # A tool never changes the journal's format: the daemon upgrades it (docs/journal.md).
     return Journal.open(args.state_dir, table_id=meta["table_id"], game=meta["game"],
                         create=False, fast=True, key_file=args.key_file, upgrade=False)
@@ -481,7 +472,7 @@ def _retention(args: argparse.Namespace) -> tuple[int | None, int | None]:
 def cmd_prune(args: argparse.Namespace) -> int:
     keep_rounds, keep_days = _retention(args)
     if args.dry_run:
-        meta, states, last_round, _macs = _read_only(args)
+        meta, states, last_round, _macs = read_only(args.state_dir, args.key_file)
         plans = plan(states, keep_rounds, _archive_dir(args), last_round,
                      int(meta.get("v1_last_seq", "0")), keep_days=keep_days)
     else:

@@ -100,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a file or directory that is not there or cannot be read
         print(f"tablectl: error: {_what(exc)}{exc.strerror or exc}", file=sys.stderr)
         return EX_IOERR
+    except UnicodeDecodeError as exc:  # a file given where text belongs
+        print(f"tablectl: error: a file it read is not UTF-8 text ({exc.reason} at byte"
+              f" {exc.start})", file=sys.stderr)
+        return EX_IOERR
     except sqlite3.Error as exc:  # a journal file that is not a database, or cannot be opened
         print(f"tablectl: error: the journal cannot be read: {exc}", file=sys.stderr)
         return EX_IOERR

@@ -343,6 +343,9 @@ def _read(path: str) -> str:
             return f.read()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a round description (not UTF-8 text: {exc.reason} at"
+                         f" byte {exc.start})") from None
 
 
 # -- math -------------------------------------------------------------------------------------

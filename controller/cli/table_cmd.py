@@ -93,13 +93,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 def socket_path(args: argparse.Namespace) -> Path:
     """--runtime-dir, else $TABLECTL_RUNTIME_DIR, else the config's, else /run/tablectl."""
     if getattr(args, "runtime_dir", None):
-        return Path(args.runtime_dir) / SOCKET_NAME
+        return _in_runtime_dir(Path(args.runtime_dir), "--runtime-dir")
     if os.environ.get("TABLECTL_RUNTIME_DIR"):
-        return Path(os.environ["TABLECTL_RUNTIME_DIR"]) / SOCKET_NAME
+        return _in_runtime_dir(Path(os.environ["TABLECTL_RUNTIME_DIR"]), "TABLECTL_RUNTIME_DIR")
     try:
         return load_config(DEFAULT_PATH).service.runtime_dir / SOCKET_NAME
     except (ConfigError, OSError):
         return Path("/run/tablectl") / SOCKET_NAME
+
+
+def _in_runtime_dir(run: Path, named_by: str) -> Path:
+    """The control socket in a runtime directory a person named; a file there instead of a
+    directory is said with its name (the socket's connect would say only "Not a directory")."""
+    if run.exists() and not run.is_dir():
+        raise InputError(f"{named_by} {run} is not a directory: give the daemon's runtime"
+                         f" directory, the one holding {SOCKET_NAME} ([service] runtime_dir)")
+    return run / SOCKET_NAME
 
 
 def _ask(args: argparse.Namespace, cmd: str, payload: dict[str, Any] | None = None) -> Any:

@@ -7,10 +7,14 @@ files."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import io
 import os
 import shutil
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -219,3 +223,259 @@ def test_headoffice_report_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> No
                          timeout=120)
     assert "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr
     assert "status=0" in run.stdout, run.stdout
+
+
+# -- every file a command reads, found from the parsers ------------------------------------------
+#
+# The sweeps above name their inputs; this one finds them. Every option or positional of every
+# command that names a file or directory (a `Path` type, or a name that says so) is given, in
+# turn, a path that is not there, a file of garbage, a directory, and a state directory whose
+# journal is garbage; the rest of the command's arguments are the smallest valid ones (required
+# arguments from SAMPLE, by their name). A command added later with a file argument is swept
+# without touching this test; one whose required argument has no sample fails here, saying so.
+
+FILE_DESTS = {"file", "path", "config", "console_config", "db", "settings", "state_dir",
+              "runtime_dir", "key_file", "archive_dir", "outside_mark"}
+SAMPLE = {"ids": ["1"], "action": ["shake"], "device": ["shaker"], "fault": ["jam"],
+          "input": ["chung1"], "inputs": ["deal"], "number": ["1"], "reason": ["test"],
+          "segment": ["1"], "note": ["test"], "id": ["1"], "card": ["1234567890"],
+          "decision": ["1"], "pool": ["p1"], "rules": ["nsw"]}  # fmt: skip
+
+
+def file_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions
+            if a.type is Path or (a.dest in FILE_DESTS and a.nargs != 0)]
+
+
+def leaf_parser(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> argparse.ArgumentParser:
+    for word in words:
+        subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = subs.choices[word]
+    return parser
+
+
+def with_value(action: argparse.Action, value: list[str]) -> list[str]:
+    return [action.option_strings[0], *value] if action.option_strings else value
+
+
+def required_argv(parser: argparse.ArgumentParser, given: dict[str, list[str]],
+                  skip: str) -> list[str]:
+    """The command's required arguments (and the valid `given` ones), `skip` left out."""
+    argv: list[str] = []
+    for action in parser._actions:
+        if action.dest == skip or isinstance(action, argparse._HelpAction):
+            continue
+        if action.dest in given:
+            argv += with_value(action, given[action.dest])
+        elif (action.required and action.nargs != "*") or (
+                action.nargs == "*" and action.dest in SAMPLE):  # (`*`: none is valid)
+            if action.choices:
+                value = [str(next(iter(action.choices)))]
+            elif action.dest in SAMPLE:
+                value = SAMPLE[action.dest]
+            elif action.type is int:
+                value = ["1"]
+            else:
+                pytest.fail(f"{parser.prog}: no sample for its required {action.dest!r}:"
+                            " add one to SAMPLE")
+            argv += with_value(action, value)
+    for group in parser._mutually_exclusive_groups:  # one of them required: its first
+        first = group._group_actions[0]
+        if group.required and not any(a.dest in given for a in group._group_actions):
+            argv += with_value(first, [] if first.nargs == 0 else SAMPLE.get(first.dest, ["1"]))
+    return argv
+
+
+def bad_inputs(where: Path) -> dict[str, Path]:
+    """A fresh set for each run (a command may create what it was given, a ledger at a path
+    that was not there): a path that is not there, a file of garbage, a directory, and a state
+    directory whose journal is garbage."""
+    where.mkdir(parents=True)
+    garbage = where / "garbage"
+    garbage.write_bytes(b"\x00\xffnot what it should be\n" * 40)
+    state = where / "state"
+    state.mkdir()
+    shutil.copy(garbage, state / "journal.sqlite3")
+    return {"missing": where / "missing" / "x", "garbage": garbage, "dir": where / "state",
+            "state": state}
+
+
+BAD = ("missing", "garbage", "dir", "state")
+
+
+def swept(parser: argparse.ArgumentParser, leaves_: list[tuple[str, ...]],
+          given: dict[str, list[str]], tmp_path: Path,
+          ) -> Iterator[tuple[tuple[str, ...], str, list[str], Path]]:
+    """(command words, `dest=what`, argv, the bad path) for every file argument of every
+    command and every bad input; each run gets its own bad inputs."""
+    n = 0
+    for words in leaves_:
+        leaf = leaf_parser(parser, words)
+        for action in file_actions(leaf):
+            rest = required_argv(leaf, given, skip=action.dest)
+            for what in BAD:
+                n += 1
+                path = bad_inputs(tmp_path / f"case-{n}")[what]
+                argv = [*words, *with_value(action, [str(path)]), *rest]
+                try:
+                    parser.parse_args(argv)
+                except SystemExit:
+                    pytest.fail(f"the sweep's {argv} does not parse: add a sample to SAMPLE")
+                yield words, f"{action.dest}={what}", argv, path
+
+
+FILE_ERRORS = tuple(os.strerror(e) for e in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
+                                             errno.EACCES))
+
+
+def says_which(out: str, err: str) -> bool:
+    """A failure about a file names the file or directory (a bare "Not a directory" does not)."""
+    text = out + err
+    return "/" in text or not any(e.lower() in text.lower() for e in FILE_ERRORS)
+
+
+@pytest.fixture
+def valid_state(tmp_path: Path) -> Path:
+    from controller.journal import Journal
+
+    state = tmp_path / "valid-state"
+    Journal.open(state, table_id="T1", game="uth").close()
+    return state
+
+
+def test_every_tablectl_file_argument_with_inputs_it_cannot_read(
+        valid_state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The other arguments valid (a real journal, a runtime directory with no daemon), each file
+    argument in turn unreadable: an answer in words naming the path, never a traceback."""
+    parser = tablectl_parser()
+    # (--config: never the machine's own /etc/tablectl/table.toml, whose outside mark the
+    # journal commands would write to)
+    given = {"runtime_dir": [str(tmp_path / "no-daemon")], "state_dir": ["STATE"],
+             "config": [str(tmp_path / "no-table.toml")]}
+    seen = set()
+    for n, (words, what, argv, _bad) in enumerate(swept(parser, TABLECTL, given, tmp_path)):
+        state = tmp_path / f"state-{n}"  # (a command may change the journal it is given)
+        shutil.copytree(valid_state, state)
+        argv = [str(state) if a == "STATE" else a for a in argv]
+        code, out, err = answer(tablectl_main.main, argv, capsys)
+        if code != 0:
+            assert (out + err).strip() and says_which(out, err), (argv, out, err)
+        seen.add((words, what.split("=")[0]))
+    # The sweep found the arguments the named sweeps above list by hand, and more.
+    assert {(("journal", "verify"), "key_file"), (("journal", "start-fresh"), "outside_mark"),
+            (("verify",), "settings"), (("paigow", "settle"), "file"),
+            (("devices", "udev"), "config"), (("status",), "runtime_dir"),
+            (("alarms", "ack"), "runtime_dir")} <= seen, seen
+
+
+def test_a_runtime_dir_that_is_a_file_is_named(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`--runtime-dir` (or TABLECTL_RUNTIME_DIR) naming a file: said with its name, exit 2,
+    not the socket's bare "Not a directory"."""
+    a_file = tmp_path / "table.toml"
+    a_file.write_text("")
+    code, _out, err = answer(tablectl_main.main, ["status", "--runtime-dir", str(a_file)],
+                             capsys)
+    assert code == 2 and f"--runtime-dir {a_file} is not a directory" in err, err
+
+
+def test_every_headoffice_file_argument_with_inputs_it_cannot_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each command with a valid config but one file argument it cannot read (the config, the
+    console's, the ledger): a non-zero exit saying what it could not read, never a traceback.
+    The servers (`run`, `console`) are given only bad ones: they stop before listening."""
+    config = tmp_path / "headoffice.toml"
+    config.write_text(f'[database]\nurl = "{tmp_path / "ledger.db"}"\n[service]\n'
+                      'operators = ["alice"]\n')
+    parser = headoffice_parser()
+    seen = set()
+    for words, what, argv, _bad in swept(parser, HEADOFFICE, {"config": [str(config)]},
+                                         tmp_path):
+        code, out, err = answer(headoffice_cli.main, argv, capsys)
+        seen.add((words, what.split("=")[0]))
+        if what == "db=missing":  # a new SQLite ledger there: a command on an empty ledger
+            continue
+        assert code != 0 and err.strip(), (argv, out, err)
+        if what.startswith("config="):
+            assert says_which(out, err), (argv, err)
+    assert {(("card", "add"), "config"), (("console",), "console_config"),
+            (("hits",), "db"), (("run",), "config")} <= seen, seen
+
+
+@pytestmark_root
+def test_every_tablectl_file_argument_a_technician_may_not_read(valid_state: Path) -> None:
+    """The same sweep as a technician (uid nobody, group users) on the table's own files, which
+    are root's: a file of mode 0600 and a directory of mode 0700 (holding a journal) in each
+    file argument in turn. One line saying so, never a traceback."""
+    import json
+    import tempfile
+
+    from tests.daemon.test_control_access import TECH, _gid
+
+    top = Path(tempfile.mkdtemp(prefix="tablectl-sweep-"))  # (pytest's tmp is root's, 0700)
+    try:
+        top.chmod(0o755)
+        shutil.copytree(valid_state, top / "valid")
+        for path in [top / "valid", *(top / "valid").rglob("*")]:  # the rest readable to all
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        private = top / "private"
+        shutil.copytree(valid_state, private / "state")
+        (private / "table.toml").write_text((REPO / "examples" / "uth-nsw.toml").read_text())
+        (private / "table.toml").chmod(0o600)
+        private.chmod(0o700)
+        inputs = {"file": private / "table.toml", "dir": private / "state"}
+        parser = tablectl_parser()
+        given = {"runtime_dir": [str(top / "no-daemon")], "state_dir": [str(top / "valid")],
+                 "config": [str(top / "no-table.toml")]}
+        cases = []
+        for words in TABLECTL:
+            leaf = leaf_parser(parser, words)
+            for action in file_actions(leaf):
+                if words == ("journal", "keygen"):
+                    continue  # (it writes a key where it is told: swept above, as root)
+                rest = required_argv(leaf, given, skip=action.dest)
+                for what, path in inputs.items():
+                    cases.append((f"{' '.join(words)} {action.dest}={what}",
+                                  [*words, *with_value(action, [str(path)]), *rest]))
+        results = top / "results.jsonl"
+        results.touch()
+        results.chmod(0o666)
+        pid = os.fork()
+        if pid == 0:  # the technician: every case in this one child, each answer recorded
+            code = 70
+            try:
+                os.setgroups([_gid(TECH)])
+                os.setgid(_gid(TECH))
+                os.setuid(NOBODY)
+                with open(results, "a") as log:
+                    for name, argv in cases:
+                        out, err = io.StringIO(), io.StringIO()
+                        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                            try:
+                                got: object = tablectl_main.main(argv)
+                            except SystemExit as exc:
+                                got = exc.code
+                            except BaseException:  # the traceback a person would see
+                                traceback.print_exc(file=err)
+                                got = "traceback"
+                        log.write(json.dumps([name, got, out.getvalue(), err.getvalue()]) + "\n")
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        answers = [json.loads(line) for line in results.read_text().splitlines()]
+        assert len(answers) == len(cases) > 40
+        for name, got, out, err in answers:
+            assert got != "traceback" and "Traceback" not in out + err, (name, err)
+            if got not in (0, None):
+                assert (out + err).strip() and says_which(out, err), (name, got, out, err)
+        # The journal's read-only commands work for a technician who may read the journal but
+        # not write its directory (its key root's: the MACs are said to be not checked).
+        readers = {name: (got, out, err) for name, got, out, err in answers
+                   if name.startswith(("journal verify key_file", "journal segments key_file"))}
+        assert len(readers) == 4, readers
+        for name, (got, out, err) in readers.items():
+            assert got == 0 and "not checked" in out, (name, got, out, err)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

@@ -138,3 +138,37 @@ def test_logs_follow_from_journald_streams_and_passes_since(tmp_path: Path) -> N
     calls = asked.read_text().splitlines()
     assert "--follow" in calls[-1] and "DEVICE=shuffler" in calls[-1]
     assert all("--since=@" in c for c in calls), calls
+
+
+@pytest.mark.slow
+def test_an_unplugged_shuffler_is_found_by_device_and_by_round(tmp_path: Path) -> None:
+    """The issue's own table (UTH, players wagering): the shuffler unplugged, its ALARM line
+    (UTH 12.1) is found by `logs --device shuffler` and by the round it was raised in, and
+    `status` exits 4 (in service, a person needed) with the alarm and the way to clear it."""
+    from controller.cli.attention import EXIT_NEEDS_ATTENTION
+    from tests.support.devices import wait_until
+
+    proc = start_daemon(tmp_path, "--simulate=pty", "--game", "uth", "--autoplay", "0",
+                        "--pace", "0.05", "--quiet", "--seed", "5")  # fmt: skip
+    try:
+        wait_ready(tmp_path, proc)
+        ask(tmp_path, "device_fault", {"device": "shuffler", "fault": "unplug"})
+        wait_until(lambda: ask(tmp_path, "status")["attention"]["alarms"] != [], 30)
+        alarm = ask(tmp_path, "status")["attention"]["alarms"][0]
+        assert alarm["text"].startswith("shuffler: disconnected"), alarm
+
+        by_device = tablectl(tmp_path, "logs", "--device", "shuffler")
+        assert by_device.returncode == 0, by_device.stderr
+        assert "E601 ALARM shuffler: disconnected" in by_device.stdout, by_device.stdout
+        by_round = tablectl(tmp_path, "logs", "--round", str(alarm["round"]))
+        assert by_round.returncode == 0, by_round.stderr
+        assert "ALARM shuffler: disconnected" in by_round.stdout, by_round.stdout
+        assert f"round={alarm['round']} device=shuffler" in by_round.stdout
+
+        status = tablectl(tmp_path, "status")
+        assert status.returncode == EXIT_NEEDS_ATTENTION, status.stdout
+        assert "device shuffler disconnected" in status.stdout
+        assert f"tablectl alarms ack {alarm['id']}" in status.stdout
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
