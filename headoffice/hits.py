@@ -10,7 +10,8 @@ A `jackpot_hit` pays only if everything adds up against what head office itself 
   hands that qualify (15.2.8).
 
 What does not add up is held as a PENDING hit with an alarm (the "jackpot lock"), as is any
-award at or above the verification threshold (a Royal Flush by default): a person authenticated
+award at or above the verification threshold (a Royal Flush by default) or the dual-control
+threshold (`dual_control_from`, whatever hand made it): a person authenticated
 at head office approves or refuses it (the console, or `tablectl-headoffice hit approve|refuse`
 run by an OS login in `[service] operators`); an award of `dual_control_from` cents or more
 needs two different people (headoffice/ledger/decisions.py). A table's own `jackpot_verified`
@@ -130,6 +131,13 @@ def needs_verification(policy: HitPolicy, payouts: list[dict[str, Any]]) -> str 
     if policy.verify_above is not None and total > policy.verify_above:
         return (f"awards of {dollars(total)} exceed {dollars(policy.verify_above)}: wait for"
                 " verification")
+    # Dual control is for every award from its threshold, whatever hand made it: an award two
+    # people must sign is never paid on the table's word alone (a Straight Flush on a large
+    # meter, a threshold set below the Royal's minimum).
+    if needs_two(policy, total):
+        return (f"awards of {dollars(total)} reach the dual-control threshold of"
+                f" {dollars(policy.dual_control_from or 0)}: two different approvers release"
+                " them")
     return None
 
 
