@@ -75,12 +75,12 @@ def test_pages_show_the_ledgers_figures(office: Office, browser: Browser) -> Non
     rows = re.findall(r"<tr>\s*<td class=\"n\">(\d+)</td>", section)
     # The last 25 hits, newest first: 27 down to 3.
     assert [int(r) for r in rows] == list(range(FLUSH_ROUNDS, FLUSH_ROUNDS - 25, -1))
-    assert "box 1 flush $100.00" in section
+    assert "box 1 Flush $100.00" in section
     tables = browser.client.get("/tables").text
     t1 = cells(tables, "table-T1")
     assert t1[:3] == ["T1", "p1", "online"]
     assert t1[5] == str(LEDGERED)
-    assert t1[6].startswith(f"#{LEDGERED} jackpot_hit (held)")
+    assert t1[6].startswith(f"#{LEDGERED} jackpot hit (held)")
     # T1 said at its last connect that its outbox ran to LEDGERED + 1, and LEDGERED + 2
     # arrived early (parked): two messages head office knows of and has not ledgered.
     assert t1[7] == "2"

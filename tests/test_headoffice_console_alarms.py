@@ -257,3 +257,44 @@ def test_a_time_zone_that_is_not_one_is_refused(office: Office) -> None:
     office.ho_path.write_text(office.ho_path.read_text().replace(ZONE, "Sydney"))
     with pytest.raises(HeadOfficeConfigError, match=r"service\.time_zone: time zone 'Sydney'"):
         load_config(office.ho_path)
+
+
+def test_every_page_reads_in_the_casinos_zone_with_hands_and_messages_in_words(
+        office: Office) -> None:
+    """Issue 26, 2 and 5: no column says UTC over a time shown in the casino's zone, and no
+    hand category or message type is shown as an identifier (`royal_flush`, `jackpot_hit`):
+    a paid Royal on the pools page, the hits page's decided rows, the tables' last message,
+    the hits export's payouts."""
+    from controller.games.uth.evaluator import Category
+
+    raw = [c.label for c in Category if "_" in c.label] + [
+        "jackpot_hit", "jackpot_increment", "round_result", "shift_meters", "claimed"]
+    for name, reason in (("alice", "camera 4"), ("bob", "count agrees")):
+        b = Browser(office)
+        try:
+            b.login(name)
+            assert b.client.post("/hits/1/approve", data={
+                "csrf": b.csrf(), "reason": reason}).status_code == 303
+        finally:
+            b.close()
+    b = Browser(office)
+    try:
+        b.login("victor")
+        for page in (*PAGES, "/hits/1"):
+            html = b.client.get(page).text
+            heads = re.findall(r"<th[^>]*>([^<]*)</th>", html)
+            assert not [h for h in heads if "UTC" in h], (page, heads)
+            text = re.sub(r"<[^>]+>", " ", html)
+            assert not [w for w in raw if w in text], (page, [w for w in raw if w in text])
+        pools = b.client.get("/pools").text
+        assert re.search(r"<th>when \(Australia/Sydney\)</th>", pools)
+        paid = re.search(r"<td>box 1 Royal Flush \$50,000\.00</td>", pools)
+        assert paid and "box 1 Flush $100.00" in pools
+        decided = rows(b.client.get("/hits").text, "decided")
+        (royal,) = [r for r in decided if r[0] == "1"]
+        assert royal[4].endswith(("AEDT", "AEST")) and royal[7].endswith(("AEDT", "AEST"))
+        assert "jackpot hit (held)" in b.client.get("/tables").text
+        hits = list(csv.DictReader(io.StringIO(b.client.get("/export/hits.csv").text)))
+        assert "box 1 Royal Flush 5000000" in [h["payouts"] for h in hits]
+    finally:
+        b.close()

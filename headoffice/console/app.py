@@ -35,6 +35,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from controller.link import contract
+from headoffice import hits as hitcheck
 from headoffice.config import HeadOfficeConfig
 from headoffice.console import alarms_views, card_views, views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
@@ -122,6 +123,10 @@ class Console(ParamPages):
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["dollars"] = dollars
         self.templates.env.filters["percent"] = percent
+        # An award's or a hand's category in words ("royal_flush" -> "Royal Flush"); a message
+        # type likewise ("jackpot_hit" -> "jackpot hit"): no identifier is shown as a word.
+        self.templates.env.filters["hand"] = hitcheck.hand_in_words
+        self.templates.env.filters["words"] = lambda label: str(label).replace("_", " ")
         # Alarms, the audit trail and the exports (alarms_views.py); the `local` time filter.
         self.alarm_pages = alarms_views.AlarmPages(self)
 
