@@ -36,8 +36,9 @@ class HitPolicy:
     verify_from: str | None = "royal_flush"  # category label; None: no category waits
     verify_above: int | None = None  # cents: a round's awards above this wait too
     max_wager: int = 100_000  # cents per jackpot wager (15.2.3: the sign's amount)
-    # cents: a held hit whose award is this or more needs two different approvers (dual
-    # control, the casino's "two signatures" for a hand-paid jackpot); None: one is enough.
+    # cents: an award this or more, whatever the hand, is held and needs two different
+    # approvers (dual control, the casino's "two signatures" for a hand-paid jackpot); None:
+    # one is enough, and only what verify_from / verify_above hold waits.
     dual_control_from: int | None = DUAL_CONTROL_FROM
 
 

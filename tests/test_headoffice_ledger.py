@@ -129,7 +129,8 @@ def test_any_delivery_order_with_duplicates_applies_each_message_once(
 
 def test_two_royal_flushes_are_serialised_in_arrival_order(new_url: NewUrl) -> None:
     led = ledger(new_url)
-    led.policy = HitPolicy(verify_from=None)  # paid at once: this is about the order
+    # Paid at once (no verification, no dual control): this is about the order.
+    led.policy = HitPolicy(verify_from=None, dual_control_from=None)
     a = [*script("A", [(3, "ok")]), body("A", 3, *inc(2))]  # round 2's jackpot wager
     b = [*script("B", [(2, "ok")]), body("B", 3, *inc(2))]
     led.apply_batch([Incoming("outbox", t, m) for t, ms in (("A", a), ("B", b)) for m in ms])
@@ -299,7 +300,7 @@ def test_parameters_cannot_change_while_tables_are_live_unless_forced(new_url: N
 
 def test_birth_gets_a_lost_award_answered_again(new_url: NewUrl) -> None:
     led = ledger(new_url)
-    led.policy = HitPolicy(verify_from=None)  # the Royal is paid at once
+    led.policy = HitPolicy(verify_from=None, dual_control_from=None)  # the Royal is paid at once
     msgs = script("T1", [(1, "royal")])
     first = led.apply_batch([Incoming("outbox", "T1", m) for m in msgs])
     award = first.awards[0][1]
@@ -315,7 +316,7 @@ def test_birth_gets_a_lost_award_answered_again(new_url: NewUrl) -> None:
 def test_report_cli_json_and_text(new_url: NewUrl, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     led = ledger(new_url)
-    led.policy = HitPolicy(verify_from=None)  # the Royal is paid at once
+    led.policy = HitPolicy(verify_from=None, dual_control_from=None)  # the Royal is paid at once
     led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(4, "royal")])])
     url = led.db.url
     led.close()
@@ -386,7 +387,8 @@ def test_three_workers_at_once_apply_each_message_once_and_keep_the_books(
     first.enrol(dict.fromkeys([*tables, "A", "B", "C"], P))
     workers = [first, Ledger.open(first.db.url), Ledger.open(first.db.url)]
     for led in workers:
-        led.policy = HitPolicy(verify_from=None)  # hits paid at once: this is about order
+        # Hits paid at once (no verification, no dual control): this is about order.
+        led.policy = HitPolicy(verify_from=None, dual_control_from=None)
     rounds = {t: [(rng.randint(1, 4), rng.choice(["ok"] * 6 + ["void", "flush", "royal"]))
                   for _ in range(12)] for t in tables}
     msgs = {t: script(t, rounds[t]) for t in tables}
@@ -490,7 +492,7 @@ def test_a_contribution_waits_for_a_hit_on_its_pool_and_never_the_reverse_order(
     applied after it (the award took the meter as it stood), and both are counted."""
     first = ledger(new_url)
     second = Ledger.open(first.db.url)
-    first.policy = HitPolicy(verify_from=None)
+    first.policy = HitPolicy(verify_from=None, dual_control_from=None)
     a = script("A", [(3, "ok")])
     first.apply_batch([Incoming("outbox", "A", m) for m in a])
     first.apply_batch([Incoming("outbox", "A", body("A", 3, *inc(2)))])
