@@ -6,7 +6,7 @@
                                  [--increment-bp N] [--hidden-bp N] [--ceiling C | --no-ceiling]
                                  [--wager C]
     tablectl-headoffice pool approve|refuse DECISION --reason TEXT [--operator NAME]
-    tablectl-headoffice pool resume POOL [--operator NAME]
+    tablectl-headoffice pool resume POOL --reason TEXT [--operator NAME]
     tablectl-headoffice params-log [POOL] [--config FILE | --db URL] [--json]
     tablectl-headoffice hits [--pending] [--config FILE | --db URL] [--json]
     tablectl-headoffice hit show ID [--config FILE | --db URL]
@@ -218,6 +218,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         pd.add_argument("--operator", help="must be who runs the console (default)")
     pr = psub.add_parser("resume", parents=[cfg])
     pr.add_argument("pool")
+    pr.add_argument("--reason", required=True,
+                    help="what the investigation found (recorded with your name)")
     pr.add_argument("--operator", help="must be who runs the console (default)")
     pl = sub.add_parser("params-log", parents=[cfg],
                         help="every parameter change, with old and new values,"
@@ -447,7 +449,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
                     print(f"REFUSED by {operator} (decision #{args.decision}): nothing changed")
                 return 0
             pool = ledger.resume_pool(args.pool, operator=_operator(args),
-                                      authorised=cfg.operators)
+                                      authorised=cfg.operators, reason=args.reason)
             print(json.dumps(pool.meters()))
             return 0
         from headoffice.worker import Worker

@@ -98,7 +98,7 @@ def test_a_conservation_failure_stays_until_the_pool_is_resumed(new_url: NewUrl)
     led.ack_alarm(a["alarm_no"], person="alice", note="investigating the books")
     assert [x["alarm_no"] for x in active(led, "conservation")] == [a["alarm_no"]]
     led.db.execute("UPDATE pools SET amount = amount - 1 WHERE id = ?", (P,))
-    led.resume_pool(P, operator="alice", authorised=OPS)
+    led.resume_pool(P, operator="alice", authorised=OPS, reason="the meter put back")
     assert active(led, "conservation") == []
     (done,) = [x for x in led.alarms(active_only=False) if x["alarm_no"] == a["alarm_no"]]
     assert done["cleared_utc"] and done["acked_by"] == "alice"

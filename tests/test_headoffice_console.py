@@ -468,22 +468,25 @@ def test_a_stopped_pool_is_resumed_as_pool_resume_does(office: Office,
     try:
         b.login("alice")
         token = csrf_of(b.client.get("/pools").text)
-        r = b.client.post("/pools/p1/resume", data={"csrf": token})
+        r = b.client.post("/pools/p1/resume", data={"csrf": token, "reason": "looked"})
         assert r.status_code == 409 and "still unbalanced, not resumed" in r.text
         led = office.ledger()
         try:
             led.db.execute("UPDATE pools SET amount = amount - 1 WHERE id = ?", (P,))
         finally:
             led.close()
-        assert b.client.post("/pools/p1/resume", data={"csrf": token}).status_code == 303
+        r = b.client.post("/pools/p1/resume", data={"csrf": token})  # no reason: refused
+        assert r.status_code == 400 and "needs a reason" in r.text
+        assert b.client.post("/pools/p1/resume", data={
+            "csrf": token, "reason": "ticket 12: meter put back"}).status_code == 303
         assert "pool p1 resumed by alice" in b.client.get("/pools").text
     finally:
         b.close()
     led = office.ledger()
     try:
         assert (led.pool(P) or pytest.fail("no pool")).stopped is None
-        assert [(r["action"], r["operator"]) for r in led.param_log(P)][-1] == ("resume",
-                                                                                 "alice")
+        assert [(r["action"], r["operator"], r["outcome"]) for r in led.param_log(P)][-1] == (
+            "resume", "alice", "applied: reason: ticket 12: meter put back")
     finally:
         led.close()
 

@@ -169,11 +169,18 @@ def test_a_broken_invariant_stops_the_pool_loudly(new_url: NewUrl,
     assert led.table_totals("T1")["last_seq"] == 2  # nothing applied, nothing acknowledged
     assert "STOPPED" in cli.format_report(led.report())
     with pytest.raises(LedgerError, match="still unbalanced"):
-        led.resume_pool(P, operator="alice", authorised=["alice"])
+        led.resume_pool(P, operator="alice", authorised=["alice"], reason="books checked")
     led.db.execute("UPDATE pools SET amount = amount - 1 WHERE id = ?", (P,))
     with pytest.raises(LedgerError, match="not authorised"):
-        led.resume_pool(P, operator="mallory", authorised=["alice"])
-    led.resume_pool(P, operator="alice", authorised=["alice"])
+        led.resume_pool(P, operator="mallory", authorised=["alice"], reason="mine now")
+    with pytest.raises(LedgerError, match="needs a reason"):  # who resumes says why
+        led.resume_pool(P, operator="alice", authorised=["alice"], reason=" ")
+    assert led.pool(P).stopped  # type: ignore[union-attr]
+    led.resume_pool(P, operator="alice", authorised=["alice"],
+                    reason="ticket 12: the meter was edited by hand, put back")
+    last = led.param_log(P)[-1]
+    assert (last["action"], last["operator"], last["outcome"]) == (
+        "resume", "alice", "applied: reason: ticket 12: the meter was edited by hand, put back")
     res = led.apply_batch([Incoming("outbox", "T1", m) for m in msgs[2:]])
     assert res.acks == {"T1": len(msgs)}
 

@@ -45,6 +45,7 @@ from headoffice.console.forms import (
     Refused,
     client_of,
     hold_no_of,
+    reason_of,
     verb_and_reason,
 )
 from headoffice.console.money import (
@@ -360,9 +361,10 @@ class Console(ParamPages):
         pool_id = request.path_params["pool"]
         if not contract.POOL_ID.fullmatch(pool_id):
             raise Refused(404, "bad_request", f"no pool {pool_id[:64]!r}")
+        text = reason_of(request.state.form)
         try:
             await self.with_ledger(lambda led: led.resume_pool(
-                pool_id, operator=operator, authorised=self.ho.operators))
+                pool_id, operator=operator, authorised=self.ho.operators, reason=text))
         except LedgerError as exc:
             self.counters["decisions_refused"] += 1
             log.warning("console: resume of pool %s by %s from %s refused: %s", pool_id,
