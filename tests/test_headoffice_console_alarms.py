@@ -298,3 +298,26 @@ def test_every_page_reads_in_the_casinos_zone_with_hands_and_messages_in_words(
         assert "box 1 Royal Flush 5000000" in [h["payouts"] for h in hits]
     finally:
         b.close()
+
+
+def test_the_terminal_shows_times_in_the_casinos_zone_and_hands_in_words(
+        office: Office, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """What an operator reads in a terminal before deciding (`hit show`, `hits`, `report`,
+    `decisions`, `params-log`) is in the casino's zone, as the console shows it; before, every
+    time was the stored UTC string ("2026-11-27T23:57:26.023Z") and awards `royal_flush`."""
+    cfg = ["--config", str(office.ho_path)]
+    monkeypatch.setattr(cli, "login_name", lambda: "alice")
+    assert cli.main(["hit", "approve", "1", "--reason", "camera 4", *cfg]) == 0
+    capsys.readouterr()
+    iso = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+    for command in (["hit", "show", "1"], ["hits"], ["report"], ["decisions"], ["params-log"]):
+        assert cli.main([*command, *cfg]) == 0, command
+        out = capsys.readouterr().out
+        assert not iso.search(out), (command, iso.search(out))
+        assert "_flush" not in out, command
+        assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d AE[DS]T", out), command
+    assert cli.main(["hit", "show", "1", *cfg]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"first approval: alice at \S+ \S+ AE[DS]T \(\$50,000\.00\): camera 4",
+                     out) and "box 1: Royal Flush $50,000.00" in out

@@ -337,7 +337,7 @@ def test_report_cli_json_and_text(new_url: NewUrl, tmp_path: Path,
     assert pool["wins"] == pool["last_hits"][0]["paid"] > 0
     assert cli.main(["report", "--db", url]) == 0
     text = capsys.readouterr().out
-    assert "pool p1" in text and "royal_flush" in text
+    assert "pool p1" in text and "box 1 Royal Flush $" in text and "royal_flush" not in text
     assert cli.main(["--config", str(tmp_path / "missing.toml"), "report"]) == 2
 
 
