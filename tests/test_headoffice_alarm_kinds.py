@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from headoffice import audit
+from headoffice.hits import HitPolicy
 from headoffice.ledger import Incoming, Ledger
 from headoffice.ledger.alarms import KINDS
 from tests import mqtt_broker
 from tests.support.link import head_office, run, wait_for
-from tests.test_headoffice_ledger import NewUrl, P, body, inc, ledger, script
+from tests.test_headoffice_ledger import ROYAL, NewUrl, P, body, hit, inc, ledger, script
 from tests.test_headoffice_recovery import recovered
 from tests.test_headoffice_trust import OPS, apply
 
@@ -140,3 +141,24 @@ def test_a_broker_down_is_an_alarm_until_the_worker_is_back_on_it(
                 led.close()
 
     run(main())
+
+
+def test_a_held_hit_stays_an_alarm_through_the_tables_verification_and_a_first_approval(
+        new_url: NewUrl) -> None:
+    """Only a person at head office ends a held hit's alarm: not the table's own
+    `jackpot_verified` (its word, recorded), nor a first approval under dual control."""
+    led = ledger(new_url)
+    led.policy = HitPolicy(dual_control_from=1_000_000)  # the Royal's $50,000 needs two
+    apply(led, "T1", body("T1", 1, *inc(1)), body("T1", 2, *hit(1, [ROYAL])))
+    (a,) = active(led, "held_hit")
+    apply(led, "T1", body("T1", 3, "jackpot_verified", {
+        "round": 1, "pool_id": P, "boxes": [1], "verified_by": {"uid": 1000, "user": "floor"}}))
+    (held,) = led.held_hits()
+    assert held["verified_by"] and [x["alarm_no"] for x in active(led, "held_hit")] == [
+        a["alarm_no"]]
+    led.approve_hit(held["hold_no"], operator="alice", authorised=["alice", "bob"],
+                    reason="camera 4")
+    assert [x["alarm_no"] for x in active(led, "held_hit")] == [a["alarm_no"]]
+    led.approve_hit(held["hold_no"], operator="bob", authorised=["alice", "bob"],
+                    reason="count agrees")
+    assert active(led, "held_hit") == []
