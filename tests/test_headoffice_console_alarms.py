@@ -321,3 +321,38 @@ def test_the_terminal_shows_times_in_the_casinos_zone_and_hands_in_words(
     out = capsys.readouterr().out
     assert re.search(r"first approval: alice at \S+ \S+ AE[DS]T \(\$50,000\.00\): camera 4",
                      out) and "box 1: Royal Flush $50,000.00" in out
+
+
+def test_the_tables_page_shows_each_tables_version_and_service_as_it_said(
+        office: Office, browser: Browser) -> None:
+    """Issue 26, 5: the tables page shows each table's software version and whether it is in
+    service, from its birth and its statuses since; out of service is an alarm too."""
+    from controller.link import contract
+    from headoffice.ledger import Incoming
+    from tests.test_headoffice_console import cells
+
+    browser.login("victor")
+    assert cells(browser.client.get("/tables").text, "table-T2")[-2:] == [
+        "not reported", "not reported"]  # never connected
+    led = office.ledger()
+    try:
+        birth = contract.parse_birth(contract.dumps(contract.birth_message(
+            "T2", "2026-01-01T00:00:00Z", {"pool_id": "p1", "software": "1.2.3",
+                                           "in_service": False,
+                                           "out_of_service": "journal write failed"})), "T2")
+        led.apply_batch([Incoming("birth", "T2", birth)])
+    finally:
+        led.close()
+    page = browser.client.get("/tables").text
+    t2 = cells(page, "table-T2")
+    assert t2[-2:] == ["1.2.3", "OUT OF SERVICE"] and "journal write failed" in t2[-3]
+    assert count(page) == 4  # the three held hits and T2 out of service
+    led = office.ledger()
+    try:
+        status = contract.status_message("T2", "online", in_service=True)
+        led.apply_batch([Incoming("status", "T2",
+                                  contract.parse_status(contract.dumps(status)))])
+    finally:
+        led.close()
+    page = browser.client.get("/tables").text
+    assert cells(page, "table-T2")[-2:] == ["1.2.3", "yes"] and count(page) == 3
