@@ -708,8 +708,9 @@ def test_alarms_in_one_millisecond_come_back_newest_first_in_the_order_recorded(
     assert cli.main(["report", "--db", url]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ALARM")]
     assert [line.split()[1] for line in lines] == [f"#{n}" for n in range(30, 5, -1)]
-    assert lines[-1] == "ALARM #6 2026-03-01T10:00:00.000Z  T6: alarm 6"
-    assert lines[-2] == "ALARM #7 2026-03-01T10:00:00.000Z p1 T7: alarm 7"
+    # For a person: in the casino's zone (UTC with --db alone); --json keeps the stored time.
+    assert lines[-1] == "ALARM #6 2026-03-01 10:00:00 UTC  T6: alarm 6"
+    assert lines[-2] == "ALARM #7 2026-03-01 10:00:00 UTC p1 T7: alarm 7"
 
 
 def test_two_workers_recording_alarms_get_distinct_increasing_numbers(
