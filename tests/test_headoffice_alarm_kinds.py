@@ -38,17 +38,31 @@ def acknowledged_ends_it(led: Ledger, kind: str) -> dict[str, Any]:
     done = led.ack_alarm(a["alarm_no"], person="alice", note="looked into it")
     assert done["cleared_utc"] == done["acked_utc"] and done["acked_by"] == "alice"
     assert active(led, kind) == []
-    assert any(e["action"] == "alarm_ack" and e["subject"] == f"alarm #{a['alarm_no']}"
-               for e in audit.trail(led.db))
+    assert any(
+        e["action"] == "alarm_ack" and e["subject"] == f"alarm #{a['alarm_no']}"
+        for e in audit.trail(led.db)
+    )
     return a
 
 
 def test_a_table_that_starts_behind_head_office(new_url: NewUrl) -> None:
     led = ledger(new_url)
     apply(led, "T1", body("T1", 1, *inc(1)), body("T1", 2, *inc(2)))  # journal records 10, 20
-    led.apply_batch([Incoming("birth", "T1", {
-        "v": 1, "table": "T1", "pool_id": P, "journal_seq": 12,
-        "outbox": {"acked_upto": 1, "pending": 0}})])
+    led.apply_batch(
+        [
+            Incoming(
+                "birth",
+                "T1",
+                {
+                    "v": 1,
+                    "table": "T1",
+                    "pool_id": P,
+                    "journal_seq": 12,
+                    "outbox": {"acked_upto": 1, "pending": 0},
+                },
+            )
+        ]
+    )
     a = acknowledged_ends_it(led, "table_behind")
     assert a["table_id"] == "T1" and "started behind head office" in a["text"]
 
@@ -65,8 +79,7 @@ def test_a_chain_mismatch(new_url: NewUrl) -> None:
 def test_a_journal_loss_reported(new_url: NewUrl) -> None:
     led = ledger(new_url)
     led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(1, "ok")] * 4)])
-    led.apply_batch([Incoming("outbox", "T1", body("T1", 9, "table_recovered",
-                                                   recovered(5, 9)))])
+    led.apply_batch([Incoming("outbox", "T1", body("T1", 9, "table_recovered", recovered(5, 9)))])
     a = acknowledged_ends_it(led, "journal_loss")
     assert "accepted a loss of journal records" in a["text"]
 
@@ -107,12 +120,16 @@ def test_a_conservation_failure_stays_until_the_pool_is_resumed(new_url: NewUrl)
 
 @pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
 def test_a_broker_down_is_an_alarm_until_the_worker_is_back_on_it(
-        broker: mqtt_broker.Broker, tmp_path: Path) -> None:
+    broker: mqtt_broker.Broker, tmp_path: Path
+) -> None:
     db = tmp_path / "ledger.db"
 
     def broker_alarms(led: Ledger, active_only: bool) -> list[dict[str, Any]]:
-        return [a for a in led.alarms(active_only=active_only) if a["kind"] == "worker_down"
-                and str(a["subject"]).startswith("broker:")]
+        return [
+            a
+            for a in led.alarms(active_only=active_only)
+            if a["kind"] == "worker_down" and str(a["subject"]).startswith("broker:")
+        ]
 
     async def main() -> None:
         async with head_office(db, broker) as (worker,):
@@ -144,21 +161,33 @@ def test_a_broker_down_is_an_alarm_until_the_worker_is_back_on_it(
 
 
 def test_a_held_hit_stays_an_alarm_through_the_tables_verification_and_a_first_approval(
-        new_url: NewUrl) -> None:
+    new_url: NewUrl,
+) -> None:
     """Only a person at head office ends a held hit's alarm: not the table's own
     `jackpot_verified` (its word, recorded), nor a first approval under dual control."""
     led = ledger(new_url)
     led.policy = HitPolicy(dual_control_from=1_000_000)  # the Royal's $50,000 needs two
     apply(led, "T1", body("T1", 1, *inc(1)), body("T1", 2, *hit(1, [ROYAL])))
     (a,) = active(led, "held_hit")
-    apply(led, "T1", body("T1", 3, "jackpot_verified", {
-        "round": 1, "pool_id": P, "boxes": [1], "verified_by": {"uid": 1000, "user": "floor"}}))
+    apply(
+        led,
+        "T1",
+        body(
+            "T1",
+            3,
+            "jackpot_verified",
+            {"round": 1, "pool_id": P, "boxes": [1], "verified_by": {"uid": 1000, "user": "floor"}},
+        ),
+    )
     (held,) = led.held_hits()
     assert held["verified_by"] and [x["alarm_no"] for x in active(led, "held_hit")] == [
-        a["alarm_no"]]
-    led.approve_hit(held["hold_no"], operator="alice", authorised=["alice", "bob"],
-                    reason="camera 4")
+        a["alarm_no"]
+    ]
+    led.approve_hit(
+        held["hold_no"], operator="alice", authorised=["alice", "bob"], reason="camera 4"
+    )
     assert [x["alarm_no"] for x in active(led, "held_hit")] == [a["alarm_no"]]
-    led.approve_hit(held["hold_no"], operator="bob", authorised=["alice", "bob"],
-                    reason="count agrees")
+    led.approve_hit(
+        held["hold_no"], operator="bob", authorised=["alice", "bob"], reason="count agrees"
+    )
     assert active(led, "held_hit") == []
