@@ -6,7 +6,7 @@
                                  [--increment-bp N] [--hidden-bp N] [--ceiling C | --no-ceiling]
                                  [--wager C]
     tablectl-headoffice pool approve|refuse DECISION --reason TEXT [--operator NAME]
-    tablectl-headoffice pool resume POOL [--operator NAME]
+    tablectl-headoffice pool resume POOL --reason TEXT [--operator NAME]
     tablectl-headoffice params-log [POOL] [--config FILE | --db URL] [--json]
     tablectl-headoffice hits [--pending] [--config FILE | --db URL] [--json]
     tablectl-headoffice hit show ID [--config FILE | --db URL]
@@ -49,140 +49,21 @@ from pathlib import Path
 from typing import Any
 
 from headoffice import cli_alarms, cli_cards, localtime, meters
+from headoffice.cli_format import (
+    format_change,
+    format_decision,
+    format_held,
+    format_report,
+    format_review,
+    format_shift,
+)
 from headoffice.config import DEFAULT_PATH, HeadOfficeConfigError, load_config
 from headoffice.console import server as console_server
-from headoffice.console.money import param_changes
 from headoffice.ledger import Ledger, LedgerError
 from headoffice.pools import BASIS_POINTS, requested_changes
 from shared.errors import InputError
 from shared.link.contract import TABLE_ID
 from shared.money import dollars_or_dash as _money
-
-
-def _rate(text: str) -> str:
-    return f"{float(Fraction(text)) * 100:.2f}%"
-
-
-def format_report(report: dict[str, Any]) -> str:
-    lines: list[str] = []
-    for p in report["pools"]:
-        state = f"STOPPED: {p['stopped']}" if p["stopped"] else "running"
-        lines.append(f"pool {p['pool']} (version {p['version']}, {state})")
-        rows = [
-            ("in", _money(p["in"])), ("current", _money(p["current"])),
-            ("hits", str(p["hits"])), ("wins", _money(p["wins"])),
-            ("overflow", _money(p["overflow"])), ("reserve", _money(p["reserve"])),
-            ("base", _money(p["base"])), ("limit", _money(p["limit"])),
-            ("rate", f"{_rate(p['rate'])} (hidden {_rate(p['hidden_rate'])})"),
-            ("paid from meter", _money(p["paid_from_meter"])),
-            ("paid by house", _money(p["paid_by_house"])),
-            ("imbalance", f"{p['imbalance']} cents"),
-        ]
-        lines += [f"  {k:<16} {v}" for k, v in rows]
-        if p["last_hits"]:
-            lines.append("  last hits:")
-        for h in p["last_hits"]:
-            won = ", ".join(f"box {x['box']} {x['award']} {_money(x['amount'])}"
-                            for x in h["payouts"])
-            lines.append(f"    #{h['hit']} {h['utc']} table {h['table']} round {h['round']}:"
-                         f" {won}; meter {_money(h['pool_before'])} -> {_money(h['pool_after'])}")
-    if report["tables"]:
-        lines.append("tables:")
-    for t in report["tables"]:
-        lines.append(f"  {t['id']:<20} pool {t['pool_id'] or '-':<12} last seq {t['last_seq']:<8}"
-                     f" {t['state']:<8} seen {t['last_seen_utc'] or '-'}"
-                     f"{'' if t['enrolled'] else ' NOT ENROLLED'}")
-        if t["chain_seq"]:
-            lines.append(f"  {'':<20} chain head: seq {t['chain_seq']} journal record"
-                         f" {t['journal_seq']} hash {t['chain_hash'] or '-'}")
-    for h in report.get("held_hits", []):
-        lines.append(format_held(h))
-    for a in report["alarms"]:
-        lines.append(f"ALARM #{a['alarm_no']} {a['utc']} {a['pool_id'] or ''}"
-                     f" {a['table_id'] or ''}: {a['text']}")
-    return "\n".join(lines)
-
-
-def format_held(h: dict[str, Any]) -> str:
-    decided = "" if h["status"] == "pending" else (
-        f" by {h['operator']} at {h['decided_utc']}: {h['note'] or ''}")
-    paid = ""
-    if h["award"] is not None:
-        paid = f"; paid {_money(sum(p['amount'] for p in h['award']['payouts']))}"
-    verified = ("" if not h.get("verified_by") else
-                f"; verified at the table by {h['verified_by']} (the table's word)")
-    return (f"HELD HIT #{h['hold_no']} {h['utc']} table {h['table_id']} round {h['round']}"
-            f" pool {h['pool_id']} (meter {_money(h['meter_at_hit'])}): {h['status'].upper()}"
-            f"{decided}{paid}; why held: {h['reason']}{verified}")
-
-
-def format_review(r: dict[str, Any]) -> str:
-    """What an approver reads before deciding a held hit (the console's confirmation page)."""
-    lines = [f"held hit #{r['hold_no']}: table {r['table_id']}, round {r['round']}, pool"
-             f" {r['pool_id']}; held {r['utc']}; {r['status'].upper()}"]
-    if r["amount"] is not None:
-        what = "paid" if r["status"] == "approved" else "award head office pays"
-        lines.append(f"  {what}: {_money(r['amount'])} (on the meter at the hit,"
-                     f" {_money(r['meter_at_hit'])}; UTH rule 15)")
-        lines += [f"    box {p['box']}: {p['award'].replace('_', ' ')} {_money(p['amount'])}"
-                  f" ({p['rule']})" for p in r["payouts"]]
-    else:
-        lines.append(f"  award: cannot be paid: {r['cannot_pay']}")
-    for h in r["hands"]:
-        lines.append(f"  box {h['box']}: {' '.join(h['cards'])}: {h['hand']}")
-    lines.append(f"  why held: {r['reason']}")
-    lines.append("  checks: " + ("; ".join(r["checks"]) if r["checks"]
-                                 else "all pass (wagers ledgered, one deck, hands as claimed)"))
-    lines.append("  attendant's verification at the table: "
-                 + (f"{r['verified_by']} at {r['verified_utc']} (the table's word)"
-                    if r["verified_by"] else "none"))
-    first = r["first"]
-    if first is not None:
-        lines.append(f"  first approval: {first['first_by']} at {first['first_utc']}"
-                     f" ({_money(first['amount'])}): {first['first_reason']}")
-    if r["status"] == "pending":
-        lines.append("  needs: " + ("two different approvers (dual control)"
-                                    if r["signatures"] == 2 else "one approver"))
-    else:
-        lines.append(f"  decided by {r['operator']} at {r['decided_utc']}: {r['note'] or ''}")
-    return "\n".join(lines)
-
-
-def format_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
-    """A parameter change as a before/after table of only what changes, indented."""
-    rows = param_changes(old, new)
-    width = max([len(r[0]) for r in rows] + [4])
-    return "\n".join([f"  {'what':<{width}}  {'before':>14}  {'after':>14}"]
-                     + [f"  {a:<{width}}  {b:>14}  {c:>14}" for a, b, c in rows])
-
-
-def format_decision(d: dict[str, Any]) -> str:
-    subject = (f"held hit #{d['subject']}" if d["kind"] == "hit"
-               else f"parameters of pool {d['subject']}")
-    amount = "" if d["amount"] is None else f" {_money(d['amount'])}"
-    second = ("" if d["second_by"] is None else
-              f"; {d['second_by']} at {d['second_utc']}: {d['second_reason']}")
-    return (f"DECISION #{d['decision_no']} {subject}{amount}: {d['status'].upper()}"
-            f" ({d['signatures']} signature{'s' if d['signatures'] > 1 else ''});"
-            f" {d['first_by']} at {d['first_utc']}: {d['first_reason']}{second}"
-            f"{'; ' + d['outcome'] if d['outcome'] else ''}")
-
-
-def format_shift(s: dict[str, Any]) -> str:
-    """One closed shift's headline (headoffice/meters.py `headline`) for a person."""
-    h = meters.headline(s)
-    by_type = "; ".join(f"{kind} {_money(w)} / {_money(p)}" for kind, w, p in h["by_type"])
-    rows = [
-        ("rounds played", str(h["rounds_played"])), ("rounds voided", str(h["rounds_voided"])),
-        ("wagers", _money(h["wagers"])), ("payouts", _money(h["payouts"])),
-        ("by type", by_type or "-"), ("commission", _money(h["commission"])),
-        ("jackpot in", _money(h["jackpot_contributions"])),
-        ("jackpot paid", _money(h["jackpot_awards"])), ("house win", _money(h["house_win"])),
-    ]
-    return "\n".join([f"table {h['table']} shift {h['shift']} (message {h['seq']}):"
-                      f" {h['opened_utc'] or '-'} .. {h['closed_utc']}"]
-                     + ([f"  {h['incomplete']}"] if h["incomplete"] else [])
-                     + [f"  {k:<16} {v}" for k, v in rows])
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -219,6 +100,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         pd.add_argument("--operator", help="must be who runs the console (default)")
     pr = psub.add_parser("resume", parents=[cfg])
     pr.add_argument("pool")
+    pr.add_argument("--reason", required=True,
+                    help="what the investigation found (recorded with your name)")
     pr.add_argument("--operator", help="must be who runs the console (default)")
     pl = sub.add_parser("params-log", parents=[cfg],
                         help="every parameter change, with old and new values,"
@@ -327,6 +210,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
             cfg = load_config(args.config or DEFAULT_PATH)
             url = cfg.database
         ledger = Ledger.open(url, None if cfg is None else cfg.hit_policy())
+        # Times for people in the casino's zone (UTC when only --db names the ledger).
+        tz = localtime.zone("UTC" if cfg is None else cfg.time_zone)
     except (HeadOfficeConfigError, RuntimeError, OSError) as exc:
         print(f"tablectl-headoffice: {exc}", file=sys.stderr)
         return 2
@@ -338,7 +223,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if args.cmd == "report":
             report = ledger.report()
             print(json.dumps(report, indent=2) if args.json
-                  else format_report(report) or "no pools, tables or alarms in the ledger yet")
+                  else format_report(report, tz) or "no pools, tables or alarms in the ledger yet")
             return 0
         if args.cmd == "params-log":
             rows = ledger.param_log(args.pool)
@@ -347,7 +232,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
             if not rows and not args.json:
                 print("no parameter changes" + (f" of pool {args.pool}" if args.pool else ""))
             for r in [] if args.json else rows:
-                print(f"{r['pool_id']} #{r['entry_no']} {r['utc']} {r['action']} by {r['operator']}"
+                print(f"{r['pool_id']} #{r['entry_no']} {localtime.local_time(r['utc'], tz)}"
+                      f" {r['action']} by {r['operator']}"
                       f"{' (forced)' if r['forced'] else ''}: {r['outcome']}; live"
                       f" {', '.join(json.loads(r['live_tables'])) or 'none'}")
                 old, new = (json.loads(r[k]) if r[k] else None for k in ("old", "new"))
@@ -357,16 +243,16 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if args.cmd == "decisions":
             rows = ledger.decisions(pending_only=args.pending)
             print(json.dumps(rows, indent=2) if args.json
-                  else "\n".join(format_decision(d) for d in rows))
+                  else "\n".join(format_decision(d, tz) for d in rows))
             return 0
         if args.cmd == "hit" and args.hit_cmd == "show":
-            print(format_review(ledger.hit_review(args.id)))
+            print(format_review(ledger.hit_review(args.id), tz))
             return 0
         if args.cmd == "hits":
             held = ledger.held_hits(pending_only=args.pending)
             none = "no held hit waiting for a decision" if args.pending else "no held hits"
             print(json.dumps(held, indent=2) if args.json
-                  else "\n".join(format_held(h) for h in held) or none)
+                  else "\n".join(format_held(h, tz) for h in held) or none)
             return 0
         if args.cmd == "meters":
             if not 1 <= args.limit <= meters.MAX_SHIFTS:
@@ -379,7 +265,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
                 return 2
             shifts = meters.shift_meters(ledger.db, args.table, args.limit)
             print(json.dumps(shifts, indent=2) if args.json
-                  else "\n".join(format_shift(s) for s in shifts) or "no shift closed")
+                  else "\n".join(format_shift(s, tz) for s in shifts) or "no shift closed")
             return 0
         assert cfg is not None
         if args.cmd == "card":  # headoffice/cli_cards.py
@@ -388,7 +274,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             return cli_alarms.run(args, ledger, localtime.zone(cfg.time_zone), login_name())
         if args.cmd == "hit":
             operator = _operator(args)
-            print(format_review(ledger.hit_review(args.id)))
+            print(format_review(ledger.hit_review(args.id), tz))
             if args.hit_cmd == "approve":
                 done = ledger.approve_hit(args.id, operator=operator, authorised=cfg.operators,
                                           reason=args.reason)
@@ -434,8 +320,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
                 if d is not None and d["kind"] == "params":
                     print(f"pool {d['subject']}, decision #{d['decision_no']}:")
                     print(format_change(d["detail"]["old"], d["detail"]["new"]))
-                    print(f"first approval: {d['first_by']} at {d['first_utc']}:"
-                          f" {d['first_reason']}")
+                    print(f"first approval: {d['first_by']} at"
+                          f" {localtime.local_time(d['first_utc'], tz)}: {d['first_reason']}")
                 if args.pool_cmd == "approve":
                     change = ledger.approve_change(args.decision, operator=operator,
                                                    authorised=cfg.operators, reason=args.reason,
@@ -448,7 +334,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
                     print(f"REFUSED by {operator} (decision #{args.decision}): nothing changed")
                 return 0
             pool = ledger.resume_pool(args.pool, operator=_operator(args),
-                                      authorised=cfg.operators)
+                                      authorised=cfg.operators, reason=args.reason)
             print(json.dumps(pool.meters()))
             return 0
         from headoffice.worker import Worker

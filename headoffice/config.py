@@ -57,7 +57,8 @@ class HeadOfficeConfig:
     verify_from: str | None = "royal_flush"
     verify_above: int | None = None
     max_jackpot_wager: int = 100_000  # cents: a larger jackpot wager is refused (UTH 15.2.3)
-    # cents: a held hit's award this or more needs two different approvers (None: one)
+    # cents: an award this or more, whatever the hand, is held for two different approvers
+    # (None: one, and only for what verify_from / verify_above hold)
     dual_control_from: int | None = DUAL_CONTROL_FROM
     # The casino's IANA time zone: times are stored in UTC and shown in this one (console, CLI).
     time_zone: str = "UTC"

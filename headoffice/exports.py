@@ -1,8 +1,9 @@
 """CSV exports for an auditor: paid hits, the parameter log, closed shifts' meters, the audit
 trail. One header row, then one row per record, newest first; money in integer cents (columns
 named `..._cents`); every time both as stored (UTC, ISO 8601) and in the casino's time zone
-(`..._local`). A text cell that a spreadsheet would run as a formula (starting with = + - @ or a
-tab) is written with a leading apostrophe: table-controlled strings reach these files.
+(`..._local`); a payout's hand in words ("box 1 Royal Flush 5000000"). A text cell that a
+spreadsheet would run as a formula (starting with = + - @ or a tab) is written with a leading
+apostrophe: table-controlled strings reach these files.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from zoneinfo import ZoneInfo
 from headoffice import meters as ho_meters
 from headoffice.audit import MAX_ROWS, Entry
 from headoffice.db import Database
+from headoffice.hits import hand_in_words
 from headoffice.localtime import local_time
 
 HITS_COLUMNS = ("pool_id", "hit_no", "table_id", "round", "seq", "utc", "local_time",
@@ -60,7 +62,8 @@ def hits_csv(db: Database, tz: ZoneInfo) -> str:
         rows.append((h["pool_id"], h["hit_no"], h["table_id"], h["round"], h["seq"], h["utc"],
                      local_time(h["utc"], tz), h["pool_before"], h["pool_after"], h["paid"],
                      h["seed_from_house"],
-                     "; ".join(f"box {p['box']} {p['award']} {p['amount']}" for p in payouts),
+                     "; ".join(f"box {p['box']} {hand_in_words(p['award'])} {p['amount']}"
+                               for p in payouts),
                      "" if by is None else by["hold_no"], "" if by is None else by["operator"],
                      "" if by is None else by["decided_utc"]))
     return to_csv(HITS_COLUMNS, rows)

@@ -10,7 +10,8 @@ A `jackpot_hit` pays only if everything adds up against what head office itself 
   hands that qualify (15.2.8).
 
 What does not add up is held as a PENDING hit with an alarm (the "jackpot lock"), as is any
-award at or above the verification threshold (a Royal Flush by default): a person authenticated
+award at or above the verification threshold (a Royal Flush by default) or the dual-control
+threshold (`dual_control_from`, whatever hand made it): a person authenticated
 at head office approves or refuses it (the console, or `tablectl-headoffice hit approve|refuse`
 run by an OS login in `[service] operators`); an award of `dual_control_from` cents or more
 needs two different people (headoffice/ledger/decisions.py). A table's own `jackpot_verified`
@@ -35,8 +36,9 @@ class HitPolicy:
     verify_from: str | None = "royal_flush"  # category label; None: no category waits
     verify_above: int | None = None  # cents: a round's awards above this wait too
     max_wager: int = 100_000  # cents per jackpot wager (15.2.3: the sign's amount)
-    # cents: a held hit whose award is this or more needs two different approvers (dual
-    # control, the casino's "two signatures" for a hand-paid jackpot); None: one is enough.
+    # cents: an award this or more, whatever the hand, is held and needs two different
+    # approvers (dual control, the casino's "two signatures" for a hand-paid jackpot); None:
+    # one is enough, and only what verify_from / verify_above hold waits.
     dual_control_from: int | None = DUAL_CONTROL_FROM
 
 
@@ -130,6 +132,13 @@ def needs_verification(policy: HitPolicy, payouts: list[dict[str, Any]]) -> str 
     if policy.verify_above is not None and total > policy.verify_above:
         return (f"awards of {dollars(total)} exceed {dollars(policy.verify_above)}: wait for"
                 " verification")
+    # Dual control is for every award from its threshold, whatever hand made it: an award two
+    # people must sign is never paid on the table's word alone (a Straight Flush on a large
+    # meter, a threshold set below the Royal's minimum).
+    if needs_two(policy, total):
+        return (f"awards of {dollars(total)} reach the dual-control threshold of"
+                f" {dollars(policy.dual_control_from or 0)}: two different approvers release"
+                " them")
     return None
 
 

@@ -75,12 +75,12 @@ def test_pages_show_the_ledgers_figures(office: Office, browser: Browser) -> Non
     rows = re.findall(r"<tr>\s*<td class=\"n\">(\d+)</td>", section)
     # The last 25 hits, newest first: 27 down to 3.
     assert [int(r) for r in rows] == list(range(FLUSH_ROUNDS, FLUSH_ROUNDS - 25, -1))
-    assert "box 1 flush $100.00" in section
+    assert "box 1 Flush $100.00" in section
     tables = browser.client.get("/tables").text
     t1 = cells(tables, "table-T1")
     assert t1[:3] == ["T1", "p1", "online"]
     assert t1[5] == str(LEDGERED)
-    assert t1[6].startswith(f"#{LEDGERED} jackpot_hit (held)")
+    assert t1[6].startswith(f"#{LEDGERED} jackpot hit (held)")
     # T1 said at its last connect that its outbox ran to LEDGERED + 1, and LEDGERED + 2
     # arrived early (parked): two messages head office knows of and has not ledgered.
     assert t1[7] == "2"
@@ -468,22 +468,25 @@ def test_a_stopped_pool_is_resumed_as_pool_resume_does(office: Office,
     try:
         b.login("alice")
         token = csrf_of(b.client.get("/pools").text)
-        r = b.client.post("/pools/p1/resume", data={"csrf": token})
+        r = b.client.post("/pools/p1/resume", data={"csrf": token, "reason": "looked"})
         assert r.status_code == 409 and "still unbalanced, not resumed" in r.text
         led = office.ledger()
         try:
             led.db.execute("UPDATE pools SET amount = amount - 1 WHERE id = ?", (P,))
         finally:
             led.close()
-        assert b.client.post("/pools/p1/resume", data={"csrf": token}).status_code == 303
+        r = b.client.post("/pools/p1/resume", data={"csrf": token})  # no reason: refused
+        assert r.status_code == 400 and "needs a reason" in r.text
+        assert b.client.post("/pools/p1/resume", data={
+            "csrf": token, "reason": "ticket 12: meter put back"}).status_code == 303
         assert "pool p1 resumed by alice" in b.client.get("/pools").text
     finally:
         b.close()
     led = office.ledger()
     try:
         assert (led.pool(P) or pytest.fail("no pool")).stopped is None
-        assert [(r["action"], r["operator"]) for r in led.param_log(P)][-1] == ("resume",
-                                                                                 "alice")
+        assert [(r["action"], r["operator"], r["outcome"]) for r in led.param_log(P)][-1] == (
+            "resume", "alice", "applied: reason: ticket 12: meter put back")
     finally:
         led.close()
 

@@ -257,3 +257,102 @@ def test_a_time_zone_that_is_not_one_is_refused(office: Office) -> None:
     office.ho_path.write_text(office.ho_path.read_text().replace(ZONE, "Sydney"))
     with pytest.raises(HeadOfficeConfigError, match=r"service\.time_zone: time zone 'Sydney'"):
         load_config(office.ho_path)
+
+
+def test_every_page_reads_in_the_casinos_zone_with_hands_and_messages_in_words(
+        office: Office) -> None:
+    """Issue 26, 2 and 5: no column says UTC over a time shown in the casino's zone, and no
+    hand category or message type is shown as an identifier (`royal_flush`, `jackpot_hit`):
+    a paid Royal on the pools page, the hits page's decided rows, the tables' last message,
+    the hits export's payouts."""
+    from controller.games.uth.evaluator import Category
+
+    raw = [c.label for c in Category if "_" in c.label] + [
+        "jackpot_hit", "jackpot_increment", "round_result", "shift_meters", "claimed"]
+    for name, reason in (("alice", "camera 4"), ("bob", "count agrees")):
+        b = Browser(office)
+        try:
+            b.login(name)
+            assert b.client.post("/hits/1/approve", data={
+                "csrf": b.csrf(), "reason": reason}).status_code == 303
+        finally:
+            b.close()
+    b = Browser(office)
+    try:
+        b.login("victor")
+        for page in (*PAGES, "/hits/1"):
+            html = b.client.get(page).text
+            heads = re.findall(r"<th[^>]*>([^<]*)</th>", html)
+            assert not [h for h in heads if "UTC" in h], (page, heads)
+            text = re.sub(r"<[^>]+>", " ", html)
+            assert not [w for w in raw if w in text], (page, [w for w in raw if w in text])
+        pools = b.client.get("/pools").text
+        assert re.search(r"<th>when \(Australia/Sydney\)</th>", pools)
+        paid = re.search(r"<td>box 1 Royal Flush \$50,000\.00</td>", pools)
+        assert paid and "box 1 Flush $100.00" in pools
+        decided = rows(b.client.get("/hits").text, "decided")
+        (royal,) = [r for r in decided if r[0] == "1"]
+        assert royal[4].endswith(("AEDT", "AEST")) and royal[7].endswith(("AEDT", "AEST"))
+        assert "jackpot hit (held)" in b.client.get("/tables").text
+        hits = list(csv.DictReader(io.StringIO(b.client.get("/export/hits.csv").text)))
+        assert "box 1 Royal Flush 5000000" in [h["payouts"] for h in hits]
+    finally:
+        b.close()
+
+
+def test_the_terminal_shows_times_in_the_casinos_zone_and_hands_in_words(
+        office: Office, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """What an operator reads in a terminal before deciding (`hit show`, `hits`, `report`,
+    `decisions`, `params-log`) is in the casino's zone, as the console shows it; before, every
+    time was the stored UTC string ("2026-11-27T23:57:26.023Z") and awards `royal_flush`."""
+    cfg = ["--config", str(office.ho_path)]
+    monkeypatch.setattr(cli, "login_name", lambda: "alice")
+    assert cli.main(["hit", "approve", "1", "--reason", "camera 4", *cfg]) == 0
+    capsys.readouterr()
+    iso = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+    for command in (["hit", "show", "1"], ["hits"], ["report"], ["decisions"], ["params-log"]):
+        assert cli.main([*command, *cfg]) == 0, command
+        out = capsys.readouterr().out
+        assert not iso.search(out), (command, iso.search(out))
+        assert "_flush" not in out, command
+        assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d AE[DS]T", out), command
+    assert cli.main(["hit", "show", "1", *cfg]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"first approval: alice at \S+ \S+ AE[DS]T \(\$50,000\.00\): camera 4",
+                     out) and "box 1: Royal Flush $50,000.00" in out
+
+
+def test_the_tables_page_shows_each_tables_version_and_service_as_it_said(
+        office: Office, browser: Browser) -> None:
+    """Issue 26, 5: the tables page shows each table's software version and whether it is in
+    service, from its birth and its statuses since; out of service is an alarm too."""
+    from headoffice.ledger import Incoming
+    from shared.link import contract
+    from tests.test_headoffice_console import cells
+
+    browser.login("victor")
+    assert cells(browser.client.get("/tables").text, "table-T2")[-2:] == [
+        "not reported", "not reported"]  # never connected
+    led = office.ledger()
+    try:
+        birth = contract.parse_birth(contract.dumps(contract.birth_message(
+            "T2", "2026-01-01T00:00:00Z", {"pool_id": "p1", "software": "1.2.3",
+                                           "in_service": False,
+                                           "out_of_service": "journal write failed"})), "T2")
+        led.apply_batch([Incoming("birth", "T2", birth)])
+    finally:
+        led.close()
+    page = browser.client.get("/tables").text
+    t2 = cells(page, "table-T2")
+    assert t2[-2:] == ["1.2.3", "OUT OF SERVICE"] and "journal write failed" in t2[-3]
+    assert count(page) == 4  # the three held hits and T2 out of service
+    led = office.ledger()
+    try:
+        status = contract.status_message("T2", "online", in_service=True)
+        led.apply_batch([Incoming("status", "T2",
+                                  contract.parse_status(contract.dumps(status)))])
+    finally:
+        led.close()
+    page = browser.client.get("/tables").text
+    assert cells(page, "table-T2")[-2:] == ["1.2.3", "yes"] and count(page) == 3

@@ -17,7 +17,7 @@ from headoffice import audit
 from headoffice import hits as hitcheck
 from headoffice.hits import HitPolicy
 from headoffice.ledger import Incoming, Ledger, LedgerError
-from tests.test_headoffice_ledger import PARAMS, ROYAL, NewUrl, P, body, hit, inc, ledger
+from tests.test_headoffice_ledger import FLUSH, PARAMS, ROYAL, NewUrl, P, body, hit, inc, ledger
 from tests.test_headoffice_trust import alarms, apply
 
 OPS = ["alice", "bob"]
@@ -131,6 +131,39 @@ def test_above_the_dual_control_threshold_two_different_approvers_pay(new_url: N
     actions = [t["action"] for t in audit.trail(led.db, audit.Filter(table="T1"))]
     assert sorted(actions[:2]) == ["hit_approved", "hit_second_approval"]
     assert actions[2:] == ["hit_first_approval"]
+
+
+def test_an_award_from_the_dual_control_threshold_waits_whatever_the_hand(
+        new_url: NewUrl) -> None:
+    """Dual control is for every award from `dual_control_from`, not only the hands that wait
+    for verification: a Flush's fixed award (UTH 15.2.9.5) that reaches the threshold is held
+    and needs two people. Before, a hit that passed the checks below `verify_from` was paid at
+    once, however large, with no signature at all."""
+    paid_below = ledger(new_url)
+    apply(paid_below, "T1", body("T1", 1, *inc(1)))
+    res = apply(paid_below, "T1", body("T1", 2, *hit(1, [FLUSH])))
+    ((_, award),) = res.awards  # the control: below the threshold it is paid at once
+    flush = sum(p["amount"] for p in award["payouts"])
+    assert flush > 0 and paid_below.held_hits() == []
+
+    led = ledger(new_url)
+    led.policy = HitPolicy(dual_control_from=flush)  # the Flush's award reaches it
+    apply(led, "T1", body("T1", 1, *inc(1)))
+    before = led.pool(P)
+    res = apply(led, "T1", body("T1", 2, *hit(1, [FLUSH])))
+    assert res.awards == [] and led.pool(P) == before
+    (text,) = res.held_hits
+    assert "reach the dual-control threshold" in text
+    (held,) = led.held_hits()
+    review = led.hit_review(held["hold_no"])
+    assert (review["amount"], review["signatures"], review["checks"]) == (flush, 2, [])
+    first = led.approve_hit(held["hold_no"], operator="alice", authorised=OPS,
+                            reason="camera 2")
+    assert first["status"] == "pending" and led.undelivered_awards() == []
+    with pytest.raises(LedgerError, match="second, different approver"):
+        led.approve_hit(held["hold_no"], operator="alice", authorised=OPS, reason="again")
+    done = led.approve_hit(held["hold_no"], operator="bob", authorised=OPS, reason="agreed")
+    assert (done["status"], done["amount"], done["first_by"]) == ("approved", flush, "alice")
 
 
 def test_a_refusal_by_either_ends_a_dual_decision(new_url: NewUrl) -> None:

@@ -129,7 +129,8 @@ def test_any_delivery_order_with_duplicates_applies_each_message_once(
 
 def test_two_royal_flushes_are_serialised_in_arrival_order(new_url: NewUrl) -> None:
     led = ledger(new_url)
-    led.policy = HitPolicy(verify_from=None)  # paid at once: this is about the order
+    # Paid at once (no verification, no dual control): this is about the order.
+    led.policy = HitPolicy(verify_from=None, dual_control_from=None)
     a = [*script("A", [(3, "ok")]), body("A", 3, *inc(2))]  # round 2's jackpot wager
     b = [*script("B", [(2, "ok")]), body("B", 3, *inc(2))]
     led.apply_batch([Incoming("outbox", t, m) for t, ms in (("A", a), ("B", b)) for m in ms])
@@ -168,11 +169,18 @@ def test_a_broken_invariant_stops_the_pool_loudly(new_url: NewUrl,
     assert led.table_totals("T1")["last_seq"] == 2  # nothing applied, nothing acknowledged
     assert "STOPPED" in cli.format_report(led.report())
     with pytest.raises(LedgerError, match="still unbalanced"):
-        led.resume_pool(P, operator="alice", authorised=["alice"])
+        led.resume_pool(P, operator="alice", authorised=["alice"], reason="books checked")
     led.db.execute("UPDATE pools SET amount = amount - 1 WHERE id = ?", (P,))
     with pytest.raises(LedgerError, match="not authorised"):
-        led.resume_pool(P, operator="mallory", authorised=["alice"])
-    led.resume_pool(P, operator="alice", authorised=["alice"])
+        led.resume_pool(P, operator="mallory", authorised=["alice"], reason="mine now")
+    with pytest.raises(LedgerError, match="needs a reason"):  # who resumes says why
+        led.resume_pool(P, operator="alice", authorised=["alice"], reason=" ")
+    assert led.pool(P).stopped  # type: ignore[union-attr]
+    led.resume_pool(P, operator="alice", authorised=["alice"],
+                    reason="ticket 12: the meter was edited by hand, put back")
+    last = led.param_log(P)[-1]
+    assert (last["action"], last["operator"], last["outcome"]) == (
+        "resume", "alice", "applied: reason: ticket 12: the meter was edited by hand, put back")
     res = led.apply_batch([Incoming("outbox", "T1", m) for m in msgs[2:]])
     assert res.acks == {"T1": len(msgs)}
 
@@ -299,7 +307,7 @@ def test_parameters_cannot_change_while_tables_are_live_unless_forced(new_url: N
 
 def test_birth_gets_a_lost_award_answered_again(new_url: NewUrl) -> None:
     led = ledger(new_url)
-    led.policy = HitPolicy(verify_from=None)  # the Royal is paid at once
+    led.policy = HitPolicy(verify_from=None, dual_control_from=None)  # the Royal is paid at once
     msgs = script("T1", [(1, "royal")])
     first = led.apply_batch([Incoming("outbox", "T1", m) for m in msgs])
     award = first.awards[0][1]
@@ -315,7 +323,7 @@ def test_birth_gets_a_lost_award_answered_again(new_url: NewUrl) -> None:
 def test_report_cli_json_and_text(new_url: NewUrl, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     led = ledger(new_url)
-    led.policy = HitPolicy(verify_from=None)  # the Royal is paid at once
+    led.policy = HitPolicy(verify_from=None, dual_control_from=None)  # the Royal is paid at once
     led.apply_batch([Incoming("outbox", "T1", m) for m in script("T1", [(4, "royal")])])
     url = led.db.url
     led.close()
@@ -329,7 +337,7 @@ def test_report_cli_json_and_text(new_url: NewUrl, tmp_path: Path,
     assert pool["wins"] == pool["last_hits"][0]["paid"] > 0
     assert cli.main(["report", "--db", url]) == 0
     text = capsys.readouterr().out
-    assert "pool p1" in text and "royal_flush" in text
+    assert "pool p1" in text and "box 1 Royal Flush $" in text and "royal_flush" not in text
     assert cli.main(["--config", str(tmp_path / "missing.toml"), "report"]) == 2
 
 
@@ -386,7 +394,8 @@ def test_three_workers_at_once_apply_each_message_once_and_keep_the_books(
     first.enrol(dict.fromkeys([*tables, "A", "B", "C"], P))
     workers = [first, Ledger.open(first.db.url), Ledger.open(first.db.url)]
     for led in workers:
-        led.policy = HitPolicy(verify_from=None)  # hits paid at once: this is about order
+        # Hits paid at once (no verification, no dual control): this is about order.
+        led.policy = HitPolicy(verify_from=None, dual_control_from=None)
     rounds = {t: [(rng.randint(1, 4), rng.choice(["ok"] * 6 + ["void", "flush", "royal"]))
                   for _ in range(12)] for t in tables}
     msgs = {t: script(t, rounds[t]) for t in tables}
@@ -490,7 +499,7 @@ def test_a_contribution_waits_for_a_hit_on_its_pool_and_never_the_reverse_order(
     applied after it (the award took the meter as it stood), and both are counted."""
     first = ledger(new_url)
     second = Ledger.open(first.db.url)
-    first.policy = HitPolicy(verify_from=None)
+    first.policy = HitPolicy(verify_from=None, dual_control_from=None)
     a = script("A", [(3, "ok")])
     first.apply_batch([Incoming("outbox", "A", m) for m in a])
     first.apply_batch([Incoming("outbox", "A", body("A", 3, *inc(2)))])
@@ -699,8 +708,9 @@ def test_alarms_in_one_millisecond_come_back_newest_first_in_the_order_recorded(
     assert cli.main(["report", "--db", url]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ALARM")]
     assert [line.split()[1] for line in lines] == [f"#{n}" for n in range(30, 5, -1)]
-    assert lines[-1] == "ALARM #6 2026-03-01T10:00:00.000Z  T6: alarm 6"
-    assert lines[-2] == "ALARM #7 2026-03-01T10:00:00.000Z p1 T7: alarm 7"
+    # For a person: in the casino's zone (UTC with --db alone); --json keeps the stored time.
+    assert lines[-1] == "ALARM #6 2026-03-01 10:00:00 UTC  T6: alarm 6"
+    assert lines[-2] == "ALARM #7 2026-03-01 10:00:00 UTC p1 T7: alarm 7"
 
 
 def test_two_workers_recording_alarms_get_distinct_increasing_numbers(

@@ -103,7 +103,8 @@ def test_pool_set_and_resume_from_another_process_reach_the_meters_before_any_he
                 other.apply_batch([Incoming("outbox", "T1", body("T1", 1, *inc(1)))])
                 assert (other.pool(POOL) or pytest.fail("no pool")).stopped
                 other.db.execute("UPDATE pools SET amount = amount - 1 WHERE id = ?", (POOL,))
-                resumed = other.resume_pool(POOL, operator="alice", authorised=["alice"])
+                resumed = other.resume_pool(POOL, operator="alice", authorised=["alice"],
+                                             reason="books checked")
                 value = await shown(resumed.version, "the resumed pool on the meter")
                 assert value["amount"] == resumed.amount
                 # pool set: a qualifying wager (15.2.5.3), a new version, on the meter at once.

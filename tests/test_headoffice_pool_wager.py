@@ -67,7 +67,7 @@ def test_an_increment_at_another_wager_is_refused_and_the_pool_unchanged(
     # Nothing was ledgered for the round: its cancellation is refused, its hit is not paid.
     res = apply(led, "T2", body("T2", 2, "jackpot_cancel", at(500, 1, 2)[1]))
     assert len(res.refused) == 1 and led.pool(P) == before
-    led.policy = HitPolicy(verify_from=None)
+    led.policy = HitPolicy(verify_from=None, dual_control_from=None)
     res = apply(led, "T2", body("T2", 3, *hit(1, [ROYAL])))
     assert res.awards == [] and res.held_hits and led.pool(P) == before
     # The pool's wager is accepted from the same table afterwards.
@@ -114,7 +114,7 @@ def test_refusals_keep_the_books_and_only_the_pools_wager_counts(
 def test_the_values_to_publish_carry_awards_and_wager_and_a_hit_lowers_them(
         new_url: NewUrl) -> None:
     led = ledger(new_url)
-    led.policy = HitPolicy(verify_from=None)
+    led.policy = HitPolicy(verify_from=None, dual_control_from=None)
     res = apply(led, "A", body("A", 1, *at(100, 1)), body("A", 2, *at(100, 2)))
     before = led.pool(P)
     assert before is not None

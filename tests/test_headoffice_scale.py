@@ -84,7 +84,8 @@ def scale_run(broker: mqtt_broker.Broker, ledger_url: str, kill: bool) -> None:
         return last[0]
 
     async def main() -> None:
-        async with head_office(ledger_url, broker, workers=3, verify_from=None) as workers:
+        async with head_office(ledger_url, broker, workers=3, verify_from=None,
+                               dual_control_from=None) as workers:
             await wait_for(lambda: routed(workers), 20, "partitions spread over the workers")
             runs = asyncio.gather(*(table(t) for t in tables))
             survivors = workers

@@ -259,7 +259,7 @@ def test_the_console_lists_approves_and_refuses_held_hits(
     assert "runs as 'alice'" in capsys.readouterr().err
     assert cli.main(approve) == 0
     out = capsys.readouterr().out
-    assert "box 1: royal flush $50,000.00 (15.2.9.1)" in out
+    assert "box 1: Royal Flush $50,000.00 (15.2.9.1)" in out
     assert "APPROVED by alice: $50,000.00 paid" in out
     assert cli.main([*base, "hit", "refuse", str(forgery), "--reason", "same cards twice"]) == 0
     capsys.readouterr()

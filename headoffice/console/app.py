@@ -34,6 +34,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from headoffice import hits as hitcheck
 from headoffice.config import HeadOfficeConfig
 from headoffice.console import alarms_views, card_views, views
 from headoffice.console.accounts import Authenticator, ConsoleConfig
@@ -43,6 +44,7 @@ from headoffice.console.forms import (
     Refused,
     client_of,
     hold_no_of,
+    reason_of,
     verb_and_reason,
 )
 from headoffice.console.money import (
@@ -122,6 +124,10 @@ class Console(ParamPages):
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.filters["dollars"] = dollars
         self.templates.env.filters["percent"] = percent
+        # An award's or a hand's category in words ("royal_flush" -> "Royal Flush"); a message
+        # type likewise ("jackpot_hit" -> "jackpot hit"): no identifier is shown as a word.
+        self.templates.env.filters["hand"] = hitcheck.hand_in_words
+        self.templates.env.filters["words"] = lambda label: str(label).replace("_", " ")
         # Alarms, the audit trail and the exports (alarms_views.py); the `local` time filter.
         self.alarm_pages = alarms_views.AlarmPages(self)
 
@@ -355,9 +361,10 @@ class Console(ParamPages):
         pool_id = request.path_params["pool"]
         if not contract.POOL_ID.fullmatch(pool_id):
             raise Refused(404, "bad_request", f"no pool {pool_id[:64]!r}")
+        text = reason_of(request.state.form)
         try:
             await self.with_ledger(lambda led: led.resume_pool(
-                pool_id, operator=operator, authorised=self.ho.operators))
+                pool_id, operator=operator, authorised=self.ho.operators, reason=text))
         except LedgerError as exc:
             self.counters["decisions_refused"] += 1
             log.warning("console: resume of pool %s by %s from %s refused: %s", pool_id,

@@ -242,9 +242,12 @@ class LedgerPools:
             raise LedgerError(f"parameter change #{decision_no} was already {row['status']}")
         return row, pool
 
-    def resume_pool(self, pool_id: str, *, operator: str, authorised: Iterable[str]) -> Pool:
-        """Restart a stopped pool once its books balance again (after an investigation)."""
-
+    def resume_pool(self, pool_id: str, *, operator: str, authorised: Iterable[str],
+                    reason: str) -> Pool:
+        """Restart a stopped pool once its books balance again (after an investigation), by an
+        operator in `authorised`, with a reason (what the investigation found): who, when and
+        why are in the parameter log and the audit trail."""
+        why = reason_of(reason)
         if operator not in set(authorised):
             raise LedgerError(f"operator {operator!r} is not authorised to resume a pool")
         with self.db.transaction():
@@ -256,7 +259,8 @@ class LedgerPools:
             except ConservationError as exc:
                 raise LedgerError(f"still unbalanced, not resumed: {exc}") from None
             self._write_pool(pool)
-            self._param_log(pool_id, operator, "resume", False, "applied", [], None, None)
+            self._param_log(pool_id, operator, "resume", False, f"applied: reason: {why}", [],
+                            None, None)
             return pool
 
     def _write_pool(self, pool: Pool, insert: bool = False) -> int:

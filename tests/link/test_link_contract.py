@@ -196,7 +196,8 @@ def test_an_ack_beyond_the_journal_takes_the_table_out_of_service(broker, tmp_pa
 def test_two_tables_hit_a_royal_flush_10ms_apart(broker, ledger_url, tmp_path) -> None:
     async def main() -> None:
         # Paid without waiting for verification (verify_from none): this is about the order.
-        async with head_office(ledger_url, broker, verify_from=None) as (worker,):
+        async with head_office(ledger_url, broker, verify_from=None,
+                               dual_control_from=None) as (worker,):
             tables = []
             for name, suit in (("A", "h"), ("B", "s")):
                 t = make_table(name, tmp_path / name, broker, autoplay=False)

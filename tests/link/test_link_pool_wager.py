@@ -83,7 +83,8 @@ def test_a_linked_meter_comes_down_to_the_pool_after_another_tables_hit(
     # UTH 2.3, 2.4.3, 15.1.3: the hit at A lowers the pool; B's meter shows the lower value as soon
     # as head office publishes it, never the old, higher figure.
     async def main() -> None:
-        async with head_office(ledger_url, broker, verify_from=None, pool_wager=100) as (worker,):
+        async with head_office(ledger_url, broker, verify_from=None, dual_control_from=None,
+                               pool_wager=100) as (worker,):
             a = make_table("A", tmp_path / "A", broker, autoplay=False)
             a.shuffler.stack_next(royal_flush_top("h"))
             b = make_table("B", tmp_path / "B", broker, autoplay=False)

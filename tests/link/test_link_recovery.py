@@ -83,7 +83,7 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
 
     async def main() -> None:
         # Hits paid without an operator's verification: drain() waits for every award.
-        async with head_office(ledger_url, broker, verify_from=None):
+        async with head_office(ledger_url, broker, verify_from=None, dual_control_from=None):
             table = await start(make_table("T1", root, broker, seed=1))
             await wait_for(play_until([table], 12), 60, "12 rounds")
             await drain([table])
@@ -192,7 +192,7 @@ def test_a_linked_table_whose_state_directory_is_gone_plays_no_round_head_office
     seen: dict[str, Any] = {}
 
     async def main() -> None:
-        async with head_office(ledger_url, broker, verify_from=None):
+        async with head_office(ledger_url, broker, verify_from=None, dual_control_from=None):
             table = await start(make_table("T1", root, broker, seed=1))
             await wait_for(play_until([table], 10), 60, "10 rounds")
             await drain([table])
