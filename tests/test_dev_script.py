@@ -11,8 +11,11 @@ pip for real: image/test_dev_run.py (slow, root, `./dev image-test`).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,18 @@ REPO = Path(__file__).resolve().parent.parent
 # What a simulated table never needs: a browser, the broker's C clients, systemd, compilers.
 NOT_FOR_RUN = {"chromium", "chromium-driver", "mosquitto-clients", "mosquitto", "systemd", "gcc",
                "python3-dev", "libsystemd-dev", "pkg-config", "openssl"}
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A copy of the checkout where `./dev run` puts its tables' control sockets
+    (state/<game>/run/control.sock) within the 107 bytes of a Unix socket's path: pytest's
+    tmp_path under xdist is too deep for that, and the daemon refuses such a path."""
+    path = Path(tempfile.mkdtemp(prefix="dev-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def apt_plan(tmp_path: Path, *args: str) -> list[str]:
@@ -86,7 +101,7 @@ def test_the_project_builds_without_license_deprecation_warnings(tmp_path: Path)
     assert list(tmp_path.glob("tablectl-*.whl"))
 
 
-def test_dev_run_says_where_the_state_went_and_resumes(tmp_path: Path) -> None:
+def test_dev_run_says_where_the_state_went_and_resumes(short_dir: Path) -> None:
     """`./dev run` twice, as a newcomer runs it (issue 28 item 9): it installs nothing here,
     ends saying where the tables' journals went and what to try next, and the second run says
     each table resumed where the first stopped. A copy of `./dev` whose .venv holds only links
@@ -94,7 +109,7 @@ def test_dev_run_says_where_the_state_went_and_resumes(tmp_path: Path) -> None:
     bin_dir = Path(sys.executable).parent
     if not (bin_dir / "tablectld").exists() or not (bin_dir / "tablectl").exists():
         pytest.skip("the project is not installed in this Python's environment")
-    work = tmp_path / "clone"
+    work = short_dir / "clone"
     (work / ".venv" / "bin").mkdir(parents=True)
     for name in ("python", "tablectl", "tablectld"):
         (work / ".venv" / "bin" / name).symlink_to(bin_dir / name)
@@ -123,13 +138,13 @@ def test_dev_run_says_where_the_state_went_and_resumes(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_dev_run_on_a_fresh_copy_opens_without_warning_boxes(tmp_path: Path) -> None:
+def test_dev_run_on_a_fresh_copy_opens_without_warning_boxes(short_dir: Path) -> None:
     """`./dev run` in a fresh copy of the checkout (no .venv): it makes the venv, installs the
     project for a run (no extras) and plays, printing no setuptools warning box (issue 28 item
     9: three boxes of `project.license` deprecation opened it; pip 26, not 23, also shows
     setuptools' "Editable installation" note on every editable install of this layout)."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True)
-    clone = tmp_path / "clone"
+    clone = short_dir / "clone"
     for name in files.stdout.decode().split("\0"):
         if name and (REPO / name).is_file():
             (clone / name).parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ directory added to the `devices` package's path for the test."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -19,7 +20,9 @@ import devices
 from controller.config import load_config
 from controller.config.load import config_json
 from devices import catalog, pty_sim
+from devices import kinds as kinds_module
 from devices.build import build_hardware, build_pty, simulators
+from devices.config import config_class
 from devices.kinds import kind, kinds
 from devices.proto.serial_config import SerialConfig
 from devices.sim import build_simulators
@@ -98,6 +101,11 @@ def bell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setattr(devices, "__path__", [*devices.__path__, str(extra)])
     yield tmp_path
     sys.modules.pop("devices.bell", None)
+    # Nothing of the bell outlives the test (the caches hold its descriptor, and through it its
+    # classes, which every later `Device.__subclasses__()` would list: tests/rounds' contract).
+    kinds_module._found.cache_clear()
+    config_class.cache_clear()
+    gc.collect()
 
 
 def table(tmp_path: Path, section: str = '[devices.bell]\nport = "/dev/ttyBELL"\n') -> object:
