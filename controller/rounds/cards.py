@@ -39,6 +39,10 @@ CHECKING, RESERVING, VALID, REFUSED, INVALID = (
 PENDING = (CHECKING, RESERVING)
 REFUSE, ALLOWANCE = "refuse", "allowance"
 OFFLINE_REASON = "head office cannot confirm the card (UTH 13.1)"
+NO_SERVICE_REASON = (
+    "no patron service: this table is not linked to head office, so no Player Card can be"
+    " confirmed (NSW Pai Gow 9.1, 16.1; UTH 13.1); link it ([link] enabled) or configure"
+    " [cards] required = false")
 
 JSON = dict[str, Any]
 
@@ -46,22 +50,33 @@ JSON = dict[str, Any]
 @dataclass(frozen=True)
 class CardsConfig:
     """[cards] (docs/configuration.md). required: every wager needs a valid card (NSW Pai Gow
-    9.1, 16.1; UTH 13.1). local: no head office (a standalone table): a well-formed card is
-    valid with no Loss Limit, answered at once by the table itself (docs/rounds-uth.md, "What a
-    regulator should confirm"). offline: what no answer within answer_ms means: REFUSE (strict)
-    or ALLOWANCE (up to offline_allowance cents per card, journaled)."""
+    9.1, 16.1; UTH 13.1). local: no head office (a standalone table). simulated: a standalone
+    simulated table (`--simulate`, `./dev run`) has the simulated patron service: a well-formed
+    card is a demo card, valid with no Loss Limit, answered at once by the table itself; a real
+    standalone table that requires cards has no patron service and refuses every wager, saying
+    why (NO_SERVICE_REASON). offline: what no answer within answer_ms means: REFUSE (strict)
+    or ALLOWANCE (up to offline_allowance cents per card, journaled). departure: the line
+    logged at start when a profile's rule is switched off (`required = false` on NSW)."""
 
     required: bool = False
     local: bool = True
     answer_ms: int = 2000
     offline: str = REFUSE
     offline_allowance: int = 0
+    simulated: bool = False
+    departure: str | None = None
 
     @property
     def asks(self) -> bool:
         """Head office is asked: cards required on a linked table. Not required, a card given
         is recorded with the wager and nothing is asked (NZ, ACT: no such rule)."""
         return self.required and not self.local
+
+    @property
+    def unserved(self) -> bool:
+        """Cards required on a real standalone table: nobody can confirm a card (no link, not
+        simulated), so every wager is refused with NO_SERVICE_REASON."""
+        return self.required and self.local and not self.simulated
 
     def __post_init__(self) -> None:
         if self.offline not in (REFUSE, ALLOWANCE):
@@ -116,6 +131,8 @@ def _record(card: str, status: str) -> JSON:
 def usable(config: CardsConfig, patrons: JSON, seat: str, what: str, rule: str) -> JSON | None:
     """The seat's card record for a wager, or InputError when the profile requires a valid card
     and there is none (refused before the deal: UTH 11.16.1 / Pai Gow 16.1)."""
+    if config.unserved:
+        raise InputError(f"{what}: {NO_SERVICE_REASON}")
     record = patrons.get(seat)
     if record is None or record["status"] in (REFUSED, INVALID):
         if not config.required:

@@ -55,7 +55,7 @@ def test_nsw_9_1_each_wager_names_its_card_and_settles_it() -> None:
 
 
 def test_nsw_16_1_not_the_players_own_card_returns_the_wager() -> None:
-    t = Table(Profile.NSW, {"cards": CardsConfig(required=True)})  # standalone: local answers
+    t = Table(Profile.NSW, {"cards": CardsConfig(required=True, simulated=True)})  # demo cards
     t.send("table.open")
     t.send("dealer.wager", box=2, player="p2", amount=2000, card="CARD-0002")
     assert len(t.state.wagers) == 1

@@ -64,6 +64,20 @@ def test_13_1_11_16_1_a_wager_without_a_card_is_refused_before_the_deal() -> Non
     assert "no valid Player Card" in texts(out) and "11.16.1" in texts(out)
 
 
+def test_13_1_a_real_standalone_table_has_no_patron_service_and_refuses_saying_why() -> None:
+    """Cards required (the NSW default, UTH 13.1) on a table neither linked nor simulated:
+    nobody can confirm a card, so even a carded wager is refused, with the reason."""
+    t = Table(UthConfig(pool=POOL, cards=CardsConfig(required=True, local=True)))
+    out = t.step("dealer.wager", box=1, ante=1000, card="CARD-0001")
+    assert t.state.wagers == {}
+    assert "no patron service" in texts(out) and "required = false" in texts(out)
+    sim = Table(UthConfig(pool=POOL, cards=CardsConfig(required=True, simulated=True)))
+    sim.step("dealer.wager", box=1, ante=1000, card="SIM-0001")  # the simulated service
+    assert sim.state.wagers == {"1": [1000, 1000, 0]}
+    out = sim.step("dealer.wager", box=2, ante=1000)  # 11.16.1 still: no card, no wager
+    assert "2" not in sim.state.wagers and "11.16.1" in texts(out)
+
+
 def test_cards_not_required_plays_as_before() -> None:
     t = Table(UthConfig(pool=POOL))
     t.step("dealer.wager", box=1, ante=1000)
