@@ -97,7 +97,9 @@ def test_request_bounded_before_decoding() -> None:
 
 @pytest.mark.parametrize(("type_", "payload", "field"), [
     ("card_settled", {**settled(1, "card-0001", 100, -100), "net": "lots"}, "'net'"),
-    ("card_settled", {**settled(1, "card-0001", 100, -5, void=True)}, "void"),
+    # a void round: net 0, or minus a forfeit (UTH 13.10, NSW 16.6) never above what was wagered
+    ("card_settled", {**settled(1, "card-0001", 100, -5, wagered=0, void=True)}, "void"),
+    ("card_settled", {**settled(1, "card-0001", 100, 5, void=True)}, "void"),
     ("card_settled", {**settled(1, "card-0001", 100, -100), "card": "no name!"}, "'card'"),
     ("card_restricted", {"card": "card-0001", "by": "sup", "reason": ""}, "reason"),
     ("chips_declared", {"card": "card-0001", "round": None, "amount": 5, "kind": "stolen"},
@@ -174,6 +176,20 @@ def test_settlement_counts_the_net_once_and_releases(ledger_url: str) -> None:
     # A second settlement of the round (another seq) is refused, never counted twice.
     assert t1.send("card_settled", settled(1, "card-0001", 5000, -3500)).refused
     assert cards.show(ledger.db, "card-0001")["net_loss"] == 2000
+
+
+def test_a_forfeit_in_a_void_round_counts_toward_the_limit(ledger_url: str) -> None:
+    """UTH 13.10 / NSW Pai Gow 16.6: a fraudster's forfeited wager is the card's loss: a void
+    round's card_settled carries it (net -forfeit) and what remains falls by it."""
+    ledger = opened(ledger_url)
+    cards.add_card(ledger.db, "card-0001", limit=10000, kind="day", length=1, start=None,
+                   operator="alice", allowed=OPS, reason="new player")
+    assert cards.answer(ledger.db, reserve("T1", 1, "card-0001", 6500))["granted"] == 6500
+    result = Outbox(ledger, "T1").send("card_settled", settled(1, "card-0001", 6500, -6500,
+                                                               void=True))
+    assert not result.refused
+    view = cards.show(ledger.db, "card-0001")
+    assert (view["net_loss"], view["reserved"], view["remaining"]) == (6500, 0, 3500)
 
 
 def test_winnings_never_lift_the_allowance_above_the_limit(ledger_url: str) -> None:

@@ -270,10 +270,11 @@ def return_excess(bets: list[tuple[str, int]], valid: int) -> tuple[list[tuple[s
 def settled(round_: int, record: JSON, wagered: int, net: int, returned: int,
             void: bool) -> Effect:
     """card_settled: head office records the round's net for the card and releases its
-    reservation (the patron contract)."""
+    reservation (the patron contract). A void round's net is 0, or minus what a supervisor
+    forfeited after an invalidation for fraud (UTH 13.10, NSW Pai Gow 16.6: the house keeps
+    it, a loss like any other toward the Loss Limit); `wagered` is then the forfeited amount."""
     payload = {"round": round_, "card": record["card"], "reserved": record.get("granted") or 0,
-               "wagered": wagered, "net": 0 if void else net, "returned": returned,
-               "void": void}
+               "wagered": wagered, "net": net, "returned": returned, "void": void}
     return Effect(EffectKind.OUTBOX, {"type": OutboxType.CARD_SETTLED, "payload": payload})
 
 

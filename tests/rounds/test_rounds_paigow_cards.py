@@ -78,3 +78,21 @@ def test_nz_and_act_do_not_require_cards() -> None:
         t.send("table.open")
         t.send("dealer.wager", box=2, player="p2", amount=2000)
         assert len(t.state.wagers) == 1
+
+
+def test_nsw_16_6_a_forfeit_counts_as_the_cards_loss() -> None:
+    """NSW 16.5.2, 16.6: the supervisor forfeits a fraudster's wager: the house keeps it, so
+    the card's net is that loss (toward its Loss Limit), not 0; a refunded card's net is 0."""
+    t = Table(Profile.NSW, {"cards": LINKED})
+    t.send("table.open")
+    for box, player, card in ((2, "p2", "CARD-0002"), (3, "p3", "CARD-0003")):
+        answer(t, t.send("dealer.wager", box=box, player=player, amount=2000, card=card))
+    t.send("dealer.no_more_bets")
+    t.dice(1, 2, 3)
+    t.send("dealer.delivered")
+    end = t.send("dealer.void", kind="invalidated", cause="fraud", reason="marked tiles",
+                 forfeit=["p2"], operator={"uid": 1001, "user": "sam"})
+    settled = {e.data["payload"]["card"]: e.data["payload"] for e in end
+               if e.kind == "outbox" and e.data["type"] == "card_settled"}
+    assert (settled["CARD-0002"]["net"], settled["CARD-0002"]["void"]) == (-2000, True)
+    assert (settled["CARD-0003"]["net"], settled["CARD-0003"]["void"]) == (0, True)

@@ -141,6 +141,10 @@ class CardSteps(PaiGowCore):
             nets[seat(r["box"], r["player"])] = r["net"]
         for w in state.wagers:
             amounts[seat(w["box"], w["player"])] = w["amount"]
+        if void:  # returned, but what a supervisor forfeited for a fraud (NSW 16.5.2, 16.6)
+            lost = {seat(w["box"], w["player"]): w["amount"]
+                    for w in summary.get("forfeited") or []}
+            nets = {s: -a for s, a in lost.items()}
         if not self.config.cards.asks:  # no reservation at head office to release
             return []
         return [cards.settled(state.number, r, amounts.get(s, 0), nets.get(s, 0), 0, void)

@@ -285,10 +285,14 @@ def _capped_box(b: dict[str, Any], valid: int) -> tuple[dict[str, Any], int]:
     return b, total_back
 
 
-def voided(config: UthConfig, state: UthState) -> list[Effect]:
-    """A void round: every card's reservation released, nothing won or lost."""
-    return [cards.settled(state.round, r, 0, 0, 0, True)
-            for r in state.patrons.values() if r.get("granted") and config.cards.asks]
+def voided(config: UthConfig, state: UthState, forfeited: dict[str, int] | None = None
+           ) -> list[Effect]:
+    """A void round: every card's reservation released. Nothing won or lost, but for a box
+    whose wagers a supervisor forfeited after an invalidation for fraud (13.9.2, 13.10): the
+    house keeps them, so the card's net is that loss (it counts toward the Loss Limit, 13.3)."""
+    lost = forfeited or {}
+    return [cards.settled(state.round, r, lost.get(seat, 0), -lost.get(seat, 0), 0, True)
+            for seat, r in state.patrons.items() if r.get("granted") and config.cards.asks]
 
 
 def next_patrons(state: UthState) -> dict[str, Any]:
