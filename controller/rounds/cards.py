@@ -159,6 +159,23 @@ def reserve(config: CardsConfig, patrons: JSON, seat: str, amount: int, round_: 
                                                round_=round_, amount=amount)]
 
 
+def top_up(config: CardsConfig, patrons: JSON, seat: str, amount: int, round_: int,
+           req: str) -> tuple[JSON, list[Effect]]:
+    """The seat's reservation raised to `amount` for the round (a chip added to the seat's
+    wagers after they were reserved: UTH 15.2.4 with 13.3). Head office's reservation of a
+    round replaces its earlier one; should it refuse, the earlier grant stands (`topup`
+    remembers it) and only the added chip is refused (Answer.chip)."""
+    record = patrons[seat]
+    base = record["granted"] if record["status"] == VALID else None
+    if not config.asks:
+        return {**patrons, seat: {**record, "status": VALID, "asked": amount,
+                                  "granted": amount}}, []
+    record = {**record, "status": RESERVING, "req": req, "asked": amount, "granted": None,
+              "topup": base}
+    return {**patrons, seat: record}, [request("card_reserve", req, record["card"],
+                                               round_=round_, amount=amount)]
+
+
 @dataclass(frozen=True)
 class Answer:
     """What head office's answer (or its silence) means for one seat."""
@@ -168,6 +185,7 @@ class Answer:
     refused: str | None = None  # before the deal: the seat's wager goes back, with this reason
     invalid: str | None = None  # during the hand: 11.16.2
     capped: int | None = None  # during the hand: valid only up to this (UTH 11.17)
+    chip: str | None = None  # a top-up refused: the added chip goes back, the rest stands
 
 
 def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_used: JSON,
@@ -200,10 +218,14 @@ def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_
         record["status"] = VALID
         return Answer(seat, record)
     granted = fields.cents(data, "granted", 0)
+    base = record.pop("topup", None)
     if granted >= asked:
         record |= {"status": VALID, "granted": granted}
         return Answer(seat, record)
     why = _why(data, f"over the Loss Limit: {dollars(granted)} can be risked (UTH 13.3)")
+    if base is not None:  # a top-up refused: head office keeps the earlier grant (13.3)
+        record |= {"status": VALID, "granted": base, "asked": base}
+        return Answer(seat, record, chip=why)
     if in_hand:  # UTH 11.17: found over the limit after the deal
         record |= {"status": VALID, "granted": granted, "found": granted, "reason": why}
         return Answer(seat, record, capped=granted)

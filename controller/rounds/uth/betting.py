@@ -78,7 +78,10 @@ def withdraw(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
 
 
 def bet_on(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return jackpot.bet_on(config, state, fields.box(data, config.boxes), now)
+    box = fields.box(data, config.boxes)
+    state, effects = jackpot.bet_on(config, state, box, now)
+    state, card_fx = carded.jackpot_chip(config, state, box)  # 15.2.4 with 13.3
+    return state, [*effects, *card_fx]
 
 
 def bet_off(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:

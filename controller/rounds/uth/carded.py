@@ -108,6 +108,52 @@ def on_jackpot_other(config: UthConfig, state: UthState, data: Any, box: int) ->
     return replace(state, patrons=patrons), [*effects, *more]
 
 
+def jackpot_chip(config: UthConfig, state: UthState, box: int) -> Result:
+    """bet.on after the box's wager was reserved (a late jackpot chip, before the first card:
+    15.2.4): the most the box can lose grows by the jackpot wager, so the card's reservation is
+    raised to it (13.3); refused at once, with the reason, when what head office said remains
+    cannot take it. A refused chip stays refused until removed (deal_ready, lock_refused)."""
+    seat = str(box)
+    if not config.cards.required or state.in_round or seat not in state.wagers or (
+            seat in state.jackpot_owners):
+        return state, []
+    record = state.patrons.get(seat)
+    if record is None or record["status"] not in (cards.VALID, cards.RESERVING):
+        return state, []
+    need = at_risk(config, state, box, tuple(state.wagers[seat]))  # type: ignore[arg-type]
+    had = (record["granted"] or 0) if record["status"] == cards.VALID else 0
+    if record["status"] == cards.VALID and had >= need:
+        return state, []
+    remaining = record["remaining"]
+    if record["status"] == cards.VALID and remaining is not None and need - had > remaining:
+        return state, [fx.log(f"box {box}: jackpot chip refused: over the Loss Limit:"
+                              f" {cards.dollars(remaining)} remains, the chip risks"
+                              f" {cards.dollars(need - had)} (UTH 13.3): remove it",
+                              refused=True)]
+    state, req = _req(state)
+    patrons, more = cards.top_up(config.cards, state.patrons, seat, need, state.round, req)
+    return replace(state, patrons=patrons), [*more, fx.log(
+        f"box {box}: jackpot chip added to card {record['card']}'s reservation"
+        f" ({cards.dollars(need)} at risk, 13.3)")]
+
+
+def uncovered(config: UthConfig, state: UthState) -> list[int]:
+    """Boxes whose own jackpot chip lies on the layout but is not within the card's confirmed
+    reservation (refused, or still asked when the first card comes): no jackpot wager (13.3)."""
+    if not config.cards.required:
+        return []
+    out = []
+    for box in state.sensors:
+        seat = str(box)
+        record = state.patrons.get(seat)
+        if seat not in state.wagers or seat in state.jackpot_owners or record is None:
+            continue
+        need = at_risk(config, state, box, tuple(state.wagers[seat]))  # type: ignore[arg-type]
+        if record["status"] != cards.VALID or (record["granted"] or 0) < need:
+            out.append(box)
+    return out
+
+
 def card_of(state: UthState, seat: str) -> str:
     record = state.patrons.get(seat)
     return f" on card {record['card']}" if record else ""
@@ -120,6 +166,10 @@ def deal_ready(config: UthConfig, state: UthState) -> None:
     if waiting:
         raise InputError(f"waiting for head office to confirm the Player Card of box"
                          f" {', '.join(s.lstrip('j') for s in waiting)} (13.1, 13.3)")
+    over = uncovered(config, state)
+    if over:
+        raise InputError(f"box {', '.join(map(str, over))}: the jackpot chip is over what the"
+                         " Player Card's Loss Limit leaves: remove it (UTH 13.3, 15.2.4)")
 
 
 def ho_card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
@@ -144,6 +194,9 @@ def ho_card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         return state, [fx.alarm("dealer", f"box {seat.lstrip('j')}: card {card} found invalid"
                                 f" during the hand: {got.invalid}; the wager is returned,"
                                 " winnings not paid (11.16.2)", "11.16.2")]
+    if got.chip is not None:
+        return state, [fx.log(f"box {seat}: jackpot chip refused: {got.chip}: remove it",
+                              refused=True)]
     if got.capped is not None:
         return state, [fx.alarm("dealer", f"box {seat}: over the Loss Limit: valid up to"
                                 f" {cards.dollars(got.capped)}, the excess returned in reverse"
