@@ -154,9 +154,27 @@ def reserve(config: CardsConfig, patrons: JSON, seat: str, amount: int, round_: 
     if not config.asks:
         return {**patrons, seat: {**record, "status": VALID, "asked": amount,
                                   "granted": amount}}, []
-    record = {**record, "status": RESERVING, "req": req, "asked": amount, "granted": None}
+    others = held_elsewhere(patrons, seat, record["card"])
+    record = {**record, "status": RESERVING, "req": req, "asked": amount, "granted": None,
+              "others": others}
     return {**patrons, seat: record}, [request("card_reserve", req, record["card"],
-                                               round_=round_, amount=amount)]
+                                               round_=round_, amount=others + amount)]
+
+
+def held_elsewhere(patrons: JSON, seat: str, card: str) -> int:
+    """What the card's other seats at this table hold or ask this round. Head office keeps one
+    reservation per card, table and round (a repeat replaces it: headoffice/ledger/cards.py),
+    so a card on two boxes (or a box and a jackpot wager on another's box, or a Pai Gow player
+    on two boxes) asks for its total: each request is the seat's own plus this."""
+    total = 0
+    for s, r in patrons.items():
+        if s == seat or r["card"] != card:
+            continue
+        if r["status"] == VALID:
+            total += r["granted"] or 0
+        elif r["status"] == RESERVING:
+            total += r["asked"] or 0
+    return total
 
 
 def top_up(config: CardsConfig, patrons: JSON, seat: str, amount: int, round_: int,
@@ -170,10 +188,11 @@ def top_up(config: CardsConfig, patrons: JSON, seat: str, amount: int, round_: i
     if not config.asks:
         return {**patrons, seat: {**record, "status": VALID, "asked": amount,
                                   "granted": amount}}, []
+    others = held_elsewhere(patrons, seat, record["card"])
     record = {**record, "status": RESERVING, "req": req, "asked": amount, "granted": None,
-              "topup": base}
+              "topup": base, "others": others}
     return {**patrons, seat: record}, [request("card_reserve", req, record["card"],
-                                               round_=round_, amount=amount)]
+                                               round_=round_, amount=others + amount)]
 
 
 @dataclass(frozen=True)
@@ -217,7 +236,8 @@ def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_
     if not reserving:
         record["status"] = VALID
         return Answer(seat, record)
-    granted = fields.cents(data, "granted", 0)
+    total = fields.cents(data, "granted", 0)  # the card's whole reservation at this table
+    granted = max(total - (record.pop("others", None) or 0), 0) if total else 0
     base = record.pop("topup", None)
     if granted >= asked:
         record |= {"status": VALID, "granted": granted}
@@ -298,6 +318,20 @@ def settled(round_: int, record: JSON, wagered: int, net: int, returned: int,
     payload = {"round": round_, "card": record["card"], "reserved": record.get("granted") or 0,
                "wagered": wagered, "net": net, "returned": returned, "void": void}
     return Effect(EffectKind.OUTBOX, {"type": OutboxType.CARD_SETTLED, "payload": payload})
+
+
+def settled_cards(round_: int, rows: list[tuple[JSON, int, int, int]],
+                  void: bool) -> list[Effect]:
+    """card_settled once per card, its seats summed: head office settles a card's round at a
+    table once, releasing the one reservation (`held_elsewhere`). rows: (record, wagered,
+    net, returned) per seat."""
+    totals: dict[str, list[int]] = {}
+    for record, wagered, net, returned in rows:
+        t = totals.setdefault(record["card"], [0, 0, 0, 0])
+        for i, v in enumerate((record.get("granted") or 0, wagered, net, returned)):
+            t[i] += v
+    return [settled(round_, {"card": card, "granted": t[0]}, t[1], t[2], t[3], void)
+            for card, t in totals.items()]
 
 
 def after_round(patrons: JSON) -> JSON:

@@ -394,3 +394,34 @@ def test_13_10_a_forfeit_counts_as_the_cards_loss() -> None:
         "round": 1, "card": "CARD-0001", "reserved": 0, "wagered": lost, "net": -lost,
         "returned": 0, "void": True}
     assert (settled["CARD-0002"]["net"], settled["CARD-0002"]["void"]) == (0, True)
+
+
+# -- one card on two boxes (head office keeps one reservation per card, table and round) --------
+def test_13_3_one_card_on_two_boxes_asks_for_its_total() -> None:
+    """Head office's reservation of a card for a round at a table is one (a repeat replaces
+    it): the second box's request carries both boxes' risk, so two boxes together cannot pass
+    the Loss Limit (13.3); its refusal leaves the first box's wager and grant standing."""
+    t, ho = carded(HeadOffice({"CARD-0001": 10_000}, ledger=True))
+    wager(t, ho, box=1, ante=1000, card="CARD-0001")  # 6000 at risk
+    wager(t, ho, box=2, ante=1000, card="CARD-0001")  # 6000 more: 12000 > 10000
+    reserves = [a["amount"] for a in ho.asked if a["command"] == "card_reserve"]
+    assert reserves == [6000, 12000]
+    assert t.state.wagers == {"1": [1000, 1000, 0]} and ho.held == {("CARD-0001", 1): 6000}
+    assert t.state.patrons["1"]["granted"] == 6000 and "Loss Limit" in texts(t.effects)
+    wager(t, ho, box=3, ante=500, card="CARD-0001")  # 3000 more: 9000 fits
+    assert sorted(t.state.wagers) == ["1", "3"] and ho.held == {("CARD-0001", 1): 9000}
+    assert t.state.patrons["3"]["granted"] == 3000
+
+
+def test_one_card_on_two_boxes_is_settled_once_with_both_boxes() -> None:
+    """card_settled once per card: head office settles a card's round at a table once."""
+    t, ho = carded()
+    wager(t, ho, box=1, ante=1000, card="CARD-0001")
+    wager(t, ho, box=2, ante=500, card="CARD-0001")
+    t.stack("Ah Kh Qh 2c 7d 3s 4s Jh Th 9c 9d")
+    t.run("dealer.deal")
+    out = t.event(Event("dealer.void", {"reason": "test"}))
+    settled = [e.data["payload"] for e in out
+               if e.kind == "outbox" and e.data["type"] == "card_settled"]
+    assert settled == [{"round": 1, "card": "CARD-0001", "reserved": 6000 + 3000,
+                        "wagered": 0, "net": 0, "returned": 0, "void": True}]

@@ -147,5 +147,6 @@ class CardSteps(PaiGowCore):
             nets = {s: -a for s, a in lost.items()}
         if not self.config.cards.asks:  # no reservation at head office to release
             return []
-        return [cards.settled(state.number, r, amounts.get(s, 0), nets.get(s, 0), 0, void)
-                for s, r in state.patrons.items() if r.get("granted")]
+        return cards.settled_cards(state.number, [
+            (r, amounts.get(s, 0), nets.get(s, 0), 0)
+            for s, r in state.patrons.items() if r.get("granted")], void)

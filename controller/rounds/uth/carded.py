@@ -276,7 +276,8 @@ def settle_boxes(config: UthConfig, state: UthState, summary_boxes: list[dict[st
     the limit, the excess returned in reverse order), with its card; and `card_settled` for
     every card that held a reservation at head office this round (none when it was not asked:
     cards not required, or a standalone table)."""
-    out, effects = [], []
+    out: list[dict[str, Any]] = []
+    rows: list[tuple[dict[str, Any], int, int, int]] = []
     seen: set[str] = set()
     for b in summary_boxes:
         seat = str(b["box"])
@@ -293,8 +294,7 @@ def settle_boxes(config: UthConfig, state: UthState, summary_boxes: list[dict[st
         elif record["found"] is not None:
             b, returned = _capped_box(b, record["found"])
         out.append(b)
-        effects.append(cards.settled(state.round, record, b["placed"] - returned, b["net"],
-                                     returned, False))
+        rows.append((record, b["placed"] - returned, b["net"], returned))
     for seat, record in state.patrons.items():
         if seat in seen or not record.get("granted"):
             continue
@@ -303,8 +303,8 @@ def settle_boxes(config: UthConfig, state: UthState, summary_boxes: list[dict[st
         if seat.startswith("j") and seat[1:] in state.jackpot_owners:
             wagered = record["granted"]  # the jackpot wager went into the pool (15.3)
             net = -wagered if record["status"] != cards.INVALID else 0
-        effects.append(cards.settled(state.round, record, wagered, net, 0, False))
-    return out, effects if config.cards.asks else []
+        rows.append((record, wagered, net, 0))
+    return out, cards.settled_cards(state.round, rows, False) if config.cards.asks else []
 
 
 def _void_box(b: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -344,8 +344,11 @@ def voided(config: UthConfig, state: UthState, forfeited: dict[str, int] | None 
     whose wagers a supervisor forfeited after an invalidation for fraud (13.9.2, 13.10): the
     house keeps them, so the card's net is that loss (it counts toward the Loss Limit, 13.3)."""
     lost = forfeited or {}
-    return [cards.settled(state.round, r, lost.get(seat, 0), -lost.get(seat, 0), 0, True)
-            for seat, r in state.patrons.items() if r.get("granted") and config.cards.asks]
+    if not config.cards.asks:
+        return []
+    return cards.settled_cards(state.round, [
+        (r, lost.get(seat, 0), -lost.get(seat, 0), 0)
+        for seat, r in state.patrons.items() if r.get("granted")], True)
 
 
 def next_patrons(state: UthState) -> dict[str, Any]:
