@@ -26,8 +26,8 @@ from controller.link.transport import connect
 from controller.random_source import RandomSource
 from controller.rounds.base import Event
 from devices.sim import build_simulators
-from tests import mqtt_broker
 from headoffice.ledger import Ledger, cards
+from tests import mqtt_broker
 from tests.support.link import FAST, head_office, run, table_toml, wait_for
 
 pytestmark = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
