@@ -96,3 +96,56 @@ def test_nsw_16_6_a_forfeit_counts_as_the_cards_loss() -> None:
                if e.kind == "outbox" and e.data["type"] == "card_settled"}
     assert (settled["CARD-0002"]["net"], settled["CARD-0002"]["void"]) == (-2000, True)
     assert (settled["CARD-0003"]["net"], settled["CARD-0003"]["void"]) == (0, True)
+
+
+ALLOWANCE = CardsConfig(required=True, local=False, offline="allowance",
+                        offline_allowance=10_000)
+BANK = {"tiles": ["4-4", "4-4", "1-3", "1-3"]}
+HANDS = {"2": "6-6 6-6 / 1-1 1-1", "4": {"tiles": ["2-4", "1-2", "3-5", "2-6"]}}
+
+
+def late_answer_round(**late: Any) -> tuple[list[Any], dict[str, Any]]:
+    """p2 ($50, box 2) taken under the offline allowance, p4 ($30, box 4) confirmed; head
+    office's late answer about p2's card comes after no more bets; p2's hand wins."""
+    t = Table(Profile.NSW, {"cards": ALLOWANCE})
+    t.send("table.open")
+    (req,) = [e.data["args"] for e in t.send("dealer.wager", box=2, player="p2", amount=5000,
+                                             card="CARD-0002") if e.kind == "device"]
+    t.send("ho.card", req=req["req"], card="CARD-0002", offline=True)  # allowance: taken
+    answer(t, t.send("dealer.wager", box=4, player="p4", amount=3000, card="CARD-0004"))
+    t.send("dealer.no_more_bets")
+    t.dice(2, 2, 2)
+    t.send("dealer.delivered")
+    assert t.phase == "setting"
+    t.send("ho.card", req=req["req"], card="CARD-0002", **late)
+    effects = t.send("dealer.result", hands=HANDS, bank_hand=BANK)
+    return effects, next(e.data["summary"] for e in effects if e.kind == "round")
+
+
+def test_nsw_16_1_15_21_2_a_card_found_invalid_after_no_more_bets_settles_no_winnings() -> None:
+    """NSW 16.1 (the wager is invalid), 15.21.2 (in the course of the round: returned, no
+    winnings): the winning wager of an invalid card settles at 0, the dealt result kept beside
+    it; the house, banking alone, does not pay it; the card's net is 0."""
+    effects, summary = late_answer_round(valid=False, reason="not the player's own card")
+    s = summary["settlement"]
+    p2 = next(r for r in s["results"] if r["player"] == "p2")
+    assert (p2["net"], p2["paid_back"], p2["won"]) == (0, 5000, 0)
+    assert p2["card_invalid"] == {"reason": "not the player's own card", "dealt_net": 4800,
+                                  "rule": "NSW 16.1, 15.21.2"}
+    p4 = next(r for r in s["results"] if r["player"] == "p4")
+    assert s["conserved"] and s["house_net"] == -p4["net"]  # p2 costs the house nothing
+    settled = {e.data["payload"]["card"]: e.data["payload"] for e in effects
+               if e.kind == "outbox" and e.data["type"] == "card_settled"}
+    assert settled["CARD-0002"]["net"] == 0
+
+
+def test_nsw_a_loss_limit_found_short_after_no_more_bets_settles_up_to_it() -> None:
+    """Head office's late answer grants $20 of the $50 taken offline: the wager is valid up to
+    $20, settled on it (4800 x 20/50 = 1920), the $30 excess returned (the UTH 11.17
+    treatment: docs/rounds-paigow.md, "What a regulator should confirm")."""
+    _, summary = late_answer_round(valid=True, granted=2000, remaining=0)
+    s = summary["settlement"]
+    p2 = next(r for r in s["results"] if r["player"] == "p2")
+    assert (p2["net"], p2["paid_back"]) == (1920, 5000 + 1920)
+    assert p2["loss_limit"] == {"valid": 2000, "excess": 3000, "dealt_net": 4800}
+    assert s["conserved"]
