@@ -243,7 +243,7 @@ def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_
         record |= {"status": VALID, "granted": granted}
         return Answer(seat, record)
     why = _why(data, f"over the Loss Limit: {dollars(granted)} can be risked (UTH 13.3)")
-    if base is not None:  # a top-up refused: head office keeps the earlier grant (13.3)
+    if base is not None:  # a top-up refused: head office keeps the earlier grant (UTH 13.3)
         record |= {"status": VALID, "granted": base, "asked": base}
         return Answer(seat, record, chip=why)
     if in_hand:  # UTH 11.17: found over the limit after the deal
