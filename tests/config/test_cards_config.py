@@ -87,3 +87,35 @@ def test_the_allowance_reading_needs_an_allowance() -> None:
         _cards("uth-nsw.toml", '[cards]\noffline = "allowance"\n')
     with pytest.raises(ConfigError, match="offline"):
         _cards("uth-nsw.toml", '[cards]\noffline = "guess"\n')
+
+
+class _Unverified:
+    """The software check's answer when none is configured (simulation, development)."""
+
+    def status(self) -> dict[str, str]:
+        return {"state": "not_configured", "detail": "no manifest configured"}
+
+
+@pytest.mark.parametrize(("example", "extra", "said"), [
+    ("paigow-nsw.toml", "[cards]\nrequired = false\n", True),  # a departure from 9.1, 16.1
+    ("uth-nsw.toml", "[cards]\nrequired = false\n", True),  # from UTH 13.1
+    ("paigow-nsw.toml", "", False),  # the rule kept: nothing to say
+    ("paigow-nz.toml", "[cards]\nrequired = false\n", False),  # no such rule in NZ's seed
+])
+def test_the_departure_is_logged_at_every_start(example: str, extra: str, said: bool,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+    import logging
+    from types import SimpleNamespace
+
+    from controller.daemon.lifecycle import StartLine
+
+    cfg = validate_text(_text(example, extra, linked=False), example)
+    log = logging.getLogger("t.cards.start")
+    with caplog.at_level(logging.INFO, logger="t.cards.start"):
+        asyncio.run(StartLine(log, _Unverified()).start(SimpleNamespace(cfg=cfg)))  # type: ignore[arg-type]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+              and "departure" in r.getMessage()]
+    assert bool(warned) is said, [r.getMessage() for r in caplog.records]
+    if said:
+        assert "NSW Pai Gow 9.1, 16.1 / UTH 13.1" in warned[0]
