@@ -113,7 +113,8 @@ def test_the_departure_is_logged_at_every_start(example: str, extra: str, said: 
     cfg = validate_text(_text(example, extra, linked=False), example)
     log = logging.getLogger("t.cards.start")
     with caplog.at_level(logging.INFO, logger="t.cards.start"):
-        asyncio.run(StartLine(log, _Unverified()).start(SimpleNamespace(cfg=cfg)))  # type: ignore[arg-type]
+        line = StartLine(log, _Unverified())  # type: ignore[arg-type]
+        asyncio.run(line.start(SimpleNamespace(cfg=cfg)))  # type: ignore[arg-type]
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
               and "departure" in r.getMessage()]
     assert bool(warned) is said, [r.getMessage() for r in caplog.records]

@@ -112,7 +112,8 @@ def jackpot_chip(config: UthConfig, state: UthState, box: int) -> Result:
     """bet.on after the box's wager was reserved (a late jackpot chip, before the first card:
     15.2.4): the most the box can lose grows by the jackpot wager, so the card's reservation is
     raised to it (13.3); refused at once, with the reason, when what head office said remains
-    cannot take it. A refused chip stays refused until removed (deal_ready, lock_refused)."""
+    cannot take it. A refused chip stays refused until removed (deal_ready; the lock leaves
+    it out: uncovered)."""
     seat = str(box)
     if not config.cards.required or state.in_round or seat not in state.wagers or (
             seat in state.jackpot_owners):
@@ -159,14 +160,15 @@ def card_of(state: UthState, seat: str) -> str:
     return f" on card {record['card']}" if record else ""
 
 
-def deal_ready(config: UthConfig, state: UthState) -> None:
-    """No first card while head office has not answered for a wager's card."""
+def deal_ready(config: UthConfig, state: UthState, live: bool = True) -> None:
+    """No first card while head office has not answered for a wager's card, nor while a
+    jackpot chip its card cannot cover lies on the layout (`live`: the jackpot takes wagers)."""
     seats = [*state.wagers, *(f"j{b}" for b in state.jackpot_owners)]
     waiting = cards.pending(state.patrons, seats)
     if waiting:
         raise InputError(f"waiting for head office to confirm the Player Card of box"
                          f" {', '.join(s.lstrip('j') for s in waiting)} (13.1, 13.3)")
-    over = uncovered(config, state)
+    over = uncovered(config, state) if live else []
     if over:
         raise InputError(f"box {', '.join(map(str, over))}: the jackpot chip is over what the"
                          " Player Card's Loss Limit leaves: remove it (UTH 13.3, 15.2.4)")
