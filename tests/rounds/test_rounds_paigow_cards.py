@@ -149,3 +149,28 @@ def test_nsw_a_loss_limit_found_short_after_no_more_bets_settles_up_to_it() -> N
     assert (p2["net"], p2["paid_back"]) == (1920, 5000 + 1920)
     assert p2["loss_limit"] == {"valid": 2000, "excess": 3000, "dealt_net": 4800}
     assert s["conserved"]
+
+
+def test_nsw_16_1_with_a_player_bank_the_dealt_result_stands_for_the_supervisor() -> None:
+    """With a player banking, the bank's commission depends on every wager: the table does not
+    recompute it. The card found invalid is named in `card_unsettled` with the dealt result and
+    the dealer alarmed to settle by hand (docs/rounds-paigow.md, "What a regulator should
+    confirm")."""
+    t = Table(Profile.NSW, {"cards": ALLOWANCE})
+    t.send("table.open")
+    t.send("dealer.bank", box=3, player="p3", funds=10_000_000)  # NSW 6.6
+    (req,) = [e.data["args"] for e in t.send("dealer.wager", box=2, player="p2", amount=5000,
+                                             card="CARD-0002") if e.kind == "device"]
+    t.send("ho.card", req=req["req"], card="CARD-0002", offline=True)
+    t.send("dealer.cut", cut="Dai Pin", options=["left"])
+    t.send("dealer.no_more_bets")
+    t.dice(3, 3, 4, cut_die=6)
+    t.send("dealer.delivered")
+    assert t.phase == "setting", t.phase
+    t.send("ho.card", req=req["req"], card="CARD-0002", valid=False, reason="not own card")
+    effects = t.send("dealer.result", hands={"2": HANDS["2"]}, bank_hand=BANK)
+    summary = next(e.data["summary"] for e in effects if e.kind == "round")
+    assert summary["card_unsettled"] == ["2/p2"]
+    p2 = next(r for r in summary["settlement"]["results"] if r["player"] == "p2")
+    assert p2["net"] > 0 and p2["card"] == "CARD-0002"  # the dealt result, for the supervisor
+    assert "settle by hand" in texts(effects)
