@@ -97,7 +97,9 @@ def test_request_bounded_before_decoding() -> None:
 
 @pytest.mark.parametrize(("type_", "payload", "field"), [
     ("card_settled", {**settled(1, "card-0001", 100, -100), "net": "lots"}, "'net'"),
-    ("card_settled", {**settled(1, "card-0001", 100, -5, void=True)}, "void"),
+    # a void round: net 0, or minus a forfeit (UTH 13.10, NSW 16.6) never above what was wagered
+    ("card_settled", {**settled(1, "card-0001", 100, -5, wagered=0, void=True)}, "void"),
+    ("card_settled", {**settled(1, "card-0001", 100, 5, void=True)}, "void"),
     ("card_settled", {**settled(1, "card-0001", 100, -100), "card": "no name!"}, "'card'"),
     ("card_restricted", {"card": "card-0001", "by": "sup", "reason": ""}, "reason"),
     ("chips_declared", {"card": "card-0001", "round": None, "amount": 5, "kind": "stolen"},
@@ -138,13 +140,18 @@ def test_reserve_within_then_over_the_limit(ledger_url: str) -> None:
     over = cards.answer(ledger.db, reserve("T2", 1, "card-0001", 4001))
     assert over is not None and over["granted"] == 0
     assert over["reason"] == "over the Loss Limit: $40.00 remains (UTH 13.3)"
-    # Repeating a request is idempotent; a new amount for the same round replaces the old.
+    # Repeating a request is idempotent; a larger amount for the same round replaces the old
+    # (checked again); a smaller one leaves the larger held: a table's requests may be decided
+    # out of order (two workers), and what was granted is released only at settlement.
     again = cards.answer(ledger.db, reserve("T1", 1, "card-0001", 6000))
     assert again == first
     less = cards.answer(ledger.db, reserve("T1", 1, "card-0001", 2000))
-    assert less is not None and (less["granted"], less["remaining"]) == (2000, 8000)
+    assert less is not None and (less["granted"], less["remaining"]) == (2000, 4000)
     view = cards.show(ledger.db, "card-0001")
-    assert view["reserved"] == 2000
+    assert view["reserved"] == 6000
+    more = cards.answer(ledger.db, reserve("T1", 1, "card-0001", 9000))
+    assert more is not None and (more["granted"], more["remaining"]) == (9000, 1000)
+    assert cards.show(ledger.db, "card-0001")["reserved"] == 9000
     assert view["refusals"][0]["table_id"] == "T2" and view["refusals"][0]["amount"] == 4001
 
 
@@ -174,6 +181,20 @@ def test_settlement_counts_the_net_once_and_releases(ledger_url: str) -> None:
     # A second settlement of the round (another seq) is refused, never counted twice.
     assert t1.send("card_settled", settled(1, "card-0001", 5000, -3500)).refused
     assert cards.show(ledger.db, "card-0001")["net_loss"] == 2000
+
+
+def test_a_forfeit_in_a_void_round_counts_toward_the_limit(ledger_url: str) -> None:
+    """UTH 13.10 / NSW Pai Gow 16.6: a fraudster's forfeited wager is the card's loss: a void
+    round's card_settled carries it (net -forfeit) and what remains falls by it."""
+    ledger = opened(ledger_url)
+    cards.add_card(ledger.db, "card-0001", limit=10000, kind="day", length=1, start=None,
+                   operator="alice", allowed=OPS, reason="new player")
+    assert cards.answer(ledger.db, reserve("T1", 1, "card-0001", 6500))["granted"] == 6500
+    result = Outbox(ledger, "T1").send("card_settled", settled(1, "card-0001", 6500, -6500,
+                                                               void=True))
+    assert not result.refused
+    view = cards.show(ledger.db, "card-0001")
+    assert (view["net_loss"], view["reserved"], view["remaining"]) == (6500, 0, 3500)
 
 
 def test_winnings_never_lift_the_allowance_above_the_limit(ledger_url: str) -> None:
@@ -269,6 +290,7 @@ def test_interleaved_tables_never_exceed_the_limit(new_url: Callable[[], str],
     ledgers = {t: Ledger.open(url) for t in tables}
     outboxes = {t: Outbox(ledgers[t], t) for t in tables}
     granted: dict[tuple[str, int], int] = {}
+    held: dict[tuple[str, int], int] = {}
     settled_: set[tuple[str, int]] = set()
     lost = 0
     try:
@@ -281,6 +303,7 @@ def test_interleaved_tables_never_exceed_the_limit(new_url: Callable[[], str],
                 assert ans is not None
                 if ans["granted"]:
                     granted[key] = ans["granted"]
+                    held[key] = max(held.get(key, 0), ans["granted"])  # the larger stays held
             elif key in granted and key not in settled_:
                 net = granted[key] * pct // 100  # -100%..+100% of the grant
                 outboxes[table].send("card_settled", settled(round_, "card-0001",
@@ -288,7 +311,7 @@ def test_interleaved_tables_never_exceed_the_limit(new_url: Callable[[], str],
                 settled_.add(key)
                 lost -= net
             view = cards.show(setup.db, "card-0001")
-            open_ = sum(v for k, v in granted.items() if k not in settled_)
+            open_ = sum(v for k, v in held.items() if k not in settled_)
             assert view["reserved"] == open_
             assert max(view["net_loss"], 0) + view["reserved"] <= limit
             assert view["net_loss"] == lost

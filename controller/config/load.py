@@ -66,7 +66,12 @@ def validate_text(text: str, source: str = "table.toml") -> TableConfig:
     link = read_link(root, table_id)
     # NSW Pai Gow 9.1, 16.1 and UTH 13.1 require Player Cards; NZ and ACT Pai Gow do not.
     profile = section.needs.get("profile") if section else None
-    cards = read_cards(root, profile_requires=game == "uth" or str(profile) == "nsw", link=link)
+    cards = read_cards(
+        root,
+        profile_requires=game == "uth" or str(profile) == "nsw",
+        link=link,
+        simulated=devices.simulate,
+    )
     journal = read_journal(root)
     root.done()
     built: dict[str, Any] = {}

@@ -84,16 +84,22 @@ def read_link(root: Table, table_id: str | None) -> LinkConfig:
 ANSWER_S = (0.1, 60.0)  # cards.answer_s: how long a card's answer may take, in seconds
 
 
-def read_cards(root: Table, *, profile_requires: bool, link: LinkConfig) -> CardsConfig:
-    """[cards]: `required` defaults to the profile's rule (NSW Pai Gow 9.1, 16.1; UTH 13.1) on
-    a table linked to head office, where the cards and Loss Limits are; a standalone table has
-    no patron service and plays uncarded unless `required = true` is written (then it checks
-    only that each wager names a card: docs/rounds-uth.md, "What a regulator should confirm").
+DEPARTURE = ("[cards] required = false: wagers are taken without a Player Card, a departure"
+             " from NSW Pai Gow 9.1, 16.1 / UTH 13.1 (configured)")
+
+
+def read_cards(root: Table, *, profile_requires: bool, link: LinkConfig,
+               simulated: bool) -> CardsConfig:
+    """[cards]: `required` defaults to the profile's rule (NSW Pai Gow 9.1, 16.1; UTH 13.1; NZ
+    and ACT Pai Gow have none), linked or not. A linked table asks head office's patron service;
+    a standalone simulated table (`simulated`) has the simulated patron service (demo cards, no
+    Loss Limit); a real standalone table has none and refuses every wager saying why, unless
+    `required = false` is written, which is logged at start as a departure (`departure`).
     """
     t = root.table("cards")
-    default = profile_requires and link.enabled
+    default = profile_requires
     if t is None:
-        return CardsConfig(required=default, local=not link.enabled)
+        return CardsConfig(required=default, local=not link.enabled, simulated=simulated)
     required = t.boolean("required", default)
     answer_s = t.seconds("answer_s", 2.0, lo=ANSWER_S[0], hi=ANSWER_S[1])
     offline = t.string("offline", REFUSE, choices=[REFUSE, ALLOWANCE])
@@ -101,6 +107,8 @@ def read_cards(root: Table, *, profile_requires: bool, link: LinkConfig) -> Card
     if offline == ALLOWANCE and not allowance:
         t.error("offline_allowance", 'required (cents > 0) with offline = "allowance"')
     t.done()
+    departure = DEPARTURE if profile_requires and required is False else None
     return CardsConfig(required=bool(required), local=not link.enabled,
                        answer_ms=int((answer_s or 2.0) * 1000), offline=offline or REFUSE,
-                       offline_allowance=allowance or 0)
+                       offline_allowance=allowance or 0, simulated=simulated,
+                       departure=departure)

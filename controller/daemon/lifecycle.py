@@ -43,6 +43,10 @@ class StartLine:
             f" {table.cfg.game}; {what}",
             **fields,
         )
+        game_cfg = table.cfg.uth or table.cfg.paigow
+        departure = getattr(getattr(game_cfg, "cards", None), "departure", None)
+        if departure:  # issue 29: a profile's card rule switched off is said at every start
+            log_event(self.log, 30, departure, table=table.cfg.table_id)
 
     async def stop(self) -> None:
         return None

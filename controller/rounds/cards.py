@@ -39,6 +39,10 @@ CHECKING, RESERVING, VALID, REFUSED, INVALID = (
 PENDING = (CHECKING, RESERVING)
 REFUSE, ALLOWANCE = "refuse", "allowance"
 OFFLINE_REASON = "head office cannot confirm the card (UTH 13.1)"
+NO_SERVICE_REASON = (
+    "no patron service: this table is not linked to head office, so no Player Card can be"
+    " confirmed (NSW Pai Gow 9.1, 16.1; UTH 13.1); link it ([link] enabled) or configure"
+    " [cards] required = false")
 
 JSON = dict[str, Any]
 
@@ -46,22 +50,33 @@ JSON = dict[str, Any]
 @dataclass(frozen=True)
 class CardsConfig:
     """[cards] (docs/configuration.md). required: every wager needs a valid card (NSW Pai Gow
-    9.1, 16.1; UTH 13.1). local: no head office (a standalone table): a well-formed card is
-    valid with no Loss Limit, answered at once by the table itself (docs/rounds-uth.md, "What a
-    regulator should confirm"). offline: what no answer within answer_ms means: REFUSE (strict)
-    or ALLOWANCE (up to offline_allowance cents per card, journaled)."""
+    9.1, 16.1; UTH 13.1). local: no head office (a standalone table). simulated: a standalone
+    simulated table (`--simulate`, `./dev run`) has the simulated patron service: a well-formed
+    card is a demo card, valid with no Loss Limit, answered at once by the table itself; a real
+    standalone table that requires cards has no patron service and refuses every wager, saying
+    why (NO_SERVICE_REASON). offline: what no answer within answer_ms means: REFUSE (strict)
+    or ALLOWANCE (up to offline_allowance cents per card, journaled). departure: the line
+    logged at start when a profile's rule is switched off (`required = false` on NSW)."""
 
     required: bool = False
     local: bool = True
     answer_ms: int = 2000
     offline: str = REFUSE
     offline_allowance: int = 0
+    simulated: bool = False
+    departure: str | None = None
 
     @property
     def asks(self) -> bool:
         """Head office is asked: cards required on a linked table. Not required, a card given
         is recorded with the wager and nothing is asked (NZ, ACT: no such rule)."""
         return self.required and not self.local
+
+    @property
+    def unserved(self) -> bool:
+        """Cards required on a real standalone table: nobody can confirm a card (no link, not
+        simulated), so every wager is refused with NO_SERVICE_REASON."""
+        return self.required and self.local and not self.simulated
 
     def __post_init__(self) -> None:
         if self.offline not in (REFUSE, ALLOWANCE):
@@ -116,6 +131,8 @@ def _record(card: str, status: str) -> JSON:
 def usable(config: CardsConfig, patrons: JSON, seat: str, what: str, rule: str) -> JSON | None:
     """The seat's card record for a wager, or InputError when the profile requires a valid card
     and there is none (refused before the deal: UTH 11.16.1 / Pai Gow 16.1)."""
+    if config.unserved:
+        raise InputError(f"{what}: {NO_SERVICE_REASON}")
     record = patrons.get(seat)
     if record is None or record["status"] in (REFUSED, INVALID):
         if not config.required:
@@ -137,9 +154,45 @@ def reserve(config: CardsConfig, patrons: JSON, seat: str, amount: int, round_: 
     if not config.asks:
         return {**patrons, seat: {**record, "status": VALID, "asked": amount,
                                   "granted": amount}}, []
-    record = {**record, "status": RESERVING, "req": req, "asked": amount, "granted": None}
+    others = held_elsewhere(patrons, seat, record["card"])
+    record = {**record, "status": RESERVING, "req": req, "asked": amount, "granted": None,
+              "others": others}
     return {**patrons, seat: record}, [request("card_reserve", req, record["card"],
-                                               round_=round_, amount=amount)]
+                                               round_=round_, amount=others + amount)]
+
+
+def held_elsewhere(patrons: JSON, seat: str, card: str) -> int:
+    """What the card's other seats at this table hold or ask this round. Head office keeps one
+    reservation per card, table and round (a repeat replaces it: headoffice/ledger/cards.py),
+    so a card on two boxes (or a box and a jackpot wager on another's box, or a Pai Gow player
+    on two boxes) asks for its total: each request is the seat's own plus this."""
+    total = 0
+    for s, r in patrons.items():
+        if s == seat or r["card"] != card:
+            continue
+        if r["status"] == VALID:
+            total += r["granted"] or 0
+        elif r["status"] == RESERVING:
+            total += r["asked"] or 0
+    return total
+
+
+def top_up(config: CardsConfig, patrons: JSON, seat: str, amount: int, round_: int,
+           req: str) -> tuple[JSON, list[Effect]]:
+    """The seat's reservation raised to `amount` for the round (a chip added to the seat's
+    wagers after they were reserved: UTH 15.2.4 with 13.3). Head office's reservation of a
+    round replaces its earlier one; should it refuse, the earlier grant stands (`topup`
+    remembers it) and only the added chip is refused (Answer.chip)."""
+    record = patrons[seat]
+    base = record["granted"] if record["status"] == VALID else None
+    if not config.asks:
+        return {**patrons, seat: {**record, "status": VALID, "asked": amount,
+                                  "granted": amount}}, []
+    others = held_elsewhere(patrons, seat, record["card"])
+    record = {**record, "status": RESERVING, "req": req, "asked": amount, "granted": None,
+              "topup": base, "others": others}
+    return {**patrons, seat: record}, [request("card_reserve", req, record["card"],
+                                               round_=round_, amount=others + amount)]
 
 
 @dataclass(frozen=True)
@@ -151,6 +204,7 @@ class Answer:
     refused: str | None = None  # before the deal: the seat's wager goes back, with this reason
     invalid: str | None = None  # during the hand: 11.16.2
     capped: int | None = None  # during the hand: valid only up to this (UTH 11.17)
+    chip: str | None = None  # a top-up refused: the added chip goes back, the rest stands
 
 
 def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_used: JSON,
@@ -182,11 +236,16 @@ def answer(config: CardsConfig, patrons: JSON, data: Mapping[str, Any], offline_
     if not reserving:
         record["status"] = VALID
         return Answer(seat, record)
-    granted = fields.cents(data, "granted", 0)
+    total = fields.cents(data, "granted", 0)  # the card's whole reservation at this table
+    granted = max(total - (record.pop("others", None) or 0), 0) if total else 0
+    base = record.pop("topup", None)
     if granted >= asked:
         record |= {"status": VALID, "granted": granted}
         return Answer(seat, record)
     why = _why(data, f"over the Loss Limit: {dollars(granted)} can be risked (UTH 13.3)")
+    if base is not None:  # a top-up refused: head office keeps the earlier grant (UTH 13.3)
+        record |= {"status": VALID, "granted": base, "asked": base}
+        return Answer(seat, record, chip=why)
     if in_hand:  # UTH 11.17: found over the limit after the deal
         record |= {"status": VALID, "granted": granted, "found": granted, "reason": why}
         return Answer(seat, record, capped=granted)
@@ -253,11 +312,26 @@ def return_excess(bets: list[tuple[str, int]], valid: int) -> tuple[list[tuple[s
 def settled(round_: int, record: JSON, wagered: int, net: int, returned: int,
             void: bool) -> Effect:
     """card_settled: head office records the round's net for the card and releases its
-    reservation (the patron contract)."""
+    reservation (the patron contract). A void round's net is 0, or minus what a supervisor
+    forfeited after an invalidation for fraud (UTH 13.10, NSW Pai Gow 16.6: the house keeps
+    it, a loss like any other toward the Loss Limit); `wagered` is then the forfeited amount."""
     payload = {"round": round_, "card": record["card"], "reserved": record.get("granted") or 0,
-               "wagered": wagered, "net": 0 if void else net, "returned": returned,
-               "void": void}
+               "wagered": wagered, "net": net, "returned": returned, "void": void}
     return Effect(EffectKind.OUTBOX, {"type": OutboxType.CARD_SETTLED, "payload": payload})
+
+
+def settled_cards(round_: int, rows: list[tuple[JSON, int, int, int]],
+                  void: bool) -> list[Effect]:
+    """card_settled once per card, its seats summed: head office settles a card's round at a
+    table once, releasing the one reservation (`held_elsewhere`). rows: (record, wagered,
+    net, returned) per seat."""
+    totals: dict[str, list[int]] = {}
+    for record, wagered, net, returned in rows:
+        t = totals.setdefault(record["card"], [0, 0, 0, 0])
+        for i, v in enumerate((record.get("granted") or 0, wagered, net, returned)):
+            t[i] += v
+    return [settled(round_, {"card": card, "granted": t[0]}, t[1], t[2], t[3], void)
+            for card, t in totals.items()]
 
 
 def after_round(patrons: JSON) -> JSON:

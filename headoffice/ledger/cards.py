@@ -177,6 +177,13 @@ def _decide(db: Database, req: dict[str, Any], now: str) -> dict[str, Any]:
         return out(True, f"round {req['round']} at table {table} is already settled for"
                          " this card", f)
     amount = req["amount"]
+    if held is not None and amount <= int(held["amount"]):
+        # Already held: a repeat, or a smaller total arriving after a larger one (a table's
+        # requests may be decided out of order by two workers of a shared subscription). The
+        # larger stays held, so what a table was granted is never released before settlement.
+        if f["remaining"] is not None:
+            f["remaining"] -= int(held["amount"])
+        return out(True, None, f, granted=amount)
     if f["remaining"] is not None and amount > f["remaining"]:
         # 13.3: no wager that would exceed the Loss Limit. An earlier grant for the round
         # stays held (the table keeps what it was granted).
@@ -184,7 +191,8 @@ def _decide(db: Database, req: dict[str, Any], now: str) -> dict[str, Any]:
                          " (UTH 13.3)", f)
     db.write("INSERT INTO card_reservations (table_id, round, card_id, amount, period_start,"
              " utc, settled) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (table_id, round, card_id)"
-             " DO UPDATE SET amount = excluded.amount, utc = excluded.utc",
+             " DO UPDATE SET amount = excluded.amount, utc = excluded.utc"
+             " WHERE excluded.amount > card_reservations.amount",
              (table, req["round"], card, amount, row["period_start"], now, False))
     if f["remaining"] is not None:
         f["remaining"] -= amount

@@ -142,8 +142,12 @@ def check_card_payload(type_: str, payload: Any, what: str) -> JSON:
         for key in ("reserved", "wagered", "returned"):
             _int(payload, key, what, lo=0, hi=MAX_CENTS)
         net = _int(payload, "net", what, lo=-MAX_CENTS, hi=MAX_CENTS)
-        if _bool(payload, "void", what) and net != 0:
-            raise SchemaError(f"{what}: a void round's 'net' must be 0, got {net}")
+        wagered = payload["wagered"]
+        if _bool(payload, "void", what) and not -wagered <= net <= 0:
+            # a void round returns everything but what a supervisor forfeited (UTH 13.10,
+            # NSW Pai Gow 16.6): its net is 0 or that loss, never more than was wagered
+            raise SchemaError(f"{what}: a void round's 'net' must be between -wagered"
+                              f" ({-wagered}) and 0, got {net}")
     elif type_ == OutboxType.CARD_RESTRICTED:
         by = _str(payload, "by", what, max_len=64)
         reason = _str(payload, "reason", what, max_len=MAX_REASON)

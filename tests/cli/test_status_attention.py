@@ -131,7 +131,8 @@ def test_status_shows_a_round_stuck_by_an_unplugged_shaker_and_exits_4(tmp_path:
         ask(tmp_path, "device_fault", {"device": "shaker", "fault": "unplug"})
         wait_until(lambda: not ask(tmp_path, "status")["devices"]["shaker"]["ok"])
         ask(tmp_path, "dealer", {"action": "wager",
-                                 "data": {"box": 2, "amount": 1000, "player": "p2"}})
+                                 "data": {"box": 2, "amount": 1000, "player": "p2",
+                                          "card": "SIM-p2"}})
         ask(tmp_path, "dealer", {"action": "no_more_bets"})
         wait_until(lambda: ask(tmp_path, "status")["attention"]["stuck"] is not None)
 
@@ -167,8 +168,10 @@ def test_status_shows_a_round_stuck_by_an_unplugged_shaker_and_exits_4(tmp_path:
         assert "software not_configured: not checked: no manifest configured" in tablectl(
             tmp_path, "status").stdout
         tail = tablectl(tmp_path, "journal", "tail", "-n", "50").stdout
-        assert "dealer.wager amount=$10.00 box=2 player=p2" in tail and '{"' not in tail, tail
-        wager = tablectl(tmp_path, "dealer", "wager", "box=3", "amount=2500", "player=p3")
+        assert "dealer.wager amount=$10.00 box=2 card=SIM-p2 player=p2" in tail, tail
+        assert '{"' not in tail, tail
+        wager = tablectl(tmp_path, "dealer", "wager", "box=3", "amount=2500", "player=p3",
+                         "card=SIM-p3")  # NSW 9.1, 16.1: the simulated patron service's card
         assert "wager of p3 on box 3: $25.00" in wager.stdout and " c\n" not in wager.stdout
         # The self-test's sensors and a device test as lines, no braces or JSON.
         selftest = tablectl(tmp_path, "selftest").stdout
@@ -240,7 +243,8 @@ def test_alarms_clear_themselves_or_are_acknowledged_through_the_cli(tmp_path: P
         ask(tmp_path, "device_fault", {"device": "shaker", "fault": "unplug"})
         wait_until(lambda: not ask(tmp_path, "status")["devices"]["shaker"]["ok"])
         ask(tmp_path, "dealer", {"action": "wager",
-                                 "data": {"box": 2, "amount": 1000, "player": "p2"}})
+                                 "data": {"box": 2, "amount": 1000, "player": "p2",
+                                          "card": "SIM-p2"}})
         ask(tmp_path, "dealer", {"action": "no_more_bets"})
         wait_until(lambda: ask(tmp_path, "status")["attention"]["alarms"] != [])
         status = tablectl(tmp_path, "status").stdout

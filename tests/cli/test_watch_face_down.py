@@ -16,7 +16,9 @@ from controller.events import HIDDEN, face_down
 from tests.support.daemon import REPO, ask, start_daemon, wait_ready
 from tests.support.devices import wait_until
 
-CARD = re.compile(r"\bcard=(?!hidden\b)\S+")
+# A playing card shown (`As`, `Td`): a wager's Player Card id (`card=SIM-0002`, issue 29) is no
+# playing card and is not hidden.
+CARD = re.compile(r"\bcard=[2-9TJQKA][cdhs]\b")
 
 
 def test_a_dealt_cards_value_is_hidden_and_nothing_else_changes() -> None:
@@ -79,9 +81,11 @@ def test_journal_tail_and_round_show_hide_the_cards_of_a_round_in_play(tmp_path:
     try:
         wait_ready(tmp_path, proc)
         wait_until(lambda: ask(tmp_path, "status")["machine"]["deck_ready"], 30)
-        ask(tmp_path, "dealer", {"action": "wager", "data": {"box": 1, "ante": 1000}})
+        # Each wager on its Player Card (UTH 13.1): the simulated patron service's demo cards.
+        ask(tmp_path, "dealer", {"action": "wager", "data": {"box": 1, "ante": 1000,
+                                                             "card": "SIM-0001"}})
         # The dealer's answer in dollars (it said `box 2: ante 2500 blind 2500 trips 0`).
-        said = cli("dealer", "wager", "box=2", "ante=2500")
+        said = cli("dealer", "wager", "box=2", "ante=2500", "card=SIM-0002")
         assert "box 2: ante $25.00, blind $25.00, trips $0.00" in said, said
         assert not ask(tmp_path, "dealer", {"action": "deal"})["refused"]
         wait_until(lambda: ask(tmp_path, "status")["machine"]["cards_dealt"] >= 4, 30)

@@ -3,8 +3,8 @@ with `[cards] required` asks head office about each wager's card (`card_reserve`
 `tablectl/v1/table/{table}/patron`) and a small fake head office in the test answers on
 `tablectl/v1/ho/table/{table}/patron`; the table takes or refuses the wager on the answer
 (UTH 13.1, 13.3), and with no answer within `[cards] answer_s` refuses it (strict reading).
-Head office's own patron service is the other helper's (carded-ho): the end-to-end test is added
-after both are merged."""
+End to end (the last test): two linked tables and a real head-office worker (SQLite and
+PostgreSQL) racing one card never exceed its Loss Limit."""
 
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ from controller.link.patron_device import PatronDevice
 from controller.random_source import RandomSource
 from controller.rounds.base import Event
 from devices.sim import build_simulators
+from headoffice.ledger import Ledger, cards
 from shared.link import patron
 from shared.link.transport import connect
 from tests import mqtt_broker
-from tests.support.link import FAST, run, table_toml, wait_for
+from tests.support.link import FAST, head_office, run, table_toml, wait_for
 
 pytestmark = pytest.mark.skipif(not mqtt_broker.available(), reason="mosquitto not installed")
 
@@ -55,14 +56,14 @@ async def fake_head_office(broker: mqtt_broker.Broker, remaining: dict[str, int]
             await conn.publish(patron.answer_topic(TABLE), json.dumps(answer).encode())
 
 
-def carded_table(root: Path, broker: mqtt_broker.Broker) -> TableService:
-    toml = table_toml(TABLE, root, broker, cards="required = true\nanswer_s = 1.0")
-    cfg = validate_text(toml, "T1.toml")
+def carded_table(root: Path, broker: mqtt_broker.Broker, table: str = TABLE) -> TableService:
+    toml = table_toml(table, root, broker, cards="required = true\nanswer_s = 1.0")
+    cfg = validate_text(toml, f"{table}.toml")
     assert cfg.uth is not None and cfg.uth.cards.required and not cfg.uth.cards.local
     rng = random.Random(3)
     devices = build_simulators(cfg, rng)
     devices["rng"] = RandomSource(rng=rng)
-    devices["patron"] = PatronDevice(TABLE, cfg.uth.cards.answer_ms / 1000)
+    devices["patron"] = PatronDevice(table, cfg.uth.cards.answer_ms / 1000)
     link = LinkExtension(cfg, options=FAST)
     import logging
     return TableService(cfg, build_machine(cfg), devices, logging.getLogger("t.patron"),
@@ -121,3 +122,114 @@ def test_strict_reading_head_office_silent_refuses_the_wager(tmp_path: Path, bro
             await asyncio.wait_for(task, 20)
 
     run(main(), timeout=120)
+
+
+def refusals(watcher: asyncio.Queue[dict[str, Any] | None]) -> list[str]:
+    """The texts of every refusal the table has said so far (the keypad's, head office's)."""
+    out = []
+    while not watcher.empty():
+        item = watcher.get_nowait()
+        for e in (item or {}).get("effects", []):
+            if e["kind"] == "log" and e["data"].get("refused"):
+                out.append(e["data"]["text"])
+    return out
+
+
+LIMIT = 10_000  # card-0001's Loss Limit, $100 a day
+RISK = 3000  # a $5 Ante: ante + blind + the largest Play (4 x ante), what each wager reserves
+
+
+def test_end_to_end_two_tables_race_one_card_and_the_limit_holds(
+        tmp_path: Path, broker: mqtt_broker.Broker, ledger_url: str) -> None:
+    """Two linked tables and a real head-office worker (ledger on SQLite and PostgreSQL): six
+    wagers of $30 at risk on one card with a $100 Loss Limit, interleaved across the tables,
+    race for it: exactly three are taken and head office holds no more than the limit (UTH
+    13.3); a wager without a card is refused (11.16.1, 13.1); one over what remains is refused
+    at the keypad with the reason (13.3); head office gone, the strict reading refuses (13.1).
+    """
+    led = Ledger.open(ledger_url)
+
+    async def main() -> None:
+        async with head_office(ledger_url, broker) as workers:
+            cards.add_card(led.db, "card-0001", limit=LIMIT, kind="day", length=1, start=None,
+                           operator="alice", allowed=["alice"], reason="e2e")
+            tables = {n: carded_table(tmp_path / n, broker, n) for n in ("T1", "T2")}
+            watchers = {n: t.subscribe() for n, t in tables.items()}
+            tasks = [asyncio.create_task(t.run()) for t in tables.values()]
+            said: dict[str, list[str]] = {"T1": [], "T2": []}
+
+            def heard() -> dict[str, list[str]]:
+                for n, w in watchers.items():
+                    said[n] += refusals(w)
+                return said
+
+            try:
+                for t in tables.values():
+                    await wait_for(lambda t=t: t.ready and t.ignored.held is None, 30, "start")
+                    await wait_for(lambda t=t: t.devices["patron"].publish is not None, 10,
+                                   "link")
+                await race(tables, workers)
+                t1, t2 = tables["T1"], tables["T2"]
+                # 11.16.1, 13.1: no card, no wager (nothing asked of head office)
+                t2.emit(Event("dealer.wager", {"box": 4, "ante": 500}))
+                # 13.3 at the keypad: head office says $10 remains; a $30 risk is refused
+                t1.emit(Event("dealer.player_card", {"box": 5, "card": "card-0001"}))
+                await wait_for(lambda: t1.state.patrons.get("5", {}).get("status") == "valid",
+                               20, "the card's check")
+                assert t1.state.patrons["5"]["remaining"] == LIMIT - 3 * RISK
+                t1.emit(Event("dealer.wager", {"box": 5, "ante": 500}))
+                for t in tables.values():
+                    await t.idle()
+                assert "4" not in t2.state.wagers and "5" not in t1.state.wagers
+                assert any("box 4 has no valid Player Card" in x and "11.16.1" in x
+                           for x in heard()["T2"]), said["T2"]
+                assert any("over the Loss Limit: $10.00 remains, this wager risks $30.00"
+                           " (UTH 13.3)" in x for x in heard()["T1"]), said["T1"]
+                assert cards.show(led.db, "card-0001")["reserved"] == 3 * RISK
+            except BaseException:
+                for t in tables.values():
+                    t.stop()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
+        # head office gone: no answer within answer_s, the strict reading refuses (13.1)
+        t2 = tables["T2"]
+        try:
+            t2.emit(Event("dealer.wager", {"box": 6, "ante": 500, "card": "card-0001"}))
+            await wait_for(lambda: t2.state.patrons.get("6", {}).get("status") == "refused",
+                           20, "the answer_s timeout")
+            assert "6" not in t2.state.wagers
+            assert t2.state.patrons["6"]["reason"] == (
+                "head office cannot confirm the card (UTH 13.1)")
+        finally:
+            for t in tables.values():
+                t.stop()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def race(tables: dict[str, TableService], workers: Any) -> None:
+        order = [(n, box) for box in (1, 2, 3) for n in ("T1", "T2")]  # interleaved
+        for n, box in order:
+            tables[n].emit(Event("dealer.wager", {"box": box, "ante": 500, "card": "card-0001"}))
+
+        def answered() -> bool:
+            return all(len(t.state.patrons) == 3 and all(
+                r["status"] not in ("checking", "reserving") for r in t.state.patrons.values())
+                for t in tables.values())
+
+        await wait_for(answered, 30, "head office's answers")
+        for t in tables.values():
+            await t.idle()
+        taken = [(n, b) for n, t in tables.items() for b in t.state.wagers]
+        assert len(taken) == LIMIT // RISK == 3, taken  # a fourth would pass the limit
+        granted = sum(r["granted"] or 0 for t in tables.values()
+                      for r in t.state.patrons.values())
+        assert granted == 3 * RISK <= LIMIT
+        assert cards.show(led.db, "card-0001")["reserved"] == granted
+        refused = [r for t in tables.values() for r in t.state.patrons.values()
+                   if r["status"] == "refused"]
+        assert len(refused) == 3 and all("Loss Limit" in r["reason"] for r in refused)
+        assert all(w.counters["patron_answers"] for w in workers)
+
+    try:
+        run(main(), timeout=180)
+    finally:
+        led.close()

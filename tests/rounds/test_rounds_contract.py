@@ -29,8 +29,10 @@ NOW = Now("2026-11-26T08:00:00.000Z", 1000)
 
 def _device_events() -> dict[str, set[str]]:
     """kind -> the device classes that can emit it (every module under devices/ imported)."""
-    for info in pkgutil.iter_modules(devices.__path__):
-        importlib.import_module(f"devices.{info.name}")
+    # Every module, drivers and simulators too: a device package's __init__ names them
+    # lazily (devices/kind.py), so importing the packages alone finds only some classes.
+    for info in pkgutil.walk_packages(devices.__path__, prefix="devices."):
+        importlib.import_module(info.name)
     # The cut's random source is a device that lives in controller (NZ 9.3A(c)): imported here,
     # not left to whichever test imported it first (run alone, this test missed it).
     importlib.import_module("controller.random_source")

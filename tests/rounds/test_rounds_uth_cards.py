@@ -21,9 +21,14 @@ CARDS = CardsConfig(required=True, local=False)
 class HeadOffice:
     """Answers each card request: cards it knows are valid with `remaining` cents left."""
 
-    def __init__(self, remaining: dict[str, int], *, silent: bool = False) -> None:
+    def __init__(self, remaining: dict[str, int], *, silent: bool = False,
+                 ledger: bool = False) -> None:
         self.remaining = dict(remaining)
         self.silent = silent
+        # ledger: like headoffice/ledger/cards.py, a round's reservation replaces its earlier
+        # one and what remains is said after the grant
+        self.ledger = ledger
+        self.held: dict[tuple[str, int], int] = {}
         self.asked: list[dict[str, Any]] = []
 
     def answer(self, table: Table, effects: list[Any]) -> None:
@@ -37,12 +42,18 @@ class HeadOffice:
                 continue
             card = args["card"]
             left = self.remaining.get(card)
+            key = (card, args.get("round") or 0)
+            if self.ledger and left is not None:  # the round's own reservation excluded
+                left -= sum(a for k, a in self.held.items() if k[0] == card and k != key)
             data: dict[str, Any] = {"req": args["req"], "card": card, "valid": left is not None,
                                     "remaining": left}
             if left is None:
                 data["reason"] = "unknown card"
             if e.data["command"] == "card_reserve" and left is not None:
                 data["granted"] = args["amount"] if args["amount"] <= left else 0
+                if self.ledger and data["granted"]:
+                    self.held[key] = args["amount"]
+                    data["remaining"] = left - args["amount"]
             table.step("ho.card", **data)
 
 
@@ -62,6 +73,20 @@ def test_13_1_11_16_1_a_wager_without_a_card_is_refused_before_the_deal() -> Non
     out = t.step("dealer.wager", box=1, ante=1000)
     assert t.state.wagers == {}
     assert "no valid Player Card" in texts(out) and "11.16.1" in texts(out)
+
+
+def test_13_1_a_real_standalone_table_has_no_patron_service_and_refuses_saying_why() -> None:
+    """Cards required (the NSW default, UTH 13.1) on a table neither linked nor simulated:
+    nobody can confirm a card, so even a carded wager is refused, with the reason."""
+    t = Table(UthConfig(pool=POOL, cards=CardsConfig(required=True, local=True)))
+    out = t.step("dealer.wager", box=1, ante=1000, card="CARD-0001")
+    assert t.state.wagers == {}
+    assert "no patron service" in texts(out) and "required = false" in texts(out)
+    sim = Table(UthConfig(pool=POOL, cards=CardsConfig(required=True, simulated=True)))
+    sim.step("dealer.wager", box=1, ante=1000, card="SIM-0001")  # the simulated service
+    assert sim.state.wagers == {"1": [1000, 1000, 0]}
+    out = sim.step("dealer.wager", box=2, ante=1000)  # 11.16.1 still: no card, no wager
+    assert "2" not in sim.state.wagers and "11.16.1" in texts(out)
 
 
 def test_cards_not_required_plays_as_before() -> None:
@@ -295,3 +320,108 @@ def test_13_4_from_the_cli_the_restriction_names_the_login_not_a_typed_name() ->
     assert msg["by"] == "sup-ann"
     out = t.event(Event("dealer.card_restrict", {"card": "CARD-0002"}))
     assert "by is required" in texts(out)
+
+
+# -- a jackpot chip added after the wager (15.2.4 with 13.3) ------------------------------------
+def test_15_2_4_13_3_a_late_jackpot_chip_is_added_to_the_cards_reservation() -> None:
+    """The box's wager reserved without a jackpot chip; the chip placed later, before the deal,
+    is reserved too (the most the box can lose grows by the jackpot wager, 13.3)."""
+    t, ho = carded(HeadOffice({"CARD-0001": 1_000_00}, ledger=True))
+    wager(t, ho, box=2, ante=1000, card="CARD-0001")
+    assert t.state.patrons["2"]["granted"] == 6000
+    out = t.step("bet.on", box=2)  # 15.2.4: the chip, before the first card
+    ho.answer(t, out)
+    reserves = [a for a in ho.asked if a["command"] == "card_reserve"]
+    assert [a["amount"] for a in reserves] == [6000, 6000 + 100]  # the round's new total
+    assert t.state.patrons["2"]["granted"] == 6100
+    t.run("dealer.deal")
+    assert t.state.phase == "preflop" and t.state.jackpot_boxes == [2]
+
+
+def test_13_3_a_late_jackpot_chip_over_the_remaining_limit_is_refused_with_the_reason() -> None:
+    """What remains after the wager's reservation cannot take the jackpot wager: the chip is
+    refused at once with the reason (13.3), the deal refused while it lies on the layout, and
+    the box's wager stands with its reservation."""
+    t, ho = carded(HeadOffice({"CARD-0001": 6050}, ledger=True))
+    wager(t, ho, box=2, ante=1000, card="CARD-0001")
+    assert t.state.patrons["2"]["remaining"] == 50
+    out = t.step("bet.on", box=2)
+    assert "jackpot chip" in texts(out) and "$0.50 remains" in texts(out)
+    assert "13.3" in texts(out)
+    assert [a["command"] for a in ho.asked] == ["card_reserve"]  # nothing more asked
+    t.run("dealer.deal")
+    assert t.state.phase == "betting" and "remove it" in texts(t.effects)
+    t.step("bet.off", box=2)
+    t.run("dealer.deal")
+    assert t.state.phase == "preflop" and t.state.jackpot_boxes == []
+    assert t.state.wagers == {"2": [1000, 1000, 0]} and t.state.patrons["2"]["granted"] == 6000
+
+
+def test_13_3_head_office_refusing_the_late_chip_keeps_the_wager() -> None:
+    """Head office knows less remains than the table last heard (another table played the
+    card): its refusal of the top-up refuses the chip only; the wager's grant stands."""
+    ho = HeadOffice({"CARD-0001": 1_000_00}, ledger=True)
+    t, _ = carded(ho)
+    wager(t, ho, box=2, ante=1000, card="CARD-0001")
+    ho.remaining["CARD-0001"] = 6050  # the other table's loss, settled meanwhile
+    out = t.step("bet.on", box=2)
+    ho.answer(t, out)
+    assert t.state.wagers == {"2": [1000, 1000, 0]}
+    assert t.state.patrons["2"]["granted"] == 6000
+    assert "jackpot chip" in texts(t.effects) and "13.3" in texts(t.effects)
+    t.run("dealer.deal")
+    assert t.state.phase == "betting"  # the chip still lies there: remove it first
+
+
+# -- an invalidated round (13.9-13.10) -----------------------------------------------------------
+def test_13_10_a_forfeit_counts_as_the_cards_loss() -> None:
+    """A fraudster's wagers forfeited by the supervisor (13.9.2, 13.10): the house keeps them,
+    so the card's net is that loss (toward the Loss Limit, 13.3), not 0; the other box's card
+    is refunded with net 0."""
+    t, ho = carded()
+    wager(t, ho, box=2, ante=1000, trips=500, card="CARD-0001")
+    wager(t, ho, box=5, ante=2000, card="CARD-0002")
+    t.stack("Ah Kh Qh 2c 7d 3s 4s Jh Th 9c 9d")
+    t.run("dealer.deal")
+    t.step("dealer.decision", box=2, action="play4")
+    out = t.event(Event("dealer.void", {"kind": "invalidated", "cause": "fraud",
+                                        "reason": "past-posting", "forfeit": [2],
+                                        "operator": {"uid": 1001, "user": "sam"}}))
+    settled = {e.data["payload"]["card"]: e.data["payload"] for e in out
+               if e.kind == "outbox" and e.data["type"] == "card_settled"}
+    lost = 1000 + 1000 + 500 + 4000
+    assert settled["CARD-0001"] | {"reserved": 0} == {
+        "round": 1, "card": "CARD-0001", "reserved": 0, "wagered": lost, "net": -lost,
+        "returned": 0, "void": True}
+    assert (settled["CARD-0002"]["net"], settled["CARD-0002"]["void"]) == (0, True)
+
+
+# -- one card on two boxes (head office keeps one reservation per card, table and round) --------
+def test_13_3_one_card_on_two_boxes_asks_for_its_total() -> None:
+    """Head office's reservation of a card for a round at a table is one (a repeat replaces
+    it): the second box's request carries both boxes' risk, so two boxes together cannot pass
+    the Loss Limit (13.3); its refusal leaves the first box's wager and grant standing."""
+    t, ho = carded(HeadOffice({"CARD-0001": 10_000}, ledger=True))
+    wager(t, ho, box=1, ante=1000, card="CARD-0001")  # 6000 at risk
+    wager(t, ho, box=2, ante=1000, card="CARD-0001")  # 6000 more: 12000 > 10000
+    reserves = [a["amount"] for a in ho.asked if a["command"] == "card_reserve"]
+    assert reserves == [6000, 12000]
+    assert t.state.wagers == {"1": [1000, 1000, 0]} and ho.held == {("CARD-0001", 1): 6000}
+    assert t.state.patrons["1"]["granted"] == 6000 and "Loss Limit" in texts(t.effects)
+    wager(t, ho, box=3, ante=500, card="CARD-0001")  # 3000 more: 9000 fits
+    assert sorted(t.state.wagers) == ["1", "3"] and ho.held == {("CARD-0001", 1): 9000}
+    assert t.state.patrons["3"]["granted"] == 3000
+
+
+def test_one_card_on_two_boxes_is_settled_once_with_both_boxes() -> None:
+    """card_settled once per card: head office settles a card's round at a table once."""
+    t, ho = carded()
+    wager(t, ho, box=1, ante=1000, card="CARD-0001")
+    wager(t, ho, box=2, ante=500, card="CARD-0001")
+    t.stack("Ah Kh Qh 2c 7d 3s 4s Jh Th 9c 9d")
+    t.run("dealer.deal")
+    out = t.event(Event("dealer.void", {"reason": "test"}))
+    settled = [e.data["payload"] for e in out
+               if e.kind == "outbox" and e.data["type"] == "card_settled"]
+    assert settled == [{"round": 1, "card": "CARD-0001", "reserved": 6000 + 3000,
+                        "wagered": 0, "net": 0, "returned": 0, "void": True}]

@@ -88,9 +88,11 @@ class CardSteps(PaiGowCore):
             return self._returned(state, lambda w: seat(w["box"], w["player"]) != got.seat,
                                   f"{got.refused} ({RULE})")
         if got.invalid is not None or got.capped is not None:
-            # The wagers are fixed at no more bets; a card found invalid (or short) during
-            # the hand is recorded for the people who settle it (docs/rounds-paigow.md).
-            why = got.invalid or f"over the Loss Limit: valid up to {got.capped} c"
+            # The wagers are fixed at no more bets; the result settles it by the rule
+            # (_cards_adjust: NSW 15.21.2, 16.1; a Loss Limit found short: valid up to it).
+            why = (f"{got.invalid}: the wager is returned, winnings not paid (NSW 15.21.2,"
+                   " 16.1)" if got.invalid else f"over the Loss Limit: valid up to"
+                   f" {cards.dollars(got.capped or 0)}, the excess returned")
             return state, [Effect(EffectKind.ALARM, {"severity": "dealer", "rule": "16.1",
                                             "text": f"{got.seat}: card {got.record['card']}:"
                                                     f" {why}"})]
@@ -134,6 +136,61 @@ class CardSteps(PaiGowCore):
         return self._returned(state, lambda w: seat(w["box"], w["player"]) != where,
                               f"{why} ({RULE})")
 
+    def _cards_adjust(self, state: PaiGowState, summary: JSON, house_alone: bool
+                      ) -> tuple[JSON, list[Effect]]:
+        """The round's result as each wager's card allows, both parts in the record. A card
+        found invalid after no more bets (NSW 16.1, 15.21.2): the wager is returned and no
+        winnings are paid (net 0, `card_invalid`). A card whose Loss Limit head office found
+        short (its late answer under the offline allowance): the wager is valid up to what was
+        granted and settled on that part, the excess returned (`loss_limit {valid, excess}`,
+        the UTH 11.17 treatment; the Pai Gow seed has no Loss Limit clause). The difference is
+        the house's when it banks alone; with a player or co-banker the bank's commission
+        depends on every wager, so the dealer is alarmed and the round is recorded as dealt
+        (`card_unsettled`), for the supervisor (docs/rounds-paigow.md)."""
+        settlement = summary.get("settlement")
+        if not settlement:
+            return summary, []
+        results, delta, effects, unsettled = [], 0, [], []
+        for r in settlement["results"]:
+            record = state.patrons.get(seat(r["box"], r["player"]))
+            invalid = record is not None and record["status"] == cards.INVALID
+            valid = None if record is None or invalid else record.get("found")
+            if not invalid and valid is None:
+                results.append(r)
+                continue
+            r = {**r, "card": record["card"]} if record else r
+            if not house_alone:
+                unsettled.append(seat(r["box"], r["player"]))
+                results.append(r)
+                continue
+            net = r["net"]
+            if invalid:
+                new = {**r, "net": 0, "won": 0, "commission": 0, "paid_back": r["amount"],
+                       "card_invalid": {"reason": record["reason"], "dealt_net": net,
+                                        "rule": "NSW 16.1, 15.21.2"}}
+            else:
+                keep = min(int(valid), r["amount"])
+                part = net * keep // r["amount"] if net > 0 else max(net, -keep)
+                new = {**r, "net": part, "paid_back": r["amount"] + part,
+                       "loss_limit": {"valid": keep, "excess": r["amount"] - keep,
+                                      "dealt_net": net}}
+            delta += net - new["net"]
+            results.append(new)
+        if unsettled:
+            effects.append(Effect(EffectKind.ALARM, {
+                "severity": "dealer", "rule": "16.1",
+                "text": f"{', '.join(unsettled)}: card invalid or short with a player bank:"
+                        " settle by hand (NSW 16.1, 15.21.2)"}))
+        players = sum(r["net"] for r in results)
+        settlement = {**settlement, "results": results, "house_net":
+                      settlement["house_net"] + delta, "players_net": players}
+        settlement["conserved"] = players + settlement["banker_net"] + \
+            settlement["house_net"] == 0
+        out = {**summary, "settlement": settlement}
+        if unsettled:
+            out["card_unsettled"] = unsettled
+        return out, effects
+
     def _cards_settled(self, state: PaiGowState, summary: JSON, void: bool) -> list[Effect]:
         nets: dict[str, int] = {}
         amounts: dict[str, int] = {}
@@ -141,7 +198,12 @@ class CardSteps(PaiGowCore):
             nets[seat(r["box"], r["player"])] = r["net"]
         for w in state.wagers:
             amounts[seat(w["box"], w["player"])] = w["amount"]
+        if void:  # returned, but what a supervisor forfeited for a fraud (NSW 16.5.2, 16.6)
+            lost = {seat(w["box"], w["player"]): w["amount"]
+                    for w in summary.get("forfeited") or []}
+            nets = {s: -a for s, a in lost.items()}
         if not self.config.cards.asks:  # no reservation at head office to release
             return []
-        return [cards.settled(state.number, r, amounts.get(s, 0), nets.get(s, 0), 0, void)
-                for s, r in state.patrons.items() if r.get("granted")]
+        return cards.settled_cards(state.number, [
+            (r, amounts.get(s, 0), nets.get(s, 0), 0)
+            for s, r in state.patrons.items() if r.get("granted")], void)

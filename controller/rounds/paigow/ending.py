@@ -103,7 +103,10 @@ class RoundEnd(PaiGowCore):
         advise = self._to_advise(result)
         summary = {**self._summary(state, "completed", now), **result,
                    **({"advised": advise} if advise else {})}
-        effects = [alarm(a) for a in alarms] + self._records(summary)
+        house_alone = bank.holder is BankHolder.HOUSE and not (
+            (result.get("settlement") or {}).get("banker_net"))
+        summary, card_fx = self._cards_adjust(state, summary, house_alone)  # NSW 16.1
+        effects = [alarm(a) for a in alarms] + card_fx + self._records(summary)
         effects += [alarm(f"advise {p}: further wagers under the minimum are returned regardless"
                           f" of the result ({UNDER_MINIMUM_RULE})", "info") for p in advise]
         effects += self._cards_settled(state, summary, False)

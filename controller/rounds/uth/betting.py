@@ -78,7 +78,12 @@ def withdraw(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
 
 
 def bet_on(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return jackpot.bet_on(config, state, fields.box(data, config.boxes), now)
+    box = fields.box(data, config.boxes)
+    state, effects = jackpot.bet_on(config, state, box, now)
+    if not jackpot.live(config, state, now):  # no jackpot wager (11.11): nothing to reserve
+        return state, effects
+    state, card_fx = carded.jackpot_chip(config, state, box)  # 15.2.4 with 13.3
+    return state, [*effects, *card_fx]
 
 
 def bet_off(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
@@ -96,7 +101,7 @@ def deal(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         raise InputError(f"dealer.deal while {state.phase}")
     if not state.wagers:
         raise InputError("no box has an Ante and a Blind (5.3, 7.2.4)")
-    carded.deal_ready(config, state)
+    carded.deal_ready(config, state, jackpot.live(config, state, now))
     if not rnd.deck_usable(state):
         why = "suspect, to be checked (11.7.3)" if state.deck in state.suspect else "not shuffled"
         raise InputError(f"deck {state.deck} is {why}")

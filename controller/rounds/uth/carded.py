@@ -108,18 +108,70 @@ def on_jackpot_other(config: UthConfig, state: UthState, data: Any, box: int) ->
     return replace(state, patrons=patrons), [*effects, *more]
 
 
+def jackpot_chip(config: UthConfig, state: UthState, box: int) -> Result:
+    """bet.on after the box's wager was reserved (a late jackpot chip, before the first card:
+    15.2.4): the most the box can lose grows by the jackpot wager, so the card's reservation is
+    raised to it (13.3); refused at once, with the reason, when what head office said remains
+    cannot take it. A refused chip stays refused until removed (deal_ready; the lock leaves
+    it out: uncovered)."""
+    seat = str(box)
+    if not config.cards.required or state.in_round or seat not in state.wagers or (
+            seat in state.jackpot_owners):
+        return state, []
+    record = state.patrons.get(seat)
+    if record is None or record["status"] not in (cards.VALID, cards.RESERVING):
+        return state, []
+    need = at_risk(config, state, box, tuple(state.wagers[seat]))  # type: ignore[arg-type]
+    had = (record["granted"] or 0) if record["status"] == cards.VALID else 0
+    if record["status"] == cards.VALID and had >= need:
+        return state, []
+    remaining = record["remaining"]
+    if record["status"] == cards.VALID and remaining is not None and need - had > remaining:
+        return state, [fx.log(f"box {box}: jackpot chip refused: over the Loss Limit:"
+                              f" {cards.dollars(remaining)} remains, the chip risks"
+                              f" {cards.dollars(need - had)} (UTH 13.3): remove it",
+                              refused=True)]
+    state, req = _req(state)
+    patrons, more = cards.top_up(config.cards, state.patrons, seat, need, state.round, req)
+    return replace(state, patrons=patrons), [*more, fx.log(
+        f"box {box}: jackpot chip added to card {record['card']}'s reservation"
+        f" ({cards.dollars(need)} at risk, 13.3)")]
+
+
+def uncovered(config: UthConfig, state: UthState) -> list[int]:
+    """Boxes whose own jackpot chip lies on the layout but is not within the card's confirmed
+    reservation (refused, or still asked when the first card comes): no jackpot wager (13.3)."""
+    if not config.cards.required:
+        return []
+    out = []
+    for box in state.sensors:
+        seat = str(box)
+        record = state.patrons.get(seat)
+        if seat not in state.wagers or seat in state.jackpot_owners or record is None:
+            continue
+        need = at_risk(config, state, box, tuple(state.wagers[seat]))  # type: ignore[arg-type]
+        if record["status"] != cards.VALID or (record["granted"] or 0) < need:
+            out.append(box)
+    return out
+
+
 def card_of(state: UthState, seat: str) -> str:
     record = state.patrons.get(seat)
     return f" on card {record['card']}" if record else ""
 
 
-def deal_ready(config: UthConfig, state: UthState) -> None:
-    """No first card while head office has not answered for a wager's card."""
+def deal_ready(config: UthConfig, state: UthState, live: bool = True) -> None:
+    """No first card while head office has not answered for a wager's card, nor while a
+    jackpot chip its card cannot cover lies on the layout (`live`: the jackpot takes wagers)."""
     seats = [*state.wagers, *(f"j{b}" for b in state.jackpot_owners)]
     waiting = cards.pending(state.patrons, seats)
     if waiting:
         raise InputError(f"waiting for head office to confirm the Player Card of box"
                          f" {', '.join(s.lstrip('j') for s in waiting)} (13.1, 13.3)")
+    over = uncovered(config, state) if live else []
+    if over:
+        raise InputError(f"box {', '.join(map(str, over))}: the jackpot chip is over what the"
+                         " Player Card's Loss Limit leaves: remove it (UTH 13.3, 15.2.4)")
 
 
 def ho_card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
@@ -144,6 +196,9 @@ def ho_card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         return state, [fx.alarm("dealer", f"box {seat.lstrip('j')}: card {card} found invalid"
                                 f" during the hand: {got.invalid}; the wager is returned,"
                                 " winnings not paid (11.16.2)", "11.16.2")]
+    if got.chip is not None:
+        return state, [fx.log(f"box {seat}: jackpot chip refused: {got.chip}: remove it",
+                              refused=True)]
     if got.capped is not None:
         return state, [fx.alarm("dealer", f"box {seat}: over the Loss Limit: valid up to"
                                 f" {cards.dollars(got.capped)}, the excess returned in reverse"
@@ -223,7 +278,8 @@ def settle_boxes(config: UthConfig, state: UthState, summary_boxes: list[dict[st
     the limit, the excess returned in reverse order), with its card; and `card_settled` for
     every card that held a reservation at head office this round (none when it was not asked:
     cards not required, or a standalone table)."""
-    out, effects = [], []
+    out: list[dict[str, Any]] = []
+    rows: list[tuple[dict[str, Any], int, int, int]] = []
     seen: set[str] = set()
     for b in summary_boxes:
         seat = str(b["box"])
@@ -240,8 +296,7 @@ def settle_boxes(config: UthConfig, state: UthState, summary_boxes: list[dict[st
         elif record["found"] is not None:
             b, returned = _capped_box(b, record["found"])
         out.append(b)
-        effects.append(cards.settled(state.round, record, b["placed"] - returned, b["net"],
-                                     returned, False))
+        rows.append((record, b["placed"] - returned, b["net"], returned))
     for seat, record in state.patrons.items():
         if seat in seen or not record.get("granted"):
             continue
@@ -250,8 +305,8 @@ def settle_boxes(config: UthConfig, state: UthState, summary_boxes: list[dict[st
         if seat.startswith("j") and seat[1:] in state.jackpot_owners:
             wagered = record["granted"]  # the jackpot wager went into the pool (15.3)
             net = -wagered if record["status"] != cards.INVALID else 0
-        effects.append(cards.settled(state.round, record, wagered, net, 0, False))
-    return out, effects if config.cards.asks else []
+        rows.append((record, wagered, net, 0))
+    return out, cards.settled_cards(state.round, rows, False) if config.cards.asks else []
 
 
 def _void_box(b: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -285,10 +340,17 @@ def _capped_box(b: dict[str, Any], valid: int) -> tuple[dict[str, Any], int]:
     return b, total_back
 
 
-def voided(config: UthConfig, state: UthState) -> list[Effect]:
-    """A void round: every card's reservation released, nothing won or lost."""
-    return [cards.settled(state.round, r, 0, 0, 0, True)
-            for r in state.patrons.values() if r.get("granted") and config.cards.asks]
+def voided(config: UthConfig, state: UthState, forfeited: dict[str, int] | None = None
+           ) -> list[Effect]:
+    """A void round: every card's reservation released. Nothing won or lost, but for a box
+    whose wagers a supervisor forfeited after an invalidation for fraud (13.9.2, 13.10): the
+    house keeps them, so the card's net is that loss (it counts toward the Loss Limit, 13.3)."""
+    lost = forfeited or {}
+    if not config.cards.asks:
+        return []
+    return cards.settled_cards(state.round, [
+        (r, lost.get(seat, 0), -lost.get(seat, 0), 0)
+        for seat, r in state.patrons.items() if r.get("granted")], True)
 
 
 def next_patrons(state: UthState) -> dict[str, Any]:

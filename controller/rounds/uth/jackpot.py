@@ -20,6 +20,7 @@ from controller.games.uth.evaluator import Category, category_of, hand_rank
 from controller.games.uth.jackpot import JackpotEntry, award, contribute
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
+from controller.rounds.uth import carded
 from controller.rounds.uth import effects as fx
 from controller.rounds.uth.state import (
     BET,
@@ -161,11 +162,13 @@ def lock(config: UthConfig, state: UthState, now: Now) -> Result:
     while the jackpot is live (11.11). Their contributions go to the pool now."""
     hands = {int(b) for b in state.wagers}
     online = live(config, state, now)
-    boxes = sorted(b for b in state.sensors if b in hands) if online else []
+    over = carded.uncovered(config, state)  # a chip its card cannot cover (13.3)
+    boxes = sorted(b for b in state.sensors if b in hands and b not in over) if online else []
     effects: list[Effect] = []
     for b in state.sensors:
         if b not in boxes:
             why = "no Ante/Blind (15.2.1)" if b not in hands else "jackpot offline (11.11)"
+            why = "over the Player Card's Loss Limit (13.3)" if b in over and online else why
             effects.append(fx.log(f"box {b}: jackpot wager refused, {why}"))
     lamps = dict(state.lamps)
     for b in range(1, config.boxes + 1):

@@ -302,7 +302,8 @@ def void(
             row["card"] = state.patrons[str(box)]["card"]
         returned.append(row)
     state, cancel_fx = jackpot.cancel(config, state)
-    cancel_fx = [*cancel_fx, *carded.voided(config, state)]
+    lost = {str(w["box"]): w["ante"] + w["blind"] + w["trips"] + w["play"] for w in forfeited}
+    cancel_fx = [*cancel_fx, *carded.voided(config, state, lost)]
     summary = {
         "round": state.round,
         "deck": state.deck,
