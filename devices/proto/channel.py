@@ -249,3 +249,32 @@ class FramedChannel:
         self.device.state = State.OFFLINE
         self.device.last_error = reason
         self.link.abort()
+
+
+class ChannelDriver(Device):
+    """A driver whose device speaks through one `FramedChannel` (card reader, shaker,
+    shuffler): it attaches the channel once, and the channel's port opens and closes with the
+    device. A base before the device's interface: `SerialShaker(ChannelDriver, DiceShaker)`."""
+
+    cfg: SerialConfig
+    channel: FramedChannel
+
+    def _attach(
+        self,
+        cfg: SerialConfig,
+        on_message: Callable[[str, list[str]], None],
+        on_timeout: Callable[[str], None],
+        *,
+        poll_s: float = POLL_S,
+        on_reconnect: Callable[[], None] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.channel = FramedChannel(
+            self, cfg, on_message, on_timeout, poll_s=poll_s, on_reconnect=on_reconnect
+        )
+
+    async def _open(self) -> None:
+        await self.channel.open()
+
+    async def _close(self) -> None:
+        await self.channel.close()
