@@ -43,7 +43,7 @@ class SerialShaker(ChannelDriver, DiceShaker):
         poll_s: float = POLL_S,
     ) -> None:
         super().__init__(name, cut_die=cut_die)
-        self._attach(cfg, self._message, self._no_answer, poll_s=poll_s)
+        self._attach(cfg, self._no_answer, poll_s=poll_s)
 
     async def shake(self) -> None:
         self.channel.request("SHAKE")
@@ -83,10 +83,8 @@ class SerialShaker(ChannelDriver, DiceShaker):
             else:
                 self._fault(reason)  # between shakes: health only, no game event
         elif verb == "STATUS":
-            if args and args[0] == "FAULT" and not shaking:
-                self._fault(" ".join(args[1:]) or "fault")
-            elif args and args[0] == "READY" and self.state == State.FAULT and not shaking:
-                self.state = State.READY
+            if not shaking:  # while shaking, the shake's answer says how it went
+                self._idle_status(args)
         else:
             self.counters["unsolicited"] += 1
 

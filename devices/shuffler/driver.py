@@ -44,9 +44,7 @@ class SerialShuffler(ChannelDriver, Shuffler):
         self, cfg: SerialConfig, name: str = "shuffler", *, decks: int = 1, poll_s: float = POLL_S
     ) -> None:
         super().__init__(name, decks=decks)
-        self._attach(
-            cfg, self._message, self._no_answer, poll_s=poll_s, on_reconnect=self.reconnected
-        )
+        self._attach(cfg, self._no_answer, poll_s=poll_s, on_reconnect=self.reconnected)
         self._deal_left = 0
         self._next_index = 0  # the index the next dispensed card must carry
         self._shuffling: int | None = None
