@@ -77,8 +77,21 @@ class Section(ABC):
         """The config a real driver opens against a simulator (`port`: its pty)."""
 
 
+Options = Callable[[Setup], dict[str, Any]]
+
+
 def no_options(setup: Setup) -> dict[str, Any]:
     return {}
+
+
+def box_count(setup: Setup) -> dict[str, Any]:
+    """The table's number of boxes (`boxes`): a device with a part at each box."""
+    return {"boxes": setup.boxes}
+
+
+def drawn(options: Options = no_options) -> Options:
+    """`options` and the table's random source (`rng`): what a simulator draws from."""
+    return lambda setup: {**options(setup), "rng": setup.rng}
 
 
 @dataclass(frozen=True)
@@ -87,7 +100,7 @@ class Part:
     keyword arguments its constructor takes from the table (`options`)."""
 
     path: str
-    options: Callable[[Setup], dict[str, Any]] = no_options
+    options: Options = no_options
 
     def load(self) -> type[Any]:
         module, _, name = self.path.partition(":")

@@ -27,7 +27,7 @@ from controller.games.uth.paytables import JackpotPayTable
 from headoffice import localtime
 from headoffice.hits import DUAL_CONTROL_FROM, HitPolicy
 from headoffice.pools import BASIS_POINTS, Params
-from shared.config_reader import TomlError, parse_toml, read_text
+from shared.config_reader import ConfigErrors, TomlError, load_file, parse_toml
 from shared.errors import InputError
 from shared.link import contract
 from shared.link.transport import BrokerSettings, Tls, Will
@@ -35,10 +35,8 @@ from shared.link.transport import BrokerSettings, Tls, Will
 DEFAULT_PATH = Path("/etc/tablectl/headoffice.toml")
 
 
-class HeadOfficeConfigError(InputError):
-    def __init__(self, errors: list[str]) -> None:
-        self.errors = errors
-        super().__init__("\n".join(errors))
+class HeadOfficeConfigError(ConfigErrors):
+    """Every problem of head office's configuration, one line each."""
 
 
 @dataclass(frozen=True)
@@ -305,9 +303,4 @@ def validate_text(text: str, source: str = "headoffice.toml") -> HeadOfficeConfi
 
 
 def load_config(path: str | Path = DEFAULT_PATH) -> HeadOfficeConfig:
-    path = Path(path)
-    try:
-        text = read_text(path)
-    except TomlError as exc:
-        raise HeadOfficeConfigError([str(exc)]) from None
-    return validate_text(text, str(path))
+    return load_file(path, validate_text, HeadOfficeConfigError)

@@ -14,17 +14,37 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from shared.errors import InputError
 
 MISSING: Any = object()
+C = TypeVar("C")  # a configuration
 
 
 class TomlError(InputError):
     """A file that cannot be read as TOML: the one line that says why, naming the file."""
+
+
+class ConfigErrors(InputError):
+    """Every problem of a configuration file, one line each in `errors` (the message joins
+    them); the table's `ConfigError` and head office's and its console's are this."""
+
+    def __init__(self, errors: Iterable[str]) -> None:
+        self.errors: list[str] = list(errors)
+        super().__init__("\n".join(self.errors))
+
+
+def load_file(path: str | Path, validate: Callable[[str, str], C], error: type[ConfigErrors]) -> C:
+    """The configuration at `path`: its text validated (`validate(text, source)`); a file that
+    cannot be read is `error` with the one line that says why."""
+    try:
+        text = read_text(Path(path))
+    except TomlError as exc:
+        raise error([str(exc)]) from None
+    return validate(text, str(path))
 
 
 def read_text(path: Path) -> str:

@@ -561,7 +561,8 @@ def test_the_console_config_is_checked() -> None:
 
 
 def test_nothing_is_money_as_a_float() -> None:
-    from headoffice.console.money import dollars, percent
+    from headoffice.console.money import percent
+    from shared.money import dollars_or_dash as dollars  # the console's `dollars` filter
 
     assert [dollars(x) for x in (0, 5, 123456789, -1005)] == [
         "$0.00", "$0.05", "$1,234,567.89", "-$10.05"]

@@ -18,6 +18,7 @@ import os
 import pwd
 import sys
 import syslog
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -252,33 +253,45 @@ def _operator() -> str:
     return f"{name} (sudo from {sudo})" if sudo and sudo != name else name
 
 
-def cmd_accept_loss(args: argparse.Namespace) -> int:
-    # Root only: on the image the journal key is a root-only file, and this is a decision a
-    # supervisor takes through sudo (which the record names), never the daemon's own user.
+def _as_supervisor(args: argparse.Namespace, command: str, act: Callable[[], dict[str, Any]],
+                   refused: tuple[type[Exception], ...], logged: str,
+                   human: Callable[[dict[str, Any]], str]) -> int:
+    """`tablectl journal <command>`, a supervisor's decision: root only (on the image the
+    journal key is a root-only file, and this is a decision a supervisor takes through sudo,
+    which the record names, never the daemon's own user); `act` makes the record, an error of
+    `refused` refuses it; the record goes to the system log too (journald on the table: an
+    event for surveillance) as `logged`, then out as JSON or `human`'s line."""
     if os.geteuid() != 0:
-        print("tablectl: journal accept-loss is for root (a supervisor, through sudo)",
+        print(f"tablectl: journal {command} is for root (a supervisor, through sudo)",
               file=sys.stderr)
         return 1
     try:
-        record = accept_loss(args.state_dir, reason=args.reason, user=_operator(),
-                             key_file=args.key_file, outbox_after=args.outbox_after,
-                             round_after=args.round_after, outside_mark=_outside_mark(args),
-                             machine=lambda: _machine(args.config or DEFAULT_PATH))
-    except (JournalError, ValueError, InputError) as exc:
-        print(f"tablectl: journal accept-loss refused: {exc}", file=sys.stderr)
+        record = act()
+    except refused as exc:
+        print(f"tablectl: journal {command} refused: {exc}", file=sys.stderr)
         return 1
-    lost = record["lost"]
-    # Also to the system log (journald on the table): a loss is an event for surveillance.
     syslog.openlog("tablectl")
-    syslog.syslog(syslog.LOG_WARNING, f"journal loss accepted: {json.dumps(record)}")
-    emit(record, args.json, lambda: (
-        f"loss recorded as journal #{record['seq']} by {record['by']}: "
-        + (f"seq {lost[0]}..{lost[1]} lost" if lost else record["problem"])
-        + (f"; round {record['voided_round']}, open in the restored copy, voided"
-           if record["voided_round"] is not None else "")
-        + f"; next outbox message {record['outbox_next']}, next round {record['round_next']}"
-        + f"; high-water mark reset to seq {record['seq']}"))
+    syslog.syslog(syslog.LOG_WARNING, f"{logged}: {json.dumps(record)}")
+    emit(record, args.json, lambda: human(record))
     return 0
+
+
+def cmd_accept_loss(args: argparse.Namespace) -> int:
+    def human(record: dict[str, Any]) -> str:
+        lost = record["lost"]
+        return (f"loss recorded as journal #{record['seq']} by {record['by']}: "
+                + (f"seq {lost[0]}..{lost[1]} lost" if lost else record["problem"])
+                + (f"; round {record['voided_round']}, open in the restored copy, voided"
+                   if record["voided_round"] is not None else "")
+                + f"; next outbox message {record['outbox_next']}, next round "
+                  f"{record['round_next']}"
+                + f"; high-water mark reset to seq {record['seq']}")
+
+    return _as_supervisor(args, "accept-loss", lambda: accept_loss(
+        args.state_dir, reason=args.reason, user=_operator(), key_file=args.key_file,
+        outbox_after=args.outbox_after, round_after=args.round_after,
+        outside_mark=_outside_mark(args), machine=lambda: _machine(args.config or DEFAULT_PATH)),
+        (JournalError, ValueError, InputError), "journal loss accepted", human)
 
 
 def _machine(path: Path) -> Any:
@@ -308,28 +321,21 @@ def _outside_mark(args: argparse.Namespace) -> Path | None:
 
 
 def cmd_start_fresh(args: argparse.Namespace) -> int:
-    if os.geteuid() != 0:  # as accept-loss: a supervisor's decision, through sudo
-        print("tablectl: journal start-fresh is for root (a supervisor, through sudo)",
-              file=sys.stderr)
-        return 1
     from controller.config import ConfigError, load_config
 
-    try:
+    def act() -> dict[str, Any]:
         cfg = load_config(args.config)
-        record = start_fresh(args.state_dir, table_id=cfg.table_id, game=cfg.game,
-                             reason=args.reason, user=_operator(), key_file=args.key_file,
-                             outbox_after=args.outbox_after, round_after=args.round_after,
-                             outside_mark=args.outside_mark or cfg.journal.outside_mark)
-    except (ConfigError, JournalError, ValueError, OSError) as exc:
-        print(f"tablectl: journal start-fresh refused: {exc}", file=sys.stderr)
-        return 1
-    syslog.openlog("tablectl")
-    syslog.syslog(syslog.LOG_WARNING, f"journal started fresh: {json.dumps(record)}")
-    emit(record, args.json, lambda: (
+        return start_fresh(args.state_dir, table_id=cfg.table_id, game=cfg.game,
+                           reason=args.reason, user=_operator(), key_file=args.key_file,
+                           outbox_after=args.outbox_after, round_after=args.round_after,
+                           outside_mark=args.outside_mark or cfg.journal.outside_mark)
+
+    return _as_supervisor(args, "start-fresh", act,
+                          (ConfigError, JournalError, ValueError, OSError),
+                          "journal started fresh", lambda record: (
         f"new journal started by {record['by']} ({record['problem']}); first record "
         f"#{record['seq']}; next outbox message {record['outbox_next']}, next round "
         f"{record['round_next']}"))
-    return 0
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
@@ -411,24 +417,16 @@ def cmd_archive(args: argparse.Namespace) -> int:
 
 
 def cmd_accept_archive_loss(args: argparse.Namespace) -> int:
-    if os.geteuid() != 0:  # as accept-loss: a supervisor's decision, through sudo
-        print("tablectl: journal accept-archive-loss is for root (a supervisor, through sudo)",
-              file=sys.stderr)
-        return 1
-    try:
+    def act() -> dict[str, Any]:
         with _writer(args) as j:
-            record = j.retention.accept_lost(args.segment, _archive_dir(args),
-                                             user=_operator(), reason=args.reason)
-    except (JournalError, InputError, OSError) as exc:
-        print(f"tablectl: journal accept-archive-loss refused: {exc}", file=sys.stderr)
-        return 1
-    syslog.openlog("tablectl")
-    syslog.syslog(syslog.LOG_WARNING, f"journal archive loss accepted: {json.dumps(record)}")
-    emit(record, args.json, lambda: (
+            return j.retention.accept_lost(args.segment, _archive_dir(args),
+                                           user=_operator(), reason=args.reason)
+
+    return _as_supervisor(args, "accept-archive-loss", act, (JournalError, InputError, OSError),
+                          "journal archive loss accepted", lambda record: (
         f"segment {record['segment']} (rounds {record['rounds'][0]}..{record['rounds'][1]}): "
         f"the loss of its archive {record['archive']} recorded by {record['by']} "
         f"({record['found']}); head office holds its digest {record['sha256']}"))
-    return 0
 
 
 def cmd_downgrade(args: argparse.Namespace) -> int:

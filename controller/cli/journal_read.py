@@ -4,13 +4,11 @@ its directory, so it is opened as `journal verify` opens it (controller/journal/
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
 from pathlib import Path
 
 from controller.journal import JOURNAL_FILE, segments
-from controller.journal.lock import take_lock
+from controller.journal.lock import read_only_uri
 from controller.journal.mac import KeyFileError, find_key
 from controller.journal.schema import LOCK_FILE, read_meta
 from controller.journal.segments import SegmentState
@@ -28,30 +26,16 @@ def read_only(state_dir: Path, key_file: Path | None,
         macs = "checked" if key is not None else "not checked: no key"
     except KeyFileError as exc:
         key, macs = None, f"not checked: {exc}"
-    lock_fd = None
-    uri = f"file:{path}?mode=ro"
-    wal = Path(f"{path}-wal")
-    if not wal.exists() and (state_dir / LOCK_FILE).exists():
-        # No daemon and a clean shutdown: read it as immutable, as `journal verify` does, so a
-        # technician who may read the journal but not write its directory can (SQLite would
-        # otherwise want to make its -shm file there: "attempt to write a readonly database");
-        # the shared lock keeps a daemon from starting meanwhile.
-        with contextlib.suppress(OSError):
-            lock_fd = take_lock(state_dir / LOCK_FILE, exclusive=False, wait_s=0)
-            if not wal.exists():
-                uri += "&immutable=1"
     try:
-        conn = sqlite3.connect(uri, uri=True)
-        try:
-            meta = read_meta(conn)
-            states = segments.read_all(conn, key, meta["table_id"], meta["game"])
-            last_round = int(conn.execute("SELECT coalesce(max(rec), 0) FROM commits")
-                             .fetchone()[0])
-        finally:
-            conn.close()
+        with read_only_uri(path, state_dir / LOCK_FILE) as uri:  # as `journal verify` reads it
+            conn = sqlite3.connect(uri, uri=True)
+            try:
+                meta = read_meta(conn)
+                states = segments.read_all(conn, key, meta["table_id"], meta["game"])
+                last_round = int(conn.execute("SELECT coalesce(max(rec), 0) FROM commits")
+                                 .fetchone()[0])
+            finally:
+                conn.close()
     except (sqlite3.Error, KeyError) as exc:
         raise InputError(f"journal {path} unreadable: {exc}") from None
-    finally:
-        if lock_fd is not None:
-            os.close(lock_fd)
     return meta, states, last_round, macs

@@ -22,7 +22,7 @@ from controller.config.model import JackpotConfig, TableConfig, game_needs
 from controller.config.reader import ConfigError, Errors, Table
 from controller.config.sections import read_cards, read_link, read_service
 from devices.config import read_devices
-from shared.config_reader import TomlError, parse_toml, read_text
+from shared.config_reader import TomlError, load_file, parse_toml
 from shared.errors import InputError
 
 if TYPE_CHECKING:
@@ -96,12 +96,7 @@ def validate_text(text: str, source: str = "table.toml") -> TableConfig:
 
 
 def load_config(path: str | Path = DEFAULT_PATH) -> TableConfig:
-    path = Path(path)
-    try:
-        text = read_text(path)
-    except TomlError as exc:
-        raise ConfigError([str(exc)]) from None
-    return validate_text(text, str(path))
+    return load_file(path, validate_text, ConfigError)
 
 
 def _jsonable(value: Any) -> Any:

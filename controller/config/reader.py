@@ -7,13 +7,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from shared.config_reader import MISSING, Errors, kind_of, short
+from shared.config_reader import MISSING, ConfigErrors, Errors, kind_of, short
 from shared.config_reader import Table as DeviceTable
-from shared.errors import InputError
 
 __all__ = ["MISSING", "ConfigError", "Errors", "Table"]
 
@@ -22,12 +20,8 @@ __all__ = ["MISSING", "ConfigError", "Errors", "Table"]
 MAX_CENTS = 10_000_000_000
 
 
-class ConfigError(InputError):
-    """Every problem of a configuration; `errors` holds one line per problem."""
-
-    def __init__(self, errors: Iterable[str]) -> None:
-        self.errors: list[str] = list(errors)
-        super().__init__("\n".join(self.errors))
+class ConfigError(ConfigErrors):
+    """Every problem of a table's configuration; `errors` holds one line per problem."""
 
 
 class Table(DeviceTable):

@@ -33,6 +33,29 @@ def take_lock(lock_path: Path, exclusive: bool, wait_s: float) -> int:
             time.sleep(0.05)
 
 
+@contextlib.contextmanager
+def read_only_uri(path: Path, lock_path: Path) -> Iterator[str]:
+    """The SQLite URI that reads the journal file at `path` without writing anything, for the
+    block (`journal verify` and the offline readers). With no daemon and a clean shutdown (no
+    -wal file, the lock file there) it is read as immutable: SQLite leaves no -wal/-shm files
+    behind and does not want to make its -shm file in a directory a technician may read but
+    not write ("attempt to write a readonly database"); the shared lock, held for the block,
+    keeps a daemon from starting meanwhile."""
+    lock_fd = None
+    uri = f"file:{path}?mode=ro"
+    wal = Path(f"{path}-wal")
+    if not wal.exists() and lock_path.exists():
+        with contextlib.suppress(OSError):
+            lock_fd = take_lock(lock_path, exclusive=False, wait_s=0)
+            if not wal.exists():
+                uri += "&immutable=1"
+    try:
+        yield uri
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)
+
+
 class WriteGuard:
     """Whether the writer may write: it holds the lock and no write has failed. After a failed
     commit (or fsync) the file's state is unknown to us: every later write is refused until

@@ -7,6 +7,7 @@ import json
 import re
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -323,14 +324,23 @@ class Retention:
         """Segment `st`'s archive is deleted by retention at `utc` (segments.ADD_DELETED)."""
         mac = segments.deleted_mac(self._key, self._table_id, self._game, st.segment,
                                    str(st.digest), utc)
+        self._record_in_row("archive deletion recorded", segments.ADD_DELETED,
+                            segments.has_deleted,
+                            "UPDATE segments SET archive_deleted_utc = ?, archive_deleted_mac = ? "
+                            "WHERE number = ?", (utc, mac, st.segment.number))
+
+    def _record_in_row(self, what: str, add: tuple[str, ...],
+                       has: Callable[[sqlite3.Connection], bool], sql: str,
+                       args: tuple[Any, ...]) -> None:
+        """A MAC'd record written into a segment's row (`sql`, `args`) in one transaction named
+        `what`; its columns (`add`) are added first to a file that has none yet (`has`)."""
         with self._mutex:
             self._guard.check()
-            with self._guard.transaction("archive deletion recorded") as c:
-                if not segments.has_deleted(c):
-                    for sql in segments.ADD_DELETED:
-                        c.execute(sql)
-                c.execute("UPDATE segments SET archive_deleted_utc = ?, archive_deleted_mac = ? "
-                          "WHERE number = ?", (utc, mac, st.segment.number))
+            with self._guard.transaction(what) as c:
+                if not has(c):
+                    for alter in add:
+                        c.execute(alter)
+                c.execute(sql, args)
 
     def accept_lost(self, number: int, archive_dir: Path, *, user: str, reason: str,
                     utc: str | None = None) -> dict[str, Any]:
@@ -370,14 +380,9 @@ class Retention:
         rec = {"utc": utc, "by": user, "reason": reason.strip(), "found": found}
         text = json.dumps(rec, sort_keys=True)
         mac = segments.lost_mac(self._key, self._table_id, self._game, st.segment, text)
-        with self._mutex:
-            self._guard.check()
-            with self._guard.transaction("archive loss accepted") as c:
-                if not segments.has_lost(c):
-                    for sql in segments.ADD_LOST:
-                        c.execute(sql)
-                c.execute("UPDATE segments SET archive_lost = ?, archive_lost_mac = ? "
-                          "WHERE number = ?", (text, mac, number))
+        self._record_in_row("archive loss accepted", segments.ADD_LOST, segments.has_lost,
+                            "UPDATE segments SET archive_lost = ?, archive_lost_mac = ? "
+                            "WHERE number = ?", (text, mac, number))
         self.archive_faults = [f for f in self.archive_faults
                                if not f.startswith(f"segment {number} ")]
         return {"segment": number, "rounds": [st.segment.first_round, st.segment.last_round],

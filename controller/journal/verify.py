@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
@@ -17,7 +16,7 @@ from controller.journal.chain import chain_hash, genesis_hash, record_hash
 from controller.journal.checkpoint import Checkpoint, check_row
 from controller.journal.codec import Codec, parse_body
 from controller.journal.errors import RecordDamaged
-from controller.journal.lock import take_lock
+from controller.journal.lock import read_only_uri
 from controller.journal.mac import JournalKey, KeyFileError, find_key
 from controller.journal.mark import MARK_FILE, MarkError, mark_problem, read_mark
 from controller.journal.records import LOSS_KIND, outbox_next, round_next
@@ -416,17 +415,7 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None,
     except KeyFileError as exc:
         key, key_problem = None, None if exc.denied else str(exc)
         key_note = f"not checked: {exc} (root can read it)" if exc.denied else None
-    lock_fd = None
-    uri = f"file:{path}?mode=ro"
-    wal = Path(f"{path}-wal")
-    if not wal.exists() and (state_dir / LOCK_FILE).exists():
-        # No daemon and a clean shutdown: read the file as immutable, so SQLite does not leave
-        # -wal/-shm files behind; the shared lock keeps a daemon from starting meanwhile.
-        with contextlib.suppress(OSError):
-            lock_fd = take_lock(state_dir / LOCK_FILE, exclusive=False, wait_s=0)
-            if not wal.exists():
-                uri += "&immutable=1"
-    try:
+    with read_only_uri(path, state_dir / LOCK_FILE) as uri:
         try:
             conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         except sqlite3.Error as exc:
@@ -448,9 +437,6 @@ def verify_dir(state_dir: Path | str, key_file: Path | None = None,
             return rep
         finally:
             conn.close()
-    finally:
-        if lock_fd is not None:
-            os.close(lock_fd)
 
 
 def _verify_archives(conn: sqlite3.Connection, archive_dir: Path, key: JournalKey | None,

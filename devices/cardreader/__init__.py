@@ -10,17 +10,9 @@ Events:   cardreader.read {box, card}        a card read (its opaque id only, ne
 
 from devices.cardreader.config import SECTION
 from devices.cardreader.interface import CARD_ID, CardReader
-from devices.kind import DeviceKind, Part, Setup
+from devices.kind import DeviceKind, Part, box_count, drawn
 
 __all__ = ["CARD_ID", "DEVICE", "CardReader"]
-
-
-def _boxes(setup: Setup) -> dict[str, object]:
-    return {"boxes": setup.boxes}
-
-
-def _drawn(setup: Setup) -> dict[str, object]:
-    return {"rng": setup.rng}
 
 
 # No in-process simulator: a simulated table without a reader keys cards
@@ -29,9 +21,9 @@ DEVICE = DeviceKind(
     name="cardreader",
     section=SECTION,
     interface=CardReader,
-    driver=Part("devices.cardreader.driver:SerialCardReader", _boxes),
+    driver=Part("devices.cardreader.driver:SerialCardReader", box_count),
     sim=None,
-    wire_sim=Part("devices.cardreader.wire:PtyCardReaderSim", _drawn),
+    wire_sim=Part("devices.cardreader.wire:PtyCardReaderSim", drawn()),
     events=CardReader.EVENTS,
     order=4,
     section_order=3,

@@ -15,24 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from devices.base import DeviceError, State
+from devices.base import DeviceError
 from devices.cardreader.interface import CardReader
-from devices.proto.channel import POLL_S, FramedChannel
+from devices.proto.channel import POLL_S, ChannelDriver
 from devices.proto.serial_config import SerialConfig
 
 
-class SerialCardReader(CardReader):
-    def __init__(self, cfg: SerialConfig, name: str = "cardreader", *, boxes: int = 7,
-                 poll_s: float = POLL_S) -> None:
+class SerialCardReader(ChannelDriver, CardReader):
+    def __init__(
+        self, cfg: SerialConfig, name: str = "cardreader", *, boxes: int = 7, poll_s: float = POLL_S
+    ) -> None:
         super().__init__(name, boxes=boxes)
-        self.cfg = cfg
-        self.channel = FramedChannel(self, cfg, self._message, self._report_fault, poll_s=poll_s)
-
-    async def _open(self) -> None:
-        await self.channel.open()
-
-    async def _close(self) -> None:
-        await self.channel.close()
+        self._attach(cfg, self._report_fault, poll_s=poll_s)
 
     def _message(self, verb: str, args: list[str]) -> None:
         box = self._box(args[0]) if args else None
@@ -51,10 +45,7 @@ class SerialCardReader(CardReader):
         elif verb == "FAULT":
             self._report_fault(" ".join(args) or "fault")
         elif verb == "STATUS":
-            if args[:1] == ["FAULT"]:
-                self._fault(" ".join(args[1:]) or "fault")
-            elif args[:1] == ["READY"] and self.state == State.FAULT:
-                self.state = State.READY
+            self._idle_status(args)
         else:
             self.counters["unsolicited"] += 1
 

@@ -8,15 +8,11 @@
     config.py     its [devices.meter] section
 """
 
-from devices.kind import DeviceKind, Part, Setup
+from devices.kind import DeviceKind, Part, drawn
 from devices.meter.config import SECTION
 from devices.meter.interface import PORT_EVENTS, Meter, MeterView, display_command, format_cents
 
 __all__ = ["DEVICE", "Meter", "MeterView", "display_command", "format_cents"]
-
-
-def _drawn(setup: Setup) -> dict[str, object]:
-    return {"rng": setup.rng}
 
 
 DEVICE = DeviceKind(
@@ -25,7 +21,7 @@ DEVICE = DeviceKind(
     interface=Meter,
     driver=Part("devices.meter.driver:AlphaMeter"),
     sim=Part("devices.meter.sim:SimMeter"),
-    wire_sim=Part("devices.meter.wire:PtyMeterSim", _drawn),
+    wire_sim=Part("devices.meter.wire:PtyMeterSim", drawn()),
     events=(*Meter.EVENTS, *PORT_EVENTS),  # the driver reports its port going and coming back
     order=1,
     section_order=2,

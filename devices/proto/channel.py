@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import abstractmethod
 from collections.abc import Callable
+from typing import Any
 
 from devices.base import Device, DeviceError, State
 from devices.proto.arq import FramedLink
@@ -249,3 +251,36 @@ class FramedChannel:
         self.device.state = State.OFFLINE
         self.device.last_error = reason
         self.link.abort()
+
+
+class ChannelDriver(Device):
+    """A driver whose device speaks through one `FramedChannel` (card reader, shaker,
+    shuffler): it attaches the channel once, and the channel's port opens and closes with the
+    device. A base before the device's interface: `SerialShaker(ChannelDriver, DiceShaker)`."""
+
+    cfg: SerialConfig
+    channel: FramedChannel
+
+    def _attach(self, cfg: SerialConfig, on_timeout: Callable[[str], None], **options: Any) -> None:
+        """The channel on `cfg`'s port, its messages to `_message`; `options`: FramedChannel's
+        (poll_s, on_reconnect)."""
+        self.cfg = cfg
+        self.channel = FramedChannel(self, cfg, self._message, on_timeout, **options)
+
+    @abstractmethod
+    def _message(self, verb: str, args: list[str]) -> None:
+        """One message from the device (its verb and arguments)."""
+
+    def _idle_status(self, args: list[str]) -> None:
+        """The answer to the idle STATUS poll: FAULT is a fault in the health (no game event:
+        nothing was asked of the device), READY after a fault makes it ready again."""
+        if args[:1] == ["FAULT"]:
+            self._fault(" ".join(args[1:]) or "fault")
+        elif args[:1] == ["READY"] and self.state == State.FAULT:
+            self.state = State.READY
+
+    async def _open(self) -> None:
+        await self.channel.open()
+
+    async def _close(self) -> None:
+        await self.channel.close()

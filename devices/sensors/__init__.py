@@ -8,15 +8,11 @@ the jackpot lamps, seen as one device named "sensors".
     config.py     its [devices.gpio] section
 """
 
-from devices.kind import DeviceKind, Part, Setup
+from devices.kind import DeviceKind, Part, box_count
 from devices.sensors.config import SECTION
 from devices.sensors.interface import LAMP_STATES, Sensors
 
 __all__ = ["DEVICE", "LAMP_STATES", "Sensors"]
-
-
-def _boxes(setup: Setup) -> dict[str, object]:
-    return {"boxes": setup.boxes}
 
 
 # No wire simulator: under `--simulate=pty` the real driver runs on gpiozero's mock pins.
@@ -24,8 +20,8 @@ DEVICE = DeviceKind(
     name="sensors",
     section=SECTION,
     interface=Sensors,
-    driver=Part("devices.sensors.gpio:GpioSensors", _boxes),
-    sim=Part("devices.sensors.sim:SimSensors", _boxes),
+    driver=Part("devices.sensors.gpio:GpioSensors", box_count),
+    sim=Part("devices.sensors.sim:SimSensors", box_count),
     wire_sim=None,
     events=Sensors.EVENTS,
     order=0,

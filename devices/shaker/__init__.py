@@ -8,7 +8,7 @@
     config.py     its [devices.shaker] section
 """
 
-from devices.kind import DeviceKind, Part, Setup
+from devices.kind import DeviceKind, Part, Setup, drawn
 from devices.shaker.config import SECTION
 from devices.shaker.interface import BOX_DICE, DiceShaker
 
@@ -19,17 +19,13 @@ def _dice(setup: Setup) -> dict[str, object]:
     return {"cut_die": setup.needs.cut_die}  # NSW 2.4: the fourth die for the cut
 
 
-def _dice_drawn(setup: Setup) -> dict[str, object]:
-    return {**_dice(setup), "rng": setup.rng}
-
-
 DEVICE = DeviceKind(
     name="shaker",
     section=SECTION,
     interface=DiceShaker,
     driver=Part("devices.shaker.driver:SerialShaker", _dice),
-    sim=Part("devices.shaker.sim:SimShaker", _dice_drawn),
-    wire_sim=Part("devices.shaker.wire:PtyShakerSim", _dice_drawn),
+    sim=Part("devices.shaker.sim:SimShaker", drawn(_dice)),
+    wire_sim=Part("devices.shaker.wire:PtyShakerSim", drawn(_dice)),
     events=DiceShaker.EVENTS,
     order=2,
     section_order=0,

@@ -18,7 +18,7 @@ from typing import Any
 
 from devices.base import DeviceError, State
 from devices.errors import MessageError
-from devices.proto.channel import POLL_S, FramedChannel
+from devices.proto.channel import POLL_S, ChannelDriver
 from devices.proto.serial_config import SerialConfig
 from devices.shaker import DiceShaker
 
@@ -33,7 +33,7 @@ def parse_die(token: str) -> int | None:
     return int(token)
 
 
-class SerialShaker(DiceShaker):
+class SerialShaker(ChannelDriver, DiceShaker):
     def __init__(
         self,
         cfg: SerialConfig,
@@ -43,14 +43,7 @@ class SerialShaker(DiceShaker):
         poll_s: float = POLL_S,
     ) -> None:
         super().__init__(name, cut_die=cut_die)
-        self.cfg = cfg
-        self.channel = FramedChannel(self, cfg, self._message, self._no_answer, poll_s=poll_s)
-
-    async def _open(self) -> None:
-        await self.channel.open()
-
-    async def _close(self) -> None:
-        await self.channel.close()
+        self._attach(cfg, self._no_answer, poll_s=poll_s)
 
     async def shake(self) -> None:
         self.channel.request("SHAKE")
@@ -90,10 +83,8 @@ class SerialShaker(DiceShaker):
             else:
                 self._fault(reason)  # between shakes: health only, no game event
         elif verb == "STATUS":
-            if args and args[0] == "FAULT" and not shaking:
-                self._fault(" ".join(args[1:]) or "fault")
-            elif args and args[0] == "READY" and self.state == State.FAULT and not shaking:
-                self.state = State.READY
+            if not shaking:  # while shaking, the shake's answer says how it went
+                self._idle_status(args)
         else:
             self.counters["unsolicited"] += 1
 

@@ -8,7 +8,7 @@
     config.py     its [devices.shuffler] section
 """
 
-from devices.kind import DeviceKind, Part, Setup
+from devices.kind import DeviceKind, Part, Setup, drawn
 from devices.shuffler.config import SECTION
 from devices.shuffler.interface import STANDARD_DECK, DeckCheck, Shuffler, check_deck
 
@@ -19,17 +19,13 @@ def _decks(setup: Setup) -> dict[str, object]:
     return {"decks": setup.needs.decks}
 
 
-def _decks_drawn(setup: Setup) -> dict[str, object]:
-    return {**_decks(setup), "rng": setup.rng}
-
-
 DEVICE = DeviceKind(
     name="shuffler",
     section=SECTION,
     interface=Shuffler,
     driver=Part("devices.shuffler.driver:SerialShuffler", _decks),
-    sim=Part("devices.shuffler.sim:SimShuffler", _decks_drawn),
-    wire_sim=Part("devices.shuffler.wire:PtyShufflerSim", _decks_drawn),
+    sim=Part("devices.shuffler.sim:SimShuffler", drawn(_decks)),
+    wire_sim=Part("devices.shuffler.wire:PtyShufflerSim", drawn(_decks)),
     events=Shuffler.EVENTS,
     order=3,
     section_order=1,

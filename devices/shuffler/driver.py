@@ -24,7 +24,7 @@ from typing import Any
 
 from devices.base import DeviceError, State
 from devices.errors import MessageError
-from devices.proto.channel import POLL_S, FramedChannel
+from devices.proto.channel import POLL_S, ChannelDriver
 from devices.proto.serial_config import SerialConfig
 from devices.shuffler import Shuffler, check_deck
 
@@ -39,27 +39,17 @@ def parse_token(token: str) -> str | None:
     return None if token == UNREADABLE else token
 
 
-class SerialShuffler(Shuffler):
+class SerialShuffler(ChannelDriver, Shuffler):
     def __init__(
         self, cfg: SerialConfig, name: str = "shuffler", *, decks: int = 1, poll_s: float = POLL_S
     ) -> None:
         super().__init__(name, decks=decks)
-        self.cfg = cfg
-        self.channel = FramedChannel(
-            self, cfg, self._message, self._no_answer, poll_s=poll_s,
-            on_reconnect=self.reconnected,
-        )  # fmt: skip
+        self._attach(cfg, self._no_answer, poll_s=poll_s, on_reconnect=self.reconnected)
         self._deal_left = 0
         self._next_index = 0  # the index the next dispensed card must carry
         self._shuffling: int | None = None
         self._checking: int | None = None
         self._queued: list[tuple[str, int]] = []
-
-    async def _open(self) -> None:
-        await self.channel.open()
-
-    async def _close(self) -> None:
-        await self.channel.close()
 
     async def shuffle(self, deck: int) -> None:
         self._request("SHUFFLE", deck)

@@ -32,6 +32,7 @@ from typing import Any
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
+from shared.config_reader import ConfigErrors
 from shared.errors import InputError
 
 ROLES = ("viewer", "approver")
@@ -53,10 +54,8 @@ _HASHER = PasswordHasher()  # argon2-cffi's defaults: Argon2id, 64 MiB, 3 passes
 _DUMMY_HASH = _HASHER.hash("no such operator")
 
 
-class ConsoleConfigError(InputError):
-    def __init__(self, errors: list[str]) -> None:
-        self.errors = errors
-        super().__init__("\n".join(errors))
+class ConsoleConfigError(ConfigErrors):
+    """Every problem of the console's accounts file, one line each."""
 
 
 @dataclass(frozen=True)

@@ -47,14 +47,12 @@ from headoffice.console.forms import (
     reason_of,
     verb_and_reason,
 )
-from headoffice.console.money import (
-    dollars,
-    percent,
-)
+from headoffice.console.money import percent
 from headoffice.console.param_views import ParamPages
 from headoffice.console.sessions import COOKIE, Session, SessionStore
 from headoffice.ledger import Ledger, LedgerError
 from shared.link import contract
+from shared.money import dollars_or_dash
 
 log = logging.getLogger("tablectl.headoffice.console")
 HERE = Path(__file__).parent
@@ -122,7 +120,7 @@ class Console(ParamPages):
                          "bad_request": 0, "decisions": 0, "decisions_refused": 0}
         self._ledger_lock = threading.Lock()  # a Database is used from one thread at a time
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
-        self.templates.env.filters["dollars"] = dollars
+        self.templates.env.filters["dollars"] = dollars_or_dash  # "-" where a page has no figure
         self.templates.env.filters["percent"] = percent
         # An award's or a hand's category in words ("royal_flush" -> "Royal Flush"); a message
         # type likewise ("jackpot_hit" -> "jackpot hit"): no identifier is shown as a word.
@@ -327,10 +325,11 @@ class Console(ParamPages):
                                        authorised=self.ho.operators, reason=text)
                 if done["status"] == "pending":
                     return (f"held hit #{hold_no}: first approval by {operator}"
-                            f" ({dollars(done['amount'])}) recorded; a second, different"
+                            f" ({dollars_or_dash(done['amount'])}) recorded; a second,"
+                            " different"
                             " approver completes it (dual control)")
                 who = f"{done['first_by']} and {operator}" if done["first_by"] else operator
-                return (f"held hit #{hold_no} approved by {who}: {dollars(done['amount'])}"
+                return (f"held hit #{hold_no} approved by {who}: {dollars_or_dash(done['amount'])}"
                         " paid")
             led.refuse_hit(hold_no, operator=operator, authorised=self.ho.operators,
                            reason=text)

@@ -1,4 +1,5 @@
-"""Cents and rates as a person reads and types them in the console (never a float)."""
+"""Rates as a person reads and types them in the console, and the parameter forms' dollars
+(never a float). Amounts are shown by the one formatter, shared.money."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ from fractions import Fraction
 from typing import Any
 
 from shared.errors import InputError
-from shared.money import dollars_or_dash as dollars  # "-" where a page has no figure
-from shared.money import parse_cents
+from shared.money import dollars_or_dash, parse_cents
 
-__all__ = ["dollars", "param_changes", "parse_dollars", "parse_percent", "percent"]
+__all__ = ["param_changes", "parse_dollars", "parse_percent", "percent"]
 
 _DOLLARS = re.compile(r"\$?(\d{1,13}|\d{1,3}(,\d{3}){1,4})(\.\d{1,2})?")
 
@@ -52,7 +52,7 @@ def _show(value: Any, kind: str, present: bool) -> str:
         return "-"
     if value is None:
         return "none"
-    return percent(value) if kind == "rate" else dollars(value)
+    return percent(value) if kind == "rate" else dollars_or_dash(value)
 
 
 def parse_dollars(text: str, what: str) -> int:

@@ -1,6 +1,7 @@
 """What each page shows, read from the ledger: plain dicts for the templates and /live.json.
 
-Money stays integer cents here; the templates format it (`money.dollars`). The pools' figures
+Money stays integer cents here; the templates format it (their `dollars` filter is
+shared.money.dollars_or_dash). The pools' figures
 and last 25 hits are the ledger's own report (`Ledger.report`, as `tablectl-headoffice report`
 prints them); the tables' link figures are read from the ledger's tables, messages, parked and
 alarms rows; each shift's meters from the stored `shift_meters` messages (headoffice/meters.py).
@@ -13,8 +14,9 @@ from typing import Any
 
 from headoffice import hits as hitcheck
 from headoffice import meters as ho_meters
-from headoffice.console.money import dollars, param_changes
+from headoffice.console.money import param_changes
 from headoffice.ledger import Ledger
+from shared.money import dollars_or_dash
 
 TABLE_ALARMS = 5  # per table on the tables page
 SHIFTS_PER_TABLE = 20  # closed shifts per table on the meters page, newest first
@@ -168,8 +170,8 @@ def live(ledger: Ledger, live_window_s: float, now: float) -> dict[str, Any]:
     waiting and the newest alarm's number: a change in those two shows a notice."""
     values: dict[str, Any] = {}
     for p in ledger.pools():
-        values[f"pool:{p.id}:current"] = dollars(p.amount)
-        values[f"pool:{p.id}:reserve"] = dollars(p.reserve)
+        values[f"pool:{p.id}:current"] = dollars_or_dash(p.amount)
+        values[f"pool:{p.id}:reserve"] = dollars_or_dash(p.reserve)
         values[f"pool:{p.id}:hits"] = str(p.hits)
     for t in tables(ledger, live_window_s, now, detail=False):
         values[f"table:{t['id']}:state"] = t["state"]

@@ -12,7 +12,7 @@ from controller.config import ConfigError, load_config
 from controller.config.machine import build_machine
 from controller.games.uth.settlement import Spot
 from tests.support.examples import example_config
-from tests.support.uth_table import Table, of
+from tests.support.uth_table import Table, played_four_times
 
 EXAMPLE_LINE = "play_max = 2000000"
 
@@ -23,14 +23,7 @@ def _config(tmp_path: Path, line: str) -> Path:
 
 def _play_spot(path: Path) -> dict:
     """A $6,000 Ante on the $5,000 sign, Play 4x ($24,000), settled."""
-    t = Table(build_machine(load_config(path)).config)
-    t.deal_round({2: (600_000, 0)})
-    t.step("dealer.decision", box=2, action="play4")
-    t.step("dealer.flop")
-    t.step("dealer.turn_river")
-    (record,) = of(t.step("dealer.dealer_hand"), "round")
-    (box,) = record["summary"]["boxes"]
-    return next(s for s in box["spots"] if s["spot"] == "play")
+    return played_four_times(Table(build_machine(load_config(path)).config), 2, 600_000)
 
 
 @pytest.mark.parametrize("line", ["", EXAMPLE_LINE])

@@ -139,15 +139,7 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
     ledger = Ledger.open(str(ledger_url))
     try:
         db = ledger.db
-        bad = db.execute("SELECT seq, type, status, reason FROM messages WHERE table_id = 'T1'"
-                         " AND status <> 'applied' ORDER BY seq")
-        assert bad == [], bad  # no refused increment, no held hit
-        twice = db.execute("SELECT round FROM rounds WHERE table_id = 'T1' GROUP BY round"
-                           " HAVING count(*) > 1")
-        assert twice == []  # no round number used twice
-        ledgered = sorted(r["round"] for r in db.execute(
-            "SELECT round FROM rounds WHERE table_id = 'T1'"))
-        assert ledgered == sorted(lost_rounds + new_rounds)
+        assert ledgered_once_each(ledger) == sorted(lost_rounds + new_rounds)
         # Round by round: the jackpot wagers each round record says were made are the
         # increment head office ledgered for that number, to the cent (a round open in the
         # older copy is voided by the recovery, never carried to a number without one).
@@ -227,10 +219,7 @@ def test_a_linked_table_whose_state_directory_is_gone_plays_no_round_head_office
     assert len(new) >= 5 and new[0] == seen["round_after"] + 1
     ledger = Ledger.open(str(ledger_url))
     try:
-        assert ledger.db.execute("SELECT seq FROM messages WHERE table_id = 'T1'"
-                                 " AND status <> 'applied'") == []
-        assert ledger.db.execute("SELECT round FROM rounds WHERE table_id = 'T1'"
-                                 " GROUP BY round HAVING count(*) > 1") == []
+        ledgered_once_each(ledger)
     finally:
         ledger.close()
 
@@ -257,6 +246,20 @@ def open_increments(state: Path, after_id: int = 0) -> dict[int, int]:
                     number = m.payload["round"]
                     sent[number] = sent.get(number, 0) + sign * m.payload["amount"]
     return {n: a for n, a in sent.items() if a}
+
+
+def ledgered_once_each(ledger: Ledger) -> list[int]:
+    """The round numbers head office ledgered from T1, in order, once it is checked that it
+    applied every message (no refused increment, no held hit, for a false reason or any) and
+    used no round number twice."""
+    bad = ledger.db.execute("SELECT seq, type, status, reason FROM messages"
+                            " WHERE table_id = 'T1' AND status <> 'applied' ORDER BY seq")
+    assert bad == [], bad
+    twice = ledger.db.execute("SELECT round FROM rounds WHERE table_id = 'T1' GROUP BY round"
+                              " HAVING count(*) > 1")
+    assert twice == [], twice
+    return sorted(r["round"] for r in ledger.db.execute(
+        "SELECT round FROM rounds WHERE table_id = 'T1'"))
 
 
 def ledgered_increments(ledger: Ledger) -> dict[int, int]:
@@ -358,15 +361,7 @@ def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledg
     ledger = Ledger.open(str(ledger_url))
     try:
         db = ledger.db
-        bad = db.execute("SELECT seq, type, status, reason FROM messages WHERE table_id = 'T1'"
-                         " AND status <> 'applied' ORDER BY seq")
-        assert bad == [], bad  # no refused increment, no held hit (false reason or any)
-        twice = db.execute("SELECT round FROM rounds WHERE table_id = 'T1' GROUP BY round"
-                           " HAVING count(*) > 1")
-        assert twice == []  # no round number used twice
-        ledgered = sorted(r["round"] for r in db.execute(
-            "SELECT round FROM rounds WHERE table_id = 'T1'"))
-        assert ledgered == sorted(lost_rounds + new_rounds)
+        assert ledgered_once_each(ledger) == sorted(lost_rounds + new_rounds)
         # Round by round, every jackpot wager a round record says was made is the increment
         # head office ledgered for that round number, to the cent, and no other.
         journals = {**jackpot_by_round(lost), **open_increments(lost),
@@ -498,16 +493,7 @@ def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_hea
 
     ledger = Ledger.open(str(ledger_url))
     try:
-        db = ledger.db
-        bad = db.execute("SELECT seq, type, status, reason FROM messages WHERE table_id = 'T1'"
-                         " AND status <> 'applied' ORDER BY seq")
-        assert bad == [], bad
-        twice = db.execute("SELECT round FROM rounds WHERE table_id = 'T1' GROUP BY round"
-                           " HAVING count(*) > 1")
-        assert twice == []
-        ledgered = sorted(r["round"] for r in db.execute(
-            "SELECT round FROM rounds WHERE table_id = 'T1'"))
-        assert ledgered == sorted(lost_rounds + new_rounds)
+        assert ledgered_once_each(ledger) == sorted(lost_rounds + new_rounds)
         assert ledgered_increments(ledger) == {
             **jackpot_by_round(lost), **open_increments(lost),
             **{n: a for n, a in jackpot_by_round(state).items() if n >= first_new},

@@ -14,7 +14,7 @@ from controller.meters import Figures
 from controller.rounds.base import Effect, Event
 from controller.rounds.uth import UthConfig
 from tests.support.uth_cards import cards
-from tests.support.uth_table import POOL, Table, of, texts
+from tests.support.uth_table import POOL, Table, of, played_four_times, texts
 
 ANTE = Limits(1000, 5000)  # the sign: Ante (and Blind, 5.3) $10 to $50
 OPERATOR = {"uid": 1001, "user": "sam"}  # what the control socket adds: who asked
@@ -62,14 +62,7 @@ def test_the_play_is_settled_to_four_times_the_ante_maximum(
 
 def test_the_round_record_shows_the_play_settled_to_its_maximum() -> None:
     rules = SettlementRules(limits={Spot.ANTE: ANTE, Spot.BLIND: ANTE})
-    t = Table(UthConfig(pool=POOL, rules=rules))
-    t.deal_round({3: (6000, 0)})
-    t.step("dealer.decision", box=3, action="play4")
-    t.step("dealer.flop")
-    t.step("dealer.turn_river")
-    (record,) = of(t.step("dealer.dealer_hand"), "round")
-    (box,) = record["summary"]["boxes"]
-    play = next(s for s in box["spots"] if s["spot"] == "play")
+    play = played_four_times(Table(UthConfig(pool=POOL, rules=rules)), 3, 6000)
     assert (play["placed"], play["stake"]) == (24000, 20000)
 
 

@@ -171,3 +171,15 @@ def money_conserved(summary: dict[str, Any]) -> bool:
         if sum(s["returned"] for s in b["spots"]) != b["returned"]:
             return False
     return sum(b["net"] for b in boxes) == -summary["house_net"]
+
+
+def played_four_times(t: Table, box: int, ante: int) -> dict[str, Any]:
+    """One box alone with an Ante of `ante` cents (no Blind), played 4x (UTH 9.1.2) and settled:
+    its Play spot as the round record shows it (placed, stake, ...: UTH 6.3, 11.8.2)."""
+    t.deal_round({box: (ante, 0)})
+    t.step("dealer.decision", box=box, action="play4")
+    t.step("dealer.flop")
+    t.step("dealer.turn_river")
+    (record,) = of(t.step("dealer.dealer_hand"), "round")
+    (only,) = record["summary"]["boxes"]
+    return next(s for s in only["spots"] if s["spot"] == "play")

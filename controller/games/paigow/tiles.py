@@ -87,6 +87,12 @@ BY_NOTATION: dict[str, Tile] = {t.notation: t for t in TILES}
 # Every tile of the set, each physical tile once (32 entries; identical tiles appear twice).
 FULL_SET: tuple[Tile, ...] = tuple(t for t in TILES for _ in range(t.copies))
 
+
+def tiles_of(*notations: str) -> frozenset[Tile]:
+    """The tiles named in pip notation ("1-2", "2-4"): a class of tiles a house way names."""
+    return frozenset(BY_NOTATION[n] for n in notations)
+
+
 TEEN = BY_NOTATION["6-6"]
 DAY = BY_NOTATION["1-1"]
 

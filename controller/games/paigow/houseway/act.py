@@ -39,7 +39,7 @@ from itertools import permutations
 
 from controller.games.paigow.hands import Kind, TwoTileHand, make_hand
 from controller.games.paigow.settings import Setting, all_settings
-from controller.games.paigow.tiles import BY_NOTATION, DAY, Tile
+from controller.games.paigow.tiles import BY_NOTATION, DAY, Tile, tiles_of
 
 PREFIX = "ACT"
 
@@ -50,27 +50,23 @@ CHONG_3_KEY: int = CHONG_3.key
 DAY_HIGH_NINE: TwoTileHand = make_hand(DAY, BY_NOTATION["3-4"])
 
 
-def _tiles(*notations: str) -> frozenset[Tile]:
-    return frozenset(BY_NOTATION[n] for n in notations)
-
-
 # Tile names of rule 11 and Appendix D (see the module docstring on the Gee Joon tiles).
 DESIGNATIONS: dict[str, frozenset[Tile]] = {
-    "3": _tiles("1-2", "2-4"),
-    "4": _tiles("1-3", "2-2"),
-    "5": _tiles("1-4", "2-3"),
-    "6": _tiles("3-3", "1-5"),
-    "7": _tiles("1-6", "3-4", "2-5"),
-    "9": _tiles("4-5", "3-6"),
-    "10": _tiles("5-5", "4-6"),
-    "11": _tiles("5-6"),
-    "high 4": _tiles("1-3"),
-    "high 8": _tiles("4-4"),
-    "low 8": _tiles("3-5", "2-6"),
-    "high 10": _tiles("5-5"),
-    "2 or 12": _tiles("1-1", "6-6"),
-    "6 or 7": _tiles("3-3", "1-5", "1-6", "3-4", "2-5"),
-    "7 or 8": _tiles("1-6", "3-4", "2-5", "4-4", "3-5", "2-6"),
+    "3": tiles_of("1-2", "2-4"),
+    "4": tiles_of("1-3", "2-2"),
+    "5": tiles_of("1-4", "2-3"),
+    "6": tiles_of("3-3", "1-5"),
+    "7": tiles_of("1-6", "3-4", "2-5"),
+    "9": tiles_of("4-5", "3-6"),
+    "10": tiles_of("5-5", "4-6"),
+    "11": tiles_of("5-6"),
+    "high 4": tiles_of("1-3"),
+    "high 8": tiles_of("4-4"),
+    "low 8": tiles_of("3-5", "2-6"),
+    "high 10": tiles_of("5-5"),
+    "2 or 12": tiles_of("1-1", "6-6"),
+    "6 or 7": tiles_of("3-3", "1-5", "1-6", "3-4", "2-5"),
+    "7 or 8": tiles_of("1-6", "3-4", "2-5", "4-4", "3-5", "2-6"),
     "any": frozenset(BY_NOTATION.values()),
 }
 

@@ -36,46 +36,43 @@ from itertools import product
 
 from controller.games.paigow.hands import Kind, TwoTileHand
 from controller.games.paigow.settings import Setting, all_settings
-from controller.games.paigow.tiles import BY_NOTATION, DAY, TEEN, Tile
+from controller.games.paigow.tiles import BY_NOTATION, DAY, TEEN, Tile, tiles_of
 
 # -- the vocabulary of Appendix 2 -----------------------------------------------------------
 
 
-def _cls(*notations: str) -> frozenset[Tile]:
-    return frozenset(BY_NOTATION[n] for n in notations)
-
-
-TEEN_T = _cls("6-6")
-DAY_T = _cls("1-1")
+TEEN_T = tiles_of("6-6")
+DAY_T = tiles_of("1-1")
 TEEN_OR_DAY = TEEN_T | DAY_T  # "2 or 12", "Teen/Day"
-HIGH_8 = _cls("4-4")
-LOW_8 = _cls("3-5", "2-6")
+HIGH_8 = tiles_of("4-4")
+LOW_8 = tiles_of("3-5", "2-6")
 ANY_8 = HIGH_8 | LOW_8
-HIGH_4 = _cls("1-3")
-LOW_4 = _cls("2-2")
+HIGH_4 = tiles_of("1-3")
+LOW_4 = tiles_of("2-2")
 ANY_4 = HIGH_4 | LOW_4
-HIGH_10 = _cls("5-5")
-LOW_10 = _cls("4-6")
+HIGH_10 = tiles_of("5-5")
+LOW_10 = tiles_of("4-6")
 ANY_10 = HIGH_10 | LOW_10
-HIGH_6 = _cls("3-3")
-LOW_6 = _cls("1-5")
+HIGH_6 = tiles_of("3-3")
+LOW_6 = tiles_of("1-5")
 # "any 6" is High 6 or Low 6 only: the text names Gee Jun whenever it means it, and App2 §7
 # "High 4, Low 4, 5 any 6. Play 0 and 9" is impossible with a Gee Jun (that hand is listed
 # separately: "High 4, Low 4, 5, Gee Jun. Play 7 and 9").
 ANY_6 = HIGH_6 | LOW_6
-ELEVEN = _cls("5-6")
-ANY_7 = _cls("1-6", "3-4", "2-5")
-NINE = _cls("4-5", "3-6")
-FIVE = _cls("1-4", "2-3")
-GEE_JUN = _cls("1-2", "2-4")
+ELEVEN = tiles_of("5-6")
+ANY_7 = tiles_of("1-6", "3-4", "2-5")
+NINE = tiles_of("4-5", "3-6")
+FIVE = tiles_of("1-4", "2-3")
+GEE_JUN = tiles_of("1-2", "2-4")
 
 # Pair ranks (tiles.pair_rank) of the pairs named in App2 §2-3.
 _PAIR = {name: next(iter(cls)).pair_rank for name, cls in {
     "Gee Jun": GEE_JUN, "Teen": TEEN_T, "Day": DAY_T, "Yun (High 8)": HIGH_8,
     "Ngor (High 4)": HIGH_4, "Mooy (High 10)": HIGH_10, "Cheong Sum (High 6)": HIGH_6,
     "Ban Tang (Low 4)": LOW_4, "Foo Tau (11)": ELEVEN, "Hoong Tau Sap (Low 10)": LOW_10,
-    "Ka Kiok Chaat (High 7)": _cls("1-6"), "Lim Lum Lok (Low 6)": LOW_6, "Chap Gow (9s)": NINE,
-    "Chap Paat (Low 8s)": LOW_8, "Chap Chaat (Low 7s)": _cls("3-4", "2-5"), "Chap Ng (5s)": FIVE,
+    "Ka Kiok Chaat (High 7)": tiles_of("1-6"), "Lim Lum Lok (Low 6)": LOW_6, "Chap Gow (9s)": NINE,
+    "Chap Paat (Low 8s)": LOW_8, "Chap Chaat (Low 7s)": tiles_of("3-4", "2-5"),
+    "Chap Ng (5s)": FIVE,
 }.items()}
 _PAIR_NAME = {rank: name for name, rank in _PAIR.items()}
 

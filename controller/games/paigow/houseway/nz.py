@@ -31,7 +31,7 @@ from functools import cache
 
 from controller.games.paigow.hands import Kind, TwoTileHand, make_hand
 from controller.games.paigow.settings import Setting, all_settings
-from controller.games.paigow.tiles import BY_NOTATION, DAY, TEEN, Tile
+from controller.games.paigow.tiles import BY_NOTATION, DAY, TEEN, Tile, tiles_of
 
 PREFIX = "NZ App4"
 
@@ -42,23 +42,19 @@ HARMONY_3_KEY: int = HARMONY_3.key
 LOW_10 = BY_NOTATION["4-6"]
 
 
-def _tiles(*notations: str) -> frozenset[Tile]:
-    return frozenset(BY_NOTATION[n] for n in notations)
-
-
 # Tile designations used by the appendix text (see the module docstring on Gee Jun).
 DESIGNATIONS: dict[str, frozenset[Tile]] = {
-    "4": _tiles("1-3", "2-2"),
-    "5": _tiles("1-4", "2-3"),
-    "6": _tiles("3-3", "1-5"),
-    "7": _tiles("1-6", "3-4", "2-5"),
-    "8": _tiles("4-4", "3-5", "2-6"),
-    "9": _tiles("4-5", "3-6"),
-    "10": _tiles("5-5", "4-6"),
-    "11": _tiles("5-6"),
-    "Teen": _tiles("6-6"),
-    "Day": _tiles("1-1"),
-    "Teen/Day": _tiles("6-6", "1-1"),
+    "4": tiles_of("1-3", "2-2"),
+    "5": tiles_of("1-4", "2-3"),
+    "6": tiles_of("3-3", "1-5"),
+    "7": tiles_of("1-6", "3-4", "2-5"),
+    "8": tiles_of("4-4", "3-5", "2-6"),
+    "9": tiles_of("4-5", "3-6"),
+    "10": tiles_of("5-5", "4-6"),
+    "11": tiles_of("5-6"),
+    "Teen": tiles_of("6-6"),
+    "Day": tiles_of("1-1"),
+    "Teen/Day": tiles_of("6-6", "1-1"),
 }
 
 # Pair groups of App4 2.2-2.3 as pair ranks (tiles.py: 1 = Gee Jun .. 16 = fives). "Eights" and
