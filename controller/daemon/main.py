@@ -59,15 +59,25 @@ class HelpFormatter(argparse.HelpFormatter):
     every `add_argument`, and its own imports shutil for the width, with bz2 and lzma (~0.4 MB
     of a table's resident memory at READY, issue 31, docs/daemon.md "Start-up")."""
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         terminal_columns() - 2 if width is None else width)
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(
+            prog,
+            indent_increment,
+            max_help_position,
+            terminal_columns() - 2 if width is None else width,
+        )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="tablectld", description=__doc__.split("\n\n")[0],
-                                 formatter_class=HelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="tablectld", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter
+    )
     ap.add_argument("--config", type=Path, default=None, help=f"default {DEFAULT_PATH}")
     ap.add_argument(
         "--simulate",
@@ -80,8 +90,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--game", choices=["paigow", "uth"])
     ap.add_argument("--rules", choices=["nsw", "nz", "act"], default="nsw")
     ap.add_argument("--autoplay", type=int, default=None, metavar="N", help="rounds; 0 = forever")
-    ap.add_argument("--no-players", action="store_true",
-                    help="with --simulate: no simulated dealer or players (a technician's bench)")
+    ap.add_argument(
+        "--no-players",
+        action="store_true",
+        help="with --simulate: no simulated dealer or players (a technician's bench)",
+    )
     ap.add_argument("--state-dir", type=Path)
     ap.add_argument("--runtime-dir", type=Path)
     ap.add_argument("--seed", type=int, default=None, help="reproducible simulation (not CSPRNG)")
@@ -184,9 +197,13 @@ def run_to_end(service: TableService, log: logging.Logger) -> int:
             loop.close()
     stop_line(log, code)
     if left:
-        log_event(log, logging.ERROR,
-                  f"exiting without waiting for {names(left)} (abandoned at the stop)",
-                  tasks=names(left), code="E507")
+        log_event(
+            log,
+            logging.ERROR,
+            f"exiting without waiting for {names(left)} (abandoned at the stop)",
+            tasks=names(left),
+            code="E507",
+        )
         sys.stdout.flush()
         logging.shutdown()
         os._exit(code)
