@@ -310,6 +310,6 @@ def test_the_tables_in_memory_are_arrays_of_fixed_size_not_dicts():
     assert (ev._LOW.typecode, len(ev._LOW)) == ("I", 5**7)
     assert (ev._HIGH.typecode, len(ev._HIGH)) == ("H", 5**6)
     # Four of a rank, the most one deck holds, stays inside its digit.
-    for rank in range(13):
-        four = 4 * ev._rank_digit(rank)
-        assert four & ev._DIGITS_LOW_MASK == (four if rank < 7 else 0)
+    for r in range(13):
+        four = 4 * ev._rank_digit(r)
+        assert four & ev._DIGITS_LOW_MASK == (four if r < 7 else 0)
