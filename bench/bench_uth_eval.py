@@ -42,8 +42,9 @@ def _held(*containers: object) -> int:
 
 def _dict_evaluator() -> tuple[Callable[[Sequence[int]], int], int]:
     """(hand_rank with a dict on the rank multiset, the dict's bytes): the baseline."""
-    table = {evaluator._key(c): nonflush_rank(c) for size in (5, 6, 7)
-             for c in evaluator._multisets(size)}
+    # Keyed by the cards' summed rank field (the base-5 digits since issue 31).
+    table = {sum(n * evaluator._rank_digit(r) for r, n in enumerate(c)): nonflush_rank(c)
+             for size in (5, 6, 7) for c in evaluator._multisets(size)}
     value = evaluator._CARD_VALUE
 
     def rank(cards: Sequence[int]) -> int:
