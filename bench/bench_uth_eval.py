@@ -42,8 +42,12 @@ def _held(*containers: object) -> int:
 
 def _dict_evaluator() -> tuple[Callable[[Sequence[int]], int], int]:
     """(hand_rank with a dict on the rank multiset, the dict's bytes): the baseline."""
-    table = {evaluator._key(c): nonflush_rank(c) for size in (5, 6, 7)
-             for c in evaluator._multisets(size)}
+    # Keyed by the cards' summed rank field (the base-5 digits since issue 31).
+    table = {
+        sum(n * evaluator._rank_digit(r) for r, n in enumerate(c)): nonflush_rank(c)
+        for size in (5, 6, 7)
+        for c in evaluator._multisets(size)
+    }
     value = evaluator._CARD_VALUE
 
     def rank(cards: Sequence[int]) -> int:
@@ -78,9 +82,11 @@ def main() -> None:
     built = time.perf_counter() - start
     multisets = _held(evaluator._LOW, evaluator._HIGH, evaluator._NONFLUSH)
     by_dict, dict_bytes = _dict_evaluator()
-    print(f"tables built in {built:.2f} s; the rank-multiset table holds {multisets / 1e6:.2f} MB,"
-          f" as a dict {dict_bytes / 1e6:.2f} MB (x{dict_bytes / multisets:.1f}); the flush"
-          f" table {_held(evaluator._FLUSH) / 1e6:.2f} MB")
+    print(
+        f"tables built in {built:.2f} s; the rank-multiset table holds {multisets / 1e6:.2f} MB,"
+        f" as a dict {dict_bytes / 1e6:.2f} MB (x{dict_bytes / multisets:.1f}); the flush"
+        f" table {_held(evaluator._FLUSH) / 1e6:.2f} MB"
+    )
     rng = random.Random(args.seed)
     treys_eval = Evaluator()
     tcard = [TCard.new(format_card(c)) for c in range(52)]

@@ -11,7 +11,6 @@ not TOML in one line, for table.toml and headoffice.toml alike. Each device's se
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -178,6 +177,8 @@ class Table:
             if hints and name in hints:
                 self.error(name, hints[name])
                 continue
+            import difflib  # on an unknown key only: not in a table's memory (issue 31)
+
             close = difflib.get_close_matches(name, sorted(self.known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             expected = ", ".join(sorted(self.known)) or "no keys"

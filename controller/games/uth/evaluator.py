@@ -23,13 +23,20 @@ most seven cards splits into its low ranks (2-8, key bits 0..27) and high ranks 
 cards come first; `_LOW` gives each low part of n cards an offset to a block of as many entries
 as there are high parts of at most 7 - n cards. Entry = `_LOW[low] + _HIGH[high]`: one per
 multiset of at most seven cards (~76,000), in an array of 16-bit ranks.
+
+In memory (issue 31), `_LOW` and `_HIGH` are arrays indexed by the part's counts read as a
+base-5 number (a rank holds 0-4 cards: 5**7 low, 5**6 high indices), not dicts keyed by the
+nibble form: ~0.34 MB rather than ~0.7 MB of dicts and their int objects. So a card's integer
+holds its rank as a base-5 digit (low ranks in bits 0..16, high ranks in bits 17..30) beside
+its suit nibble, and summing cards sums the digits: a rank's count never exceeds four, so a
+digit never carries. The tables file keeps the nibble-keyed form (`_base5` converts it).
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from itertools import combinations, combinations_with_replacement
@@ -69,11 +76,6 @@ class Category(IntEnum):
 _ACE = 12
 _WHEEL = (1 << 12) | 0b1111  # A-2-3-4-5: the ace plays low (3.3.1.2)
 _SUIT_SHIFT = 52
-
-# Per-card integer: +1 in the card's rank nibble and +1 in its suit nibble.
-_CARD_VALUE: list[int] = [
-    (1 << (4 * (c >> 2))) | (1 << (_SUIT_SHIFT + 4 * (c & 3))) for c in range(52)
-]
 
 
 def _straight_high(mask: int) -> int:
@@ -136,6 +138,35 @@ _HIGH_MASK = (1 << (4 * (13 - _LOW_RANKS))) - 1
 _MOST = 7  # cards in a hand, at most
 
 
+# In memory: the base-5 rank digits (the module's docstring), in two fields.
+_LOW_INDICES = 5**_LOW_RANKS
+_HIGH_INDICES = 5 ** (13 - _LOW_RANKS)
+_DIGITS_LOW_MASK = (1 << _LOW_INDICES.bit_length()) - 1  # bits 0..16
+_DIGITS_HIGH_SHIFT = _LOW_INDICES.bit_length()  # 17
+_DIGITS_HIGH_MASK = (1 << _HIGH_INDICES.bit_length()) - 1  # 14 bits
+
+
+def _rank_digit(rank: int) -> int:
+    """+1 card of `rank` in the base-5 fields."""
+    if rank < _LOW_RANKS:
+        return 5**rank
+    return 5 ** (rank - _LOW_RANKS) << _DIGITS_HIGH_SHIFT
+
+
+# Per-card integer: +1 in the card's base-5 rank digit and +1 in its suit nibble.
+_CARD_VALUE: list[int] = [
+    _rank_digit(c >> 2) | (1 << (_SUIT_SHIFT + 4 * (c & 3))) for c in range(52)
+]
+
+
+def _base5(nibbles: int) -> int:
+    """A part's nibble key (4 bits a rank's count) as the base-5 number of the same counts."""
+    value = 0
+    for place in range(_LOW_RANKS - 1, -1, -1):
+        value = value * 5 + (nibbles >> (4 * place) & 15)
+    return value
+
+
 def _slot(key: int, low: dict[int, int], high: dict[int, int]) -> int:
     """The entry of a rank-multiset key (at most seven cards) in the compact table."""
     return low[key & _LOW_MASK] + high[key >> _HIGH_SHIFT]
@@ -177,8 +208,8 @@ def compute_tables() -> tables_file.Tables:
         for counts in _multisets(size):
             key = _key(counts)
             nonflush[_slot(key, low, high)] = max(
-                nonflush[_slot(key - (1 << (4 * r)), low, high)]
-                for r in range(13) if counts[r])
+                nonflush[_slot(key - (1 << (4 * r)), low, high)] for r in range(13) if counts[r]
+            )
 
     flush = [0] * (1 << 13)
     for m in flush_masks:
@@ -197,8 +228,8 @@ def compute_tables() -> tables_file.Tables:
 # Loaded (or computed) on first use, not at import: head office imports this module for
 # `Category` and evaluates a hand only when a jackpot hit arrives. Filled in place, so every
 # reference to these objects sees them once loaded.
-_LOW: dict[int, int] = {}
-_HIGH: dict[int, int] = {}
+_LOW: array[int] = array("I")  # by the low part's base-5 index: its offset in _NONFLUSH
+_HIGH: array[int] = array("H")  # by the high part's base-5 index: its entry in a block
 _NONFLUSH: array[int] = array("H")
 _FLUSH: array[int] = array("H")  # not a list: 8,192 int objects are ~0.3 MB of the daemon
 _CATEGORY_START: list[int] = []
@@ -208,11 +239,25 @@ MAX_RANK = 7462  # the royal flush: distinct five-card hand values (checked when
 def _tables() -> None:
     if not _FLUSH:
         # A file with a wrong digest raises TablesFileError: refused, never used or recomputed.
-        tables = tables_file.load() or compute_tables()
-        low, high, nonflush, flush, starts = tables
+        parts = tables_file.load_parts()
+        low: Iterable[tuple[int, int]]
+        high: Iterable[tuple[int, int]]
+        flush: Sequence[int]
+        if parts is None:
+            low_dict, high_dict, nonflush, flush, starts = compute_tables()
+            low, high = low_dict.items(), high_dict.items()
+        else:  # the arrays as they are: no dicts on the way (tables_file.load_parts)
+            low_keys, low_values, high_keys, high_values, nonflush, flush, start_items = parts
+            low = zip(low_keys, low_values, strict=True)
+            high = zip(high_keys, high_values, strict=True)
+            starts = start_items.tolist()
         assert max(flush) == MAX_RANK, max(flush)
-        _LOW.update(low)
-        _HIGH.update(high)
+        _LOW.frombytes(bytes(4 * _LOW_INDICES))
+        for key, offset in low:
+            _LOW[_base5(key)] = offset
+        _HIGH.frombytes(bytes(2 * _HIGH_INDICES))
+        for key, entry in high:
+            _HIGH[_base5(key)] = entry
         _NONFLUSH.extend(nonflush)
         _CATEGORY_START.extend(starts)
         _FLUSH.extend(flush)  # last: a non-empty _FLUSH means every table is built
@@ -240,8 +285,11 @@ def hand_rank(cards: Sequence[Card]) -> int:
                         if c & 3 == suit:
                             mask |= 1 << (c >> 2)
                     return _FLUSH[mask]
-        # _slot inlined (the hot path), the suit counts above the rank field masked off.
-        return _NONFLUSH[_LOW[total & _LOW_MASK] + _HIGH[(total >> _HIGH_SHIFT) & _HIGH_MASK]]
+        # The slot (the base-5 fields), the suit counts above the rank fields masked off.
+        return _NONFLUSH[
+            _LOW[total & _DIGITS_LOW_MASK]
+            + _HIGH[(total >> _DIGITS_HIGH_SHIFT) & _DIGITS_HIGH_MASK]
+        ]
     except LookupError:
         if _FLUSH:
             raise
@@ -331,7 +379,8 @@ def nonflush_rank(counts: Sequence[int]) -> int:
     if not 5 <= sum(counts) <= _MOST:
         raise InputError(f"need 5 to 7 cards, got {sum(counts)}")
     _tables()
-    return _NONFLUSH[_slot(_key(counts), _LOW, _HIGH)]
+    low = _base5(_key(counts[:_LOW_RANKS]))
+    return _NONFLUSH[_LOW[low] + _HIGH[_base5(_key(counts[_LOW_RANKS:]))]]
 
 
 def flush_rank(mask: int) -> int:

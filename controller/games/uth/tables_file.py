@@ -55,8 +55,15 @@ def _array(typecode: str, items: object) -> array[int]:
 def encode(tables: Tables) -> bytes:
     """The file's bytes for the tables `evaluator._build()` returns."""
     low, high, nonflush, flush, starts = tables
-    parts = [list(low), list(low.values()), list(high), list(high.values()),
-             nonflush, flush, starts]
+    parts = [
+        list(low),
+        list(low.values()),
+        list(high),
+        list(high.values()),
+        nonflush,
+        flush,
+        starts,
+    ]
     out = bytearray(MAGIC)
     for typecode, items in zip(_TYPES, parts, strict=True):
         a = _array(typecode, items)
@@ -64,26 +71,37 @@ def encode(tables: Tables) -> bytes:
     return bytes(out)
 
 
-def decode(data: bytes) -> Tables:
-    """The tables from a file's bytes (whose digest the caller has checked)."""
+def decode_parts(data: bytes) -> list[array[int]]:
+    """The file's seven arrays, in file order (the module's docstring), from its bytes (whose
+    digest the caller has checked)."""
     if not data.startswith(MAGIC):
         raise TablesFileError("not a tablectl-uth-eval/1 file")
     pos = len(MAGIC)
     parts: list[array[int]] = []
+    view = memoryview(data)
     for typecode in _TYPES:
         (n,) = struct.unpack_from("<I", data, pos)
         pos += 4
         a = array(typecode)
         end = pos + n * a.itemsize
-        a.frombytes(data[pos:end])
+        a.frombytes(view[pos:end])
         if sys.byteorder == "big":
             a.byteswap()
         parts.append(a)
         pos = end
-    low_keys, low_values, high_keys, high_values, nonflush, flush, starts = parts
-    return (dict(zip(low_keys, low_values, strict=True)),
-            dict(zip(high_keys, high_values, strict=True)),
-            nonflush, flush, starts.tolist())
+    return parts
+
+
+def decode(data: bytes) -> Tables:
+    """The tables from a file's bytes (whose digest the caller has checked)."""
+    low_keys, low_values, high_keys, high_values, nonflush, flush, starts = decode_parts(data)
+    return (
+        dict(zip(low_keys, low_values, strict=True)),
+        dict(zip(high_keys, high_values, strict=True)),
+        nonflush,
+        flush,
+        starts.tolist(),
+    )
 
 
 def digest(data: bytes) -> str:
@@ -93,7 +111,20 @@ def digest(data: bytes) -> str:
 def load(path: Path | None = None, expected: str = SHA256) -> Tables | None:
     """The tables from `path` (default: `FILE`), or None when there is no such file. Any other
     digest than `expected` raises `TablesFileError` naming the file and both digests."""
-    path = FILE if path is None else path
+    data = _read(FILE if path is None else path, expected)
+    return None if data is None else decode(data)
+
+
+def load_parts(path: Path | None = None, expected: str = SHA256) -> list[array[int]] | None:
+    """As `load`, the same checks, but the file's seven arrays (`decode_parts`): the evaluator
+    keeps its tables in arrays, and dicts of the keys built on the way are ~0.3 MB of a table's
+    resident memory that Python's allocator keeps once they are freed (issue 31)."""
+    data = _read(FILE if path is None else path, expected)
+    return None if data is None else decode_parts(data)
+
+
+def _read(path: Path, expected: str) -> bytes | None:
+    """The file's bytes, checked: None when absent, `TablesFileError` for any other digest."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -105,8 +136,9 @@ def load(path: Path | None = None, expected: str = SHA256) -> Tables | None:
     if found != expected:
         raise TablesFileError(
             f"uth evaluator tables {path}: SHA-256 {found}, expected {expected}: refusing a "
-            "file this program was not built with (reinstall the package)")
-    return decode(data)
+            "file this program was not built with (reinstall the package)"
+        )
+    return data
 
 
 def write(path: Path) -> str:

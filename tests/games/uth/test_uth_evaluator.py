@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller.games.uth import tables_file
 from controller.games.uth.cards import format_card, parse_card, parse_cards
 from controller.games.uth.evaluator import (
     MAX_RANK,
@@ -271,13 +272,44 @@ def test_every_rank_multiset_of_five_to_seven_cards_has_an_entry_of_its_own():
     slots: dict[int, tuple[int, ...]] = {}
     for size in (5, 6, 7):
         for counts in ev.rank_multisets(size):
-            key = ev._key(counts)
-            slot = ev._LOW[key & ev._LOW_MASK] + ev._HIGH[key >> ev._HIGH_SHIFT]
+            # As hand_rank finds it: the cards' base-5 rank digits summed (in memory, issue 31).
+            digits = sum(n * ev._rank_digit(r) for r, n in enumerate(counts))
+            slot = (
+                ev._LOW[digits & ev._DIGITS_LOW_MASK]
+                + ev._HIGH[(digits >> ev._DIGITS_HIGH_SHIFT) & ev._DIGITS_HIGH_MASK]
+            )
             assert slot not in slots, (counts, slots.get(slot))
             slots[slot] = counts
             assert 1 <= ev._NONFLUSH[slot] <= MAX_RANK
     assert len(slots) == 6_175 + 18_395 + 49_205
     assert max(slots) < len(ev._NONFLUSH)
+    # The same entries as the tables file's nibble-keyed form (tables_file.py) gives them.
+    low, high, _, _, _ = tables_file.load() or ev.compute_tables()
+    for size in (5, 6, 7):
+        for counts in ev.rank_multisets(size):
+            key = ev._key(counts)
+            assert ev._slot(key, low, high) == (
+                ev._LOW[ev._base5(key & ev._LOW_MASK)] + ev._HIGH[ev._base5(key >> ev._HIGH_SHIFT)]
+            )
     for counts in ((4, 4) + (0,) * 11, (1,) * 4 + (0,) * 9):
         with pytest.raises(InputError, match="need 5 to 7 cards"):
             nonflush_rank(counts)
+
+
+def test_the_tables_in_memory_are_arrays_of_fixed_size_not_dicts():
+    """Issue 31 (a READY UTH table <= 30 MB): the rank-part indices are arrays by base-5 index,
+    5**7 32-bit offsets and 5**6 16-bit entries (~0.34 MB), not dicts of ~4,700 int keys and
+    values (~0.7 MB with their int objects); a rank holds at most four cards (rule 3.1's one
+    deck), so the cards' summed base-5 digits never carry."""
+    from array import array
+
+    from controller.games.uth import evaluator as ev
+
+    ev.build_tables()
+    assert all(isinstance(t, array) for t in (ev._LOW, ev._HIGH, ev._NONFLUSH, ev._FLUSH))
+    assert (ev._LOW.typecode, len(ev._LOW)) == ("I", 5**7)
+    assert (ev._HIGH.typecode, len(ev._HIGH)) == ("H", 5**6)
+    # Four of a rank, the most one deck holds, stays inside its digit.
+    for r in range(13):
+        four = 4 * ev._rank_digit(r)
+        assert four & ev._DIGITS_LOW_MASK == (four if r < 7 else 0)
