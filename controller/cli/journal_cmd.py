@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--round-after", type=int, metavar="N", help="head office's last ledgered "
                    "round when it is beyond the journal (the out-of-service message names it)")
     a.add_argument("--config", type=Path, help="the table's config, for its [journal] "
-                   f"outside_mark (default {DEFAULT_PATH} when it is there)")
+                   "outside_mark and its game (a round left open in a restored copy is voided "
+                   f"by the game's rules) (default {DEFAULT_PATH} when it is there)")
     a.add_argument("--outside-mark", type=Path, help="the mark's copy outside the state "
                    "directory (default: [journal] outside_mark of --config)")
     a.add_argument("--json", action="store_true")
@@ -248,7 +249,8 @@ def cmd_accept_loss(args: argparse.Namespace) -> int:
     try:
         record = accept_loss(args.state_dir, reason=args.reason, user=_operator(),
                              key_file=args.key_file, outbox_after=args.outbox_after,
-                             round_after=args.round_after, outside_mark=_outside_mark(args))
+                             round_after=args.round_after, outside_mark=_outside_mark(args),
+                             machine=lambda: _machine(args.config or DEFAULT_PATH))
     except (JournalError, ValueError, InputError) as exc:
         print(f"tablectl: journal accept-loss refused: {exc}", file=sys.stderr)
         return 1
@@ -259,9 +261,20 @@ def cmd_accept_loss(args: argparse.Namespace) -> int:
     emit(record, args.json, lambda: (
         f"loss recorded as journal #{record['seq']} by {record['by']}: "
         + (f"seq {lost[0]}..{lost[1]} lost" if lost else record["problem"])
+        + (f"; round {record['voided_round']}, open in the restored copy, voided"
+           if record["voided_round"] is not None else "")
         + f"; next outbox message {record['outbox_next']}, next round {record['round_next']}"
         + f"; high-water mark reset to seq {record['seq']}"))
     return 0
+
+
+def _machine(path: Path) -> Any:
+    """The table's round machine from its config at `path` (accept-loss voids a round left open
+    in a restored copy by the game's own rules)."""
+    from controller.config import load_config
+    from controller.daemon.build import build_machine
+
+    return build_machine(load_config(path))
 
 
 def _outside_mark(args: argparse.Namespace) -> Path | None:

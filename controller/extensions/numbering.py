@@ -72,7 +72,10 @@ class Numbering:
         past the journal) and named `ho_round` as its last round (None: an ack that does not)."""
         journal = table.journal
         assert journal is not None
-        ours = max(journal.last_round_number, journal.last_event_round)
+        # The last round recorded, or the open round once its increments were written: not
+        # merely the round the table opened (after a recovery from the marks alone, a round
+        # head office holds may be opened again before its answer, with a shuffle or a lamp).
+        ours = journal.last_round_told()
         if beyond is not None:
             found = (f"head office acknowledged outbox message {beyond[0]}, the journal's last "
                      f"is message {beyond[1]}")

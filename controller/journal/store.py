@@ -99,6 +99,7 @@ class Journal(SegmentCalls):
         self._last_seq = state.last_seq
         self._last_hash = state.last_hash or genesis_hash(table_id, game)
         self._last_event_round = state.last_event_round
+        self._round_told: int | None = None  # last_round_told's cache
         self._rounds = {"completed": state.rounds_completed, "voided": state.rounds_voided,
                         "skipped": state.rounds_skipped}
         self.reader = Reader(path, conn, self._mutex, table_id, game, lambda: self._last_seq)
@@ -329,6 +330,21 @@ class Journal(SegmentCalls):
         """The `round` of the last event appended (0 before the first)."""
         return self._last_event_round
 
+    def last_round_told(self) -> int:
+        """The highest round number head office may hold from this journal: the last round
+        recorded, or the open round once a message naming it (its jackpot increments, UTH
+        5.5) was written. What the link compares with head office's last ledgered round
+        (extensions/numbering.py): a round the table only opened (a shuffle, a lamp) is not
+        one head office can hold. Read from the open round's events once, then kept."""
+        if self._round_told is None:
+            told = 0
+            if self._last_event_round > self.last_round_number:
+                with contextlib.suppress(ValueError):  # pruned: not the open round's
+                    told = max((_message_round(m) for e in self.reader.round_events(
+                        self._last_event_round) for m in e.outbox), default=0)
+            self._round_told = told
+        return max(self.last_round_number, self._round_told)
+
     @property
     def _next_outbox_id(self) -> int:  # (tests of older journals read these two)
         return self.outbox.next_id
@@ -418,6 +434,9 @@ class Journal(SegmentCalls):
             if durable:  # after the commit: never ahead of it (nor of what a power cut may take)
                 self.marks.advance(seq, next_id - 1, last_hash, next_round - 1)
             self._last_event_round = last_round
+            if self._round_told is not None:
+                self._round_told = max([self._round_told, *(
+                    _message_round(m) for row in rows for m in row.outbox)])
             self.outbox.next_id = next_id
             self._rounds = done
             return [row.seq for row in rows]
@@ -519,3 +538,11 @@ class Journal(SegmentCalls):
         """Re-walk the whole chain (e.g. `tablectl selftest`); does not change the journal."""
         with self._mutex:
             return verify_conn(self._conn, (self.table_id, self.game))
+
+
+def _message_round(message: Any) -> int:
+    """The round an outbox message names (a stored message, or a row's [id, type, payload]);
+    0 when it names none."""
+    payload = message.payload if hasattr(message, "payload") else message[2]
+    number = payload.get("round") if isinstance(payload, dict) else None
+    return number if type(number) is int else 0

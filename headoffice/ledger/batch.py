@@ -304,6 +304,9 @@ class _Batch(BatchTables, BatchHits):
         text = (f"table {t.id} {what} (message {seq}): by {p['by']}: {p['reason']}"
                 f" ({p['problem']}); rounds go on at {p['round_next']}, messages at"
                 f" {p['outbox_next']}")
+        if isinstance(p.get("voided_round"), int):  # recover.py: a phantom, head office's stands
+            text += (f"; the round {p['voided_round']} left open in its restored copy was voided"
+                     f" at the table: head office's record of round {p['voided_round']} stands")
         kind = "journal_loss"  # the table reports lost journal records (alarms.py)
         if p["round_next"] <= last:
             text += (f"; BUT head office has ledgered round {last}: round numbers"

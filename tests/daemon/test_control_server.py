@@ -177,3 +177,94 @@ def test_status_shows_the_archive_alarm(tmp_path: Path,
     out = capsys.readouterr().out.splitlines()
     assert ("ALARM: 1 journal archive(s) missing or altered (E106; tablectl journal verify; "
             f"docs/operations.md, \"An archive missing or altered\"): {fault}") in out
+
+
+# A new process of the flood's user: connects until the daemon answers it at once (a refusal;
+# a connection it accepted would wait for a request), and prints that answer.
+PROBE = r"""
+import socket, sys, time
+end = time.monotonic() + 10
+while time.monotonic() < end:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(0.5)
+    try:
+        s.connect(sys.argv[1])  # EAGAIN while the flood fills the backlog: again
+        line = s.makefile("rb").readline()
+    except OSError:
+        time.sleep(0.005)
+        continue
+    finally:
+        s.close()
+    if b"from one user" in line:
+        print(line.decode().strip())
+        break
+"""
+
+
+def test_one_users_processes_together_hold_at_most_the_per_user_cap(tmp_path: Path) -> None:
+    """Issue 27 item 5, per peer: a flood spread over several processes of one user (each
+    under MAX_PER_PROCESS) is cut off at MAX_PER_USER for that uid, named in the refusal, and
+    another user's `status` still gets through each time. The flood runs as `nobody`."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    from controller.control import CLIENT_TIMEOUT_S, MAX_PER_PROCESS, MAX_PER_USER
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the flood as another user")
+    nobody = 65534
+    processes = MAX_PER_USER // MAX_PER_PROCESS + 2  # together past the user's cap
+    refused: list[str] = []
+
+    async def status(_args: dict[str, Any]) -> Any:
+        return {"up": True}
+
+    async def go(where: Path) -> tuple[int, int, dict[str, Any], str]:
+        server = ControlServer(where / "c.sock", {"status": status}, {},
+                               on_refused=refused.append)
+        await server.start()
+        os.chmod(server.path, 0o666)  # the flood's user may connect (the group does, on a table)
+        # The system's Python (the flood is the standard library only): nobody may run it.
+        floods = [subprocess.Popen(["/usr/bin/python3", "-c", FLOOD, str(server.path),
+                                    str(CLIENT_TIMEOUT_S + 3)],
+                                   stdout=subprocess.PIPE, text=True, user=nobody)
+                  for _ in range(processes)]
+        ok = failed = 0
+        try:
+            await asyncio.sleep(0.5)  # the flood under way
+            # One more process of the same user, under its own process cap: refused for the
+            # user's (what it is told).
+            probe = await asyncio.to_thread(
+                subprocess.run, ["/usr/bin/python3", "-c", PROBE, str(server.path)],
+                capture_output=True, text=True, user=nobody, timeout=30)
+            for _ in range(10):
+                try:
+                    assert await asyncio.to_thread(request, server.path, "status", None, 2) == {
+                        "up": True}
+                    ok += 1
+                except OSError:
+                    failed += 1
+                await asyncio.sleep(0.1)
+            for flood in floods:
+                await asyncio.to_thread(flood.communicate, timeout=30)
+            stats = server.stats()
+        finally:
+            for flood in floods:
+                if flood.poll() is None:
+                    flood.kill()
+            await server.close()
+        return ok, failed, stats, probe.stdout
+
+    # A directory the flood's user can reach (pytest's own is root's alone).
+    where = Path(tempfile.mkdtemp(prefix="h27cap-", dir="/tmp"))
+    try:
+        where.chmod(0o755)
+        ok, failed, stats, told = asyncio.run(asyncio.wait_for(go(where), 60))
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    assert (ok, failed) == (10, 0)
+    assert stats["refused_by_reason"]["too_many"] > 0
+    assert (f"too many connections: uid {nobody} has {MAX_PER_USER} open (at most "
+            f"{MAX_PER_USER} at once from one user)") in told, told

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.cli.main import main as cli
+from controller.daemon.build import SIM_LIMITS
 from controller.journal import (
     JOURNAL_FILE,
     LOSS_KIND,
@@ -253,17 +254,35 @@ def test_damaged_wal_after_sigkill_takes_the_table_out_of_service(
     assert not report["ok"] and report["mark"] == "FAILED"
     assert any(f"seq {journal_seq + 1}..{mark_seq} missing" in e for e in report["errors"])
 
-    # The documented way back: recorded with who and why, then the table plays again.
-    assert cli(["journal", "accept-loss", "--state-dir", str(tmp_path), "--reason",
-                f"test: WAL {how}", "--json"]) == 0
+    # The documented way back: recorded with who and why, then the table plays again. The
+    # table's config (the simulation's, as `--game uth` builds it): a round the journal ends
+    # in, with its jackpot increment written, is voided by the game's rules.
+    config = tmp_path.parent / "table.toml"
+    config.write_text(
+        f'table_id = "{UTH_TABLE}"\ngame = "uth"\n[service]\nstate_dir = "{tmp_path}"\n'
+        f'runtime_dir = "{tmp_path.parent / "run"}"\nsocket_group = "root"\nwatchdog = true\n'
+        f'[uth]\n{SIM_LIMITS["uth"]}[devices]\nsimulate = true\n')
+    assert cli(["journal", "accept-loss", "--state-dir", str(tmp_path), "--config",
+                str(config), "--reason", f"test: WAL {how}", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["lost"] == [journal_seq + 1, mark_seq] and record["by"].startswith("root")
+    voided = record["voided_round"]
+    if voided is not None:  # the lost WAL held that round's end: voided, its wagers returned
+        with Journal.open(tmp_path, table_id=UTH_TABLE, game="uth") as j:
+            done = {r.number: r.status for e in j.iter_events() for r in e.rounds}
+            cancels = [m.payload["round"] for e in j.iter_events() for m in e.outbox
+                       if m.type == "jackpot_cancel"]
+        assert done[voided] == "voided" and voided in cancels  # UTH 15.3.1
+        assert record["round_next"] > voided
     proc = start_daemon(tmp_path, *UTH, "--autoplay", "2")
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert verify_dir(tmp_path).ok
     with Journal.open(tmp_path, table_id=UTH_TABLE, game="uth") as j:
-        loss = next(e for e in j.iter_events(journal_seq + 1, journal_seq + 1))
+        # The recovery's record next (after the void's, when it voided a round).
+        after = list(j.iter_events(journal_seq + 1, journal_seq + 2))
+        loss = after[0] if voided is None else after[1]
+        assert voided is None or (after[0].kind == "dealer.void" and after[0].round == voided)
         assert loss.kind == LOSS_KIND and loss.data["reason"] == f"test: WAL {how}"
         assert j.last_seq > journal_seq + 1
 

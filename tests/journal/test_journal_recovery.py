@@ -259,3 +259,25 @@ def test_downgrade_writes_a_version_1_mark_and_refuses_after_skipped_rounds(
     with (Journal.open(tmp_path, table_id=TABLE, game=GAME) as j,
           pytest.raises(JournalError, match="a recovery skipped 6 round numbers")):
         j.downgrade_to_v3()
+
+
+def test_the_round_told_to_head_office_is_the_open_round_once_its_increment_is_written(
+        tmp_path: Path) -> None:
+    """What the link compares with head office's last round (extensions/numbering.py): a round
+    the table only opened is not one head office can hold; one whose jackpot increment was
+    written is. Kept as the journal grows, and read back from the open round when reopened."""
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=3)
+        j.append(Event("shuffler.ready", {}), now(j.last_seq + 1), round=4)  # round 4 opened
+        assert (j.last_event_round, j.last_round_told()) == (4, 3)
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        assert j.last_round_told() == 3
+        j.append(Event("card.dispensed", {}), now(j.last_seq + 1), round=4, effects=[Effect(
+            "outbox", {"type": "jackpot_increment", "payload": {"round": 4, "amount": 200}})])
+        assert j.last_round_told() == 4
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        assert j.last_round_told() == 4
+        fill(j, rounds=1)  # round 4 recorded
+        assert j.last_round_told() == 4
+        j.append(Event("shuffler.ready", {}), now(j.last_seq + 1), round=5)
+        assert j.last_round_told() == 4

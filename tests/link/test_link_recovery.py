@@ -10,6 +10,7 @@ second increment for the round"), held genuine hits and applied second results.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 from dataclasses import replace
@@ -21,6 +22,7 @@ from controller.journal import Journal
 from headoffice.ledger import Ledger
 from tests.support.link import (
     POOL,
+    Idle,
     drain,
     head_office,
     journal_totals_at,
@@ -29,6 +31,8 @@ from tests.support.link import (
     play_until,
     run,
     start,
+    table_toml,
+    to_the_river,
     wait_for,
 )
 
@@ -104,10 +108,13 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
             assert Path(found[1]) == state
             outbox_after, round_after = int(found[2]), int(found[3])
             seen["after"] = outbox_after, round_after
-            # The documented command, as the out-of-service message gives it.
-            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--outbox-after",
-                        found[2], "--round-after", found[3], "--reason",
-                        "restored from an older copy, ticket 27"]) == 0
+            # The documented command, as the out-of-service message gives it; the table's
+            # config (on the image its default path) in case the copy had a round open.
+            config = tmp_path / "T1.toml"
+            config.write_text(table_toml("T1", root, broker))
+            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--config",
+                        str(config), "--outbox-after", found[2], "--round-after", found[3],
+                        "--reason", "restored from an older copy, ticket 27"]) == 0
             capsys.readouterr()
 
             table = await start(make_table("T1", root, broker, seed=4))
@@ -141,6 +148,12 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
         ledgered = sorted(r["round"] for r in db.execute(
             "SELECT round FROM rounds WHERE table_id = 'T1'"))
         assert ledgered == sorted(lost_rounds + new_rounds)
+        # Round by round: the jackpot wagers each round record says were made are the
+        # increment head office ledgered for that number, to the cent (a round open in the
+        # older copy is voided by the recovery, never carried to a number without one).
+        assert ledgered_increments(ledger) == {
+            **jackpot_by_round(lost), **open_increments(lost), **jackpot_by_round(state),
+            **open_increments(state, outbox_after)}
         # Ledger = journals to the cent: the lost journal's messages (all of them reached head
         # office before it was lost) and the recovered journal's after head office's id.
         lost_wagered, lost_count, _ = wagered_after(lost, 0)
@@ -218,5 +231,291 @@ def test_a_linked_table_whose_state_directory_is_gone_plays_no_round_head_office
                                  " AND status <> 'applied'") == []
         assert ledger.db.execute("SELECT round FROM rounds WHERE table_id = 'T1'"
                                  " GROUP BY round HAVING count(*) > 1") == []
+    finally:
+        ledger.close()
+
+
+def jackpot_by_round(state: Path) -> dict[int, int]:
+    """Round number -> the jackpot wagers its round record says were made (boxes x wager,
+    UTH 15.2.4), for each completed round in the journal in `state` that had any."""
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        rounds = [r for e in j.iter_events() for r in e.rounds if r.status == "completed"]
+    return {r.number: len(jp["boxes"]) * jp["wager"] for r in rounds
+            if (jp := r.summary.get("jackpot")) and jp["boxes"]}
+
+
+def open_increments(state: Path, after_id: int = 0) -> dict[int, int]:
+    """Round number -> the jackpot increments (net of cancellations) the journal in `state`
+    sent, in messages after `after_id`, for rounds it has no record of (open when it ended)."""
+    sent: dict[int, int] = {}
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        recorded = {r.number for e in j.iter_events() for r in e.rounds}
+        for e in j.iter_events():
+            for m in e.outbox:
+                sign = {"jackpot_increment": 1, "jackpot_cancel": -1}.get(m.type)
+                if sign and m.id > after_id and m.payload["round"] not in recorded:
+                    number = m.payload["round"]
+                    sent[number] = sent.get(number, 0) + sign * m.payload["amount"]
+    return {n: a for n, a in sent.items() if a}
+
+
+def ledgered_increments(ledger: Ledger) -> dict[int, int]:
+    """Round number -> head office's jackpot increment for it from T1, not cancelled."""
+    return {r["round"]: r["amount"] for r in ledger.db.execute(
+        "SELECT round, amount FROM increments WHERE table_id = 'T1'"
+        " AND cancelled_seq IS NULL")}
+
+
+def last_seq(state: Path) -> int:
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        return j.last_seq
+
+
+def recovery_record(state: Path) -> dict[str, Any]:
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        found = [e.data for e in j.iter_events() if e.kind == "journal.loss_accepted"]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledger_url,
+                                                                    tmp_path, capsys) -> None:
+    """The older copy was taken while a round was open: its wagers locked and its jackpot
+    increments already at head office (UTH 5.5). The lost records played that round to its
+    end, so head office holds its increments and its result under its number. Recovered, the
+    table voids it (docs/journal.md, "A round open in the restored copy") instead of
+    carrying its wagers to a new number head office holds no increment for (before the fix:
+    that round's jackpot wagers were settled, and a hit held, as "boxes [..] made no jackpot
+    wager")."""
+    root = tmp_path / "T1"
+    state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with head_office(ledger_url, broker, verify_from=None):
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=1))
+            await to_the_river(table)  # round 1 open, jackpot wagers on boxes 2 and 5
+            await drain([table])  # its increments acknowledged by head office
+            seen["open"] = table.status()["round"]
+            await table.stop()
+            shutil.copytree(state, older)  # the copy taken mid-round
+            table = await start(make_table("T1", root, broker, seed=2))
+            await wait_for(play_until([table], 20), 90, "20 rounds, the open one first")
+            await drain([table])
+            await table.stop()
+            shutil.copytree(state, lost)
+
+            shutil.rmtree(state)
+            shutil.copytree(older, state)  # restored from the copy with the round open
+            table = await start(make_table("T1", root, broker, seed=3))
+            await wait_for(lambda: table.service.out_of_service is not None, 20,
+                           "out of service")
+            seen["reason"] = table.service.out_of_service
+            await table.stop()
+            found = RECOVER.search(seen["reason"] or "")
+            assert found is not None, seen["reason"]
+            seen["after"] = int(found[2]), int(found[3])
+            before = last_seq(state)
+            # The void is the game's: without the table's config (no default one here) the
+            # command refuses, naming the round, and the journal is left as it was.
+            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--outbox-after",
+                        found[2], "--round-after", found[3], "--reason", "no config"]) == 1
+            seen["refused"] = capsys.readouterr().err
+            assert last_seq(state) == before
+            config = tmp_path / "T1.toml"  # the game's rules decide the void: its config
+            config.write_text(table_toml("T1", root, broker))
+            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--config",
+                        str(config), "--outbox-after", found[2], "--round-after", found[3],
+                        "--reason", "restored from a copy taken mid-round, ticket 27"]) == 0
+            seen["said"] = capsys.readouterr().out
+
+            table = await start(make_table("T1", root, broker, seed=4))
+            await wait_for(play_until([table], 40), 120, "40 rounds after the recovery")
+            await drain([table])
+            seen["out_of_service"] = table.service.out_of_service
+            await table.stop()
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    outbox_after, round_after = seen["after"]
+    open_round = seen["open"]
+    assert rounds_of(older) == [] and open_round in lost_open_rounds(older)
+    lost_rounds = rounds_of(lost)
+    assert open_round in lost_rounds
+    assert round_after == max(lost_rounds + lost_open_rounds(lost))
+    record = recovery_record(state)
+    assert record["voided_round"] == open_round and record["round_next"] == round_after + 1
+    assert f"round {open_round}, open in the restored copy, voided" in seen["said"]
+    assert f"round {open_round} is open in the journal" in seen["refused"], seen["refused"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
+    new_rounds = rounds_of(state, after_round=0)
+    # The phantom keeps no record here (head office's stands); numbering goes on past it.
+    assert open_round not in new_rounds
+    assert len(new_rounds) >= 40 and new_rounds[0] == round_after + 1
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        db = ledger.db
+        bad = db.execute("SELECT seq, type, status, reason FROM messages WHERE table_id = 'T1'"
+                         " AND status <> 'applied' ORDER BY seq")
+        assert bad == [], bad  # no refused increment, no held hit (false reason or any)
+        twice = db.execute("SELECT round FROM rounds WHERE table_id = 'T1' GROUP BY round"
+                           " HAVING count(*) > 1")
+        assert twice == []  # no round number used twice
+        ledgered = sorted(r["round"] for r in db.execute(
+            "SELECT round FROM rounds WHERE table_id = 'T1'"))
+        assert ledgered == sorted(lost_rounds + new_rounds)
+        # Round by round, every jackpot wager a round record says was made is the increment
+        # head office ledgered for that round number, to the cent, and no other.
+        journals = {**jackpot_by_round(lost), **open_increments(lost),
+                    **jackpot_by_round(state), **open_increments(state, outbox_after)}
+        assert ledgered_increments(ledger) == journals
+        # The whole: the lost journal's messages, then the recovered journal's after head
+        # office's id (the void sent nothing: no result, no cancellation, no increment).
+        lost_wagered, _, _ = wagered_after(lost, 0)
+        new_wagered, new_count, last_id = wagered_after(state, outbox_after)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == lost_wagered + new_wagered == sum(journals.values())
+        assert totals["last_seq"] == last_id == outbox_after + new_count
+        cfg = make_table("T1", root, broker).cfg
+        paid = paid_at(cfg, lost) + paid_at(cfg, state) - paid_at(cfg, older)
+        assert totals["paid"] == paid
+        pool = ledger.pool(POOL)
+        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+        assert (pool.wagers_in, pool.wins) == (lost_wagered + new_wagered, paid)
+        alarms = [a["text"] for a in db.execute("SELECT text FROM alarms WHERE table_id = 'T1'")]
+        assert any(f"the round {open_round} left open in its restored copy was voided" in a
+                   and "ticket 27" in a for a in alarms), alarms
+    finally:
+        ledger.close()
+
+
+def open_with_jackpot(table: Any) -> bool:
+    """The round's cards are out and some box has a jackpot wager: nobody plays on (`Idle`)."""
+    status = table.status()
+    if status["cards_dealt"] and any(b["jackpot"] for b in status["boxes"]):
+        table.service.policy = Idle()
+        return True
+    return False
+
+
+async def start_or_refused(table: Any) -> Any:
+    """`start`, for a table that may refuse its journal (it then has none, out of service)."""
+    table.task = asyncio.create_task(table.service.run())
+    service = table.service
+    await wait_for(lambda: service.out_of_service is not None
+                   or (service.journal is not None and service.state is not None), 10, "start")
+    if service.journal is None:
+        return table
+    await wait_for(lambda: service.ready and (service.ignored.held is None
+                                              or service.out_of_service is not None),
+                   table.link.options.confirm_s + 10, "the dealer's keys released")
+    return table
+
+
+def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_head_office(
+        broker, ledger_url, tmp_path, capsys) -> None:
+    """A lost write-ahead log on a linked table (issue 27: "after a restore, a lost WAL or a
+    fresh journal"): the journal file goes back to an older state while its high-water mark
+    stays. The table refuses it (LOST RECORDS); the command the message gives recovers past
+    the mark; head office's answer, if it is further on still, takes the table out of service
+    again with its numbers, and the command it gives goes past those. Then 40 rounds: no
+    refused increment, no held hit, no round number twice, increments round by round."""
+    root = tmp_path / "T1"
+    state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
+    config = tmp_path / "T1.toml"
+    seen: dict[str, Any] = {"reasons": []}
+
+    def journal_files(src: Path, dst: Path) -> None:
+        """The journal file (and its WAL) of `src` into `dst`, the marks left as they are."""
+        for suffix in ("-wal", "-shm", ""):
+            (dst / f"journal.sqlite3{suffix}").unlink(missing_ok=True)
+        for suffix in ("", "-wal"):
+            if (src / f"journal.sqlite3{suffix}").exists():
+                shutil.copy2(src / f"journal.sqlite3{suffix}", dst / f"journal.sqlite3{suffix}")
+
+    async def main() -> None:
+        config.write_text(table_toml("T1", root, broker))
+        async with head_office(ledger_url, broker, verify_from=None):
+            table = await start(make_table("T1", root, broker, seed=1))
+            await wait_for(play_until([table], 10), 60, "10 rounds")
+            await drain([table])
+            await table.stop()
+            older.mkdir()
+            journal_files(state, older)
+            table = await start(make_table("T1", root, broker, seed=2))
+            await wait_for(play_until([table], 25), 90, "25 more rounds")
+            # The lost commits end in a round open with its jackpot increments at head office:
+            # the players leave (nobody plays on) once the cards of one are out.
+            await wait_for(lambda: open_with_jackpot(table), 60, "a round dealt with jackpots",
+                           every=0.001)
+            await drain([table])
+            await table.stop()
+            shutil.copytree(state, lost)
+            journal_files(older, state)  # the commits since the older state are lost
+            for attempt in range(3):
+                table = await start_or_refused(make_table("T1", root, broker, seed=4 + attempt))
+                if table.service.out_of_service is None:
+                    await wait_for(lambda t=table: t.service.out_of_service is not None
+                                   or len(t.rounds) >= 1, 20, "out of service or a round")
+                reason = table.service.out_of_service
+                await table.stop()
+                if reason is None:
+                    break
+                seen["reasons"].append(reason)
+                found = RECOVER.search(reason)
+                args = (["--outbox-after", found[2], "--round-after", found[3]]
+                        if found is not None else [])
+                assert "accept-loss" in reason, reason
+                assert cli(["journal", "accept-loss", "--state-dir", str(state), "--config",
+                            str(config), *args, "--reason", f"WAL lost, ticket 27 ({attempt})"
+                            ]) == 0
+                capsys.readouterr()
+            table = await start(make_table("T1", root, broker, seed=9))
+            await wait_for(play_until([table], 40), 120, "40 rounds after the recovery")
+            await drain([table])
+            seen["out_of_service"] = table.service.out_of_service
+            await table.stop()
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    assert "LOST RECORDS" in seen["reasons"][0], seen["reasons"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
+    lost_rounds = rounds_of(lost)
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        recoveries = [e.data for e in j.iter_events() if e.kind == "journal.loss_accepted"]
+    outbox_after = max(r["outbox_next"] for r in recoveries) - 1
+    first_new = max(r["round_next"] for r in recoveries)
+    new_rounds = rounds_of(state, after_round=first_new - 1)
+    assert len(new_rounds) >= 40 and new_rounds[0] == first_new
+    assert max(lost_open_rounds(lost)) > max(lost_rounds)  # the lost round open, at head office
+    assert len(recoveries) == 2  # past the marks, then past head office's open round
+    assert first_new > max(lost_rounds + lost_open_rounds(lost))
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        db = ledger.db
+        bad = db.execute("SELECT seq, type, status, reason FROM messages WHERE table_id = 'T1'"
+                         " AND status <> 'applied' ORDER BY seq")
+        assert bad == [], bad
+        twice = db.execute("SELECT round FROM rounds WHERE table_id = 'T1' GROUP BY round"
+                           " HAVING count(*) > 1")
+        assert twice == []
+        ledgered = sorted(r["round"] for r in db.execute(
+            "SELECT round FROM rounds WHERE table_id = 'T1'"))
+        assert ledgered == sorted(lost_rounds + new_rounds)
+        assert ledgered_increments(ledger) == {
+            **jackpot_by_round(lost), **open_increments(lost),
+            **{n: a for n, a in jackpot_by_round(state).items() if n >= first_new},
+            **open_increments(state, outbox_after)}
+        lost_wagered, _, _ = wagered_after(lost, 0)
+        new_wagered, _, last_id = wagered_after(state, outbox_after)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == lost_wagered + new_wagered
+        assert totals["last_seq"] == last_id
     finally:
         ledger.close()
