@@ -243,8 +243,9 @@ def test_only_the_daemon_imports_the_daemon() -> None:
 
 def test_the_pure_rooms_import_only_what_is_pure() -> None:
     assert ROOMS["controller.games"].may_import == ("shared.errors",)
+    # shared.money: the one formatter of cents (pure), for the Loss Limit's refusals.
     assert set(ROOMS["controller.rounds"].may_import) == {
-        "controller.games", "controller.events", "shared.errors"}
+        "controller.games", "controller.events", "shared.errors", "shared.money"}
     for bottom in ("controller.codes", "controller.errorlog", "controller.meters",
                    "controller.logs", "controller.events"):
         # The registries (controller/events.py) are at the bottom too: they import nothing.

@@ -32,6 +32,7 @@ from controller.events import EffectKind, OutboxType
 from controller.rounds import fields
 from controller.rounds.base import Effect
 from shared.errors import InputError
+from shared.money import dollars
 
 CARD_ID = re.compile(r"[A-Za-z0-9_-]{4,32}")  # the patron contract's opaque id
 CHECKING, RESERVING, VALID, REFUSED, INVALID = (
@@ -103,10 +104,6 @@ def request(command: str, req: str, card: str, *, round_: int | None = None,
     if command == "card_reserve":
         args |= {"round": round_, "amount": amount}
     return Effect(EffectKind.DEVICE, {"device": "patron", "command": command, "args": args})
-
-
-def dollars(cents: int) -> str:
-    return f"${cents // 100}.{cents % 100:02d}"
 
 
 def present(config: CardsConfig, patrons: JSON, seat: str, card: str, req: str, *,
