@@ -151,6 +151,16 @@ class MarkWriter:
         except OSError:
             self.errors += 1
 
+    def sync(self) -> None:
+        """The mark on the disk as it stands in the page cache (before records leave the file:
+        a mark lagging after a power cut must still name a commit in the file)."""
+        if self._fd is None:
+            return
+        try:
+            os.fsync(self._fd)
+        except OSError:
+            self.errors += 1
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

@@ -105,6 +105,11 @@ class Marks:
         for writer in self._writers:
             writer.advance(seq, out, chain, round_)
 
+    def sync(self) -> None:
+        """Every open mark made durable where it stands now (MarkWriter.sync)."""
+        for writer in self._writers:
+            writer.sync()
+
     @property
     def errors(self) -> int:
         return sum(w.errors for w in self._writers)

@@ -15,6 +15,7 @@ from controller.journal.archived import ArchivedRound
 from controller.journal.errors import EntryRefused, RoundPruned
 from controller.journal.mac import JournalKey
 from controller.journal.mark import MARK_FILE, MarkError, read_mark
+from controller.journal.marks import Marks
 from controller.journal.outbox import Outbox
 from controller.journal.read import Reader
 from controller.journal.retention import PrunePlan, Retention, pruned_head
@@ -28,6 +29,7 @@ class SegmentCalls:
     game: str
     archive_dir: Path
     retention: Retention
+    marks: Marks
     reader: Reader
     outbox: Outbox
     _conn: sqlite3.Connection
@@ -50,6 +52,11 @@ class SegmentCalls:
         opened with `upgrade=False` (a trial boot: the software before must still read it)."""
         if not self._may_move:
             return []
+        # The marks are written back lazily (mark.py): on the disk one may still name a commit
+        # this move takes out of the file, and after a power cut the journal would be refused as
+        # "replaced or rewritten" though nothing was lost (issue 27's flush-point replay found
+        # it). Made durable first, and the move never goes past the mark read now.
+        self.marks.sync()
         try:  # never past the mark: it must still name a commit in the file (mark.py)
             marked = read_mark(self.path.parent / MARK_FILE, self.key, self.table_id,
                                self.game).seq
@@ -74,6 +81,8 @@ class SegmentCalls:
         plans = self.retention.plan(keep_rounds, archive_dir or self.archive_dir,
                                     self.last_round_number - self.rounds_skipped,
                                     keep_days=keep_days)
+        if not dry_run and any(p.prune for p in plans):
+            self.marks.sync()  # as before a move: a mark on the disk names a commit still kept
         if not dry_run and self.retention.prune(plans):
             self._rebase()
         return plans

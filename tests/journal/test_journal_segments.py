@@ -821,3 +821,45 @@ def test_a_lost_archive_accepted_by_a_person_is_said_so_not_raised_forever(
         f"{archive_dir / 'segment-000002.sqlite3.z'} is missing; its row says its loss was "
         f"accepted by {second['by']} at {second['utc']}, but that record does not check out "
         "with the table's key (forged)")
+
+
+def test_a_power_cut_after_a_move_leaves_a_mark_naming_a_commit_still_in_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27's flush-point replay (image/vm/flushpoints.py) found it on the image: the mark
+    is written back lazily (mark.py), so after a power cut the mark on the disk may be minutes
+    behind; a move that took the commit it names out of the file left a journal refused as
+    "replaced or rewritten" (E101) though nothing was lost. The disk's mark is modelled here as
+    the file's bytes at its last fsync (a power cut loses what the page cache held beyond it):
+    the move makes the marks durable first, so the disk's mark names a commit the file keeps."""
+    import os
+    import shutil
+
+    from controller.journal import MARK_FILE
+
+    mark = tmp_path / MARK_FILE
+    disk: dict[str, bytes] = {}
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == str(mark):
+                disk["mark"] = mark.read_bytes()
+        except OSError:
+            pass
+
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=3)  # the mark on the disk: as of seq 30, in segment 2
+    disk["mark"] = mark.read_bytes()
+    monkeypatch.setattr(os, "fsync", fsync)
+    with Journal.open(tmp_path, table_id=TABLE, game=GAME) as j:
+        fill(j, rounds=5)  # seq 80; the page cache's mark follows, the disk's stays at 30
+        _moved_ready(j, 1, 2)
+        assert j.move() == [1, 2]  # seq 1..39 out of the file (the boundary commit 40 stays)
+    cut = tmp_path.parent / f"{tmp_path.name}-cut"
+    shutil.copytree(tmp_path, cut)
+    (cut / MARK_FILE).write_bytes(disk["mark"])  # the power cut: only what was written back
+    rep = verify_dir(cut)
+    assert rep.ok, rep.errors
+    with Journal.open(cut, table_id=TABLE, game=GAME) as j:
+        assert j.last_seq == 80
