@@ -22,18 +22,24 @@ from image.vm.logwrites import (
 )
 
 
-def build_log(path: Path, entries: list[tuple[int, int, bytes | str]], sectorsize: int = 512,
-              nr_entries: int | None = None, stale: bytes = b"") -> None:
+def build_log(
+    path: Path,
+    entries: list[tuple[int, int, bytes | str]],
+    sectorsize: int = 512,
+    nr_entries: int | None = None,
+    stale: bytes = b"",
+) -> None:
     """entries: (sector, flags, data) with data a whole number of sectors, or a mark's text."""
     out = bytearray(sectorsize)
-    struct.pack_into("<QQQI", out, 0, MAGIC, 1, len(entries) if nr_entries is None
-                     else nr_entries, sectorsize)
+    struct.pack_into(
+        "<QQQI", out, 0, MAGIC, 1, len(entries) if nr_entries is None else nr_entries, sectorsize
+    )
     for sector, flags, data in entries:
         head = bytearray(sectorsize)
         if isinstance(data, str):
             text = data.encode()
             struct.pack_into("<QQQQ", head, 0, 0, 0, flags | MARK, len(text))
-            head[32:32 + len(text)] = text
+            head[32 : 32 + len(text)] = text
             out += head
             continue
         assert len(data) % sectorsize == 0
@@ -51,12 +57,27 @@ def sectors(byte: int, n: int = 1, size: int = 512) -> bytes:
 
 def test_entries_flags_marks_and_flush_points(tmp_path: Path) -> None:
     log = tmp_path / "log"
-    build_log(log, [(2, 0, sectors(1)), (0, FLUSH, b""), (3, FUA, sectors(2, 2)),
-                    (0, 0, "segment closed"), (5, DISCARD, sectors(0, 4)), (1, 0, sectors(3))])
+    build_log(
+        log,
+        [
+            (2, 0, sectors(1)),
+            (0, FLUSH, b""),
+            (3, FUA, sectors(2, 2)),
+            (0, 0, "segment closed"),
+            (5, DISCARD, sectors(0, 4)),
+            (1, 0, sectors(3)),
+        ],
+    )
     parsed = read_log(log)
     assert parsed.sectorsize == 512
     assert [(e.sector, e.nr_sectors, e.flags) for e in parsed.entries] == [
-        (2, 1, 0), (0, 0, FLUSH), (3, 2, FUA), (0, 0, MARK), (5, 4, DISCARD), (1, 1, 0)]
+        (2, 1, 0),
+        (0, 0, FLUSH),
+        (3, 2, FUA),
+        (0, 0, MARK),
+        (5, 4, DISCARD),
+        (1, 1, 0),
+    ]
     assert parsed.entries[3].mark == "segment closed"
     assert [e.index for e in parsed.flush_points()] == [1, 2]
     assert parsed.entries[2].describe() == "#2 FUA sector 3+2"
@@ -65,8 +86,17 @@ def test_entries_flags_marks_and_flush_points(tmp_path: Path) -> None:
 def test_replay_leaves_the_device_as_it_was_after_each_entry(tmp_path: Path) -> None:
     log, image = tmp_path / "log", tmp_path / "img"
     image.write_bytes(sectors(9, 8))
-    build_log(log, [(1, 0, sectors(1)), (0, FLUSH, b""), (2, FUA, sectors(2, 2)),
-                    (1, 0, sectors(4)), (4, DISCARD, sectors(0, 2)), (0, FLUSH, b"")])
+    build_log(
+        log,
+        [
+            (1, 0, sectors(1)),
+            (0, FLUSH, b""),
+            (2, FUA, sectors(2, 2)),
+            (1, 0, sectors(4)),
+            (4, DISCARD, sectors(0, 2)),
+            (0, FLUSH, b""),
+        ],
+    )
     parsed = read_log(log)
     with Replayer(parsed, image) as rep:
         rep.upto(1)
@@ -74,8 +104,9 @@ def test_replay_leaves_the_device_as_it_was_after_each_entry(tmp_path: Path) -> 
         rep.upto(2)
         assert image.read_bytes() == sectors(9) + sectors(1) + sectors(2, 2) + sectors(9, 4)
         rep.upto(5)  # a later write over an earlier one; a discard leaves zeros
-        assert image.read_bytes() == (sectors(9) + sectors(4) + sectors(2, 2)
-                                      + sectors(0, 2) + sectors(9, 2))
+        assert image.read_bytes() == (
+            sectors(9) + sectors(4) + sectors(2, 2) + sectors(0, 2) + sectors(9, 2)
+        )
         with pytest.raises(ValueError):
             rep.upto(0)
 
@@ -93,8 +124,9 @@ def test_4k_sectors_count_in_the_logs_sectorsize(tmp_path: Path) -> None:
 def test_only_the_entries_the_super_block_counts(tmp_path: Path) -> None:
     """The log device may hold stale bytes past the last entry logged."""
     log = tmp_path / "log"
-    build_log(log, [(1, FUA, sectors(1)), (2, FUA, sectors(2))], nr_entries=1,
-              stale=sectors(0xFF, 4))
+    build_log(
+        log, [(1, FUA, sectors(1)), (2, FUA, sectors(2))], nr_entries=1, stale=sectors(0xFF, 4)
+    )
     assert [e.sector for e in read_log(log).entries] == [1]
 
 

@@ -91,14 +91,21 @@ def ledger_messages(ledger: Path, table_id: str) -> dict[int, tuple[OutboxKey, s
         out: dict[int, tuple[OutboxKey, str | None]] = {}
         for seq, body in rows:
             b = json.loads(body)
-            out[int(seq)] = ((int(b.get("journal_seq", 0)), str(b.get("type")),
-                              canonical(b.get("payload")), str(b.get("utc"))),
-                             b.get("journal_hash"))
+            out[int(seq)] = (
+                (
+                    int(b.get("journal_seq", 0)),
+                    str(b.get("type")),
+                    canonical(b.get("payload")),
+                    str(b.get("utc")),
+                ),
+                b.get("journal_hash"),
+            )
     return out
 
 
-def classify(points: list[Point],
-             ledger: Mapping[int, tuple[OutboxKey, str | None]]) -> Counter[str]:
+def classify(
+    points: list[Point], ledger: Mapping[int, tuple[OutboxKey, str | None]]
+) -> Counter[str]:
     """Each point's outcome (set in place); the count of each. A continuing point is compared
     with the last continuing point before it (it must hold everything that one held durably,
     the same) and with head office (every message both hold, the same)."""
@@ -110,8 +117,9 @@ def classify(points: list[Point],
     return Counter(p.outcome for p in points)
 
 
-def _outcome(p: Point, prev: Point | None,
-             ledger: Mapping[int, tuple[OutboxKey, str | None]]) -> tuple[str, str]:
+def _outcome(
+    p: Point, prev: Point | None, ledger: Mapping[int, tuple[OutboxKey, str | None]]
+) -> tuple[str, str]:
     if p.fsck >= 4:
         return FAIL_FS, f"e2fsck -p exited {p.fsck}"
     if p.error:
@@ -164,8 +172,10 @@ def disagrees(d: Durable, ledger: Mapping[int, tuple[OutboxKey, str | None]]) ->
             return f"message {mid}: head office holds {key[:2]}, the journal {mine[:2]}"
         mine_hash = d.hashes.get(mine[0])
         if journal_hash is not None and mine_hash is not None and journal_hash != mine_hash:
-            return (f"message {mid}: written by record {mine[0]} of chain hash "
-                    f"{mine_hash[:12]}, head office holds {journal_hash[:12]}")
+            return (
+                f"message {mid}: written by record {mine[0]} of chain hash "
+                f"{mine_hash[:12]}, head office holds {journal_hash[:12]}"
+            )
     return ""
 
 
@@ -198,11 +208,17 @@ def extract(image: Path, scratch: Path, dest: Path, src: Source) -> int:
     fsck = subprocess.run(["e2fsck", "-p", str(scratch)], capture_output=True, text=True)
     if fsck.returncode >= 4:
         return fsck.returncode
-    dest.mkdir(parents=True)
-    for path in (src.state, src.mark_dir, str(Path(src.config).parent)):
-        r = subprocess.run(["debugfs", "-R", f"rdump {path} {dest}", str(scratch)],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
+    # rdump names what it writes by the source's last part: /etc/tablectl goes to dest/etc.
+    for path, into in (
+        (src.state, dest),
+        (src.mark_dir, dest),
+        (str(Path(src.config).parent), dest / "etc"),
+    ):
+        into.mkdir(parents=True, exist_ok=True)
+        r = subprocess.run(
+            ["debugfs", "-R", f"rdump {path} {into}", str(scratch)], capture_output=True, text=True
+        )
+        if r.returncode != 0 or "rdump:" in r.stderr:
             raise RuntimeError(f"debugfs rdump {path}: {r.stderr[-500:]}")
     return fsck.returncode
 
@@ -210,11 +226,14 @@ def extract(image: Path, scratch: Path, dest: Path, src: Source) -> int:
 def host_config(text: str, root: Path) -> str:
     """The table's config as it starts on the host from the files read out into `root`: its
     state directory and outside mark there, no link (head office is compared afterwards)."""
-    text = re.sub(r'(?m)^state_dir\s*=.*$', f'state_dir = "{root / "tablectl"}"', text)
-    text = re.sub(r'(?m)^runtime_dir\s*=.*$', f'runtime_dir = "{root / "run"}"', text)
-    text = re.sub(r'(?m)^outside_mark\s*=\s*"[^"]*/([^/"]+)"',
-                  lambda m: f'outside_mark = "{root / "tablectl-mark" / m.group(1)}"', text)
-    text = re.sub(r'(?m)^socket_group\s*=.*$', 'socket_group = "root"', text)
+    text = re.sub(r"(?m)^state_dir\s*=.*$", f'state_dir = "{root / "tablectl"}"', text)
+    text = re.sub(r"(?m)^runtime_dir\s*=.*$", f'runtime_dir = "{root / "run"}"', text)
+    text = re.sub(
+        r'(?m)^outside_mark\s*=\s*"[^"]*/([^/"]+)"',
+        lambda m: f'outside_mark = "{root / "tablectl-mark" / m.group(1)}"',
+        text,
+    )
+    text = re.sub(r"(?m)^socket_group\s*=.*$", 'socket_group = "root"', text)
     return re.sub(r"(?ms)^\[link\]\s*\n(enabled\s*=\s*true)", "[link]\nenabled = false", text)
 
 
@@ -240,11 +259,11 @@ def check_point(root: Path, src: Source, point: Point, read_from: int | None) ->
     from controller.daemon.opening import Unusable, open_journal, replay
     from controller.journal.verify import verify_dir
 
-    cfg_file = root / Path(src.config).name
+    cfg_file = root / src.config.lstrip("/")
     cfg = validate_text(host_config(cfg_file.read_text(), root), str(cfg_file))
     keys = root / "credentials"
     keys.mkdir()
-    shutil.copy(root / Path(src.key).name, keys / "journal-key")
+    shutil.copy(root / src.key.lstrip("/"), keys / "journal-key")
     state = root / "tablectl"
     with _credentials(keys):
         rep = verify_dir(state, key_file=keys / "journal-key")
@@ -257,7 +276,7 @@ def check_point(root: Path, src: Source, point: Point, read_from: int | None) ->
         except Unusable as exc:
             point.reason, point.code = exc.reason, exc.code
             return
-        except Exception as exc:  # noqa: BLE001 - any other failure is a finding, named
+        except Exception as exc:
             point.error, point.reason = True, f"{type(exc).__name__}: {exc}"
             return
         try:
@@ -266,7 +285,7 @@ def check_point(root: Path, src: Source, point: Point, read_from: int | None) ->
             point.durable = durable(journal, read_from)
         except Unusable as exc:
             point.reason, point.code = exc.reason, exc.code
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             point.error, point.reason = True, f"{type(exc).__name__}: {exc}"
         finally:
             journal.close()
@@ -295,31 +314,49 @@ class Replay:
     marks: list[str]
 
     @property
+    def replayed(self) -> int:
+        """Flush points replayed (the partition as recording began, entry -1, not counted)."""
+        return sum(p.entry >= 0 for p in self.points)
+
+    @property
     def failures(self) -> list[Point]:
         return [p for p in self.points if p.outcome.startswith("FAIL")]
 
     def summary(self) -> dict[str, Any]:
         return {
-            "points_replayed": len(self.points), "flush_points": self.flush_points,
-            "log_entries": self.entries, "log_mb": self.log_mb,
-            "host_seconds": round(self.seconds, 1), "outcomes": dict(self.counts),
+            "points_replayed": self.replayed,
+            "flush_points": self.flush_points,
+            "log_entries": self.entries,
+            "log_mb": self.log_mb,
+            "host_seconds": round(self.seconds, 1),
+            "outcomes": dict(self.counts),
             "marks": self.marks,
-            "failures": [{"entry": p.entry, "outcome": p.outcome, "why": p.why[:300]}
-                         for p in self.failures][:20],
+            "failures": [
+                {"entry": p.entry, "outcome": p.outcome, "why": p.why[:300]} for p in self.failures
+            ][:20],
         }
 
     def lines(self) -> list[str]:
-        out = [f"flush-point replay: {len(self.points)} points of {self.flush_points} "
-               f"FLUSH/FUA entries ({self.entries} log entries, {self.log_mb} MB) in "
-               f"{self.seconds:.1f} s on the host"]
+        out = [
+            f"flush-point replay: {self.replayed} points replayed of {self.flush_points} "
+            f"FLUSH/FUA entries ({self.entries} log entries, {self.log_mb} MB), and the "
+            f"partition as recording began (entry -1), in {self.seconds:.1f} s on the host"
+        ]
         out += [f"  {n:4d}  {outcome}" for outcome, n in sorted(self.counts.items())]
         for p in self.points:
             out.append(f"  entry {p.entry}: {p.outcome}" + (f" ({p.why[:200]})" if p.why else ""))
         return out
 
 
-def replay_log(log_path: Path, base: Path, ledger: Path, work: Path, *, at_most: int = 120,
-               src: Source | None = None) -> Replay:
+def replay_log(
+    log_path: Path,
+    base: Path,
+    ledger: Path,
+    work: Path,
+    *,
+    at_most: int = 120,
+    src: Source | None = None,
+) -> Replay:
     """Every flush point of the log (or `at_most` spread over it), each checked; classified."""
     started = time.monotonic()
     src = src or Source()
@@ -346,12 +383,18 @@ def replay_log(log_path: Path, base: Path, ledger: Path, work: Path, *, at_most:
                 p.fsck = extract(image, scratch, root, src)
                 if p.fsck < 4:
                     check_point(root, src, p, read_from)
-            except Exception as exc:  # noqa: BLE001 - reported as the point's failure
+            except Exception as exc:
                 p.error, p.reason = True, f"{type(exc).__name__}: {exc}"
             points.append(p)
             shutil.rmtree(root, ignore_errors=True)
     scratch.unlink(missing_ok=True)
     counts = classify(points, ledger_messages(ledger, src.table_id))
-    return Replay(points, counts, len(flush), len(log.entries),
-                  round(log_path.stat().st_blocks * 512 / 2**20, 1),
-                  time.monotonic() - started, [e.mark for e in log.entries if e.mark])
+    return Replay(
+        points,
+        counts,
+        len(flush),
+        len(log.entries),
+        round(log_path.stat().st_blocks * 512 / 2**20, 1),
+        time.monotonic() - started,
+        [e.mark for e in log.entries if e.mark],
+    )

@@ -48,8 +48,17 @@ class Entry:
         return bool(self.flags & (FLUSH | FUA))
 
     def describe(self) -> str:
-        names = [n for bit, n in ((FLUSH, "FLUSH"), (FUA, "FUA"), (DISCARD, "DISCARD"),
-                                  (MARK, "MARK"), (METADATA, "META")) if self.flags & bit]
+        names = [
+            n
+            for bit, n in (
+                (FLUSH, "FLUSH"),
+                (FUA, "FUA"),
+                (DISCARD, "DISCARD"),
+                (MARK, "MARK"),
+                (METADATA, "META"),
+            )
+            if self.flags & bit
+        ]
         what = f"mark {self.mark!r}" if self.mark else f"sector {self.sector}+{self.nr_sectors}"
         return f"#{self.index} {'|'.join(names) or 'WRITE'} {what}"
 
@@ -72,8 +81,10 @@ def read_log(path: Path) -> Log:
             raise LogFormatError(f"{path}: {len(head)} bytes, no dm-log-writes super block")
         magic, version, nr_entries, sectorsize = SUPER.unpack(head)
         if magic != MAGIC:
-            raise LogFormatError(f"{path}: magic {magic:#x}, not dm-log-writes' {MAGIC:#x} (the "
-                                 "target never logged a FUA or mark, or this is another file)")
+            raise LogFormatError(
+                f"{path}: magic {magic:#x}, not dm-log-writes' {MAGIC:#x} (the "
+                "target never logged a FUA or mark, or this is another file)"
+            )
         if version != VERSION:
             raise LogFormatError(f"{path}: version {version}, this reader knows {VERSION}")
         if sectorsize < ENTRY.size or sectorsize & (sectorsize - 1):
@@ -85,21 +96,27 @@ def read_log(path: Path) -> Log:
             f.seek(at)
             raw = f.read(sectorsize)
             if len(raw) < sectorsize:
-                raise LogFormatError(f"{path}: entry {index} of {nr_entries} at byte {at} is "
-                                     f"past the end ({size} bytes)")
+                raise LogFormatError(
+                    f"{path}: entry {index} of {nr_entries} at byte {at} is "
+                    f"past the end ({size} bytes)"
+                )
             sector, nr_sectors, flags, data_len = ENTRY.unpack_from(raw)
             mark = ""
             if flags & MARK:
-                mark = raw[ENTRY.size:ENTRY.size + data_len].decode("utf-8", "replace")
+                mark = raw[ENTRY.size : ENTRY.size + data_len].decode("utf-8", "replace")
             elif data_len:
                 # Inline data (the DAX path, since removed from the kernel): not followed here.
-                raise LogFormatError(f"{path}: entry {index} has {data_len} bytes of inline "
-                                     "data (DAX), which this reader does not replay")
+                raise LogFormatError(
+                    f"{path}: entry {index} has {data_len} bytes of inline "
+                    "data (DAX), which this reader does not replay"
+                )
             data_at = at + sectorsize
             nbytes = 0 if flags & DISCARD else nr_sectors * sectorsize
             if data_at + nbytes > size:
-                raise LogFormatError(f"{path}: entry {index}'s {nbytes} bytes of data at byte "
-                                     f"{data_at} are past the end ({size} bytes)")
+                raise LogFormatError(
+                    f"{path}: entry {index}'s {nbytes} bytes of data at byte "
+                    f"{data_at} are past the end ({size} bytes)"
+                )
             entries.append(Entry(index, sector, nr_sectors, flags, mark, data_at))
             at = data_at + nbytes
     return Log(path, sectorsize, tuple(entries))
@@ -120,7 +137,7 @@ class Replayer:
     def upto(self, index: int) -> None:
         if index < self.applied - 1:
             raise ValueError(f"entry {index} is already behind (applied {self.applied})")
-        for e in self.log.entries[self.applied:index + 1]:
+        for e in self.log.entries[self.applied : index + 1]:
             self._apply(e)
         self.applied = max(self.applied, index + 1)
         os.fsync(self._img)
