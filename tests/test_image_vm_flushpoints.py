@@ -8,6 +8,7 @@ with head office), which must be caught."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -30,7 +31,9 @@ from image.vm.flushpoints import (
     FAIL_VERIFY,
     Durable,
     Point,
+    Source,
     classify,
+    extract,
     host_config,
     replay_log,
 )
@@ -168,6 +171,21 @@ def test_every_point_continues_holding_what_the_one_before_held(states: dict[str
     assert not r.failures
     assert r.lines()[0].startswith("flush-point replay: 2 points replayed of 2 FLUSH/FUA")
     assert r.summary()["points_replayed"] == 2
+
+
+def test_each_point_is_checked_on_the_replayed_image_left_as_it_was(
+    states: dict[str, Path], tmp_path: Path
+) -> None:
+    """The fsck of a point (which replays the ext4 journal) is undone before the next entries
+    are applied: the replayed image stays the device's, not the device's after a boot."""
+    img = tmp_path / "b.img"
+    shutil.copy(states["b"], img)
+    before = hashlib.sha256(img.read_bytes()).hexdigest()
+    assert extract(img, tmp_path / "undo", tmp_path / "out", Source()) == 0
+    assert hashlib.sha256(img.read_bytes()).hexdigest() == before
+    assert (tmp_path / "out/tablectl/journal.sqlite3").is_file()
+    assert (tmp_path / "out/tablectl-mark/uth.mark").is_file()
+    assert (tmp_path / "out/etc/tablectl/journal-key").is_file()
 
 
 def test_a_journal_that_went_back_is_a_silent_rollback(states: dict[str, Path]) -> None:

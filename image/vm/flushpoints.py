@@ -200,14 +200,27 @@ class Source:
     key: str = "/etc/tablectl/journal-key"
 
 
-def extract(image: Path, scratch: Path, dest: Path, src: Source) -> int:
-    """The boot's fsck on a copy of `image` (`e2fsck -p` replays the ext4 journal), then the
-    state directory, the outside mark and the table's config and key read out into `dest`.
-    e2fsck's exit status (4 and above: the boot would stop)."""
-    subprocess.run(["cp", "--sparse=always", str(image), str(scratch)], check=True)
-    fsck = subprocess.run(["e2fsck", "-p", str(scratch)], capture_output=True, text=True)
-    if fsck.returncode >= 4:
-        return fsck.returncode
+def extract(image: Path, undo: Path, dest: Path, src: Source) -> int:
+    """The boot's fsck on `image` (`e2fsck -p` replays the ext4 journal), then the state
+    directory, the outside mark and the table's config and key read out into `dest`; then the
+    image put back as it was (`e2fsck -z` keeps the blocks it overwrites in `undo`, `e2undo`
+    writes them back: no copy of the whole partition a point). e2fsck's exit status (4 and
+    above: the boot would stop)."""
+    undo.unlink(missing_ok=True)
+    fsck = subprocess.run(
+        ["e2fsck", "-p", "-z", str(undo), str(image)], capture_output=True, text=True
+    )
+    try:
+        if fsck.returncode < 4:
+            _rdump(image, dest, src)
+    finally:
+        if undo.exists():
+            subprocess.run(["e2undo", str(undo), str(image)], check=True, capture_output=True)
+            undo.unlink()
+    return fsck.returncode
+
+
+def _rdump(image: Path, dest: Path, src: Source) -> None:
     # rdump names what it writes by the source's last part: /etc/tablectl goes to dest/etc.
     for path, into in (
         (src.state, dest),
@@ -216,11 +229,10 @@ def extract(image: Path, scratch: Path, dest: Path, src: Source) -> int:
     ):
         into.mkdir(parents=True, exist_ok=True)
         r = subprocess.run(
-            ["debugfs", "-R", f"rdump {path} {into}", str(scratch)], capture_output=True, text=True
+            ["debugfs", "-R", f"rdump {path} {into}", str(image)], capture_output=True, text=True
         )
         if r.returncode != 0 or "rdump:" in r.stderr:
             raise RuntimeError(f"debugfs rdump {path}: {r.stderr[-500:]}")
-    return fsck.returncode
 
 
 def host_config(text: str, root: Path) -> str:
@@ -364,12 +376,12 @@ def replay_log(
     flush = log.flush_points()
     picked: list[Entry] = spread(flush, at_most)
     work.mkdir(parents=True, exist_ok=True)
-    image, scratch = work / "replayed.img", work / "point.img"
+    image, undo = work / "replayed.img", work / "fsck.undo"
     subprocess.run(["cp", "--sparse=always", str(base), str(image)], check=True)
     # Where the recording began (entry -1): every point must hold its last record; the records
     # before it are not read again at each point.
     base_point = Point(entry=-1)
-    base_point.fsck = extract(image, scratch, work / "base", src)
+    base_point.fsck = extract(image, undo, work / "base", src)
     if base_point.fsck < 4:
         check_point(work / "base", src, base_point, None)
     read_from = base_point.durable.last_seq if base_point.durable else 0
@@ -380,14 +392,13 @@ def replay_log(
             p = Point(entry=e.index)
             root = work / f"p{e.index}"
             try:
-                p.fsck = extract(image, scratch, root, src)
+                p.fsck = extract(image, undo, root, src)
                 if p.fsck < 4:
                     check_point(root, src, p, read_from)
             except Exception as exc:
                 p.error, p.reason = True, f"{type(exc).__name__}: {exc}"
             points.append(p)
             shutil.rmtree(root, ignore_errors=True)
-    scratch.unlink(missing_ok=True)
     counts = classify(points, ledger_messages(ledger, src.table_id))
     return Replay(
         points,
