@@ -29,6 +29,7 @@ from image.vm.flushpoints import (
     FAIL_ROLLBACK,
     FAIL_UNCLEAR,
     FAIL_VERIFY,
+    NEW_JOURNAL,
     Durable,
     Point,
     Source,
@@ -217,6 +218,19 @@ def durable(last: int, hashes: dict[int, str]) -> Durable:
     return Durable(last_seq=last, pruned_through=0, hashes=hashes)
 
 
+def test_a_first_start_makes_the_first_journal() -> None:
+    first = Point(
+        entry=-1,
+        started=True,
+        verify_ok=False,
+        verify_errors=["no journal: x"],
+        had_journal=False,
+        durable=durable(0, {}),
+    )
+    later = Point(entry=5, started=True, verify_ok=True, durable=durable(2, {1: "h1", 2: "h2"}))
+    assert classify([first, later], {}) == {NEW_JOURNAL: 1, CONTINUES: 1}
+
+
 @pytest.mark.parametrize(
     ("point", "outcome"),
     [
@@ -246,6 +260,17 @@ def durable(last: int, hashes: dict[int, str]) -> Durable:
         ),
         (
             Point(entry=1, started=True, verify_ok=True, durable=durable(3, {2: "x", 3: "h3"})),
+            FAIL_ROLLBACK,
+        ),
+        (  # the journal gone and a new one made, though the point before held records
+            Point(
+                entry=1,
+                started=True,
+                verify_ok=False,
+                verify_errors=["no journal: x"],
+                had_journal=False,
+                durable=durable(0, {}),
+            ),
             FAIL_ROLLBACK,
         ),
         (

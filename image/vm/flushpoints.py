@@ -12,7 +12,9 @@ entry; each such image is what a power cut right then leaves on the card. For ea
 - what the journal holds durably (its records' chain hashes, its outbox messages) against the
   point before it that continued and against head office's ledger.
 
-Outcomes: `continues`, `continues, archive alarm` (verify finds only an archive missing or
+Outcomes: `continues`, `starts its first journal` (no journal file and nothing that says one
+was there: a table's first start; a journal gone after an earlier point held one is a
+rollback), `continues, archive alarm` (verify finds only an archive missing or
 altered, which the daemon alarms on and plays through: docs/journal.md, "Archives are
 checked"), `refuses: CODE ...`; and the failures: a silent rollback (a point continues without
 something an earlier point held durably), a journal that disagrees with head office (a message
@@ -43,6 +45,7 @@ OutboxKey = tuple[int, str, str, str]  # journal seq, type, payload (canonical J
 
 CONTINUES = "continues"
 ARCHIVE_ALARM = "continues, archive alarm"
+NEW_JOURNAL = "starts its first journal (none there, nothing says there was one)"
 FAIL_ROLLBACK = "FAIL silent rollback"
 FAIL_HEADOFFICE = "FAIL disagrees with head office"
 FAIL_VERIFY = "FAIL continues on a journal verify rejects"
@@ -71,6 +74,7 @@ class Point:
     reason: str = ""  # its refusal (or the error)
     code: str = ""  # the refusal's error code (E101, ...)
     error: bool = False  # an exception that is not the daemon's refusal
+    had_journal: bool = True  # the journal file was there (else the start makes the first)
     verify_ok: bool | None = None
     verify_errors: list[str] = field(default_factory=list)
     archive_only: bool = False  # verify's errors are all archive faults
@@ -131,7 +135,7 @@ def _outcome(
     d = p.durable
     if d is None:
         return FAIL_ERROR, "continued, but its journal could not be read"
-    if p.verify_ok is False and not p.archive_only:
+    if p.verify_ok is False and not p.archive_only and p.had_journal:
         return FAIL_VERIFY, "; ".join(p.verify_errors[:3])
     if prev is not None and prev.durable is not None:
         lost = rolled_back(prev.durable, d)
@@ -140,6 +144,8 @@ def _outcome(
     differs = disagrees(d, ledger)
     if differs:
         return FAIL_HEADOFFICE, differs
+    if not p.had_journal:  # a table's first start (a journal gone is the rollback above)
+        return NEW_JOURNAL, ""
     return (ARCHIVE_ALARM if p.verify_ok is False else CONTINUES), ""
 
 
@@ -282,6 +288,7 @@ def check_point(root: Path, src: Source, point: Point, read_from: int | None) ->
         point.verify_ok = rep.ok
         point.verify_errors = list(rep.errors)
         point.archive_only = bool(rep.errors) and set(rep.errors) <= set(rep.archive_faults)
+        point.had_journal = (state / "journal.sqlite3").exists()
         log = logging.getLogger("flushpoints")
         try:
             journal = open_journal(cfg, log, bootloader=root / "no-bootloader")

@@ -823,11 +823,25 @@ RECORD_S = 420  # the longest the recording waits for the segment's archive, mov
 RECORD_JOURNAL = ("segment_rounds = 100", "keep_rounds = 0")
 RECORD_ENV = ("TABLECTL_JOURNAL_UPKEEP_S=5", "TABLECTL_JOURNAL_VERIFY_DELAY_S=1")
 ETC = "/persistent/etc/tablectl"
-UNMOUNT_DATA = """set -eu
+# The units whose processes hold the data partition in a mount namespace of their own (a
+# sandboxed service's copy of the mount): the device stays in use until they stop, and
+# dm-log-writes needs it to itself. Stopped before each unmount, started again after each mount.
+HOLDERS = """holders() {
+    root=$(readlink /proc/1/ns/mnt)
+    for m in /proc/[0-9]*/mountinfo; do
+        p=${m#/proc/}; p=${p%/mountinfo}
+        [ "$(readlink /proc/$p/ns/mnt 2>/dev/null)" != "$root" ] || continue
+        grep -q ' /persistent ' "$m" 2>/dev/null && ps -o unit= -p "$p"
+    done | sort -u | grep -v '^-$' || true
+}
+"""
+UNMOUNT_DATA = HOLDERS + """set -eu
 systemctl stop tablectld
 journalctl --relinquish-var
+units=$(holders); echo "$units" > /run/lw-holders; [ -z "$units" ] || systemctl stop $units
 umount /var/log 2>/dev/null || true
 umount /persistent
+left=$(holders); [ -z "$left" ] || { echo "still held by: $left"; exit 1; }
 """
 RECORD_START = """set -eu
 modprobe dm-log-writes
@@ -835,18 +849,21 @@ dmsetup create lw --table "0 $(blockdev --getsz /dev/vdb) log-writes /dev/vdb \
     /dev/disk/by-id/virtio-tablectl-log"
 mount -o rw,noatime,lazytime,commit=60,nodev,nosuid /dev/mapper/lw /persistent
 dmsetup message lw 0 mark recording
+units=$(cat /run/lw-holders); [ -z "$units" ] || systemctl start $units
 systemctl reset-failed tablectld
 systemctl start tablectld
 """
-RECORD_STOP = """set -eu
+RECORD_STOP = HOLDERS + """set -eu
 systemctl stop tablectld
-dmsetup message lw 0 mark stopped
+dmsetup message lw 0 mark stopped || true
+units=$(holders); [ -z "$units" ] || systemctl stop $units
 umount /var/log 2>/dev/null || true
-umount /persistent
-dmsetup remove lw
+umount /persistent 2>/dev/null || true
+dmsetup remove lw 2>/dev/null || true
 mount /persistent
 mount /var/log
 journalctl --flush
+[ -z "$units" ] || systemctl start $units
 """
 
 
@@ -873,11 +890,12 @@ def test_power_cut_at_every_flush_point_continues_or_refuses_never_forks(table: 
     never a silent rollback, never a journal that verifies but disagrees with head office."""
     g = table.guest
     assert g.write_log is not None
+    table.wait_active()  # the boot done (its first start makes the journal key on /persistent)
     g.ssh("sed -i '/^\\[journal\\]/a " + "\\n".join(RECORD_JOURNAL) + f"' {ETC}/uth.toml"
           f" && printf '%s\\n' {' '.join(RECORD_ENV)} >> {ETC}/vm.env"
           f" && ln -sfn uth.toml {ETC}/table.toml"  # as the link check leaves it, if it ran
           f" && chgrp tablectl {ETC}/table.key && chmod 0640 {ETC}/table.key")
-    g.ssh(UNMOUNT_DATA, timeout=240)
+    RESULTS["flush_points_holders"] = g.ssh(UNMOUNT_DATA, timeout=240).stdout.split()
     base = table.run / "base.img"  # the partition as the recording begins
     subprocess.run(["cp", "--sparse=always", str(g.data_img), str(base)], check=True)
     since = g.ssh("date +%s").stdout.strip()
