@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from image.vm.logwrites import Entry, Log, Replayer, read_log, spread
+from shared.errors import TablectlError
 
 OutboxKey = tuple[int, str, str, str]  # journal seq, type, payload (canonical JSON), utc
 
@@ -52,6 +53,10 @@ FAIL_VERIFY = "FAIL continues on a journal verify rejects"
 FAIL_UNCLEAR = "FAIL refusal without a reason"
 FAIL_ERROR = "FAIL error"
 FAIL_FS = "FAIL file system not repaired by fsck"
+
+
+class ExtractError(TablectlError):
+    """A replayed image's files could not be read out (debugfs): the point's failure."""
 
 
 @dataclass
@@ -238,7 +243,7 @@ def _rdump(image: Path, dest: Path, src: Source) -> None:
             ["debugfs", "-R", f"rdump {path} {into}", str(image)], capture_output=True, text=True
         )
         if r.returncode != 0 or "rdump:" in r.stderr:
-            raise RuntimeError(f"debugfs rdump {path}: {r.stderr[-500:]}")
+            raise ExtractError(f"debugfs rdump {path}: {r.stderr[-500:]}")
 
 
 def host_config(text: str, root: Path) -> str:
