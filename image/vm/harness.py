@@ -85,6 +85,9 @@ class Guest:
         self.serial_links = serial_links
         self.dtb = dtb
         self.bootfs: Path | None = None  # the Pi firmware's boot partition, for the A/B check
+        # A raw disk for dm-log-writes to record the data partition's writes on (the flush-point
+        # check); in the guest /dev/disk/by-id/virtio-tablectl-log.
+        self.write_log: Path | None = None
         self.key = work / "id_ed25519"
         self.overlay = run / "system.qcow2"
         self.qmp_path = run / "qmp.sock"
@@ -113,6 +116,9 @@ class Guest:
             "-device", "virtio-net-pci,netdev=net0",
             "-device", "qemu-xhci,id=xhci",
         ]
+        if self.write_log is not None:
+            cmd += ["-drive", f"if=none,id=writelog,file={self.write_log},format=raw",
+                    "-device", "virtio-blk-pci,drive=writelog,serial=tablectl-log"]
         if self.bootfs is not None:
             cmd += ["-drive", f"if=none,id=bootfs,file={self.bootfs},format=raw",
                     "-device", "virtio-blk-pci,drive=bootfs"]
