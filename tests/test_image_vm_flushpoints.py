@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from controller.journal import Journal
-from controller.link import contract
 from image.vm.flushpoints import (
     ARCHIVE_ALARM,
     CONTINUES,
@@ -39,6 +38,7 @@ from image.vm.flushpoints import (
     replay_log,
 )
 from image.vm.logwrites import FLUSH, FUA
+from shared.link import contract
 from tests.test_image_vm_logwrites import build_log
 
 REPO = Path(__file__).resolve().parent.parent

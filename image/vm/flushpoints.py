@@ -278,7 +278,7 @@ def check_point(root: Path, src: Source, point: Point, read_from: int | None) ->
     """The start's decision on the files in `root`, then verify, then what it holds (its
     records from `read_from` on; None: its last one only)."""
     from controller.config import validate_text
-    from controller.daemon.build import build_machine
+    from controller.config.machine import build_machine
     from controller.daemon.opening import Unusable, open_journal, replay
     from controller.journal.verify import verify_dir
 
