@@ -7,6 +7,7 @@ daemon starting, round 3 coming) the script waits, bounded. `watch` runs until a
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -44,13 +45,19 @@ def test_the_by_hand_block_does_what_its_comments_say(tmp_path: Path) -> None:
         if command.startswith(f"{tablectl} round show"):
             script.append(wait_for(command, "0"))  # (round 3 comes after a moment)
         if command.startswith(f"{tablectl} watch"):
-            command = f"timeout --preserve-status -s INT 2 {command}"  # Ctrl-C after 2 s
+            # Ctrl-C once it watches: 8 s leaves a loaded machine (a CI run beside the image
+            # build) the CLI's start; a Ctrl-C before it would end it with 130.
+            command = f"timeout --preserve-status -s INT 8 {command}"
         if command.endswith("&") or command.startswith(("export", "kill")):
             script.append(command)
         else:
             script.append(f"{command}; echo \"rc[{n}]=$?\"")
+    # Ctrl-C as at a terminal: SIGINT at its default in the script, whatever this run inherited
+    # (a run started in the background, as CI may be, ignores SIGINT, and Python then never
+    # turns it into KeyboardInterrupt: `watch` died of the signal, exit 130).
     run = subprocess.run(["bash", "-c", "\n".join(script)], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=300,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     out, err = run.stdout, run.stderr
     assert "Traceback" not in out + err, err
     rc = {int(n): int(code) for n, code in re.findall(r"rc\[(\d+)\]=(\d+)", out)}

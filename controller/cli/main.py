@@ -88,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TablectlError as exc:  # a refusal or bad input, named in one line
         print(f"tablectl: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling of it: no traceback
+        return 130
     except BrokenPipeError:
         # `tablectl logs | head`: the reader had enough. stdout goes to /dev/null so the
         # interpreter's last flush cannot fail again (and print a traceback).
