@@ -890,7 +890,11 @@ def test_power_cut_at_every_flush_point_continues_or_refuses_never_forks(table: 
     never a silent rollback, never a journal that verifies but disagrees with head office."""
     g = table.guest
     assert g.write_log is not None
-    table.wait_active()  # the boot done (its first start makes the journal key on /persistent)
+    # The power-cut check before this one ends with the daemon stopped (its ledger compared):
+    # started here (a no-op when it runs), the boot done (its first start makes the journal key
+    # on /persistent). In the first whole run the check waited 240 s for a stopped daemon.
+    g.ssh("systemctl start tablectld")
+    table.wait_active()
     g.ssh("sed -i '/^\\[journal\\]/a " + "\\n".join(RECORD_JOURNAL) + f"' {ETC}/uth.toml"
           f" && printf '%s\\n' {' '.join(RECORD_ENV)} >> {ETC}/vm.env"
           f" && ln -sfn uth.toml {ETC}/table.toml"  # as the link check leaves it, if it ran
