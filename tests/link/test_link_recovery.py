@@ -75,6 +75,27 @@ def paid_at(cfg: Any, state: Path) -> int:
     return paid_by_replay(replace(cfg, service=replace(cfg.service, state_dir=state)))
 
 
+async def refused_with_the_command(table: Any) -> tuple[str | None, re.Match[str] | None]:
+    """Start `table` (a journal head office is ahead of), wait until it is out of service, stop
+    it: its reason and the accept-loss command the reason gives (RECOVER), if any."""
+    table = await start(table)
+    await wait_for(lambda: table.service.out_of_service is not None, 20, "out of service")
+    reason = table.service.out_of_service
+    await table.stop()
+    return reason, RECOVER.search(reason or "")
+
+
+async def forty_rounds_after(table: Any) -> str | None:
+    """Start the recovered `table`, play 40 rounds, drain its outbox, stop it: what it said of
+    being out of service (None: it played on)."""
+    table = await start(table)
+    await wait_for(play_until([table], 40), 120, "40 rounds after the recovery")
+    await drain([table])
+    said = table.service.out_of_service
+    await table.stop()
+    return said
+
+
 def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_url,
                                                               tmp_path, capsys) -> None:
     root = tmp_path / "T1"
@@ -97,13 +118,8 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
 
             shutil.rmtree(state)
             shutil.copytree(older, state)  # restored from the older copy
-            table = await start(make_table("T1", root, broker, seed=3))
-            await wait_for(lambda: table.service.out_of_service is not None, 20,
-                           "out of service")
-            seen["reason"] = table.service.out_of_service
-            await table.stop()
-
-            found = RECOVER.search(seen["reason"] or "")
+            seen["reason"], found = await refused_with_the_command(
+                make_table("T1", root, broker, seed=3))
             assert found is not None, seen["reason"]
             assert Path(found[1]) == state
             outbox_after, round_after = int(found[2]), int(found[3])
@@ -117,11 +133,8 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
                         "--reason", "restored from an older copy, ticket 27"]) == 0
             capsys.readouterr()
 
-            table = await start(make_table("T1", root, broker, seed=4))
-            await wait_for(play_until([table], 40), 120, "40 rounds after the recovery")
-            await drain([table])
-            seen["out_of_service"] = table.service.out_of_service
-            await table.stop()
+            seen["out_of_service"] = await forty_rounds_after(
+                make_table("T1", root, broker, seed=4))
 
     run(main(), timeout=400)
 
@@ -191,13 +204,9 @@ def test_a_linked_table_whose_state_directory_is_gone_plays_no_round_head_office
             await table.stop()
             seen["lost"] = rounds_of(state)
             shutil.rmtree(state)
-            table = await start(make_table("T1", root, broker, seed=2))
-            await wait_for(lambda: table.service.out_of_service is not None, 20,
-                           "out of service")
-            seen["reason"] = table.service.out_of_service
-            await table.stop()
+            seen["reason"], found = await refused_with_the_command(
+                make_table("T1", root, broker, seed=2))
             assert rounds_of(state) == []  # no round played on the new journal
-            found = RECOVER.search(seen["reason"] or "")
             assert found is not None, seen["reason"]
             seen["round_after"] = int(found[3])
             assert cli(["journal", "accept-loss", "--state-dir", found[1], "--outbox-after",
@@ -310,12 +319,8 @@ def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledg
 
             shutil.rmtree(state)
             shutil.copytree(older, state)  # restored from the copy with the round open
-            table = await start(make_table("T1", root, broker, seed=3))
-            await wait_for(lambda: table.service.out_of_service is not None, 20,
-                           "out of service")
-            seen["reason"] = table.service.out_of_service
-            await table.stop()
-            found = RECOVER.search(seen["reason"] or "")
+            seen["reason"], found = await refused_with_the_command(
+                make_table("T1", root, broker, seed=3))
             assert found is not None, seen["reason"]
             seen["after"] = int(found[2]), int(found[3])
             before = last_seq(state)
@@ -332,11 +337,8 @@ def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledg
                         "--reason", "restored from a copy taken mid-round, ticket 27"]) == 0
             seen["said"] = capsys.readouterr().out
 
-            table = await start(make_table("T1", root, broker, seed=4))
-            await wait_for(play_until([table], 40), 120, "40 rounds after the recovery")
-            await drain([table])
-            seen["out_of_service"] = table.service.out_of_service
-            await table.stop()
+            seen["out_of_service"] = await forty_rounds_after(
+                make_table("T1", root, broker, seed=4))
 
     run(main(), timeout=400)
 
@@ -468,11 +470,8 @@ def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_hea
                             str(config), *args, "--reason", f"WAL lost, ticket 27 ({attempt})"
                             ]) == 0
                 capsys.readouterr()
-            table = await start(make_table("T1", root, broker, seed=9))
-            await wait_for(play_until([table], 40), 120, "40 rounds after the recovery")
-            await drain([table])
-            seen["out_of_service"] = table.service.out_of_service
-            await table.stop()
+            seen["out_of_service"] = await forty_rounds_after(
+                make_table("T1", root, broker, seed=9))
 
     run(main(), timeout=400)
 
