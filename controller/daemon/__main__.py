@@ -1,4 +1,4 @@
-"""`python -m controller.daemon`: tablectld, through its entry point (controller/daemon/entry.py)."""
+"""`python -m controller.daemon`: tablectld, by its entry point (controller/daemon/entry.py)."""
 
 import sys
 

@@ -89,7 +89,11 @@ print(hashlib.sha256(msg).hexdigest(), hmac.new(key, msg, hashlib.sha256).hexdig
 def test_without_openssl_the_digests_are_the_same_bytes() -> None:
     out = subprocess.run(
         [sys.executable, "-c", PROBE, "--simulate", "--game", "uth"],
-        capture_output=True, text=True, check=True, cwd=REPO, timeout=60,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        timeout=60,
     ).stdout.split()
     key, msg = bytes(range(32)), b"a journal record" * 20
     assert out == [
