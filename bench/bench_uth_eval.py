@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from controller.games.uth import evaluator
 from controller.games.uth.cards import format_card
 from controller.games.uth.evaluator import build_tables, hand_rank, nonflush_rank
+from controller.games.uth.tables_compute import multisets
 
 _RANK_FIELD = (1 << evaluator._SUIT_SHIFT) - 1
 
@@ -46,7 +47,7 @@ def _dict_evaluator() -> tuple[Callable[[Sequence[int]], int], int]:
     table = {
         sum(n * evaluator._rank_digit(r) for r, n in enumerate(c)): nonflush_rank(c)
         for size in (5, 6, 7)
-        for c in evaluator._multisets(size)
+        for c in multisets(size)
     }
     value = evaluator._CARD_VALUE
 

@@ -1,5 +1,6 @@
 """What needs a person, as `tablectl status`, `selftest` and `devices list` all print it (from
-the daemon's `attention`: controller/daemon/attention.py), and the exit codes of `status`."""
+the daemon's `attention`: controller/daemon/attention.py), a device's state and counters as
+`status` and `devices list` both print them, and the exit codes of `status`."""
 
 from __future__ import annotations
 
@@ -55,6 +56,12 @@ def alarm_line(alarm: Mapping[str, Any]) -> str:
     rule = f" [{alarm['rule']}]" if alarm.get("rule") else ""
     number = f" {alarm['id']}" if alarm.get("id") is not None else ""
     return f"alarm{number} ({where}{alarm.get('utc')}){rule}: {alarm.get('text')}{times}"
+
+
+def state_text(d: Mapping[str, Any]) -> str:
+    """A device's state as `tablectl status` and `tablectl devices list` both print it, from
+    the same `Device.status()` answer: `disconnected FAULT`, `ready        ok   `."""
+    return f"{d['state']:<12} {'ok' if d['ok'] else 'FAULT':<5}"
 
 
 def counters_text(counters: Mapping[str, int]) -> str:

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from controller.cli.attention import attention_lines, counters_text
+from controller.cli.attention import attention_lines, counters_text, state_text
 from controller.cli.common import emit
 from controller.cli.show import event_args, tree_lines
 from controller.cli.table_cmd import EXIT_NOT_RUNNING, _ask, refusal_text, socket_path
@@ -87,12 +87,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     udev = dsub.add_parser("udev", help="udev rules giving the serial devices stable names")
     udev.add_argument("--config", type=Path, default=Path(DEFAULT_PATH))
     udev.set_defaults(func=cmd_udev)
-
-
-def state_text(d: dict[str, Any]) -> str:
-    """A device's state as `tablectl status` and `tablectl devices list` both print it, from
-    the same `Device.status()` answer: `disconnected FAULT`, `ready        ok   `."""
-    return f"{d['state']:<12} {'ok' if d['ok'] else 'FAULT':<5}"
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from controller.cli.attention import (
     EXIT_OUT_OF_SERVICE,
     EXIT_STARTING,
     attention_lines,
+    state_text,
 )
 from controller.cli.common import emit
 from controller.cli.show import (
@@ -134,8 +135,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     st = _ask(args, "status")
 
     def human() -> str:
-        from controller.cli.devices_cmd import state_text  # (it imports this module)
-
         lines = [
             f"table    {st['table_id']}  {st['game']} ({st.get('rules') or '-'})",
             f"state    {st['state']}  round {st.get('round')}",

@@ -7,26 +7,22 @@ amount is held and printed as integer cents in JSON.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
+from controller.cli.uth_args import emit, paytable_args, pool_and_table, pool_args
 from controller.games.uth.cards import check_distinct, format_cards, parse_cards
 from controller.games.uth.deal import Deal, DealMethod, Misdeal, check_boxes, deal
 from controller.games.uth.evaluator import category_of, evaluate, hand_rank
 from controller.games.uth.jackpot import (
     JackpotEntry,
     JackpotResult,
-    PoolState,
     jackpot_round,
 )
-from controller.games.uth.parsheet import JACKPOT_EVENTS
 from controller.games.uth.paytables import (
     BLIND_CATEGORIES,
     TRIPS_CATEGORIES,
-    JackpotPayTable,
     parse_paytable,
 )
 from controller.games.uth.settlement import Limits, RoundResult, SettlementRules, Spot, settle_round
@@ -63,14 +59,14 @@ def register(sub: argparse._SubParsersAction, math_sub: argparse._SubParsersActi
         help="a box: N:ante=10[,blind=10][,trips=5][,jackpot=1],decision=4x|3x|2x|"
         "1x|fold-preflop|fold-flop|fold-river|concede-Nx (repeat per box)",
     )
-    _paytable_args(st)
+    paytable_args(st)
     for spot in Spot:
         st.add_argument(
             f"--{spot.value}-limits",
             metavar="MIN:MAX",
             help=f"table sign limits for {spot.value} wagers in dollars",
         )
-    _pool_args(st)
+    pool_args(st)
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_settle)
 
@@ -84,97 +80,15 @@ def register(sub: argparse._SubParsersAction, math_sub: argparse._SubParsersActi
         help="a box with a jackpot wager and its hole cards (repeat per box)",
     )
     jp.add_argument("--void", action="store_true", help="void hand or misdeal (rule 15.3.1)")
-    _pool_args(jp)
+    pool_args(jp)
     jp.add_argument("--json", action="store_true")
     jp.set_defaults(func=cmd_jackpot)
 
     m = math_sub.add_parser("uth", help="exact par sheet: hand counts, Trips and jackpot return")
-    _paytable_args(m, blind=False)
-    _pool_args(m)
+    paytable_args(m, blind=False)
+    pool_args(m)
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_math)
-
-
-def _paytable_args(p: argparse.ArgumentParser, blind: bool = True) -> None:
-    p.add_argument(
-        "--trips-pays",
-        metavar="50,40,30,8,7,4,3",
-        help="Trips odds royal..trips (rule 10.9 by default)",
-    )
-    if blind:
-        p.add_argument(
-            "--blind-pays",
-            metavar="500,50,10,3,3:2,1",
-            help="Blind odds royal..straight (rule 10.12 by default)",
-        )
-
-
-def _pool_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("progressive jackpot (rule 15); dollars, rates as 10%%, 0.1 or 1/10")
-    g.add_argument("--pool", default="50000", help="meter amount (default 50000)")
-    g.add_argument("--seed", default="50000", help="reset amount after a Royal (default 50000)")
-    g.add_argument("--reserve", default="0", help="hidden reserve (default 0)")
-    g.add_argument("--ceiling", help="meter ceiling; the overflow goes to the reserve")
-    g.add_argument("--increment", default="10%", help="meter share of each wager (default 10%%)")
-    g.add_argument("--hidden", default="0", help="reserve share of each wager (default 0)")
-    g.add_argument("--wager", default="1", help="jackpot wager amount (default 1)")
-    g.add_argument("--royal-min", default="50000", help="rule 15.2.9.1 minimum (default 50000)")
-    g.add_argument("--royal-share", default="100%", help="rule 15.2.9.1 share (default 100%%)")
-    g.add_argument("--sf-min", default="5000", help="rule 15.2.9.2 minimum (default 5000)")
-    g.add_argument("--sf-share", default="10%", help="rule 15.2.9.2 share (default 10%%)")
-    g.add_argument(
-        "--fixed",
-        default="500,150,100",
-        help="four of a kind, full house, flush awards (default 500,150,100)",
-    )
-    g.add_argument("--bonus-royal", default="0", help="bonus jackpot when a Royal is won")
-    g.add_argument("--bonus-sf", default="0", help="bonus jackpot when a Straight Flush is won")
-
-
-# -- parsing ------------------------------------------------------------------------------------
-
-
-def parse_rate(text: str, what: str = "rate") -> Fraction:
-    """``10%``, ``0.1`` or ``1/10`` -> an exact Fraction."""
-    raw = text.strip()
-    try:
-        value = Fraction(raw[:-1]) / 100 if raw.endswith("%") else Fraction(raw)
-    except (ValueError, ZeroDivisionError):
-        raise InputError(f"bad {what} {text!r}: e.g. 10%, 0.1 or 1/10") from None
-    if not 0 <= value <= 1:
-        raise InputError(f"bad {what} {text!r}: must be within 0..100%")
-    return value
-
-
-def _pool_and_table(args: argparse.Namespace) -> tuple[PoolState, JackpotPayTable, int]:
-    fixed = [parse_money(x, "fixed award") for x in args.fixed.split(",")]
-    if len(fixed) != 3:
-        raise InputError(f"--fixed {args.fixed!r}: three amounts (quads, full house, flush)")
-    table = JackpotPayTable(
-        royal_minimum=parse_money(args.royal_min, "--royal-min"),
-        royal_share=parse_rate(args.royal_share, "--royal-share"),
-        straight_flush_minimum=parse_money(args.sf_min, "--sf-min"),
-        straight_flush_share=parse_rate(args.sf_share, "--sf-share"),
-        fixed=dict(zip(JACKPOT_EVENTS[2:], fixed, strict=True)),
-        bonus_for_royal=parse_money(args.bonus_royal, "--bonus-royal"),
-        bonus_for_straight_flush=parse_money(args.bonus_sf, "--bonus-sf"),
-    )
-    state = PoolState(
-        amount=parse_money(args.pool, "--pool"),
-        seed=parse_money(args.seed, "--seed"),
-        increment=parse_rate(args.increment, "--increment"),
-        hidden=parse_rate(args.hidden, "--hidden"),
-        reserve=parse_money(args.reserve, "--reserve"),
-        ceiling=parse_money(args.ceiling, "--ceiling") if args.ceiling else None,
-    )
-    wager = parse_money(args.wager, "--wager")
-    if wager <= 0:
-        raise InputError(f"bad --wager {args.wager!r}: must be more than 0")
-    return state, table, wager
-
-
-def _emit(obj: Any) -> None:
-    print(json.dumps(obj, separators=(", ", ": ")))
 
 
 # -- eval ---------------------------------------------------------------------------------------
@@ -203,11 +117,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             except InputError as exc:  # keep going: one output line per input line, in order
                 out = {"error": str(exc), "line": number}
                 status = 2
-            _emit(out)
+            emit(out)
         return status
     out = _eval_json(args.cards)
     if args.json:
-        _emit(out)
+        emit(out)
     else:
         print(f"{out['category']}  rank {out['rank']}  best {' '.join(out['best'])}")
     return 0
@@ -315,7 +229,7 @@ def cmd_settle(args: argparse.Namespace) -> int:
     wagers = {b: w for b, w, _ in parsed}
     decisions = {b: d for b, _, d in parsed}
     rules = _rules(args)
-    state, table, jp_wager = _pool_and_table(args)
+    state, table, jp_wager = pool_and_table(args)
     cards = parse_cards(args.cards)
     jp_boxes = [b for b in boxes if wagers[b].jackpot]
     for b in jp_boxes:
@@ -357,7 +271,7 @@ def cmd_settle(args: argparse.Namespace) -> int:
 
 def _print_settle(out: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        _emit(out)
+        emit(out)
         return
     if out["misdeal"]:
         print(out["reason"] + "; all wagers returned (rules 11.3, 15.3.1)")
@@ -400,7 +314,7 @@ def _print_jackpot(jp: dict[str, Any]) -> None:
 
 
 def cmd_jackpot(args: argparse.Namespace) -> int:
-    state, table, wager = _pool_and_table(args)
+    state, table, wager = pool_and_table(args)
     flop = parse_cards(args.flop, count=3)
     entries = []
     for spec in args.box:
@@ -417,7 +331,7 @@ def cmd_jackpot(args: argparse.Namespace) -> int:
     check_distinct([*flop, *(c for e in entries for c in e.cards[:2])])
     out = _jackpot_json(jackpot_round(state, entries, table, void=args.void))
     if args.json:
-        _emit(out)
+        emit(out)
     else:
         if not out["payouts"]:
             print("no jackpot awards")

@@ -9,7 +9,7 @@ import time
 from fractions import Fraction
 from typing import Any
 
-from controller.cli.uth_cmd import _emit, _pool_and_table
+from controller.cli.uth_args import emit, pool_and_table
 from controller.games.uth.parsheet import par_sheet
 from controller.games.uth.paytables import TRIPS_CATEGORIES, TRIPS_PAYTABLE, parse_paytable
 from shared.money import dollars as _dollars
@@ -40,7 +40,7 @@ def cmd_math(args: argparse.Namespace) -> int:
     trips_table = (
         parse_paytable(args.trips_pays, TRIPS_CATEGORIES) if args.trips_pays else (TRIPS_PAYTABLE)
     )
-    state, table, wager = _pool_and_table(args)
+    state, table, wager = pool_and_table(args)
     progress = _progress_printer()
     sheet = par_sheet(
         trips_table=trips_table,
@@ -82,7 +82,7 @@ def cmd_math(args: argparse.Namespace) -> int:
         },
     }
     if args.json:
-        _emit(out)
+        emit(out)
         return 0
     print(f"{'category':<16}{'7-card hands':>14}{'5-card hands':>14}")
     for label in out["seven_card"]:

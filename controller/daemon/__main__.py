@@ -1,7 +1,7 @@
-"""`python -m controller.daemon`: tablectld."""
+"""`python -m controller.daemon`: tablectld, by its entry point (controller/daemon/entry.py)."""
 
 import sys
 
-from controller.daemon.main import main
+from controller.daemon.entry import main
 
 sys.exit(main())

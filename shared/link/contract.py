@@ -3,7 +3,7 @@
 Every payload is a JSON object with `"v": 1` (the schema version). `parse_*` functions take the
 raw bytes of a message and return a plain dict or raise `SchemaError` naming what is wrong;
 nothing here touches the network. docs/mqtt.md and docs/asyncapi.yaml describe the same thing
-for people and for tools. ~550 lines because it is the one document both ends and a test lab
+for people and for tools. ~750 lines because it is the one document both ends and a test lab
 read against docs/mqtt.md: every message's builder and parser beside the bounds they share.
 """
 
@@ -23,6 +23,7 @@ SHARE_GROUP = "headoffice"  # MQTT v5 shared-subscription group of head-office w
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 POOL_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 CARD_ID = re.compile(r"[A-Za-z0-9_-]{4,32}")  # a Player Card's opaque id (patron.py), never a name
+MAX_CARD_REASON = 200  # why a card is restricted (card_restricted) or refused (patron.py)
 RECOVERED = OutboxType.TABLE_RECOVERED  # a recovery of the journal (controller/journal/recover.py)
 # The Player Card's outbox messages (shared/link/patron.py, issue 29): per card per round
 # settled, a supervisor's restriction (UTH 13.4), chips declared (UTH 13.2).
@@ -218,6 +219,13 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
+def _bool(data: JSON, key: str, what: str) -> bool:
+    value = data.get(key)
+    if not isinstance(value, bool):
+        raise SchemaError(f"{what}: {key!r} must be true or false, got {_show(value)}")
+    return value
+
+
 def _str(data: JSON, key: str, what: str, pattern: re.Pattern[str] | None = None,
          max_len: int = 64) -> str:
     value = data.get(key)
@@ -302,6 +310,36 @@ def _box(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_BOXES
 
 
+def check_card_payload(type_: str, payload: Any, what: str) -> JSON:
+    """The payloads of `card_settled`, `card_restricted` and `chips_declared` (outbox; the
+    Player Card messages of patron.py)."""
+    _str(payload, "card", what, CARD_ID, max_len=32)
+    if type_ == OutboxType.CARD_SETTLED:
+        _int(payload, "round", what, lo=1, hi=MAX_SEQ)
+        for key in ("reserved", "wagered", "returned"):
+            _int(payload, key, what, lo=0, hi=MAX_CENTS)
+        net = _int(payload, "net", what, lo=-MAX_CENTS, hi=MAX_CENTS)
+        wagered = payload["wagered"]
+        if _bool(payload, "void", what) and not -wagered <= net <= 0:
+            # a void round returns everything but what a supervisor forfeited (UTH 13.10,
+            # NSW Pai Gow 16.6): its net is 0 or that loss, never more than was wagered
+            raise SchemaError(f"{what}: a void round's 'net' must be between -wagered"
+                              f" ({-wagered}) and 0, got {net}")
+    elif type_ == OutboxType.CARD_RESTRICTED:
+        by = _str(payload, "by", what, max_len=64)
+        reason = _str(payload, "reason", what, max_len=MAX_CARD_REASON)
+        if not by or not by.isprintable() or not reason.strip() or not reason.isprintable():
+            raise SchemaError(f"{what}: 'by' and 'reason' must be printable and not empty")
+    else:  # chips_declared (UTH 13.2)
+        if payload.get("round") is not None:
+            _int(payload, "round", what, lo=1, hi=MAX_SEQ)
+        _int(payload, "amount", what, lo=0, hi=MAX_CENTS)
+        if payload.get("kind") not in ("purchase", "brought"):
+            raise SchemaError(f"{what}: 'kind' must be purchase or brought, got"
+                              f" {_show(payload.get('kind'))}")
+    return payload
+
+
 def check_outbox_payload(type_: str, payload: Any) -> JSON:
     """The payload of one outbox message type (docs/rounds-uth.md); SchemaError if wrong."""
     what = f"{type_} payload"
@@ -323,8 +361,6 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
     if type_ == RECOVERED:
         return _recovered(payload, what)
     if type_ in CARD_TYPES:
-        from shared.link.patron import check_card_payload  # patron.py imports this module
-
         return check_card_payload(type_, payload, what)
     _int(payload, "round", what, lo=1)
     _str(payload, "pool_id", what, POOL_ID)
@@ -339,7 +375,7 @@ def check_outbox_payload(type_: str, payload: Any) -> JSON:
                 or len(set(boxes)) != len(boxes)):  # boxes first: a list is unhashable
             raise SchemaError(f"{what}: boxes {_show(boxes)} do not match wagers {wagers}")
         return payload
-    if type_ == OutboxType.JACKPOT_VERIFIED:  # rule 15: an attendant verified a held hit
+    if type_ == OutboxType.JACKPOT_VERIFIED:  # UTH rule 15: an attendant verified a held hit
         boxes = _list(payload, "boxes", what)
         if (not boxes or len(boxes) > MAX_BOXES or not all(_box(b) for b in boxes)
                 or len(set(boxes)) != len(boxes)):
@@ -554,8 +590,8 @@ def parse_ack_fields(raw: bytes | str, table: str) -> tuple[int, int | None, int
 def pool_message(pool: str, amount: int, version: int, utc: str, *, awards: int | None = None,
                  wager: int | None = None) -> JSON:
     """A pool's value. `awards`: hits answered from the pool so far, so a table tells a lower
-    value after an award from one that should not happen (2.4.3, 15.1.3); `wager`: the pool's
-    qualifying jackpot wager in cents (15.2.5.3). Both optional in v1."""
+    value after an award from one that should not happen (UTH 2.4.3, 15.1.3); `wager`: the pool's
+    qualifying jackpot wager in cents (UTH 15.2.5.3). Both optional in v1."""
     out: JSON = {"v": VERSION, "pool": pool, "amount": amount, "version": version, "utc": utc}
     if awards is not None:
         out["awards"] = awards
@@ -578,7 +614,7 @@ def parse_pool(raw: bytes | str) -> JSON:
     if data.get("awards") is not None:
         out["awards"] = _int(data, "awards", what, lo=0, hi=MAX_AWARDS)
     if data.get("wager") is not None:
-        out["wager"] = _int(data, "wager", what, lo=1, hi=MAX_CENTS)  # 15.2.5.3
+        out["wager"] = _int(data, "wager", what, lo=1, hi=MAX_CENTS)  # UTH 15.2.5.3
     return out
 
 

@@ -5,18 +5,19 @@ UTH 13.1, 13.3; Pai Gow 9.1), and reserves the most a card can lose in a round b
 card (`card_reserve`), on `tablectl/v1/table/{table}/patron`; head office answers on
 `tablectl/v1/ho/table/{table}/patron`. Both QoS 1, not retained. Settlements, restrictions and
 declared chips go through the journal's outbox (contract.OUTBOX_TYPES: `card_settled`,
-`card_restricted`, `chips_declared`). Every message carries only a card's opaque id, never a
+`card_restricted`, `chips_declared`; their payloads checked by contract.py with every outbox
+message's). Every message carries only a card's opaque id, never a
 name. Parsers are bounded and checked like contract.py's: SchemaError names the field.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from shared.link.contract import (
     CARD_ID,
     JSON,
+    MAX_CARD_REASON,
     MAX_CENTS,
     MAX_SEQ,
     MAX_SMALL,
@@ -24,19 +25,19 @@ from shared.link.contract import (
     TABLE_ID,
     VERSION,
     SchemaError,
+    _bool,
     _int,
     _obj,
     _show,
     _str,
 )
-from shared.link.outbox import OutboxType
 
 __all__ = ["CARD_ID", "REQUEST_TYPES", "answer_topic", "card_answer", "card_request",
            "parse_card_answer", "parse_card_request", "request_topic"]
 
 REQUEST_TYPES = ("card_check", "card_reserve")
 MAX_REQ = 64  # a request id: "<table>/<round>/<n>" (or "<table>/<n>")
-MAX_REASON = 200  # an answer's reason
+MAX_REASON = MAX_CARD_REASON  # an answer's reason, as long as a restriction's (contract.py)
 MAX_UTC = 40
 REQ_ID = re.compile(r"[A-Za-z0-9_-]{1,32}(/[0-9]{1,30}){1,2}")
 
@@ -108,13 +109,6 @@ def _opt_cents(data: JSON, key: str, what: str) -> int | None:
     return None if data.get(key) is None else _int(data, key, what, lo=0, hi=MAX_CENTS)
 
 
-def _bool(data: JSON, key: str, what: str) -> bool:
-    value = data.get(key)
-    if not isinstance(value, bool):
-        raise SchemaError(f"{what}: {key!r} must be true or false, got {_show(value)}")
-    return value
-
-
 def parse_card_answer(raw: bytes | str, topic_table: str | None = None) -> JSON:
     """Head office's answer -> the same fields, checked; SchemaError naming the field."""
     what = "card answer"
@@ -132,32 +126,3 @@ def parse_card_answer(raw: bytes | str, topic_table: str | None = None) -> JSON:
         if data.get(key) is not None:
             out[key] = _str(data, key, what, max_len=n)
     return out
-
-
-def check_card_payload(type_: str, payload: Any, what: str) -> JSON:
-    """The payloads of `card_settled`, `card_restricted` and `chips_declared` (outbox)."""
-    _str(payload, "card", what, CARD_ID, max_len=32)
-    if type_ == OutboxType.CARD_SETTLED:
-        _int(payload, "round", what, lo=1, hi=MAX_SEQ)
-        for key in ("reserved", "wagered", "returned"):
-            _int(payload, key, what, lo=0, hi=MAX_CENTS)
-        net = _int(payload, "net", what, lo=-MAX_CENTS, hi=MAX_CENTS)
-        wagered = payload["wagered"]
-        if _bool(payload, "void", what) and not -wagered <= net <= 0:
-            # a void round returns everything but what a supervisor forfeited (UTH 13.10,
-            # NSW Pai Gow 16.6): its net is 0 or that loss, never more than was wagered
-            raise SchemaError(f"{what}: a void round's 'net' must be between -wagered"
-                              f" ({-wagered}) and 0, got {net}")
-    elif type_ == OutboxType.CARD_RESTRICTED:
-        by = _str(payload, "by", what, max_len=64)
-        reason = _str(payload, "reason", what, max_len=MAX_REASON)
-        if not by or not by.isprintable() or not reason.strip() or not reason.isprintable():
-            raise SchemaError(f"{what}: 'by' and 'reason' must be printable and not empty")
-    else:  # chips_declared (UTH 13.2)
-        if payload.get("round") is not None:
-            _int(payload, "round", what, lo=1, hi=MAX_SEQ)
-        _int(payload, "amount", what, lo=0, hi=MAX_CENTS)
-        if payload.get("kind") not in ("purchase", "brought"):
-            raise SchemaError(f"{what}: 'kind' must be purchase or brought, got"
-                              f" {_show(payload.get('kind'))}")
-    return payload

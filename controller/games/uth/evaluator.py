@@ -10,7 +10,7 @@ and a 4-bit count for its suit (bits 52..67). Summing the cards' integers gives 
 multiset and the suit counts at once; no suit holding five cards -> the rank multiset's entry
 in a flat table. A flush suit -> one list lookup on the 13-bit rank mask of that suit. With
 five of one suit among at most seven cards there is no room for quads or a full house, so the
-flush table alone decides those hands. Both tables are computed (`compute_tables`) from the
+flush table alone decides those hands. Both tables are computed (tables_compute.py) from the
 7,462 classes of five-card hands (about 0.6 s) by taking, for six and seven cards, the best table
 entry after removing one card: once, when the package is built, into a file loaded on first use
 (or by `build_tables`) with a checked digest (tables_file.py); computed here only when that file
@@ -36,111 +36,29 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
-from itertools import combinations, combinations_with_replacement
+from itertools import combinations
 
 from controller.games.uth import tables_file
 from controller.games.uth.cards import RANKS, Card, check_distinct, rank_of
+from controller.games.uth.category import Category
+from controller.games.uth.tables_compute import (
+    ACE,
+    LOW_RANKS,
+    MOST,
+    compute_tables,
+    multisets,
+    rank_key,
+)
 from shared.errors import InputError
 
-
-class Category(IntEnum):
-    """Rule 8.2 (a)-(j), lowest first so that comparison follows the rule's order."""
-
-    HIGH_CARD = 0
-    ONE_PAIR = 1
-    TWO_PAIR = 2
-    THREE_OF_A_KIND = 3
-    STRAIGHT = 4
-    FLUSH = 5
-    FULL_HOUSE = 6
-    FOUR_OF_A_KIND = 7
-    STRAIGHT_FLUSH = 8
-    ROYAL_FLUSH = 9
-
-    @property
-    def label(self) -> str:
-        """The name used in JSON output, e.g. ``four_of_a_kind``."""
-        return self.name.lower()
-
-    @classmethod
-    def from_label(cls, label: str) -> Category:
-        try:
-            return cls[label.upper()]
-        except KeyError:
-            raise InputError(f"unknown hand category {label!r}") from None
-
-
-_ACE = 12
-_WHEEL = (1 << 12) | 0b1111  # A-2-3-4-5: the ace plays low (3.3.1.2)
 _SUIT_SHIFT = 52
 
 
-def _straight_high(mask: int) -> int:
-    """Highest rank of a five-card straight in a 13-bit rank mask, or -1."""
-    for high in range(_ACE, 3, -1):
-        run = 0b11111 << (high - 4)
-        if mask & run == run:
-            return high
-    if mask & _WHEEL == _WHEEL:
-        return 3  # the five-high straight: the ace counts low (8.2(b), 8.2(f))
-    return -1
-
-
-def _score5(counts: Sequence[int], flush: bool) -> tuple[int, tuple[int, ...]]:
-    """(category, tie-break ranks) of exactly five cards given rank counts; rule 8.2."""
-    groups = sorted(((n, r) for r, n in enumerate(counts) if n), reverse=True)
-    shape = tuple(n for n, _ in groups)
-    order = tuple(r for _, r in groups)  # larger groups first (8.2(d), (h)), then higher ranks
-    if shape == (1, 1, 1, 1, 1):
-        mask = sum(1 << r for r in order)
-        high = _straight_high(mask)
-        if flush and high == _ACE:
-            return Category.ROYAL_FLUSH, ()
-        if flush and high >= 0:
-            return Category.STRAIGHT_FLUSH, (high,)
-        if flush:
-            return Category.FLUSH, order
-        if high >= 0:
-            return Category.STRAIGHT, (high,)
-        return Category.HIGH_CARD, order
-    category = {
-        (4, 1): Category.FOUR_OF_A_KIND,
-        (3, 2): Category.FULL_HOUSE,
-        (3, 1, 1): Category.THREE_OF_A_KIND,
-        (2, 2, 1): Category.TWO_PAIR,
-        (2, 1, 1, 1): Category.ONE_PAIR,
-    }[shape]
-    return category, order
-
-
-def _multisets(size: int, ranks: int = 13) -> Iterator[tuple[int, ...]]:
-    """Rank count vectors of ``size`` cards over the lowest ``ranks`` ranks of one deck (at most
-    four of a rank). A generator: the build never holds the 49,205 seven-card ones at once."""
-    for combo in combinations_with_replacement(range(ranks), size):
-        counts = [0] * ranks
-        for r in combo:
-            counts[r] += 1
-        if max(counts, default=0) <= 4:
-            yield tuple(counts)
-
-
-def _key(counts: Sequence[int]) -> int:
-    return sum(n << (4 * r) for r, n in enumerate(counts))
-
-
-_LOW_RANKS = 7  # 2..8: key bits 0..27
-_LOW_MASK = (1 << (4 * _LOW_RANKS)) - 1
-_HIGH_SHIFT = 4 * _LOW_RANKS
-_HIGH_MASK = (1 << (4 * (13 - _LOW_RANKS))) - 1
-_MOST = 7  # cards in a hand, at most
-
-
 # In memory: the base-5 rank digits (the module's docstring), in two fields.
-_LOW_INDICES = 5**_LOW_RANKS
-_HIGH_INDICES = 5 ** (13 - _LOW_RANKS)
+_LOW_INDICES = 5**LOW_RANKS
+_HIGH_INDICES = 5 ** (13 - LOW_RANKS)
 _DIGITS_LOW_MASK = (1 << _LOW_INDICES.bit_length()) - 1  # bits 0..16
 _DIGITS_HIGH_SHIFT = _LOW_INDICES.bit_length()  # 17
 _DIGITS_HIGH_MASK = (1 << _HIGH_INDICES.bit_length()) - 1  # 14 bits
@@ -148,9 +66,9 @@ _DIGITS_HIGH_MASK = (1 << _HIGH_INDICES.bit_length()) - 1  # 14 bits
 
 def _rank_digit(rank: int) -> int:
     """+1 card of `rank` in the base-5 fields."""
-    if rank < _LOW_RANKS:
+    if rank < LOW_RANKS:
         return 5**rank
-    return 5 ** (rank - _LOW_RANKS) << _DIGITS_HIGH_SHIFT
+    return 5 ** (rank - LOW_RANKS) << _DIGITS_HIGH_SHIFT
 
 
 # Per-card integer: +1 in the card's base-5 rank digit and +1 in its suit nibble.
@@ -162,67 +80,9 @@ _CARD_VALUE: list[int] = [
 def _base5(nibbles: int) -> int:
     """A part's nibble key (4 bits a rank's count) as the base-5 number of the same counts."""
     value = 0
-    for place in range(_LOW_RANKS - 1, -1, -1):
+    for place in range(LOW_RANKS - 1, -1, -1):
         value = value * 5 + (nibbles >> (4 * place) & 15)
     return value
-
-
-def _slot(key: int, low: dict[int, int], high: dict[int, int]) -> int:
-    """The entry of a rank-multiset key (at most seven cards) in the compact table."""
-    return low[key & _LOW_MASK] + high[key >> _HIGH_SHIFT]
-
-
-def _index() -> tuple[dict[int, int], dict[int, int], int]:
-    """(_LOW, _HIGH, entries): see the module's docstring."""
-    high: dict[int, int] = {}
-    up_to = [0] * (_MOST + 1)  # up_to[t]: high parts of at most t cards
-    for n in range(_MOST + 1):
-        for counts in _multisets(n, 13 - _LOW_RANKS):
-            high[_key(counts)] = len(high)
-        up_to[n] = len(high)
-    low: dict[int, int] = {}
-    entries = 0
-    for n in range(_MOST + 1):
-        for counts in _multisets(n, _LOW_RANKS):
-            low[_key(counts)] = entries
-            entries += up_to[_MOST - n]
-    return low, high, entries
-
-
-def compute_tables() -> tables_file.Tables:
-    """(_LOW, _HIGH, _NONFLUSH, _FLUSH, _CATEGORY_START) from rule 8 alone: what the build
-    writes to the tables file (tables_file.py) and what `_tables` falls back to without it."""
-    five = list(_multisets(5))
-    flush_masks = [m for m in range(1 << 13) if m.bit_count() == 5]
-    scores = {_score5(c, False) for c in five}
-    scores.update(_score5([(m >> r) & 1 for r in range(13)], True) for m in flush_masks)
-    ordered = sorted(scores)
-    dense = {score: i + 1 for i, score in enumerate(ordered)}
-
-    low, high, entries = _index()
-    nonflush = array("H", bytes(2 * entries))  # 0: fewer than five cards, never looked up
-
-    for counts in five:
-        nonflush[_slot(_key(counts), low, high)] = dense[_score5(counts, False)]
-    for size in (6, 7):  # best five of six / seven: best after removing any one card
-        for counts in _multisets(size):
-            key = _key(counts)
-            nonflush[_slot(key, low, high)] = max(
-                nonflush[_slot(key - (1 << (4 * r)), low, high)] for r in range(13) if counts[r]
-            )
-
-    flush = [0] * (1 << 13)
-    for m in flush_masks:
-        flush[m] = dense[_score5([(m >> r) & 1 for r in range(13)], True)]
-    for bits in (6, 7):
-        for m in range(1 << 13):
-            if m.bit_count() == bits:
-                flush[m] = max(flush[m & ~(1 << r)] for r in range(13) if m >> r & 1)
-
-    starts = [0] * len(Category)
-    for i in range(len(ordered) - 1, -1, -1):
-        starts[ordered[i][0]] = i + 1
-    return low, high, nonflush, flush, starts
 
 
 # Loaded (or computed) on first use, not at import: head office imports this module for
@@ -316,7 +176,7 @@ def _display_order(five: Sequence[Card]) -> tuple[Card, ...]:
     """Groups first, then high to low; a five-high straight shows the ace last."""
     ranks = [rank_of(c) for c in five]
     counts = {r: ranks.count(r) for r in ranks}
-    if sorted(ranks) == [0, 1, 2, 3, _ACE]:
+    if sorted(ranks) == [0, 1, 2, 3, ACE]:
         return tuple(sorted(five, key=lambda c: (rank_of(c) + 1) % 13, reverse=True))
     return tuple(sorted(five, key=lambda c: (counts[rank_of(c)], c), reverse=True))
 
@@ -371,16 +231,16 @@ __all__ = [
 
 def rank_multisets(size: int) -> list[tuple[int, ...]]:
     """Every rank-count vector of ``size`` cards from one deck (counts per rank 2..A, <= 4)."""
-    return list(_multisets(size))
+    return list(multisets(size))
 
 
 def nonflush_rank(counts: Sequence[int]) -> int:
     """Rank of 5-7 cards with these rank counts when no suit holds five of them."""
-    if not 5 <= sum(counts) <= _MOST:
+    if not 5 <= sum(counts) <= MOST:
         raise InputError(f"need 5 to 7 cards, got {sum(counts)}")
     _tables()
-    low = _base5(_key(counts[:_LOW_RANKS]))
-    return _NONFLUSH[_LOW[low] + _HIGH[_base5(_key(counts[_LOW_RANKS:]))]]
+    low = _base5(rank_key(counts[:LOW_RANKS]))
+    return _NONFLUSH[_LOW[low] + _HIGH[_base5(rank_key(counts[LOW_RANKS:]))]]
 
 
 def flush_rank(mask: int) -> int:

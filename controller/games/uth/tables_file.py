@@ -24,6 +24,7 @@ import sys
 from array import array
 from pathlib import Path
 
+from controller.games.uth.tables_compute import Tables, compute_tables
 from shared.errors import TablectlError
 
 FILE_NAME = "evaluator_tables.bin"
@@ -37,8 +38,6 @@ _TYPES = ("I", "I", "I", "I", "H", "H", "H")  # the seven arrays' item types, in
 
 log = logging.getLogger(__name__)
 
-# (_LOW, _HIGH, _NONFLUSH, _FLUSH, _CATEGORY_START): evaluator.py's tables.
-Tables = tuple[dict[int, int], dict[int, int], "array[int]", "array[int] | list[int]", list[int]]
 
 
 class TablesFileError(TablectlError):
@@ -53,7 +52,7 @@ def _array(typecode: str, items: object) -> array[int]:
 
 
 def encode(tables: Tables) -> bytes:
-    """The file's bytes for the tables `evaluator._build()` returns."""
+    """The file's bytes for the tables `compute_tables` returns (tables_compute.py)."""
     low, high, nonflush, flush, starts = tables
     parts = [
         list(low),
@@ -143,8 +142,6 @@ def _read(path: Path, expected: str) -> bytes | None:
 
 def write(path: Path) -> str:
     """Compute the tables and write them to `path` (the build step); returns their digest."""
-    from controller.games.uth.evaluator import compute_tables
-
     data = encode(compute_tables())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -267,6 +267,7 @@ def test_every_rank_multiset_of_five_to_seven_cards_has_an_entry_of_its_own():
     cards (at most four of a rank, rule 3.1's one deck) land on distinct entries inside the
     array, each holding a real rank; a pattern of other sizes is refused, not looked up."""
     from controller.games.uth import evaluator as ev
+    from controller.games.uth import tables_compute as tc
 
     ev.build_tables()
     slots: dict[int, tuple[int, ...]] = {}
@@ -287,9 +288,9 @@ def test_every_rank_multiset_of_five_to_seven_cards_has_an_entry_of_its_own():
     low, high, _, _, _ = tables_file.load() or ev.compute_tables()
     for size in (5, 6, 7):
         for counts in ev.rank_multisets(size):
-            key = ev._key(counts)
-            assert ev._slot(key, low, high) == (
-                ev._LOW[ev._base5(key & ev._LOW_MASK)] + ev._HIGH[ev._base5(key >> ev._HIGH_SHIFT)]
+            key = tc.rank_key(counts)
+            assert tc._slot(key, low, high) == (
+                ev._LOW[ev._base5(key & tc._LOW_MASK)] + ev._HIGH[ev._base5(key >> tc._HIGH_SHIFT)]
             )
     for counts in ((4, 4) + (0,) * 11, (1,) * 4 + (0,) * 9):
         with pytest.raises(InputError, match="need 5 to 7 cards"):
