@@ -86,10 +86,6 @@ def bet_on(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     return state, [*effects, *card_fx]
 
 
-def bet_off(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return jackpot.bet_off(config, state, fields.box(data, config.boxes))
-
-
 def deal(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """dealer.deal: no more bets (7.1); the shuffler dispenses the round's cards."""
     if state.phase == DEALING and not state.in_round:
