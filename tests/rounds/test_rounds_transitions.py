@@ -97,7 +97,8 @@ def _without_moves(routes: tuple[Route, ...], kind: str) -> tuple[Route, ...]:
 
 def test_an_undeclared_target_fails_loudly_in_tests() -> None:
     m = PaiGowMachine(PaiGowConfig(Profile.NSW))
-    m.bind(_without_moves(PAIGOW_ROUTES, Kind.TABLE_OPEN), m)  # closed -> betting undeclared
+    # closed -> betting undeclared
+    m.bind(_without_moves(PAIGOW_ROUTES, Kind.TABLE_OPEN), m.config)
     with pytest.raises(UndeclaredTransition, match=r"table\.open led from closed to betting"):
         m.step(m.initial(), Event(Kind.TABLE_OPEN), NOW)
 
@@ -109,7 +110,7 @@ def test_in_service_an_undeclared_target_is_a_technician_alarm_and_the_state_kep
     monkeypatch.setattr(Guarded, "strict", False)  # as the daemon runs
     m = machine(game)
     routes = UTH_ROUTES if game == "uth" else PAIGOW_ROUTES
-    m.bind(_without_moves(routes, Kind.TABLE_CLOSE), m.config if game == "uth" else m)
+    m.bind(_without_moves(routes, Kind.TABLE_CLOSE), m.config)
     state = m.initial()
     if game == "paigow":
         state, _ = m.step(state, Event(Kind.TABLE_OPEN), NOW)
