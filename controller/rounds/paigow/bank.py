@@ -188,5 +188,5 @@ def settle_bank(config: PaiGowConfig, state: PaiGowState, make_up: int = 0) -> R
     if funds is not None and not covers(funds, others, bank.holder):
         state, effects = _house_takes(config, state, f"banker's {funds} c do not cover {others} c")
         return state, [alarm(f"box {bank.box} cannot cover the wagers: the house banks"
-                              f" ({COVER_RULE[config.profile]})"), *effects]
+                             f" ({COVER_RULE[config.profile]})"), *effects]
     return state, []

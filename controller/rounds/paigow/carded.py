@@ -91,7 +91,7 @@ def ho_card(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) -> R
                     offline_used=used)
     if got.refused is not None:
         return return_wagers(state, lambda w: seat(w["box"], w["player"]) != got.seat,
-                              f"{got.refused} ({RULE})")
+                             f"{got.refused} ({RULE})")
     if got.invalid is not None or got.capped is not None:
         # The wagers are fixed at no more bets; the result settles it by the rule
         # (_cards_adjust: NSW 15.21.2, 16.1; a Loss Limit found short: valid up to it).
@@ -99,8 +99,8 @@ def ho_card(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) -> R
                " 16.1)" if got.invalid else f"over the Loss Limit: valid up to"
                f" {cards.dollars(got.capped or 0)}, the excess returned")
         return state, [Effect(EffectKind.ALARM, {"severity": "dealer", "rule": "16.1",
-                                        "text": f"{got.seat}: card {got.record['card']}:"
-                                                f" {why}"})]
+                                                 "text": f"{got.seat}: card {got.record['card']}:"
+                                                         f" {why}"})]
     return state, [log(f"{got.seat}: card {got.record['card']} confirmed")]
 
 
@@ -142,7 +142,7 @@ def card_invalid(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now)
     record = {**record, "status": cards.REFUSED, "reason": why, "req": None}
     state = replace(state, patrons={**state.patrons, where: record})
     return return_wagers(state, lambda w: seat(w["box"], w["player"]) != where,
-                          f"{why} ({RULE})")
+                         f"{why} ({RULE})")
 
 
 def cards_adjust(state: PaiGowState, summary: JSON, house_alone: bool

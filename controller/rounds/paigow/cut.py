@@ -55,8 +55,7 @@ def _cut_chosen(state: PaiGowState, decision: CutDecision, by: str) -> Result:
     choice = {"cut": decision.cut.value, "options": options_json(decision.options), "by": by}
     state = replace(state, cut_choice=choice)
     effects = [log(f"cut {decision.cut.value} {choice['options']} chosen by {by}")]
-    if state.phase == Phase.CUTTING:
-        state = replace(state, phase=Phase.SHAKING)
+    if state.phase == Phase.CUTTING:  # the routes lead on to shaking
         effects.append(SHAKE)
     return state, effects
 
@@ -85,7 +84,7 @@ def check_choices(config: PaiGowConfig, state: PaiGowState, bank: BankState) -> 
     if choice and choice["by"] == "banker" and bank.holder is BankHolder.HOUSE:
         state = replace(state, cut_choice=None)
         effects.append(log("cut nomination dropped: only a player/banker nominates"
-                            " (NSW 8.4.3, NZ 9.3A(a), ACT 8.4)"))
+                           " (NSW 8.4.3, NZ 9.3A(a), ACT 8.4)"))
     if state.steal:
         try:
             check_steal(config.profile, state.steal,

@@ -65,10 +65,8 @@ def dealer_shake(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now)
 
 
 def dice_not_flat(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) -> Result:
-    return _reshake(config, state)
-
-
-def _reshake(config: PaiGowConfig, state: PaiGowState) -> Result:
+    """dice.not_flat, or a dice.result with a die not flat: shake again (the dice are read
+    again, the round's reshakes counted)."""
     state = replace(state, reshakes=state.reshakes + 1, fault=None)
     rule = RESHAKE_RULE[config.profile]
     return state, [log(f"a die is not flat: shake again ({rule})"), SHAKE]
@@ -99,7 +97,7 @@ def dice_result(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) 
     except InputError as e:
         raise Refused(f"unreadable dice: {e}") from None
     if shake.needs_reshake:
-        return _reshake(config, state)
+        return dice_not_flat(config, state, data, now)
     try:
         check_shake(config.profile, shake)
     except InputError as e:
@@ -124,7 +122,7 @@ def _announce(config: PaiGowConfig, state: PaiGowState, shake: Shake) -> Result:
     plan = delivery_of(config, state)
     order = describe(plan, config.profile, config.clockwise_delivery)
     state, shown = show(state, "announce", text, first_box=first, cut=cut,
-                              delivery=[d.as_json() for d in plan], order=order)
+                        delivery=[d.as_json() for d in plan], order=order)
     note = log(
         f"dice {shake.describe()} total {shake.total} steal {state.steal:+d}: first box {first}"
         f" ({FIRST_BOX_RULE[config.profile]}); cut {decision.cut.value} by {decision.source};"

@@ -34,17 +34,16 @@ from controller.rounds.paigow.core import (
     show,
 )
 from controller.rounds.paigow.result import round_result, to_wager
-from controller.rounds.paigow.state import JSON, PaiGowConfig, PaiGowState, Phase, bank_state
+from controller.rounds.paigow.state import JSON, PaiGowConfig, PaiGowState, bank_state
 from shared.errors import InputError
 
 
 def delivered(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) -> Result:
-    state = replace(state, phase=Phase.SETTING)
     house_way = house_way_by_dealer(config, state)
     if house_way:  # NZ 7.2: the dealer sets these boxes; their players may not
         boxes = ", ".join(str(b) for b in house_way)
         state, shown = show(state, "setting", f"SET YOUR HANDS / HOUSE WAY BOX {boxes}",
-                                  house_way=list(house_way))
+                            house_way=list(house_way))
     else:
         state, shown = show(state, "setting", "SET YOUR HANDS")
     return state, [*shown, log(f"round {state.number}: tiles delivered")]
@@ -217,7 +216,7 @@ def _voided(config: PaiGowConfig, state: PaiGowState, record: JSON, data: Data,
                **({"voided_by": who} if who else {})}
     effects = _records(summary) + cards_settled(config, state, summary, True)
     effects.append(log(f"round {state.number} void ({record['rule']}): {record['reason']};"
-                        " re-shuffle all 32 tiles"))
+                       " re-shuffle all 32 tiles"))
     # A void round is no round of play ("void: invalid with no result", NSW 1.1): the bank's
     # round count does not move, and a bank the house took over only for this round (a
     # finished bank without a taker, a banker who could not cover) stands as it opened, so

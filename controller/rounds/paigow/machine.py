@@ -62,31 +62,31 @@ DICE = (Phase.SHAKING, Phase.OFF_DRAW)
 BEFORE_DICE = (Phase.BETTING, Phase.CUTTING, Phase.SHAKING)
 ENDS = (Phase.BETTING,)  # the round ends: the next one opens in betting (or the draw ends)
 # Each event kind: its step (a function of the configuration, state, data and now, in the module
-# of its concern), the phases it is accepted in, the phases it may lead to (staying is always
-# declared).
+# of its concern), the phases it is accepted in, and where it leads: `then` the phase the guard
+# sets when the step returns, `to` the phases the step chooses among (staying is always declared).
 # docs/rounds-paigow.md draws the graph.
 ROUTES: tuple[Route, ...] = (
     Route(Kind.TABLE_OPEN, table.table_open, (Phase.CLOSED,), to=BETTING),
     Route(Kind.TABLE_CLOSE, table.table_close, (Phase.BETTING, Phase.OFF_DRAW),
-          to=(Phase.CLOSED,)),
+          then=Phase.CLOSED),
     Route(Kind.CHUNG_ON, bank.chung_on, ANY),
     Route(Kind.CHUNG_OFF, bank.chung_off, ANY),
     Route(Kind.OFF_PRESSED, table.off_pressed, ANY),
     Route(Kind.OFF_RELEASED, table.off_released, ANY),
     Route(Kind.DEALER_OFF_CLEAR, table.off_clear, ANY),
     # NSW 15.9.3-15.9.4, NZ 12.10: the OFF-box draw, between rounds.
-    Route(Kind.DEALER_OFF_DRAW, table.off_draw, BETTING, to=(Phase.OFF_DRAW,)),
-    Route(Kind.DEALER_OFF_CANCEL, table.off_cancel, (Phase.OFF_DRAW,), to=BETTING),
+    Route(Kind.DEALER_OFF_DRAW, table.off_draw, BETTING, then=Phase.OFF_DRAW),
+    Route(Kind.DEALER_OFF_CANCEL, table.off_cancel, (Phase.OFF_DRAW,), then=Phase.BETTING),
     Route(Kind.DEALER_BANK, bank.dealer_bank, BETTING),
     Route(Kind.DEALER_HOUSE_BANK, bank.dealer_house_bank, BETTING),
     Route(Kind.DEALER_WAGER, wagers.dealer_wager, BETTING),
     Route(Kind.DEALER_WAGER_REMOVE, wagers.dealer_wager_remove, BETTING),
-    Route(Kind.DEALER_CUT, cut.dealer_cut, BEFORE_DICE, to={Phase.CUTTING: (Phase.SHAKING,)}),
+    Route(Kind.DEALER_CUT, cut.dealer_cut, BEFORE_DICE, then={Phase.CUTTING: Phase.SHAKING}),
     Route(Kind.DEALER_STEAL, cut.dealer_steal, BEFORE_DICE),
     # NZ 9.3A: the cut is chosen before the dice (cutting); elsewhere straight to the shaker.
     Route(Kind.DEALER_NO_MORE_BETS, dice.no_more_bets, BETTING,
           to=(Phase.CUTTING, Phase.SHAKING)),
-    Route(Kind.CUT_SELECTED, cut.cut_selected, (Phase.CUTTING,), to=(Phase.SHAKING,)),
+    Route(Kind.CUT_SELECTED, cut.cut_selected, (Phase.CUTTING,), then=Phase.SHAKING),
     Route(Kind.DEALER_SHAKE, dice.dealer_shake, DICE),
     Route(Kind.DICE_NOT_FLAT, dice.dice_not_flat, DICE),
     # The round's dice announce the first box and cut; the OFF draw's remove a box.
@@ -96,7 +96,7 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.METER_FAULT, dice.meter_fault, ANY),
     Route(Kind.METER_READY, dice.meter_ready, ANY),
     Route(Kind.METER_COMMAND_FAILED, dice.meter_fault, ANY),
-    Route(Kind.DEALER_DELIVERED, ending.delivered, (Phase.ANNOUNCED,), to=(Phase.SETTING,)),
+    Route(Kind.DEALER_DELIVERED, ending.delivered, (Phase.ANNOUNCED,), then=Phase.SETTING),
     Route(Kind.DEALER_RESULT, ending.enter_result, (Phase.SETTING,), to=ENDS),
     Route(Kind.DEALER_VOID, ending.void_round, IN_ROUND, to=ENDS),
     Route(Kind.DEALER_HAND_VOID, ending.hand_void, (Phase.ANNOUNCED, Phase.SETTING), to=ENDS),

@@ -41,7 +41,7 @@ def table_open(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) -
 def table_close(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) -> Result:
     state, effects = return_wagers(state, lambda w: False, "table closed")
     # ACT 5.1(c)'s advice was to the players at the table: a closed table starts afresh.
-    state = replace(state, phase=Phase.CLOSED, off_rolls=[], fault=None, advised=[])
+    state = replace(state, off_rolls=[], fault=None, advised=[])  # the route leads to closed
     state, shown = show(state, "closed", "TABLE CLOSED")
     return state, [*effects, *shown, log(f"table closed; round {state.number} not played")]
 
@@ -97,13 +97,13 @@ def off_draw(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) -> 
     # off_box refuses ACT and a bank it does not apply to (NSW 15.9.1 house banking; NZ
     # 12.9(b) house alone or co-banking); every total 3..18 names some box, so nothing else.
     off_box(bank_of(config, state), range(MIN_TOTAL, MAX_TOTAL + 1))
-    state = replace(state, phase=Phase.OFF_DRAW, off_rolls=[], fault=None)
+    state = replace(state, off_rolls=[], fault=None)  # the route leads to off_draw
     state, shown = show(state, "announce", "OFF BOX DRAW")
     return state, [*shown, SHAKE, log(f"OFF-box draw ({OFF_RULE})")]
 
 
 def off_cancel(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) -> Result:
-    state = replace(state, phase=Phase.BETTING, off_rolls=[], fault=None)
+    state = replace(state, off_rolls=[], fault=None)  # the route leads to betting
     state, shown = show(state, "betting", f"ROUND {state.number} PLACE YOUR BETS")
     return state, [*shown, log("OFF-box draw cancelled")]
 
@@ -115,7 +115,7 @@ def off_drawn(config: PaiGowConfig, state: PaiGowState, shake: Shake) -> Result:
     except InputError:  # the bank's box (or a missing box): roll again
         return replace(state, off_rolls=rolls), [
             log(f"OFF draw total {shake.total} indicates the bank's box: roll again"
-                 " (NSW 15.9.4, NZ 12.10)"),
+                " (NSW 15.9.4, NZ 12.10)"),
             SHAKE,
         ]
     state = replace(state, phase=Phase.BETTING, off_rolls=[])

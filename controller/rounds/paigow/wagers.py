@@ -104,7 +104,7 @@ def layout_returned(config: PaiGowConfig, state: PaiGowState, bank: BankState) -
         index, why = breach
         w = state.wagers[index]
         effects.append(log(f"wager of {w['player']} on box {w['box']} ({w['amount']} c)"
-                            f" returned: {why}"))
+                           f" returned: {why}"))
         state = replace(state, wagers=[r for i, r in enumerate(state.wagers) if i != index])
     return state, effects
 

@@ -58,16 +58,17 @@ CARD_TO = {
 # 12.1: before the round's first card the deck is reshuffled and dealing starts again from
 # betting; 12.2 (mid-round), 11.7.2 (a bad deck): the round is void.
 VOIDS = {p: ENDS for p in IN_ROUND}
-# Each event kind: its step, the phases it is accepted in, the phases it may lead to (staying is
+# Each event kind: its step, the phases it is accepted in, and where it leads: `then` the phase
+# the guard sets when the step returns, `to` the phases the step chooses among (staying is
 # always declared). The wording of a refusal: `_REFUSALS`. docs/rounds-uth.md draws the graph.
 ROUTES: tuple[Route, ...] = (
-    Route(Kind.TABLE_OPEN, betting.open_table, (Phase.CLOSED,), to=BETTING),
-    Route(Kind.TABLE_CLOSE, betting.close_table, BETTING, to=(Phase.CLOSED,)),
+    Route(Kind.TABLE_OPEN, betting.open_table, (Phase.CLOSED,), then=Phase.BETTING),
+    Route(Kind.TABLE_CLOSE, betting.close_table, BETTING, then=Phase.CLOSED),
     Route(Kind.DEALER_WAGER, betting.wager, BETTING),
     Route(Kind.DEALER_WITHDRAW, betting.withdraw, BETTING),
     Route(Kind.BET_ON, betting.bet_on, ANY),
     Route(Kind.BET_OFF, jackpot.bet_off, ANY),
-    Route(Kind.DEALER_DEAL, betting.deal, (Phase.BETTING, Phase.DEALING), to=(Phase.DEALING,)),
+    Route(Kind.DEALER_DEAL, betting.deal, (Phase.BETTING, Phase.DEALING), then=Phase.DEALING),
     Route(Kind.DEALER_DEAL_METHOD, betting.switch_method, BETTING),
     Route(Kind.DEALER_CARD, betting.dealer_card, ANY, to=CARD_TO),
     Route(Kind.DEALER_JACKPOT_OTHER, betting.jackpot_other, BETTING),
@@ -83,8 +84,8 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.DEALER_MISDEAL, keypad.misdeal, IN_ROUND, to=ENDS),
     Route(Kind.DEALER_VOID, keypad.void, IN_ROUND, to=ENDS),
     Route(Kind.DEALER_DECISION, rnd.on_decision, DECIDING),
-    Route(Kind.DEALER_FLOP, rnd.on_street, (Phase.PREFLOP,), to=(Phase.FLOP,)),
-    Route(Kind.DEALER_TURN_RIVER, rnd.on_street, (Phase.FLOP,), to=(Phase.RIVER,)),
+    Route(Kind.DEALER_FLOP, rnd.on_street, (Phase.PREFLOP,), then=Phase.FLOP),
+    Route(Kind.DEALER_TURN_RIVER, rnd.on_street, (Phase.FLOP,), then=Phase.RIVER),
     Route(Kind.DEALER_DEALER_HAND, rnd.on_dealer_hand, (Phase.RIVER,), to=ENDS),
     Route(Kind.HO_POOL, jackpot.on_pool, ANY),
     Route(Kind.HO_AWARD, jackpot.on_award, ANY),

@@ -208,18 +208,16 @@ def on_decision(config: UthConfig, state: UthState, data: Any, now: Now) -> Resu
     return replace(state, decisions=decisions), [fx.log(f"box {box}: {decision}")]
 
 
-# The street revealed from each phase: dealer.flop is accepted in preflop only, dealer.turn_river
-# in flop only (machine.py's routes), so the phase says which.
+# The street revealed from each phase: dealer.flop is accepted in preflop only and leads to flop,
+# dealer.turn_river in flop only and leads to river (machine.py's routes).
 NEXT_STREET = {PREFLOP: FLOP, FLOP: RIVER}
 
 
 def on_street(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """dealer.flop (9.2) / dealer.turn_river (9.3): undecided boxes have checked (9.1.3, 9.2.2)."""
-    frm = state.phase
-    to = NEXT_STREET[frm]
     rnd = engine_round(state)
-    rnd.reveal_flop() if frm == PREFLOP else rnd.reveal_river()
-    return replace(state, phase=to, checks=[]), [fx.log(f"{to} revealed")]
+    rnd.reveal_flop() if state.phase == PREFLOP else rnd.reveal_river()
+    return replace(state, checks=[]), [fx.log(f"{NEXT_STREET[state.phase]} revealed")]
 
 
 # -- settlement (10) -------------------------------------------------------------------------
