@@ -59,6 +59,19 @@ def test_both_machines_declare_their_routes_in_one_style(routes: tuple[Route, ..
 
 
 @pytest.mark.parametrize("game", ["paigow", "uth"])
+def test_both_machines_are_their_routes_over_their_configuration(game: str) -> None:
+    # One style (issue 30 item 7): a machine is Guarded plus its protocol, no mixins of steps;
+    # each route names a module function of the machine's package whose first parameter is the
+    # configuration the machine binds.
+    m = machine(game)
+    assert type(m).__bases__ == (Guarded,)
+    package = type(m).__module__.rsplit(".", 1)[0]
+    for r in m.declared:
+        assert r.step.__module__.startswith(package + "."), (r.kind, r.step.__module__)
+        assert next(iter(inspect.signature(r.step).parameters)) == "config", r.kind
+
+
+@pytest.mark.parametrize("game", ["paigow", "uth"])
 def test_docs_draw_the_declared_transition_graph(game: str) -> None:
     page = (DOCS / f"rounds-{game}.md").read_text()
     found = re.search(r"<!-- transitions: begin -->\n(.*?)\n<!-- transitions: end -->", page, re.S)

@@ -94,7 +94,7 @@ def ho_card(config: PaiGowConfig, state: PaiGowState, data: Data, now: Now) -> R
                              f"{got.refused} ({RULE})")
     if got.invalid is not None or got.capped is not None:
         # The wagers are fixed at no more bets; the result settles it by the rule
-        # (_cards_adjust: NSW 15.21.2, 16.1; a Loss Limit found short: valid up to it).
+        # (cards_adjust: NSW 15.21.2, 16.1; a Loss Limit found short: valid up to it).
         why = (f"{got.invalid}: the wager is returned, winnings not paid (NSW 15.21.2,"
                " 16.1)" if got.invalid else f"over the Loss Limit: valid up to"
                f" {cards.dollars(got.capped or 0)}, the excess returned")
