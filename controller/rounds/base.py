@@ -13,15 +13,16 @@ Event kinds, who emits them and their fields: `controller/events.py` (docs/event
 event kind: the step (a plain function of the machine's context, state, data and now), the phases
 the event is accepted in, and the phases the step may lead to. An event outside its phases is
 refused with the machine's own wording before any step runs; after the step, a phase the route
-does not declare is a bug (`UndeclaredTransition`). `accepted()` (the phase x event table) and
-`transition_mermaid()` (the graph) are what docs/rounds-*.md and the tests print from the
+does not declare is a bug (`UndeclaredTransition`); where the route says the phase a step
+leads to (`then`), the guard sets it and the step does not. `accepted()` (the phase x event
+table) and `transition_mermaid()` (the graph) are what docs/rounds-*.md and the tests print from the
 machine itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -83,26 +84,43 @@ Moves = Iterable[str] | Mapping[str, Iterable[str]]
 @dataclass(frozen=True, slots=True)
 class Route:
     """One event kind a machine handles, as the machine declares it: the step (a plain function
-    of the machine's context, state, data and now), the phases the event is accepted in, and the
-    phases the step may lead to: `to` is either phases reachable from every accepted phase, or
-    `{from: phases}` where it depends on the phase. Staying in the phase it was accepted in is
-    always declared (the step only keeps books, or answers with an alarm); `to` lists moves."""
+    of the machine's context, state, data and now), the phases the event is accepted in, and
+    where the step leads. `then`: the phase a step that returns leads to, from every accepted
+    phase or `{from: phase}`; the guard applies it, the step never sets it, so the graph is read
+    off the route. `to`: the phases a step may choose among, from every accepted phase or
+    `{from: phases}`, where the outcome decides (a void, the last card); the step sets it and
+    the guard checks it. Staying in the phase it was accepted in is always declared (the step
+    only keeps books, or answers with an alarm); `to` and `then` list moves."""
 
     kind: str
     step: Step
     accepted_in: frozenset[str]
     moves: frozenset[tuple[str, str]]
+    then: tuple[tuple[str, str], ...]
 
-    def __init__(self, kind: str, step: Step, accepted_in: Iterable[str], to: Moves = ()) -> None:
+    def __init__(self, kind: str, step: Step, accepted_in: Iterable[str], to: Moves = (),
+                 then: str | Mapping[str, str] | None = None) -> None:
         accepted = frozenset(accepted_in)
         if isinstance(to, Mapping):
             moves = {(frm, t) for frm, targets in to.items() for t in targets}
         else:
             moves = {(frm, t) for frm in accepted for t in to}
+        if then is None:
+            led: dict[str, str] = {}
+        elif isinstance(then, Mapping):
+            led = dict(then)
+        else:
+            led = dict.fromkeys(sorted(accepted), then)
+        both = {frm for frm, _ in moves} & set(led)
+        if both:
+            raise UndeclaredTransition(f"{kind}: from {sorted(both)} the step both chooses (to)"
+                                       " and is led (then)")
+        moves |= set(led.items())
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "step", step)
         object.__setattr__(self, "accepted_in", accepted)
         object.__setattr__(self, "moves", frozenset((f, t) for f, t in moves if f != t))
+        object.__setattr__(self, "then", tuple(sorted(led.items())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +130,7 @@ class Handler(Generic[S]):
     handler: Callable[[S, Mapping[str, Any], Now], tuple[S, list[Effect]]]
     phases: frozenset[str]
     moves: frozenset[tuple[str, str]] = frozenset()
+    then: Mapping[str, str] = field(default_factory=dict)  # from -> the phase the guard sets
 
 
 class UndeclaredTransition(TablectlError):
@@ -120,7 +139,8 @@ class UndeclaredTransition(TablectlError):
 
 class Guarded(Generic[S]):
     """The guarded step: refuse an event outside its phases, else dispatch it to its handler,
-    then check that the phase it led to is one its route declares.
+    then set the phase its route leads to (`then`), or check that the phase the step chose is
+    one its route declares (`to`).
 
     A machine sets `phases` (its phase enum, in order), binds its declared `Route`s with `bind`,
     and says how to read a state's phase and how to word a refusal (`refusal` returns the
@@ -149,10 +169,17 @@ class Guarded(Generic[S]):
                     f"{r.kind}: {sorted(unknown)} are not phases, or it moves from"
                     f" {sorted(outside)} where it is not accepted"
                 )
-            self.routes[r.kind] = Handler(partial(r.step, context), r.accepted_in, r.moves)
+            self.routes[r.kind] = Handler(partial(r.step, context), r.accepted_in, r.moves,
+                                          dict(r.then))
 
     def phase_of(self, state: S) -> str:
         raise NotImplementedError
+
+    def with_phase(self, state: S, phase: str) -> S:
+        """`state` in `phase`: how the guard applies a route's `then` (the states are frozen
+        dataclasses whose `phase` is their phase enum)."""
+        enum = type(state.phase)  # type: ignore[attr-defined]
+        return replace(state, phase=enum(phase))  # type: ignore[type-var]
 
     def refusal(self, state: S, kind: str) -> Exception:
         raise NotImplementedError
@@ -165,6 +192,14 @@ class Guarded(Generic[S]):
             raise self.refusal(state, event.kind)
         new, effects = route.handler(state, event.data, now)
         after = self.phase_of(new)
+        led = route.then.get(before)
+        if led is not None:
+            if after != before:
+                raise UndeclaredTransition(
+                    f"{event.kind} led from {before} to {after} itself; its route leads to {led}"
+                    " (then): the guard sets it"
+                )
+            new, after = self.with_phase(new, led), led
         if after != before and (before, after) not in route.moves:
             declared = sorted(t for f, t in route.moves if f == before)
             raise UndeclaredTransition(

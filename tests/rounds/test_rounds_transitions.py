@@ -59,6 +59,19 @@ def test_both_machines_declare_their_routes_in_one_style(routes: tuple[Route, ..
 
 
 @pytest.mark.parametrize("game", ["paigow", "uth"])
+def test_both_machines_are_their_routes_over_their_configuration(game: str) -> None:
+    # One style (issue 30 item 7): a machine is Guarded plus its protocol, no mixins of steps;
+    # each route names a module function of the machine's package whose first parameter is the
+    # configuration the machine binds.
+    m = machine(game)
+    assert type(m).__bases__ == (Guarded,)
+    package = type(m).__module__.rsplit(".", 1)[0]
+    for r in m.declared:
+        assert r.step.__module__.startswith(package + "."), (r.kind, r.step.__module__)
+        assert next(iter(inspect.signature(r.step).parameters)) == "config", r.kind
+
+
+@pytest.mark.parametrize("game", ["paigow", "uth"])
 def test_docs_draw_the_declared_transition_graph(game: str) -> None:
     page = (DOCS / f"rounds-{game}.md").read_text()
     found = re.search(r"<!-- transitions: begin -->\n(.*?)\n<!-- transitions: end -->", page, re.S)
@@ -97,7 +110,8 @@ def _without_moves(routes: tuple[Route, ...], kind: str) -> tuple[Route, ...]:
 
 def test_an_undeclared_target_fails_loudly_in_tests() -> None:
     m = PaiGowMachine(PaiGowConfig(Profile.NSW))
-    m.bind(_without_moves(PAIGOW_ROUTES, Kind.TABLE_OPEN), m)  # closed -> betting undeclared
+    # closed -> betting undeclared
+    m.bind(_without_moves(PAIGOW_ROUTES, Kind.TABLE_OPEN), m.config)
     with pytest.raises(UndeclaredTransition, match=r"table\.open led from closed to betting"):
         m.step(m.initial(), Event(Kind.TABLE_OPEN), NOW)
 
@@ -107,18 +121,22 @@ def test_in_service_an_undeclared_target_is_a_technician_alarm_and_the_state_kep
     game: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(Guarded, "strict", False)  # as the daemon runs
-    m = machine(game)
-    routes = UTH_ROUTES if game == "uth" else PAIGOW_ROUTES
-    m.bind(_without_moves(routes, Kind.TABLE_CLOSE), m.config if game == "uth" else m)
-    state = m.initial()
+    # A step that chooses its target (`to`): Pai Gow's table.open opens a round in betting,
+    # UTH's dealer.void ends the round in betting.
     if game == "paigow":
-        state, _ = m.step(state, Event(Kind.TABLE_OPEN), NOW)
-    assert m.phase_of(state) == "betting"
-    after, effects = m.step(state, Event(Kind.TABLE_CLOSE), NOW)
+        m: Guarded[Any] = machine(game)
+        kind, state, frm = Kind.TABLE_OPEN, m.initial(), "closed"
+        m.bind(_without_moves(PAIGOW_ROUTES, kind), m.config)
+    else:
+        t = _uth_dealing(card_out=True)
+        m, kind, state, frm = t.machine, Kind.DEALER_VOID, t.state, "dealing"
+        m.bind(_without_moves(UTH_ROUTES, kind), t.config)
+    assert m.phase_of(state) == frm
+    after, effects = m.step(state, Event(kind), NOW)
     assert after == state
     alarms = [e.data for e in effects if e.kind == "alarm"]
     assert [a["severity"] for a in alarms] == ["technician"]
-    assert "UndeclaredTransition" in alarms[0]["text"] and "betting to closed" in alarms[0]["text"]
+    assert "UndeclaredTransition" in alarms[0]["text"] and f"{frm} to betting" in alarms[0]["text"]
 
 
 def test_a_move_from_a_phase_the_route_does_not_accept_is_refused_when_bound() -> None:
@@ -133,6 +151,56 @@ def test_a_move_from_a_phase_the_route_does_not_accept_is_refused_when_bound() -
         m.bind(bad, m.config)
     with pytest.raises(UndeclaredTransition, match="not phases"):
         m.bind((Route("x.y", UTH_ROUTES[0].step, ("nowhere",)),), m.config)
+
+
+@pytest.mark.parametrize(("game", "kind", "frm", "to"), [
+    ("uth", Kind.TABLE_CLOSE, "betting", "closed"),
+    ("paigow", Kind.TABLE_CLOSE, "betting", "closed"),
+])
+def test_a_route_that_says_where_it_leads_moves_the_phase_not_its_step(
+    game: str, kind: str, frm: str, to: str
+) -> None:
+    # `then`: the graph is read off the route; the step keeps books and the guard moves.
+    m = machine(game)
+    state = m.initial()
+    if game == "paigow":
+        state, _ = m.step(state, Event(Kind.TABLE_OPEN), NOW)
+    route = next(r for r in m.declared if r.kind == kind)
+    assert dict(route.then)[frm] == to
+    alone, _ = route.step(m.config, state, {}, NOW)
+    assert m.phase_of(alone) == frm
+    after, _ = m.step(state, Event(kind), NOW)
+    assert m.phase_of(after) == to and after == m.with_phase(alone, to)
+
+
+def test_a_step_that_moves_itself_on_a_route_that_leads_is_undeclared() -> None:
+    m = PaiGowMachine(PaiGowConfig(Profile.NSW))
+    # table.open's step opens the round in betting itself: a route saying it leads to off_draw
+    # is wrong, and the guard says so rather than overriding either.
+    m.bind(tuple(Route(r.kind, r.step, r.accepted_in, then="off_draw")
+                 if r.kind == Kind.TABLE_OPEN else r for r in PAIGOW_ROUTES), m.config)
+    with pytest.raises(UndeclaredTransition, match=r"led from closed to betting itself"):
+        m.step(m.initial(), Event(Kind.TABLE_OPEN), NOW)
+
+
+def test_a_route_either_leads_or_lets_its_step_choose_from_a_phase() -> None:
+    step = PAIGOW_ROUTES[0].step
+    with pytest.raises(UndeclaredTransition, match="both chooses"):
+        Route("x.y", step, ("betting",), to=("closed",), then="closed")
+
+
+def test_fewer_steps_set_the_phase_than_before_the_routes_led() -> None:
+    # Issue 30 item 7 counted 21 `phase=` assignments in the handlers; where the target does not
+    # depend on the outcome the route says it (`then`) and the step no longer sets it.
+    root = Path(__file__).resolve().parents[2] / "controller" / "rounds"
+    handlers = [p for p in root.rglob("*.py")
+                if p.name not in ("base.py", "state.py") and p.parent != root]
+    sets = [f"{p.relative_to(root)}:{n}" for p in handlers
+            for n, line in enumerate(p.read_text().splitlines(), 1)
+            if re.search(r"\bphase=(?!state\.phase)", line)]
+    assert len(sets) <= 10, sets
+    leading = [r.kind for routes in (UTH_ROUTES, PAIGOW_ROUTES) for r in routes if r.then]
+    assert len(leading) >= 11, leading
 
 
 def test_the_accepted_phases_are_unchanged_by_the_declarations() -> None:

@@ -3,7 +3,7 @@ display, opening a round, returning wagers; the rule citations per profile and t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from controller.rounds.paigow.state import (
 from shared.errors import InputError
 
 Result = tuple[PaiGowState, list[Effect]]
+Data = Mapping[str, Any]  # an event's data, checked by the machine to be an object
 
 VOID_RULE = {Profile.NSW: "NSW 15.12", Profile.NZ: "NZ 12.13", Profile.ACT: "ACT 13.9"}
 UNDER_MINIMUM_RULE = "ACT 5.1(c)"  # further wagers under the minimum returned once advised
@@ -106,84 +107,85 @@ def alarm(text: str, severity: str = "warning") -> Effect:
 SHAKE = Effect(EffectKind.DEVICE, {"device": "shaker", "command": "shake", "args": {}})
 
 
-class PaiGowCore:
-    """One table's Pai Gow configuration; every state is passed in. The steps mix into it."""
+GAME = "paigow"
 
-    game = "paigow"
 
-    def __init__(self, config: PaiGowConfig) -> None:
-        self.config = config
-        self.profile = config.profile
+def bank_of(config: PaiGowConfig, state: PaiGowState) -> BankState:
+    return bank_state(config, state.bank)
 
-    def _bank(self, state: PaiGowState) -> BankState:
-        return bank_state(self.config, state.bank)
 
-    @staticmethod
-    def _show(state: PaiGowState, mode: str, text: str, **extra: Any) -> Result:
-        display = {"mode": mode, "text": text, **extra}
-        return replace(state, display=display), [Effect(EffectKind.DISPLAY, display)]
+def show(state: PaiGowState, mode: str, text: str, **extra: Any) -> Result:
+    display = {"mode": mode, "text": text, **extra}
+    return replace(state, display=display), [Effect(EffectKind.DISPLAY, display)]
 
-    def _open(
-        self, state: PaiGowState, number: int, bank: BankState, now: Now, last_round: JSON
-    ) -> Result:
-        """Round `number` opens for betting under `bank`."""
-        bj = bank_json(bank)
-        banker = None
-        if bank.holder is not BankHolder.HOUSE and state.banker is not None:
-            banker = banker_json(state.banker.get("player"), None,  # a wager per round
-                                 state.banker.get("shared_with") or [])
-        state = replace(
-            state, phase=Phase.BETTING, number=number, bank=bj, bank_at_open=bj, banker=banker,
-            banker_at_open=banker,
-            last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
-            reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
-            void_hands=[], controls={}, miscounts=[], lajas=[],
-            patrons=cards.after_round(state.patrons),
-        )
-        state, effects = self._show(state, "betting", f"ROUND {number} PLACE YOUR BETS")
-        if bank_open(bank):
-            effects.append(log(
-                f"round {number}: bank offered counter-clockwise to boxes {self._offer(state)}"
-                f" ({OFFER_RULE[self.profile]})"
-            ))
-        return state, effects
 
-    def _delivery(self, state: PaiGowState) -> tuple[Drop, ...]:
-        """The announced round's delivery: each group of the cut to its box, in order."""
-        if state.first_box is None:
-            return ()
-        wagered = {w["box"] for w in state.wagers} if state.wagers else None
-        return delivery_plan(self.profile, state.first_box, bank_box=self._bank(state).box,
-                             wagered=wagered, n_boxes=self.config.boxes,
-                             clockwise_delivery=self.config.clockwise_delivery)
+def open_round(
+    config: PaiGowConfig, state: PaiGowState, number: int, bank: BankState, now: Now,
+    last_round: JSON,
+) -> Result:
+    """Round `number` opens for betting under `bank`."""
+    bj = bank_json(bank)
+    banker = None
+    if bank.holder is not BankHolder.HOUSE and state.banker is not None:
+        banker = banker_json(state.banker.get("player"), None,  # a wager per round
+                             state.banker.get("shared_with") or [])
+    state = replace(
+        state, phase=Phase.BETTING, number=number, bank=bj, bank_at_open=bj, banker=banker,
+        banker_at_open=banker,
+        last_round=last_round, opened_at=now.utc, wagers=[], cut_choice=None, steal=0,
+        reshakes=0, dice=None, first_box=None, cut=None, off_rolls=[], fault=None,
+        void_hands=[], controls={}, miscounts=[], lajas=[],
+        patrons=cards.after_round(state.patrons),
+    )
+    state, effects = show(state, "betting", f"ROUND {number} PLACE YOUR BETS")
+    if bank_open(bank):
+        effects.append(log(
+            f"round {number}: bank offered counter-clockwise to boxes {bank_offer(config, state)}"
+            f" ({OFFER_RULE[config.profile]})"
+        ))
+    return state, effects
 
-    def _delivery_rule(self) -> str:
-        if self.config.clockwise_delivery is None:
-            return CLOCKWISE_RULE[self.profile][1]
-        return "the table's clockwise_delivery option"
 
-    def _house_way_boxes(self, state: PaiGowState) -> dict[int, str]:
-        """NZ 7.2: box -> the player who would control it, set by the dealer the house way."""
-        wagers = [Wager(w["box"], w["player"], w["amount"], w["seated"], w["distance_to_dealer"])
-                  for w in state.wagers]
-        return house_way_boxes(wagers, self.profile, state.controls)
+def delivery_of(config: PaiGowConfig, state: PaiGowState) -> tuple[Drop, ...]:
+    """The announced round's delivery: each group of the cut to its box, in order."""
+    if state.first_box is None:
+        return ()
+    wagered = {w["box"] for w in state.wagers} if state.wagers else None
+    return delivery_plan(config.profile, state.first_box, bank_box=bank_of(config, state).box,
+                         wagered=wagered, n_boxes=config.boxes,
+                         clockwise_delivery=config.clockwise_delivery)
 
-    def _offer(self, state: PaiGowState) -> list[int]:
-        opening = bank_state(self.config, state.bank_at_open)
-        if not bank_open(opening):
-            return []
-        lr = state.last_round
-        if lr["recorded"]:
-            occupied = {b for boxes in lr["players"].values() for b in boxes}
-        else:
-            occupied = set(range(1, self.config.boxes + 1))
-        return offer_order(opening, occupied - set(state.off_boxes))
 
-    def _returned(self, state: PaiGowState, keep: Callable[[JSON], bool], why: str) -> Result:
-        """Drop the wagers `keep` rejects, with a log line each (the chips go back)."""
-        kept = [w for w in state.wagers if keep(w)]
-        effects = [
-            log(f"wager of {w['player']} on box {w['box']} ({w['amount']} c) returned: {why}")
-            for w in state.wagers if not keep(w)
-        ]
-        return replace(state, wagers=kept), effects
+def delivery_rule(config: PaiGowConfig) -> str:
+    if config.clockwise_delivery is None:
+        return CLOCKWISE_RULE[config.profile][1]
+    return "the table's clockwise_delivery option"
+
+
+def house_way_by_dealer(config: PaiGowConfig, state: PaiGowState) -> dict[int, str]:
+    """NZ 7.2: box -> the player who would control it, set by the dealer the house way."""
+    wagers = [Wager(w["box"], w["player"], w["amount"], w["seated"], w["distance_to_dealer"])
+              for w in state.wagers]
+    return house_way_boxes(wagers, config.profile, state.controls)
+
+
+def bank_offer(config: PaiGowConfig, state: PaiGowState) -> list[int]:
+    opening = bank_state(config, state.bank_at_open)
+    if not bank_open(opening):
+        return []
+    lr = state.last_round
+    if lr["recorded"]:
+        occupied = {b for boxes in lr["players"].values() for b in boxes}
+    else:
+        occupied = set(range(1, config.boxes + 1))
+    return offer_order(opening, occupied - set(state.off_boxes))
+
+
+def return_wagers(state: PaiGowState, keep: Callable[[JSON], bool], why: str) -> Result:
+    """Drop the wagers `keep` rejects, with a log line each (the chips go back)."""
+    kept = [w for w in state.wagers if keep(w)]
+    effects = [
+        log(f"wager of {w['player']} on box {w['box']} ({w['amount']} c) returned: {why}")
+        for w in state.wagers if not keep(w)
+    ]
+    return replace(state, wagers=kept), effects

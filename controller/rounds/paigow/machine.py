@@ -6,9 +6,10 @@ betting -> off_draw -> betting removes a box (NSW 15.9.3-15.9.4, NZ 12.10).
 
 The rules come from controller/games/paigow (bank.py, dice.py, cuts.py, wagers.py, settlement.py);
 this package only sequences them, one concern per module (table, bank, wagers, cut, dice,
-ending), each a set of steps mixed into `PaiGowMachine`. `ROUTES` below is the event contract:
-each event kind, its step, the phases it is accepted in and the phases it may lead to
-(docs/rounds-paigow.md prints the table and draws the graph).
+lajas, carded, ending), each a set of functions over the configuration and a state. `ROUTES`
+below is the event contract: each event kind, the function that does the work, the phases it is
+accepted in and the phases it may lead to (docs/rounds-paigow.md prints the table and draws the
+graph).
 """
 
 from __future__ import annotations
@@ -19,22 +20,22 @@ from controller.events import EffectKind, Kind
 from controller.games.paigow.bank import accepts_wager
 from controller.rounds import cards
 from controller.rounds.base import Effect, Event, Guarded, Now, Route, skip_rounds
-from controller.rounds.paigow.bank import BankSteps
-from controller.rounds.paigow.carded import CardSteps
+from controller.rounds.paigow import bank, carded, cut, dice, ending, lajas, table, wagers
 from controller.rounds.paigow.core import (
+    GAME,
     LOCK_RULE,
     SHAKE,
     Refused,
     Result,
     alarm,
+    bank_of,
+    bank_offer,
     banker_json,
+    delivery_of,
+    house_way_by_dealer,
     log,
     off_draw_refusal,
 )
-from controller.rounds.paigow.cut import CutSteps
-from controller.rounds.paigow.dice import DiceSteps
-from controller.rounds.paigow.ending import RoundEnd
-from controller.rounds.paigow.lajas import LajaSteps
 from controller.rounds.paigow.state import (
     IN_ROUND,
     JSON,
@@ -45,8 +46,6 @@ from controller.rounds.paigow.state import (
     state_from_json,
     state_to_json,
 )
-from controller.rounds.paigow.table import TableSteps
-from controller.rounds.paigow.wagers import WagerSteps
 from shared.errors import InputError
 
 # Events of other games or of the link: nothing for a Pai Gow round to do.
@@ -62,72 +61,72 @@ BETTING = (Phase.BETTING,)
 DICE = (Phase.SHAKING, Phase.OFF_DRAW)
 BEFORE_DICE = (Phase.BETTING, Phase.CUTTING, Phase.SHAKING)
 ENDS = (Phase.BETTING,)  # the round ends: the next one opens in betting (or the draw ends)
-# Each event kind: its step (a method of one of the mixins, named here, never looked up by a
-# string), the phases it is accepted in, the phases it may lead to (staying is always declared).
+# Each event kind: its step (a function of the configuration, state, data and now, in the module
+# of its concern), the phases it is accepted in, and where it leads: `then` the phase the guard
+# sets when the step returns, `to` the phases the step chooses among (staying is always declared).
 # docs/rounds-paigow.md draws the graph.
 ROUTES: tuple[Route, ...] = (
-    Route(Kind.TABLE_OPEN, TableSteps._table_open, (Phase.CLOSED,), to=BETTING),
-    Route(Kind.TABLE_CLOSE, TableSteps._table_close, (Phase.BETTING, Phase.OFF_DRAW),
-          to=(Phase.CLOSED,)),
-    Route(Kind.CHUNG_ON, BankSteps._chung_on, ANY),
-    Route(Kind.CHUNG_OFF, BankSteps._chung_off, ANY),
-    Route(Kind.OFF_PRESSED, TableSteps._off_pressed, ANY),
-    Route(Kind.OFF_RELEASED, TableSteps._off_released, ANY),
-    Route(Kind.DEALER_OFF_CLEAR, TableSteps._off_clear, ANY),
+    Route(Kind.TABLE_OPEN, table.table_open, (Phase.CLOSED,), to=BETTING),
+    Route(Kind.TABLE_CLOSE, table.table_close, (Phase.BETTING, Phase.OFF_DRAW),
+          then=Phase.CLOSED),
+    Route(Kind.CHUNG_ON, bank.chung_on, ANY),
+    Route(Kind.CHUNG_OFF, bank.chung_off, ANY),
+    Route(Kind.OFF_PRESSED, table.off_pressed, ANY),
+    Route(Kind.OFF_RELEASED, table.off_released, ANY),
+    Route(Kind.DEALER_OFF_CLEAR, table.off_clear, ANY),
     # NSW 15.9.3-15.9.4, NZ 12.10: the OFF-box draw, between rounds.
-    Route(Kind.DEALER_OFF_DRAW, TableSteps._off_draw, BETTING, to=(Phase.OFF_DRAW,)),
-    Route(Kind.DEALER_OFF_CANCEL, TableSteps._off_cancel, (Phase.OFF_DRAW,), to=BETTING),
-    Route(Kind.DEALER_BANK, BankSteps._dealer_bank, BETTING),
-    Route(Kind.DEALER_HOUSE_BANK, BankSteps._dealer_house_bank, BETTING),
-    Route(Kind.DEALER_WAGER, WagerSteps._dealer_wager, BETTING),
-    Route(Kind.DEALER_WAGER_REMOVE, WagerSteps._dealer_wager_remove, BETTING),
-    Route(Kind.DEALER_CUT, CutSteps._dealer_cut, BEFORE_DICE, to={Phase.CUTTING: (Phase.SHAKING,)}),
-    Route(Kind.DEALER_STEAL, CutSteps._dealer_steal, BEFORE_DICE),
+    Route(Kind.DEALER_OFF_DRAW, table.off_draw, BETTING, then=Phase.OFF_DRAW),
+    Route(Kind.DEALER_OFF_CANCEL, table.off_cancel, (Phase.OFF_DRAW,), then=Phase.BETTING),
+    Route(Kind.DEALER_BANK, bank.dealer_bank, BETTING),
+    Route(Kind.DEALER_HOUSE_BANK, bank.dealer_house_bank, BETTING),
+    Route(Kind.DEALER_WAGER, wagers.dealer_wager, BETTING),
+    Route(Kind.DEALER_WAGER_REMOVE, wagers.dealer_wager_remove, BETTING),
+    Route(Kind.DEALER_CUT, cut.dealer_cut, BEFORE_DICE, then={Phase.CUTTING: Phase.SHAKING}),
+    Route(Kind.DEALER_STEAL, cut.dealer_steal, BEFORE_DICE),
     # NZ 9.3A: the cut is chosen before the dice (cutting); elsewhere straight to the shaker.
-    Route(Kind.DEALER_NO_MORE_BETS, DiceSteps._no_more_bets, BETTING,
+    Route(Kind.DEALER_NO_MORE_BETS, dice.no_more_bets, BETTING,
           to=(Phase.CUTTING, Phase.SHAKING)),
-    Route(Kind.CUT_SELECTED, CutSteps._cut_selected, (Phase.CUTTING,), to=(Phase.SHAKING,)),
-    Route(Kind.DEALER_SHAKE, DiceSteps._dealer_shake, DICE),
-    Route(Kind.DICE_NOT_FLAT, DiceSteps._dice_not_flat, DICE),
+    Route(Kind.CUT_SELECTED, cut.cut_selected, (Phase.CUTTING,), then=Phase.SHAKING),
+    Route(Kind.DEALER_SHAKE, dice.dealer_shake, DICE),
+    Route(Kind.DICE_NOT_FLAT, dice.dice_not_flat, DICE),
     # The round's dice announce the first box and cut; the OFF draw's remove a box.
-    Route(Kind.DICE_RESULT, DiceSteps._dice_result, DICE,
+    Route(Kind.DICE_RESULT, dice.dice_result, DICE,
           to={Phase.SHAKING: (Phase.ANNOUNCED,), Phase.OFF_DRAW: BETTING}),
-    Route(Kind.SHAKER_FAULT, DiceSteps._shaker_fault, ANY),
-    Route(Kind.METER_FAULT, DiceSteps._meter_fault, ANY),
-    Route(Kind.METER_READY, DiceSteps._meter_ready, ANY),
-    Route(Kind.METER_COMMAND_FAILED, DiceSteps._meter_fault, ANY),
-    Route(Kind.DEALER_DELIVERED, RoundEnd._delivered, (Phase.ANNOUNCED,), to=(Phase.SETTING,)),
-    Route(Kind.DEALER_RESULT, RoundEnd._result, (Phase.SETTING,), to=ENDS),
-    Route(Kind.DEALER_VOID, RoundEnd._void, IN_ROUND, to=ENDS),
-    Route(Kind.DEALER_HAND_VOID, RoundEnd._hand_void, (Phase.ANNOUNCED, Phase.SETTING), to=ENDS),
-    Route(Kind.DEALER_HANDS_MIXED, RoundEnd._hands_mixed, (Phase.SETTING,), to=ENDS),
-    Route(Kind.DEALER_CONTROL, WagerSteps._dealer_control, BETTING),
-    Route(Kind.DEALER_MISCOUNT, RoundEnd._miscount, (Phase.ANNOUNCED, Phase.SETTING)),
-    Route(Kind.DEALER_LAJA, LajaSteps._laja, BEFORE_DICE),
-    Route(Kind.DEALER_RESHUFFLE, LajaSteps._reshuffle, BEFORE_DICE),
-    Route(Kind.HO_CARD, CardSteps._ho_card, ANY),
-    Route(Kind.DEALER_PLAYER_CARD, CardSteps._player_card, BETTING),
-    Route(Kind.DEALER_CARD_INVALID, CardSteps._card_invalid, BETTING),
-    Route(Kind.DEALER_CARD_RESTRICT, CardSteps._card_restrict, ANY),
-    Route(Kind.DEALER_CHIPS_DECLARED, CardSteps._chips_declared, ANY),
-    Route(Kind.CARDREADER_READ, CardSteps._card_read, ANY),
-    Route(Kind.CARDREADER_UNREADABLE, CardSteps._card_read, ANY),
-    Route(Kind.CARDREADER_REMOVED, CardSteps._card_read, ANY),
-    Route(Kind.CARDREADER_FAULT, CardSteps._card_read, ANY),
+    Route(Kind.SHAKER_FAULT, dice.shaker_fault, ANY),
+    Route(Kind.METER_FAULT, dice.meter_fault, ANY),
+    Route(Kind.METER_READY, dice.meter_ready, ANY),
+    Route(Kind.METER_COMMAND_FAILED, dice.meter_fault, ANY),
+    Route(Kind.DEALER_DELIVERED, ending.delivered, (Phase.ANNOUNCED,), then=Phase.SETTING),
+    Route(Kind.DEALER_RESULT, ending.enter_result, (Phase.SETTING,), to=ENDS),
+    Route(Kind.DEALER_VOID, ending.void_round, IN_ROUND, to=ENDS),
+    Route(Kind.DEALER_HAND_VOID, ending.hand_void, (Phase.ANNOUNCED, Phase.SETTING), to=ENDS),
+    Route(Kind.DEALER_HANDS_MIXED, ending.hands_mixed, (Phase.SETTING,), to=ENDS),
+    Route(Kind.DEALER_CONTROL, wagers.dealer_control, BETTING),
+    Route(Kind.DEALER_MISCOUNT, ending.miscount, (Phase.ANNOUNCED, Phase.SETTING)),
+    Route(Kind.DEALER_LAJA, lajas.laja, BEFORE_DICE),
+    Route(Kind.DEALER_RESHUFFLE, lajas.reshuffle, BEFORE_DICE),
+    Route(Kind.HO_CARD, carded.ho_card, ANY),
+    Route(Kind.DEALER_PLAYER_CARD, carded.player_card, BETTING),
+    Route(Kind.DEALER_CARD_INVALID, carded.card_invalid, BETTING),
+    Route(Kind.DEALER_CARD_RESTRICT, carded.card_restrict, ANY),
+    Route(Kind.DEALER_CHIPS_DECLARED, carded.chips_declared, ANY),
+    Route(Kind.CARDREADER_READ, carded.card_read, ANY),
+    Route(Kind.CARDREADER_UNREADABLE, carded.card_read, ANY),
+    Route(Kind.CARDREADER_REMOVED, carded.card_read, ANY),
+    Route(Kind.CARDREADER_FAULT, carded.card_read, ANY),
 )
 
 
-class PaiGowMachine(
-    TableSteps, BankSteps, WagerSteps, CardSteps, CutSteps, DiceSteps, LajaSteps, RoundEnd,
-    Guarded[PaiGowState],
-):
+class PaiGowMachine(Guarded[PaiGowState]):
     """One table's Pai Gow rounds. Holds only configuration; every state is passed in."""
 
+    game = GAME
     phases = PHASES
 
     def __init__(self, config: PaiGowConfig) -> None:
-        super().__init__(config)
-        self.bind(ROUTES, self)
+        self.config = config
+        self.profile = config.profile
+        self.bind(ROUTES, config)
 
     # -- the RoundMachine protocol ---------------------------------------------------------------
 
@@ -177,7 +176,7 @@ class PaiGowMachine(
         return state_from_json(data)
 
     def status(self, state: PaiGowState) -> JSON:
-        bank = self._bank(state)
+        held = bank_of(self.config, state)
         return {
             "game": self.game,
             "rules": self.profile.value,
@@ -193,21 +192,22 @@ class PaiGowMachine(
             "banker": {**state.bank, **banker_json((state.banker or {}).get("player"),
                                                   (state.banker or {}).get("funds"),
                                                   (state.banker or {}).get("shared_with") or [])},
-            "bank_offer": self._offer(state) if state.phase == Phase.BETTING else [],
+            "bank_offer": bank_offer(self.config, state) if state.phase == Phase.BETTING else [],
             "off_boxes": list(state.off_boxes),
             "open_boxes": [b for b in range(1, self.config.boxes + 1)
-                           if b not in state.off_boxes and accepts_wager(bank, b)],
+                           if b not in state.off_boxes and accepts_wager(held, b)],
             "wagers": [dict(w) for w in state.wagers],
             "wager_total": sum(w["amount"] for w in state.wagers),
             "controls": dict(state.controls),
-            "house_way_boxes": {str(b): p for b, p in self._house_way_boxes(state).items()},
+            "house_way_boxes": {str(b): p
+                                for b, p in house_way_by_dealer(self.config, state).items()},
             "last_controllers": dict(state.last_round["controllers"]),
             "cut_choice": state.cut_choice,
             "steal": state.steal,
             "dice": state.dice,
             "reshakes": state.reshakes,
             "first_box": state.first_box,
-            "delivery": [d.as_json() for d in self._delivery(state)],
+            "delivery": [d.as_json() for d in delivery_of(self.config, state)],
             "cut": state.cut,
             "fault": state.fault,
             "display": dict(state.display),
@@ -222,7 +222,7 @@ class PaiGowMachine(
         if state.phase in (Phase.SHAKING, Phase.OFF_DRAW) and state.fault is None:
             effects.append(SHAKE)
         if state.phase == Phase.CUTTING:
-            effects.append(self._select_cut_request())
+            effects.append(cut.select_cut_request(self.config))
         return [*effects, *cards.reissue(state.patrons, state.number)]  # unanswered card asks
 
     def _awaiting(self, state: PaiGowState) -> str:

@@ -13,7 +13,6 @@ from controller.rounds.uth import effects as fx
 from controller.rounds.uth import play as rnd
 from controller.rounds.uth.state import (
     BETTING,
-    CLOSED,
     DEALING,
     SHUFFLING,
     UthConfig,
@@ -29,13 +28,14 @@ CLOSE_BETWEEN_ROUNDS = "close the table between rounds, with no wagers on the la
 
 # -- table and betting -------------------------------------------------------------------------
 def open_table(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return replace(state, phase=BETTING), [fx.log("table open"), *resume(config, state)]
+    # Its route leads to betting; resume() shows what the closed table left.
+    return state, [fx.log("table open"), *resume(config, state)]
 
 
 def close_table(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     if state.wagers:
         raise InputError(CLOSE_BETWEEN_ROUNDS)
-    return replace(state, phase=CLOSED), [fx.log("table closed")]
+    return state, [fx.log("table closed")]  # its route leads to closed
 
 
 def wager(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
@@ -86,10 +86,6 @@ def bet_on(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     return state, [*effects, *card_fx]
 
 
-def bet_off(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return jackpot.bet_off(config, state, fields.box(data, config.boxes))
-
-
 def deal(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """dealer.deal: no more bets (7.1); the shuffler dispenses the round's cards."""
     if state.phase == DEALING and not state.in_round:
@@ -107,10 +103,10 @@ def deal(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         raise InputError(f"deck {state.deck} is {why}")
     count = rnd.needed(state)
     if state.dealt_by:  # 12.2.3: the dealer enters each card as dealt (dealer.card)
-        state = replace(state, phase=DEALING, dispense=0)
+        state = replace(state, dispense=0)  # its route leads to dealing
         return state, [fx.log(f"no more bets: deal {count} cards from the {state.dealt_by}"
                               " (12.2.3)")]
-    state = replace(state, phase=DEALING, dispense=count)
+    state = replace(state, dispense=count)
     return state, [fx.log(f"no more bets: dealing {count} cards"), fx.dispense(count, state.deck)]
 
 

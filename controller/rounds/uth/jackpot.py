@@ -10,7 +10,7 @@ Two modes (docs/rounds-uth.md):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from controller.events import OutboxType
@@ -38,6 +38,7 @@ from controller.rounds.uth.state import (
 from shared.errors import InputError
 
 Result = tuple[UthState, list[Effect]]
+Step = Callable[[UthConfig, UthState, Any, Now], Result]
 
 
 # -- link status (11.11) ------------------------------------------------------------------------
@@ -64,7 +65,7 @@ def live(config: UthConfig, state: UthState, now: Now) -> bool:
     return last is not None and 0 <= now.mono_ms - last <= horizon
 
 
-def on_quiet(config: UthConfig, state: UthState, data: Any) -> Result:
+def on_quiet(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """tick {pool_quiet_ms?}: the link has heard no pool value for that long (>= the timeout):
     the value held is stale (11.11) whatever its `fresh_ms`; refresh() then takes the jackpot
     offline. A plain tick (no field) only lets refresh() look at the clock."""
@@ -147,7 +148,9 @@ def bet_on(config: UthConfig, state: UthState, box: int, now: Now) -> Result:
     return replace(state, lamps=lamps), effects
 
 
-def bet_off(config: UthConfig, state: UthState, box: int) -> Result:
+def bet_off(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    """bet.off {box}: the box's jackpot sensor is clear; a locked jackpot wager stands (5.5)."""
+    box = fields.box(data, config.boxes)
     state = replace(state, sensors=[b for b in state.sensors if b != box])
     if box in state.jackpot_boxes:
         return state, [fx.log(f"box {box}: jackpot wager locked, it stands (5.5)")]
@@ -325,7 +328,7 @@ def _request_award(
     return state, effects, {**summary, "pending": hits}
 
 
-def on_award(config: UthConfig, state: UthState, data: Any) -> Result:
+def on_award(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """ho.award {round, payouts: [{box, award, amount}]}: resolves a PENDING hit."""
     if not config.linked:
         raise InputError("ho.award without a linked pool (standalone jackpot)")
@@ -350,7 +353,7 @@ def on_award(config: UthConfig, state: UthState, data: Any) -> Result:
     return state, effects + shown
 
 
-def verify(config: UthConfig, state: UthState, data: Any) -> Result:
+def verify(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """dealer.jackpot_verify {round, boxes?, operator}: an attendant verified, at the table, a
     hit still PENDING its award (rule 15: a large award waits for verification before the pool
     resets). Head office pays it only if it held the hit for its size alone."""
@@ -434,13 +437,16 @@ def on_pool(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     return state, effects + shown
 
 
-def on_switch(config: UthConfig, state: UthState, enabled: bool) -> Result:
+def switch(enabled: bool) -> Step:
     """dealer.jackpot_off/on: the supervisor continues without the jackpot (11.11)."""
-    if state.jackpot["disabled"] == (not enabled):
-        raise InputError(f"jackpot already {'enabled' if enabled else 'disabled'}")
-    jp = {**state.jackpot, "disabled": not enabled}
-    rule = "11.11"
-    return replace(state, jackpot=jp), [fx.log(f"jackpot {'on' if enabled else 'off'} ({rule})")]
+
+    def step(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+        if state.jackpot["disabled"] == (not enabled):
+            raise InputError(f"jackpot already {'enabled' if enabled else 'disabled'}")
+        jp = {**state.jackpot, "disabled": not enabled}
+        return replace(state, jackpot=jp), [fx.log(f"jackpot {'on' if enabled else 'off'} (11.11)")]
+
+    return step
 
 
 def pool_status(config: UthConfig, state: UthState) -> dict[str, Any]:

@@ -1,11 +1,10 @@
-"""The dealer keypad during the round: misdeals and voids (11), cards, decisions, streets,
-the dealer's hand."""
+"""The dealer keypad during the round: misdeals and voids (11), a shuffler's card. Decisions,
+streets and the dealer's hand are play.py's steps."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from controller.events import Kind
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
@@ -137,25 +136,3 @@ def card(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         raise InputError(f"the table deals from the {state.dealt_by} (12.2.3): a card from the"
                          " shuffler is no card of the round")
     return rnd.on_card(config, state, data, now)
-
-
-def dealt(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return rnd.on_dealt(config, state)
-
-
-def decision(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return rnd.on_decision(config, state, data)
-
-
-def flop(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return rnd.on_street(config, state, Kind.DEALER_FLOP)
-
-
-def turn_river(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return rnd.on_street(config, state, Kind.DEALER_TURN_RIVER)
-
-
-def dealer_hand(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return rnd.on_dealer_hand(config, state, data)
-
-

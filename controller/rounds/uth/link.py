@@ -1,5 +1,6 @@
-"""The jackpot's link and equipment: head office's pool and awards, the link state, the
-supervisor's switch, the meter (11.11, issue 6)."""
+"""The jackpot's link and equipment: the link state and the meter (11.11, issue 6). Head
+office's pool and awards, the supervisor's switch and the quiet link's tick are jackpot.py's
+steps."""
 
 from __future__ import annotations
 
@@ -9,35 +10,21 @@ from typing import Any
 from controller.rounds import fields
 from controller.rounds.base import Effect, Now
 from controller.rounds.uth import effects as fx
-from controller.rounds.uth import jackpot
 from controller.rounds.uth.state import UthConfig, UthState, replace
 
-Handler = Callable[[UthConfig, UthState, Any, Now], "Result"]
 Result = tuple[UthState, list[Effect]]
+Step = Callable[[UthConfig, UthState, Any, Now], Result]
 
 
 # -- jackpot link (11.11, issue 6) -------------------------------------------------------------
-def ho_award(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return jackpot.on_award(config, state, data)
+def link(up: bool) -> Step:
+    """link.up / link.down: the head-office link's state, for the jackpot's status (11.11)."""
 
-
-def jackpot_verify(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    return jackpot.verify(config, state, data)
-
-
-def link(up: bool) -> Handler:
-    def handler(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
+    def step(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
         jp = {**state.jackpot, "link_up": up}
         return replace(state, jackpot=jp), [fx.log(f"head-office link {'up' if up else 'down'}")]
 
-    return handler
-
-
-def switch(enabled: bool) -> Handler:
-    def handler(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-        return jackpot.on_switch(config, state, enabled)
-
-    return handler
+    return step
 
 
 def meter_fault(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
@@ -71,11 +58,3 @@ def meter_ready(config: UthConfig, state: UthState, data: Any, now: Now) -> Resu
         return state, effects
     jp = {k: v for k, v in state.jackpot.items() if k != "meter_failed"}
     return replace(state, jackpot=jp), effects
-
-
-def tick(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
-    # step() refreshes the jackpot's link status after every event; a tick saying head office
-    # went quiet first marks the pool's value stale (11.11).
-    return jackpot.on_quiet(config, state, data)
-
-

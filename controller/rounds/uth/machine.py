@@ -7,8 +7,9 @@ while the other is dealt (4.2). Irregularities: misdeal (11.1-11.4), missing or 
 (11.7), shuffler malfunction (12.1 / 12.2), jackpot equipment failure (11.11).
 
 The steps live by concern: betting.py (table, wagers, sensors, deal), shuffler.py (decks),
-keypad.py (the round: cards, decisions, misdeals, voids), link.py (head office, meter), play.py
-(the round's cards and settlement), jackpot.py, status.py. `ROUTES` is the event contract: each
+keypad.py (misdeals, voids), link.py (the link's state, the meter), play.py (the round's cards,
+decisions, streets and settlement), jackpot.py (head office's pool and awards, the switch),
+status.py. Each route names the function that does the work. `ROUTES` is the event contract: each
 kind, its step, the phases it is accepted in and the phases it may lead to (docs/rounds-uth.md
 prints the table and draws the graph).
 
@@ -57,16 +58,17 @@ CARD_TO = {
 # 12.1: before the round's first card the deck is reshuffled and dealing starts again from
 # betting; 12.2 (mid-round), 11.7.2 (a bad deck): the round is void.
 VOIDS = {p: ENDS for p in IN_ROUND}
-# Each event kind: its step, the phases it is accepted in, the phases it may lead to (staying is
+# Each event kind: its step, the phases it is accepted in, and where it leads: `then` the phase
+# the guard sets when the step returns, `to` the phases the step chooses among (staying is
 # always declared). The wording of a refusal: `_REFUSALS`. docs/rounds-uth.md draws the graph.
 ROUTES: tuple[Route, ...] = (
-    Route(Kind.TABLE_OPEN, betting.open_table, (Phase.CLOSED,), to=BETTING),
-    Route(Kind.TABLE_CLOSE, betting.close_table, BETTING, to=(Phase.CLOSED,)),
+    Route(Kind.TABLE_OPEN, betting.open_table, (Phase.CLOSED,), then=Phase.BETTING),
+    Route(Kind.TABLE_CLOSE, betting.close_table, BETTING, then=Phase.CLOSED),
     Route(Kind.DEALER_WAGER, betting.wager, BETTING),
     Route(Kind.DEALER_WITHDRAW, betting.withdraw, BETTING),
     Route(Kind.BET_ON, betting.bet_on, ANY),
-    Route(Kind.BET_OFF, betting.bet_off, ANY),
-    Route(Kind.DEALER_DEAL, betting.deal, (Phase.BETTING, Phase.DEALING), to=(Phase.DEALING,)),
+    Route(Kind.BET_OFF, jackpot.bet_off, ANY),
+    Route(Kind.DEALER_DEAL, betting.deal, (Phase.BETTING, Phase.DEALING), then=Phase.DEALING),
     Route(Kind.DEALER_DEAL_METHOD, betting.switch_method, BETTING),
     Route(Kind.DEALER_CARD, betting.dealer_card, ANY, to=CARD_TO),
     Route(Kind.DEALER_JACKPOT_OTHER, betting.jackpot_other, BETTING),
@@ -78,24 +80,24 @@ ROUTES: tuple[Route, ...] = (
     Route(Kind.DEALER_DECK_CONFIRMED, shuffler.deck_confirmed, ANY),
     Route(Kind.CARD_DISPENSED, keypad.card, ANY, to=CARD_TO),
     # Too few cards when the dealer says the deal is complete: a misdeal (11.1).
-    Route(Kind.DEALER_DEALT, keypad.dealt, IN_ROUND, to={Phase.DEALING: ENDS}),
+    Route(Kind.DEALER_DEALT, rnd.on_dealt, IN_ROUND, to={Phase.DEALING: ENDS}),
     Route(Kind.DEALER_MISDEAL, keypad.misdeal, IN_ROUND, to=ENDS),
     Route(Kind.DEALER_VOID, keypad.void, IN_ROUND, to=ENDS),
-    Route(Kind.DEALER_DECISION, keypad.decision, DECIDING),
-    Route(Kind.DEALER_FLOP, keypad.flop, (Phase.PREFLOP,), to=(Phase.FLOP,)),
-    Route(Kind.DEALER_TURN_RIVER, keypad.turn_river, (Phase.FLOP,), to=(Phase.RIVER,)),
-    Route(Kind.DEALER_DEALER_HAND, keypad.dealer_hand, (Phase.RIVER,), to=ENDS),
+    Route(Kind.DEALER_DECISION, rnd.on_decision, DECIDING),
+    Route(Kind.DEALER_FLOP, rnd.on_street, (Phase.PREFLOP,), then=Phase.FLOP),
+    Route(Kind.DEALER_TURN_RIVER, rnd.on_street, (Phase.FLOP,), then=Phase.RIVER),
+    Route(Kind.DEALER_DEALER_HAND, rnd.on_dealer_hand, (Phase.RIVER,), to=ENDS),
     Route(Kind.HO_POOL, jackpot.on_pool, ANY),
-    Route(Kind.HO_AWARD, link.ho_award, ANY),
-    Route(Kind.DEALER_JACKPOT_VERIFY, link.jackpot_verify, ANY),
+    Route(Kind.HO_AWARD, jackpot.on_award, ANY),
+    Route(Kind.DEALER_JACKPOT_VERIFY, jackpot.verify, ANY),
     Route(Kind.LINK_UP, link.link(True), ANY),
     Route(Kind.LINK_DOWN, link.link(False), ANY),
-    Route(Kind.DEALER_JACKPOT_OFF, link.switch(False), ANY),
-    Route(Kind.DEALER_JACKPOT_ON, link.switch(True), ANY),
+    Route(Kind.DEALER_JACKPOT_OFF, jackpot.switch(False), ANY),
+    Route(Kind.DEALER_JACKPOT_ON, jackpot.switch(True), ANY),
     Route(Kind.METER_FAULT, link.meter_fault, ANY),
     Route(Kind.METER_READY, link.meter_ready, ANY),
     Route(Kind.METER_COMMAND_FAILED, link.meter_command_failed, ANY),
-    Route(Kind.TICK, link.tick, ANY),
+    Route(Kind.TICK, jackpot.on_quiet, ANY),
     Route(Kind.HO_CARD, carded.ho_card, ANY),
     Route(Kind.DEALER_PLAYER_CARD, carded.player_card, ANY),
     Route(Kind.DEALER_CARD_INVALID, carded.card_invalid, ANY),

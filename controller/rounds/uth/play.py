@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.events import EffectKind, Kind, OutboxType
+from controller.events import EffectKind, OutboxType
 from controller.games.uth.cards import Card, format_card, parse_card
 from controller.games.uth.deal import Deal, DealMethod, cards_needed, deal
 from controller.games.uth.evaluator import category_of
@@ -177,7 +177,7 @@ def _void_surveillance(
     return void(config, state, [*effects, alarm], why, "11.7")
 
 
-def on_dealt(config: UthConfig, state: UthState) -> Result:
+def on_dealt(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """dealer.dealt: the dealer says the deal is complete; too few cards is a misdeal (11.1)."""
     if state.dealt:
         return state, [fx.log("deal confirmed")]
@@ -188,7 +188,7 @@ def on_dealt(config: UthConfig, state: UthState) -> Result:
 
 
 # -- decisions and streets (9.1-9.3) ---------------------------------------------------------
-def on_decision(config: UthConfig, state: UthState, data: Any) -> Result:
+def on_decision(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     box = fields.box(data, config.boxes)
     action = fields.text(data, "action")
     allowed = ACTIONS[state.phase]
@@ -208,16 +208,20 @@ def on_decision(config: UthConfig, state: UthState, data: Any) -> Result:
     return replace(state, decisions=decisions), [fx.log(f"box {box}: {decision}")]
 
 
-def on_street(config: UthConfig, state: UthState, kind: str) -> Result:
+# The street revealed from each phase: dealer.flop is accepted in preflop only and leads to flop,
+# dealer.turn_river in flop only and leads to river (machine.py's routes).
+NEXT_STREET = {PREFLOP: FLOP, FLOP: RIVER}
+
+
+def on_street(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """dealer.flop (9.2) / dealer.turn_river (9.3): undecided boxes have checked (9.1.3, 9.2.2)."""
-    frm, to = (PREFLOP, FLOP) if kind == Kind.DEALER_FLOP else (FLOP, RIVER)
     rnd = engine_round(state)
-    rnd.reveal_flop() if frm == PREFLOP else rnd.reveal_river()
-    return replace(state, phase=to, checks=[]), [fx.log(f"{to} revealed")]
+    rnd.reveal_flop() if state.phase == PREFLOP else rnd.reveal_river()
+    return replace(state, checks=[]), [fx.log(f"{NEXT_STREET[state.phase]} revealed")]
 
 
 # -- settlement (10) -------------------------------------------------------------------------
-def on_dealer_hand(config: UthConfig, state: UthState, data: Any) -> Result:
+def on_dealer_hand(config: UthConfig, state: UthState, data: Any, now: Now) -> Result:
     """dealer.dealer_hand {conceded?: [boxes]} (10.1): undecided boxes fold (11.10); boxes that
     conceded once the dealer made their hand lose every wager (10.5, entered from the keypad);
     settle; jackpot; next round."""
