@@ -40,8 +40,12 @@ def _check(reason: str, outbox_after: int | None, round_after: int | None) -> st
 def _record(j: Journal, state_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Append the recovery record with its message to head office; the mark names it."""
     now = Now(utc_now(), time.monotonic_ns() // 1_000_000)
+    # outbox_lost: the ids skipped, which head office may never have received (the link
+    # down while the lost records were written); its message says so, and head office takes
+    # it across that gap instead of waiting for messages the table no longer has.
     keys = ("by", "reason", "problem", "round_next", "outbox_next", "journal_seq", "fresh",
-            *(("voided_round",) if data.get("voided_round") is not None else ()))
+            *(k for k in ("voided_round", "voided_held", "outbox_lost")
+              if data.get(k) is not None))
     effects = [Effect(EffectKind.OUTBOX, {"type": OutboxType.TABLE_RECOVERED, "payload": {
         k: data[k] for k in keys}})]
     seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round, effects=effects)
@@ -129,7 +133,8 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
                                                         if skip_to > last_out + 1 else None),
                 "round_next": round_to, "rounds_lost": ([last_round + 1, round_to - 1]
                                                         if round_to > last_round + 1 else None),
-                "voided_round": voided}
+                "voided_round": voided,
+                "voided_held": None if found is None else found[1]}
         return _record(j, state_dir, data)
 
 
@@ -232,9 +237,11 @@ def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str,
                 problem += f"; the mark {mark_path} is unusable ({exc})"
                 continue
             mark_out, mark_round = max(mark_out, old.out), max(mark_round, old.round or 0)
+        outbox_next = max(mark_out, outbox_after or 0) + 1
         data = {"by": user, "reason": reason, "problem": f"new journal: {problem}",
                 "mark_seq": None, "journal_seq": 0, "fresh": True, "lost": None,
-                "outbox_next": max(mark_out, outbox_after or 0) + 1, "outbox_lost": None,
+                "outbox_next": outbox_next,
+                "outbox_lost": [1, outbox_next - 1] if outbox_next > 1 else None,
                 "round_next": max(mark_round, round_after or 0) + 1, "rounds_lost": None}
         return _record(j, state_dir, data)
 

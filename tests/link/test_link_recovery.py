@@ -412,6 +412,15 @@ async def start_or_refused(table: Any) -> Any:
     return table
 
 
+def journal_files(src: Path, dst: Path) -> None:
+    """The journal file (and its WAL) of `src` into `dst`, the marks left as they are."""
+    for suffix in ("-wal", "-shm", ""):
+        (dst / f"journal.sqlite3{suffix}").unlink(missing_ok=True)
+    for suffix in ("", "-wal"):
+        if (src / f"journal.sqlite3{suffix}").exists():
+            shutil.copy2(src / f"journal.sqlite3{suffix}", dst / f"journal.sqlite3{suffix}")
+
+
 def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_head_office(
         broker, ledger_url, tmp_path, capsys) -> None:
     """A lost write-ahead log on a linked table (issue 27: "after a restore, a lost WAL or a
@@ -424,14 +433,6 @@ def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_hea
     state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
     config = tmp_path / "T1.toml"
     seen: dict[str, Any] = {"reasons": []}
-
-    def journal_files(src: Path, dst: Path) -> None:
-        """The journal file (and its WAL) of `src` into `dst`, the marks left as they are."""
-        for suffix in ("-wal", "-shm", ""):
-            (dst / f"journal.sqlite3{suffix}").unlink(missing_ok=True)
-        for suffix in ("", "-wal"):
-            if (src / f"journal.sqlite3{suffix}").exists():
-                shutil.copy2(src / f"journal.sqlite3{suffix}", dst / f"journal.sqlite3{suffix}")
 
     async def main() -> None:
         config.write_text(table_toml("T1", root, broker))
@@ -502,5 +503,109 @@ def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_hea
         totals = ledger.table_totals("T1")
         assert totals["wagered"] == lost_wagered + new_wagered
         assert totals["last_seq"] == last_id
+    finally:
+        ledger.close()
+
+
+def ledgered_messages(ledger: Ledger, number: int) -> list[tuple[int, str, str]]:
+    """(seq, type, status) of head office's messages from T1 that name round `number`."""
+    return [(r["seq"], r["type"], r["status"]) for r in ledger.db.execute(
+        "SELECT seq, type, status FROM messages WHERE table_id = 'T1' AND round = ?"
+        " ORDER BY seq", (number,))]
+
+
+def test_a_round_open_whose_increments_head_office_never_had_is_voided_with_its_messages(
+        broker, ledger_url, tmp_path, capsys) -> None:
+    """`_void_open_round` when head office never acknowledged the open round's increments
+    (docs/journal.md, "A round open in the restored copy", second case): the link was down
+    from before the round's jackpot wagers were locked (UTH 5.5) until after the loss, so
+    only the marks say later numbers were used. The void is journaled with its effects:
+    head office gets the round's increments, their cancellation (UTH 15.3.1) and the voided
+    result, in that order; the pool keeps none of those wagers; 40 rounds after, the ledger
+    equals the journal to the cent, no message refused or held, no round number twice."""
+    root = tmp_path / "T1"
+    state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
+    config = tmp_path / "T1.toml"
+    seen: dict[str, Any] = {}
+    slow_pool = 300.0  # the pool value stays valid with head office down: jackpot wagers taken
+
+    async def main() -> None:
+        config.write_text(table_toml("T1", root, broker))
+        async with head_office(ledger_url, broker, verify_from=None):
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=1,
+                                           pool_timeout_s=slow_pool))
+            await wait_for(lambda: table.status()["jackpot"] == "online"
+                           and table.status()["deck_ready"], 10, "jackpot online")
+            await drain([table])
+        # Head office is gone (the broker stays): nothing from here on is acknowledged.
+        await to_the_river(table)  # round 1 open, its jackpot increments written, not sent
+        seen["open"] = table.status()["round"]
+        await table.stop()
+        older.mkdir()
+        journal_files(state, older)
+        table = await start(make_table("T1", root, broker, seed=2, pool_timeout_s=slow_pool))
+        await wait_for(play_until([table], 6), 90, "6 rounds, the open one first, unlinked")
+        await table.stop()
+        shutil.copytree(state, lost)
+        journal_files(older, state)  # the commits since the older state are lost
+        # The marks are ahead of the journal: the command without head office's numbers.
+        assert cli(["journal", "accept-loss", "--state-dir", str(state), "--config",
+                    str(config), "--reason", "WAL lost with the link down, ticket 27"]) == 0
+        seen["said"] = capsys.readouterr().out
+        async with head_office(ledger_url, broker, verify_from=None):
+            seen["out_of_service"] = await forty_rounds_after(
+                make_table("T1", root, broker, seed=9))
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    open_round = seen["open"]
+    lost_rounds = rounds_of(lost)
+    assert open_round in lost_rounds and open_round in lost_open_rounds(state)
+    _, _, lost_last = wagered_after(lost, 0)
+    record = recovery_record(state)
+    assert record["voided_round"] == open_round
+    assert record["round_next"] == max(lost_rounds) + 1
+    assert record["outbox_next"] == lost_last + 1  # no id the lost records used, sent or not
+    assert f"round {open_round}, open in the restored copy, voided" in seen["said"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
+    rounds = rounds_of(state)
+    assert rounds[0] == open_round and rounds[1] == record["round_next"] and len(rounds) > 40
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        db = ledger.db
+        # Nothing of the lost records reached head office; the journal's rounds did, once each.
+        assert ledgered_once_each(ledger) == rounds
+        voided = db.execute("SELECT status FROM rounds WHERE table_id = 'T1' AND round = ?",
+                            (open_round,))
+        assert [r["status"] for r in voided] == ["voided"]
+        # In order: the increment (wagers locked), its cancellation, the voided result.
+        types = [t for _, t, _ in ledgered_messages(ledger, open_round)]
+        assert types == ["jackpot_increment", "jackpot_cancel", "round_result"], types
+        assert ledgered_increments(ledger) == {
+            **jackpot_by_round(state), **open_increments(state)}
+        assert open_round not in ledgered_increments(ledger)
+        wagered, count, last_id = wagered_after(state, 0)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == wagered
+        assert totals["last_seq"] == last_id
+        messages = db.one("SELECT count(*) AS n FROM messages WHERE table_id = 'T1'")
+        assert messages is not None and messages["n"] == count
+        cfg = make_table("T1", root, broker).cfg
+        pool = ledger.pool(POOL)
+        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+        assert (pool.wagers_in, pool.wins) == (wagered, paid_at(cfg, state))
+        alarms = [a["text"] for a in db.execute("SELECT text FROM alarms WHERE table_id = 'T1'")]
+        # The alarm says what head office got: the round's void with its cancellation (not
+        # "head office's record stands"), and which ids it never received.
+        first, last = record["outbox_lost"]
+        assert any("accepted a loss of journal records" in a and "ticket 27" in a
+                   and f"round {open_round} left open in its restored copy was voided at the"
+                   " table: its jackpot wagers cancelled and returned (UTH 15.3.1)" in a
+                   and f"messages {first}..{last} were lost at the table before head office"
+                   " received them" in a for a in alarms), alarms
+        assert not any("would be used twice" in a or "record of round" in a for a in alarms)
     finally:
         ledger.close()
