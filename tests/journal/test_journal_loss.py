@@ -146,7 +146,7 @@ def test_accept_loss_records_who_why_and_the_range_then_the_table_goes_on(jdir: 
         # new message never reuses its id. The recovery itself is message 8, to head office.
         assert (record["outbox_next"], record["outbox_lost"]) == (8, [7, 7])
         told = j.pending_outbox()[-1]
-        assert (told.id, told.type) == (8, "table_recovered")
+        assert (told.id, told.type, told.payload["outbox_lost"]) == (8, "table_recovered", [7, 7])
         assert told.payload["by"] == "root (sudo from alice)"
         j.append(Event("x", {}), now(28), round=3,
                  effects=[Effect("outbox", {"type": "t", "payload": 1})])
