@@ -24,6 +24,7 @@ from tests.support.link import (
     POOL,
     Idle,
     drain,
+    emit_and_wait,
     head_office,
     journal_totals_at,
     make_table,
@@ -607,5 +608,172 @@ def test_a_round_open_whose_increments_head_office_never_had_is_voided_with_its_
                    and f"messages {first}..{last} were lost at the table before head office"
                    " received them" in a for a in alarms), alarms
         assert not any("would be used twice" in a or "record of round" in a for a in alarms)
+    finally:
+        ledger.close()
+
+
+async def jackpot_wager_down(table: Any, box: int) -> int:
+    """`table`'s round open in betting with `box`'s ante and jackpot wager down, nothing dealt:
+    no jackpot increment written yet (the wagers lock at the deal, UTH 5.5). Its number."""
+    await wait_for(lambda: table.status()["jackpot"] == "online" and table.status()["deck_ready"],
+                   10, "jackpot online, deck shuffled")
+    if table.status()["state"] == "closed":
+        await emit_and_wait(table, "table.open")
+    await emit_and_wait(table, "dealer.wager", box=box, ante=1000)
+    await emit_and_wait(table, "bet.on", box=box)
+    assert table.status()["state"] == "betting" and not table.status()["cards_dealt"]
+    return int(table.status()["round"])
+
+
+def round_record(state: Path, number: int) -> Any:
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        return j.round_record(number)
+
+
+def test_a_round_open_in_betting_in_the_restored_copy_is_renumbered_past_head_office(
+        broker, ledger_url, tmp_path, capsys) -> None:
+    """`_void_open_round`, nothing of the open round sent: a copy taken with a round open in
+    betting (a jackpot wager down, nothing dealt, no increment written: UTH 5.5) is put back
+    after 20 more rounds reached head office. The round is not voided: it is carried to the
+    number after head office's (base.skip_rounds), its wagers with it, and 40 rounds after,
+    head office's ledger equals the journal to the cent, no refused increment, no number
+    twice."""
+    root = tmp_path / "T1"
+    state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
+    config = tmp_path / "T1.toml"
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        config.write_text(table_toml("T1", root, broker))
+        async with head_office(ledger_url, broker, verify_from=None, dual_control_from=None):
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=2))
+            seen["open"] = await jackpot_wager_down(table, box=2)
+            await drain([table])
+            await table.stop()
+            shutil.copytree(state, older)  # the copy taken mid-round, in betting
+            table = await start(make_table("T1", root, broker, seed=3))
+            await wait_for(play_until([table], 20), 90, "20 rounds, the open one first")
+            await drain([table])
+            await table.stop()
+            shutil.copytree(state, lost)
+            shutil.rmtree(state)
+            shutil.copytree(older, state)
+            seen["reason"], found = await refused_with_the_command(
+                make_table("T1", root, broker, seed=4))
+            assert found is not None, seen["reason"]
+            seen["after"] = int(found[2]), int(found[3])
+            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--config",
+                        str(config), "--outbox-after", found[2], "--round-after", found[3],
+                        "--reason", "restored from a copy taken in betting, ticket 27"]) == 0
+            seen["said"] = capsys.readouterr().out
+            seen["out_of_service"] = await forty_rounds_after(
+                make_table("T1", root, broker, seed=5))
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    outbox_after, round_after = seen["after"]
+    open_round = seen["open"]
+    lost_rounds = rounds_of(lost)
+    assert open_round in lost_rounds and open_round not in lost_open_rounds(older)
+    assert round_after == max(lost_rounds + lost_open_rounds(lost)) > open_round
+    record = recovery_record(state)
+    assert record["voided_round"] is None and record["round_next"] == round_after + 1
+    assert "voided" not in seen["said"]
+    new_rounds = rounds_of(state, after_round=open_round)
+    assert rounds_of(state) == rounds_of(older) + new_rounds
+    assert len(new_rounds) >= 40 and new_rounds[0] == round_after + 1
+    # The round open in betting is the first new number, its jackpot wager (box 2) with it.
+    carried = round_record(state, round_after + 1)
+    assert carried is not None and 2 in carried.summary["jackpot"]["boxes"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        assert ledgered_once_each(ledger) == sorted(lost_rounds + new_rounds)
+        journals = {**jackpot_by_round(lost), **open_increments(lost),
+                    **{n: a for n, a in jackpot_by_round(state).items() if n > round_after},
+                    **open_increments(state, outbox_after)}
+        assert ledgered_increments(ledger) == journals
+        lost_wagered, _, _ = wagered_after(lost, 0)
+        new_wagered, new_count, last_id = wagered_after(state, outbox_after)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == lost_wagered + new_wagered == sum(journals.values())
+        assert totals["last_seq"] == last_id == outbox_after + new_count
+        cfg = make_table("T1", root, broker).cfg
+        paid = paid_at(cfg, lost) + paid_at(cfg, state) - paid_at(cfg, older)
+        assert totals["paid"] == paid
+        pool = ledger.pool(POOL)
+        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+        assert (pool.wagers_in, pool.wins) == (lost_wagered + new_wagered, paid)
+    finally:
+        ledger.close()
+
+
+def test_a_round_whose_number_head_office_never_ledgered_keeps_it_after_a_lost_wal(
+        broker, ledger_url, tmp_path, capsys) -> None:
+    """`_void_open_round`, numbering does not pass the open round: the write-ahead log is lost
+    in the middle of a round's betting (the lost commits: a second box's wagers, nothing
+    sent). Recovered past the marks alone, the round keeps its number (head office has not
+    ledgered it, the marks name the round before it) and goes on with the wagers the journal
+    kept; 40 rounds after, head office's ledger equals the journal to the cent, no refused
+    increment, no number twice."""
+    root = tmp_path / "T1"
+    state, older = root / "state", tmp_path / "older"
+    config = tmp_path / "T1.toml"
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        config.write_text(table_toml("T1", root, broker))
+        async with head_office(ledger_url, broker, verify_from=None, dual_control_from=None):
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=2))
+            seen["open"] = await jackpot_wager_down(table, box=2)
+            await drain([table])
+            await table.stop()
+            older.mkdir()
+            journal_files(state, older)
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=3))
+            assert await jackpot_wager_down(table, box=5) == seen["open"]  # the lost commits
+            await drain([table])
+            await table.stop()
+            journal_files(older, state)
+            assert cli(["journal", "accept-loss", "--state-dir", str(state), "--config",
+                        str(config), "--reason", "WAL lost mid-round, ticket 27"]) == 0
+            seen["said"] = capsys.readouterr().out
+            seen["out_of_service"] = await forty_rounds_after(
+                make_table("T1", root, broker, seed=5))
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    open_round = seen["open"]
+    record = recovery_record(state)
+    assert record["voided_round"] is None and record["round_next"] == open_round
+    assert record["rounds_lost"] is None and record["outbox_lost"] is None
+    assert "voided" not in seen["said"]
+    rounds = rounds_of(state)
+    assert rounds == list(range(1, len(rounds) + 1)) and len(rounds) >= open_round - 1 + 40
+    # The round kept its number and the wagers the journal kept: box 2's, not the lost box 5's.
+    kept = round_record(state, open_round)
+    assert kept is not None and kept.status == "completed"
+    assert 2 in kept.summary["jackpot"]["boxes"] and 5 not in kept.summary["jackpot"]["boxes"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        assert ledgered_once_each(ledger) == rounds
+        journals = {**jackpot_by_round(state), **open_increments(state)}
+        assert ledgered_increments(ledger) == journals
+        wagered, count, last_id = wagered_after(state, 0)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == wagered == sum(journals.values())
+        assert totals["last_seq"] == last_id == count
+        cfg = make_table("T1", root, broker).cfg
+        pool = ledger.pool(POOL)
+        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+        assert (pool.wagers_in, pool.wins) == (wagered, paid_at(cfg, state))
+        assert totals["paid"] == paid_at(cfg, state)
     finally:
         ledger.close()
