@@ -144,7 +144,7 @@ class UthMachine(Guarded[UthState]):
     def step(self, state: UthState, event: Event, now: Now) -> Result:
         if event.kind == Kind.JOURNAL_LOSS_ACCEPTED:  # recover.py: held_wagers stand at HO
             held = event.data.get("held_wagers") if isinstance(event.data, Mapping) else None
-            if type(held) is int and held > 0:  # a void whose cancellation was never sent
+            if self.config.linked and type(held) is int and held > 0:  # its cancel not sent
                 state = replace(state, ledger={**state.ledger,
                                                "wagered": state.ledger["wagered"] + held})
             return skip_rounds(state, "round", event.data), []
