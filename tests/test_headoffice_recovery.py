@@ -145,7 +145,8 @@ def test_a_recovery_goes_on_across_the_ids_its_lost_records_never_sent(
                                             "head office received them")
         finally:
             led.close()
-    for payload in (recovered(7, 13), recovered(7, 13, outbox_lost=[10, 12])):
+    for payload in (recovered(7, 13), recovered(7, 13, outbox_lost=[10, 12]),
+                    recovered(7, 13, outbox_lost=[9, 12], by="")):  # refused: never past it
         led = ledger(new_url)
         try:
             led.apply_batch(msgs)

@@ -512,9 +512,14 @@ def _closes_gap(last_seq: int, body: dict[str, Any]) -> bool:
     """Whether `body`, ahead of a gap after `last_seq`, is a table's recovery message whose
     `outbox_lost` (controller/journal/recover.py) covers the gap: ids the lost journal records
     used, which head office never received and no table has any more (docs/journal.md,
-    "Recovering"). Applied across the gap, not parked waiting for them."""
-    payload = body.get("payload")
-    lost = payload.get("outbox_lost") if isinstance(payload, dict) else None
-    return (body.get("type") == contract.RECOVERED and isinstance(lost, list) and len(lost) == 2
-            and all(type(n) is int for n in lost) and lost[0] <= last_seq + 1
+    "Recovering"). Applied across the gap, not parked waiting for them. Only a valid one: a
+    refused message would pass the gap without the alarm that names it."""
+    if body.get("type") != contract.RECOVERED:
+        return False
+    try:
+        payload = contract.check_outbox_payload(contract.RECOVERED, body.get("payload"))
+    except contract.SchemaError:
+        return False
+    lost = payload.get("outbox_lost")
+    return (isinstance(lost, list) and lost[0] <= last_seq + 1
             and lost[1] == body.get("seq", 0) - 1)
