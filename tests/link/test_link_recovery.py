@@ -543,9 +543,10 @@ def ledgered_messages(ledger: Ledger, number: int) -> list[tuple[int, str, str]]
 def test_a_round_open_whose_increments_head_office_never_had_is_voided_with_its_messages(
         broker, ledger_url, tmp_path, capsys) -> None:
     """`_void_open_round` when head office never acknowledged the open round's increments
-    (docs/journal.md, "A round open in the restored copy", second case): the link was down
-    from before the round's jackpot wagers were locked (UTH 5.5) until after the loss, so
-    only the marks say later numbers were used. The void is journaled with its effects:
+    (docs/journal.md, "A round open in the restored copy", second case): head office was
+    stopped from before the round's jackpot wagers were locked (UTH 5.5) until after the
+    loss, so only the marks say later numbers were used, and the ids the lost records used
+    never reached head office. The void is journaled with its effects:
     head office gets the round's increments, their cancellation (UTH 15.3.1) and the voided
     result, in that order; the pool keeps none of those wagers; 40 rounds after, the ledger
     equals the journal to the cent, no message refused or held, no round number twice."""
