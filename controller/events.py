@@ -234,7 +234,9 @@ _SPECS = (
     _link(Kind.TICK, "{pool_quiet_ms?}",
           "the clock moved (the pool's timeout); pool_quiet_ms: head office quiet that long"),
     KindSpec(Kind.JOURNAL_LOSS_ACCEPTED, Source.SERVICE, "controller/journal", "{..}",
-             "a technician accepted lost journal records (never reaches a machine)"),
+             "a technician accepted lost journal records (docs/journal.md); written offline,"
+             " the machines step it at replay: round_next (base.skip_rounds), held_wagers"
+             " (UTH's jackpot ledger)"),
     KindSpec(Kind.METERS_CLOSE_SHIFT, Source.SERVICE, "daemon (tablectl meters close-shift)",
              "{operator?}", "the shift's meters close (a `shift_meters` outbox message);"
              " the machine ignores it"),

@@ -11,7 +11,7 @@ import pytest
 
 from headoffice.ledger import Incoming, Ledger
 from shared.link import contract
-from tests.test_headoffice_ledger import NewUrl, body, ledger, script
+from tests.test_headoffice_ledger import NewUrl, body, inc, ledger, script
 
 
 def birth(table: str) -> Incoming:
@@ -105,11 +105,56 @@ def test_a_recovery_that_would_reuse_a_round_is_alarmed_loudly(new_url: NewUrl) 
     ({"round_next": 0}, "'round_next' must be an integer in 1.."),
     ({"outbox_next": "5"}, "'outbox_next' must be an integer"),
     ({"fresh": 1}, "'fresh' must be true or false"),
+    ({"voided_held": 1}, "'voided_held' must be true or false"),
+    ({"outbox_lost": [3, 7]}, "'outbox_lost' must be \\[first, last\\] ids, last = outbox_next"),
+    ({"outbox_lost": [9, 8]}, "'outbox_lost' must be"),
+    ({"outbox_lost": [0, 8]}, "'outbox_lost' must be"),
+    ({"outbox_lost": "3..8"}, "'outbox_lost' must be"),
 ])
 def test_the_contract_checks_a_recovery(change: dict[str, Any], error: str) -> None:
     assert contract.check_outbox_payload("table_recovered", recovered(5, 9))
     with pytest.raises(contract.SchemaError, match=error):
         contract.check_outbox_payload("table_recovered", {**recovered(5, 9), **change})
+
+
+def test_a_recovery_goes_on_across_the_ids_its_lost_records_never_sent(
+        new_url: NewUrl) -> None:
+    """Lost journal records used ids 9..12 with the link down: head office never got them and
+    the table no longer has them. Its recovery message (13) names them (`outbox_lost`) and is
+    applied across that gap once 1..8 are (docs/journal.md, "Recovering"), in whatever order
+    the messages come; before, it and every message after it were parked for good. A message
+    beyond a gap that does not name the gap as lost stays parked."""
+    msgs = [Incoming("outbox", "T1", m) for m in script("T1", [(1, "ok")] * 4)]  # seqs 1..8
+    rec = Incoming("outbox", "T1", body("T1", 13, "table_recovered",
+                                        recovered(7, 13, outbox_lost=[9, 12])))
+    after = Incoming("outbox", "T1", body("T1", 14, *inc(7)))
+
+    def seqs(led: Ledger) -> list[int]:
+        return [r["seq"] for r in led.db.execute(
+            "SELECT seq FROM messages WHERE table_id = 'T1' ORDER BY seq")]
+
+    for order in ([msgs, [rec, after]], [msgs[:6], [rec, after], msgs[6:]],
+                  [msgs[:6], [rec, after, *msgs[6:]]]):
+        led = ledger(new_url)
+        try:
+            for batch in order:
+                res = led.apply_batch(batch)
+            assert res.acks == {"T1": 14} and res.refused == []
+            assert seqs(led) == [*range(1, 9), 13, 14]
+            assert alarms(led)[-1].endswith("messages 9..12 were lost at the table before "
+                                            "head office received them")
+        finally:
+            led.close()
+    for payload in (recovered(7, 13), recovered(7, 13, outbox_lost=[10, 12]),
+                    recovered(7, 13, outbox_lost=[9, 12], by="")):  # refused: never past it
+        led = ledger(new_url)
+        try:
+            led.apply_batch(msgs)
+            res = led.apply_batch([Incoming("outbox", "T1", body(
+                "T1", 13, "table_recovered", payload)), after])
+            assert res.parked == 2 and res.applied == 0 and seqs(led) == [*range(1, 9)]
+        finally:
+            led.close()
 
 
 def test_the_ack_carries_the_round_only_when_given() -> None:

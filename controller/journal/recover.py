@@ -40,8 +40,12 @@ def _check(reason: str, outbox_after: int | None, round_after: int | None) -> st
 def _record(j: Journal, state_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Append the recovery record with its message to head office; the mark names it."""
     now = Now(utc_now(), time.monotonic_ns() // 1_000_000)
+    # outbox_lost: the ids skipped, which head office may never have received (the link
+    # down while the lost records were written); its message says so, and head office takes
+    # it across that gap instead of waiting for messages the table no longer has.
     keys = ("by", "reason", "problem", "round_next", "outbox_next", "journal_seq", "fresh",
-            *(("voided_round",) if data.get("voided_round") is not None else ()))
+            *(k for k in ("voided_round", "voided_held", "outbox_lost")
+              if data.get(k) is not None))
     effects = [Effect(EffectKind.OUTBOX, {"type": OutboxType.TABLE_RECOVERED, "payload": {
         k: data[k] for k in keys}})]
     seq = j.append(Event(LOSS_KIND, data), now, round=j.last_event_round, effects=effects)
@@ -129,7 +133,12 @@ def accept_loss(state_dir: Path | str, *, reason: str, user: str,
                                                         if skip_to > last_out + 1 else None),
                 "round_next": round_to, "rounds_lost": ([last_round + 1, round_to - 1]
                                                         if round_to > last_round + 1 else None),
-                "voided_round": voided}
+                "voided_round": voided,
+                "voided_held": None if found is None else found[1],
+                # The voided round's jackpot wagers that stand at head office: the void's
+                # cancellation was not sent, so the round machine adds them back to its
+                # ledger (`tablectl status` pool.ledger.wagered) when it replays this record.
+                **({"held_wagers": found[2]} if found is not None and found[2] else {})}
         return _record(j, state_dir, data)
 
 
@@ -143,7 +152,7 @@ def _open_round_messages(j: Journal, number: int) -> list[int]:
 
 
 def _void_open_round(j: Journal, round_to: int, user: str, acked: int,
-                     machine: MachineFactory | None) -> tuple[int, bool] | None:
+                     machine: MachineFactory | None) -> tuple[int, bool, int] | None:
     """Void the round open in the journal when numbering goes on past it (its number is below
     `round_to`) and its jackpot increments were sent (its wagers locked, UTH 5.5): carried to
     a new number, its wagers would have no increment there. The void is the supervisor's
@@ -161,7 +170,8 @@ def _void_open_round(j: Journal, round_to: int, user: str, acked: int,
       record (voided) and its messages (the jackpot wagers cancelled, 15.3.1; the voided
       result): head office gets the increments, their cancellation and the void in order.
 
-    Returns (the voided round's number, whether head office held it), or None: no round
+    Returns (the voided round's number, whether head office held it, the cents of its jackpot
+    wagers the void cancelled at the table but not at head office: 0 unless held), or None: no round
     open, its number stands (head office has not ledgered it), or nothing of it was sent
     (renumbered, base.skip_rounds). JournalError if the machine refuses the void or cannot be
     built."""
@@ -198,7 +208,9 @@ def _void_open_round(j: Journal, round_to: int, user: str, acked: int,
         said = "; ".join(str(fx.data.get("text", fx.data)) for fx in effects)[:300]
         raise JournalError(f"{where}: the game refused to void it ({said})")
     j.append(void, now, round=number, effects=() if held else effects)
-    return number, held
+    kept = sum(int(fx.data["payload"]["amount"]) for fx in effects
+               if fx.kind == EffectKind.OUTBOX and fx.data.get("type") == OutboxType.JACKPOT_CANCEL)
+    return number, held, kept if held else 0
 
 
 def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str, user: str,
@@ -232,9 +244,11 @@ def start_fresh(state_dir: Path | str, *, table_id: str, game: str, reason: str,
                 problem += f"; the mark {mark_path} is unusable ({exc})"
                 continue
             mark_out, mark_round = max(mark_out, old.out), max(mark_round, old.round or 0)
+        outbox_next = max(mark_out, outbox_after or 0) + 1
         data = {"by": user, "reason": reason, "problem": f"new journal: {problem}",
                 "mark_seq": None, "journal_seq": 0, "fresh": True, "lost": None,
-                "outbox_next": max(mark_out, outbox_after or 0) + 1, "outbox_lost": None,
+                "outbox_next": outbox_next,
+                "outbox_lost": [1, outbox_next - 1] if outbox_next > 1 else None,
                 "round_next": max(mark_round, round_after or 0) + 1, "rounds_lost": None}
         return _record(j, state_dir, data)
 

@@ -211,7 +211,7 @@ class _Batch(BatchTables, BatchHits):
             if body.get("type") == OutboxType.JACKPOT_HIT:
                 self._reanswer(table_id, body)
             return
-        if t.blocked or seq > t.last_seq + 1:
+        if t.blocked or (seq > t.last_seq + 1 and not _closes_gap(t.last_seq, body)):
             # Kept here and written at flush, unless drained meanwhile: with a shared
             # subscription half a table's messages can reach a worker ahead of their turn.
             self.parking.setdefault(table_id, {}).setdefault(
@@ -240,12 +240,25 @@ class _Batch(BatchTables, BatchHits):
                 " LIMIT ?", (t.id, t.last_seq, _IN_CHUNK))
             first = t.last_seq + 1
             for row in rows:
-                if (int(row["seq"]) != t.last_seq + 1
-                        or not self._apply(t, json.loads(row["body"]), row["body"])):
+                body = json.loads(row["body"])
+                if ((int(row["seq"]) != t.last_seq + 1 and not _closes_gap(t.last_seq, body))
+                        or not self._apply(t, body, row["body"])):
                     break
-            if t.last_seq < first:
+            if t.last_seq < first and not self._across_gap(t, mine):
                 return  # a gap, or the next one held
             self.drained.add(t.id)
+
+    def _across_gap(self, t: _Table, mine: dict[int, str]) -> bool:
+        """Apply the first message this batch parked beyond a gap if it is a recovery message
+        that closes it (`_closes_gap`); whether it was applied."""
+        ahead = min((n for n in mine if n > t.last_seq), default=None)
+        if ahead is None:
+            return False
+        body = json.loads(mine[ahead])
+        if not _closes_gap(t.last_seq, body) or not self._apply(t, body, mine[ahead]):
+            return False
+        del mine[ahead]
+        return True
 
     def _apply(self, t: _Table, body: dict[str, Any], text: str | None = None) -> bool:
         """Apply the table's next message (`text`: its JSON as received, stored as it is).
@@ -304,9 +317,18 @@ class _Batch(BatchTables, BatchHits):
         text = (f"table {t.id} {what} (message {seq}): by {p['by']}: {p['reason']}"
                 f" ({p['problem']}); rounds go on at {p['round_next']}, messages at"
                 f" {p['outbox_next']}")
-        if isinstance(p.get("voided_round"), int):  # recover.py: a phantom, head office's stands
-            text += (f"; the round {p['voided_round']} left open in its restored copy was voided"
-                     f" at the table: head office's record of round {p['voided_round']} stands")
+        voided = p.get("voided_round")
+        if isinstance(voided, int) and p.get("voided_held") is False:
+            # recover.py: head office never had the round's increments; they, their
+            # cancellation and the void come with the table's messages (UTH 15.3.1)
+            text += (f"; the round {voided} left open in its restored copy was voided at the"
+                     f" table: its jackpot wagers cancelled and returned (UTH 15.3.1)")
+        elif isinstance(voided, int):  # a phantom: head office's record stands
+            text += (f"; the round {voided} left open in its restored copy was voided"
+                     f" at the table: head office's record of round {voided} stands")
+        if seq > t.last_seq + 1:  # _closes_gap: messages the table lost before they came
+            text += (f"; messages {t.last_seq + 1}..{seq - 1} were lost at the table before"
+                     " head office received them")
         kind = "journal_loss"  # the table reports lost journal records (alarms.py)
         if p["round_next"] <= last:
             text += (f"; BUT head office has ledgered round {last}: round numbers"
@@ -484,3 +506,20 @@ class _Batch(BatchTables, BatchHits):
             [(t.last_seq, t.pool_id, self.utc, now, t.journal_seq, t.last_seq, t.chain_hash,
               t.id) for t in self.tables.values() if t.dirty],
         )
+
+
+def _closes_gap(last_seq: int, body: dict[str, Any]) -> bool:
+    """Whether `body`, ahead of a gap after `last_seq`, is a table's recovery message whose
+    `outbox_lost` (controller/journal/recover.py) covers the gap: ids the lost journal records
+    used, which head office never received and no table has any more (docs/journal.md,
+    "Recovering"). Applied across the gap, not parked waiting for them. Only a valid one: a
+    refused message would pass the gap without the alarm that names it."""
+    if body.get("type") != contract.RECOVERED:
+        return False
+    try:
+        payload = contract.check_outbox_payload(contract.RECOVERED, body.get("payload"))
+    except contract.SchemaError:
+        return False
+    lost = payload.get("outbox_lost")
+    return (isinstance(lost, list) and lost[0] <= last_seq + 1
+            and lost[1] == body.get("seq", 0) - 1)

@@ -421,6 +421,15 @@ def _recovered(payload: JSON, what: str) -> JSON:
     _int(payload, "journal_seq", what, lo=0, hi=2**62)
     if not isinstance(payload.get("fresh"), bool):
         raise SchemaError(f"{what}: 'fresh' must be true or false")
+    if not isinstance(payload.get("voided_held", False), bool):  # optional
+        raise SchemaError(f"{what}: 'voided_held' must be true or false")
+    lost = payload.get("outbox_lost")  # optional: the ids skipped, [first, last]
+    if lost is not None and not (
+            isinstance(lost, list) and len(lost) == 2
+            and all(type(n) is int and 1 <= n < MAX_SEQ for n in lost) and lost[0] <= lost[1]
+            and lost[1] == payload["outbox_next"] - 1):
+        raise SchemaError(f"{what}: 'outbox_lost' must be [first, last] ids, last = "
+                          f"outbox_next - 1, got {_show(lost)}")
     return payload
 
 

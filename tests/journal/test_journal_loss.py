@@ -146,7 +146,7 @@ def test_accept_loss_records_who_why_and_the_range_then_the_table_goes_on(jdir: 
         # new message never reuses its id. The recovery itself is message 8, to head office.
         assert (record["outbox_next"], record["outbox_lost"]) == (8, [7, 7])
         told = j.pending_outbox()[-1]
-        assert (told.id, told.type) == (8, "table_recovered")
+        assert (told.id, told.type, told.payload["outbox_lost"]) == (8, "table_recovered", [7, 7])
         assert told.payload["by"] == "root (sudo from alice)"
         j.append(Event("x", {}), now(28), round=3,
                  effects=[Effect("outbox", {"type": "t", "payload": 1})])
@@ -370,3 +370,24 @@ def test_the_round_machines_replay_past_a_loss_record_unchanged(tmp_path: Path, 
     after, _effects = machine.step(state, Event(LOSS_KIND, {"by": "root", "reason": "x"}),
                                    Now("2026-11-26T00:00:00.000Z", 1))
     assert machine.to_json(after) == machine.to_json(state)
+
+
+@pytest.mark.parametrize("linked", [True, False])
+def test_a_loss_record_with_held_wagers_adds_them_to_a_linked_uth_ledger(linked: bool) -> None:
+    """recover.py's `held_wagers`: a void head office never saw cancelled (its increments
+    stand there) gives the cancelled jackpot wagers back to the table's ledger
+    (pool.ledger.wagered, docs/journal.md "A round open in the restored copy"); a standalone
+    table never has such a void, and its pool invariant (docs/rounds-uth.md) keeps its
+    ledger as it is."""
+    from controller.rounds.base import Now
+    from controller.rounds.uth.machine import UthMachine
+    from controller.rounds.uth.state import UthConfig
+
+    machine = UthMachine(UthConfig(linked=linked))
+    state = machine.initial()
+    record = {"by": "root", "reason": "x", "round_next": 5, "held_wagers": 200}
+    after, effects = machine.step(state, Event(LOSS_KIND, record),
+                                  Now("2026-11-28T00:00:00.000Z", 1))
+    assert effects == [] and after.round == 5
+    assert after.ledger == {**state.ledger, "wagered": state.ledger["wagered"]
+                            + (200 if linked else 0)}

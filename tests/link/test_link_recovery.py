@@ -24,6 +24,7 @@ from tests.support.link import (
     POOL,
     Idle,
     drain,
+    emit_and_wait,
     head_office,
     journal_totals_at,
     make_table,
@@ -85,12 +86,29 @@ async def refused_with_the_command(table: Any) -> tuple[str | None, re.Match[str
     return reason, RECOVER.search(reason or "")
 
 
-async def forty_rounds_after(table: Any) -> str | None:
+def wagered_figures(table: Any) -> tuple[int, int]:
+    """The running `table`'s jackpot wagers as `tablectl status` shows them (pool.ledger.wagered)
+    and as its journal's messages say (increments net of cancellations), read at one instant."""
+    journal = table.service.journal
+    assert journal is not None
+    sign = {"jackpot_increment": 1, "jackpot_cancel": -1}
+    sent = sum(sign[m.type] * m.payload["amount"] for e in journal.iter_events()
+               for m in e.outbox if m.type in sign)
+    return table.status()["pool"]["ledger"]["wagered"], sent
+
+
+async def forty_rounds_after(table: Any, figures: list[tuple[int, int]] | None = None
+                             ) -> str | None:
     """Start the recovered `table`, play 40 rounds, drain its outbox, stop it: what it said of
-    being out of service (None: it played on)."""
+    being out of service (None: it played on). `figures`: gets its `wagered_figures` once
+    started and once drained."""
     table = await start(table)
+    if figures is not None:
+        figures.append(wagered_figures(table))
     await wait_for(play_until([table], 40), 120, "40 rounds after the recovery")
     await drain([table])
+    if figures is not None:
+        figures.append(wagered_figures(table))
     said = table.service.out_of_service
     await table.stop()
     return said
@@ -338,13 +356,20 @@ def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledg
             seen["said"] = capsys.readouterr().out
 
             seen["out_of_service"] = await forty_rounds_after(
-                make_table("T1", root, broker, seed=4))
+                make_table("T1", root, broker, seed=4), seen.setdefault("figures", []))
 
     run(main(), timeout=400)
 
     assert seen["out_of_service"] is None
     outbox_after, round_after = seen["after"]
     open_round = seen["open"]
+    # The table's own figure of jackpot wagers (`tablectl status`: pool.ledger.wagered) is its
+    # journal's messages, increments net of cancellations: the voided round's increments
+    # stand at head office, never cancelled (docs/journal.md, "A round open in the restored
+    # copy"); before the fix it read lower by them.
+    assert len(seen["figures"]) == 2
+    assert all(shown == sent for shown, sent in seen["figures"]), seen["figures"]
+    assert seen["figures"][-1][1] == wagered_after(state, 0)[0]
     assert rounds_of(older) == [] and open_round in lost_open_rounds(older)
     lost_rounds = rounds_of(lost)
     assert open_round in lost_rounds
@@ -412,6 +437,15 @@ async def start_or_refused(table: Any) -> Any:
     return table
 
 
+def journal_files(src: Path, dst: Path) -> None:
+    """The journal file (and its WAL) of `src` into `dst`, the marks left as they are."""
+    for suffix in ("-wal", "-shm", ""):
+        (dst / f"journal.sqlite3{suffix}").unlink(missing_ok=True)
+    for suffix in ("", "-wal"):
+        if (src / f"journal.sqlite3{suffix}").exists():
+            shutil.copy2(src / f"journal.sqlite3{suffix}", dst / f"journal.sqlite3{suffix}")
+
+
 def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_head_office(
         broker, ledger_url, tmp_path, capsys) -> None:
     """A lost write-ahead log on a linked table (issue 27: "after a restore, a lost WAL or a
@@ -424,14 +458,6 @@ def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_hea
     state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
     config = tmp_path / "T1.toml"
     seen: dict[str, Any] = {"reasons": []}
-
-    def journal_files(src: Path, dst: Path) -> None:
-        """The journal file (and its WAL) of `src` into `dst`, the marks left as they are."""
-        for suffix in ("-wal", "-shm", ""):
-            (dst / f"journal.sqlite3{suffix}").unlink(missing_ok=True)
-        for suffix in ("", "-wal"):
-            if (src / f"journal.sqlite3{suffix}").exists():
-                shutil.copy2(src / f"journal.sqlite3{suffix}", dst / f"journal.sqlite3{suffix}")
 
     async def main() -> None:
         config.write_text(table_toml("T1", root, broker))
@@ -471,11 +497,12 @@ def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_hea
                             ]) == 0
                 capsys.readouterr()
             seen["out_of_service"] = await forty_rounds_after(
-                make_table("T1", root, broker, seed=9))
+                make_table("T1", root, broker, seed=9), seen.setdefault("figures", []))
 
     run(main(), timeout=400)
 
     assert seen["out_of_service"] is None
+    assert all(shown == sent for shown, sent in seen["figures"]), seen["figures"]
     assert "LOST RECORDS" in seen["reasons"][0], seen["reasons"]
     capsys.readouterr()
     assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
@@ -502,5 +529,278 @@ def test_a_linked_table_that_lost_journal_commits_recovers_past_its_mark_and_hea
         totals = ledger.table_totals("T1")
         assert totals["wagered"] == lost_wagered + new_wagered
         assert totals["last_seq"] == last_id
+    finally:
+        ledger.close()
+
+
+def ledgered_messages(ledger: Ledger, number: int) -> list[tuple[int, str, str]]:
+    """(seq, type, status) of head office's messages from T1 that name round `number`."""
+    return [(r["seq"], r["type"], r["status"]) for r in ledger.db.execute(
+        "SELECT seq, type, status FROM messages WHERE table_id = 'T1' AND round = ?"
+        " ORDER BY seq", (number,))]
+
+
+def test_a_round_open_whose_increments_head_office_never_had_is_voided_with_its_messages(
+        broker, ledger_url, tmp_path, capsys) -> None:
+    """`_void_open_round` when head office never acknowledged the open round's increments
+    (docs/journal.md, "A round open in the restored copy", second case): head office was
+    stopped from before the round's jackpot wagers were locked (UTH 5.5) until after the
+    loss, so only the marks say later numbers were used, and the ids the lost records used
+    never reached head office. The void is journaled with its effects:
+    head office gets the round's increments, their cancellation (UTH 15.3.1) and the voided
+    result, in that order; the pool keeps none of those wagers; 40 rounds after, the ledger
+    equals the journal to the cent, no message refused or held, no round number twice."""
+    root = tmp_path / "T1"
+    state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
+    config = tmp_path / "T1.toml"
+    seen: dict[str, Any] = {}
+    slow_pool = 300.0  # the pool value stays valid with head office down: jackpot wagers taken
+
+    async def main() -> None:
+        config.write_text(table_toml("T1", root, broker))
+        async with head_office(ledger_url, broker, verify_from=None):
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=1,
+                                           pool_timeout_s=slow_pool))
+            await wait_for(lambda: table.status()["jackpot"] == "online"
+                           and table.status()["deck_ready"], 10, "jackpot online")
+            await drain([table])
+        # Head office is gone (the broker stays): nothing from here on is acknowledged.
+        await to_the_river(table)  # round 1 open, its jackpot increments written, not sent
+        seen["open"] = table.status()["round"]
+        await table.stop()
+        older.mkdir()
+        journal_files(state, older)
+        table = await start(make_table("T1", root, broker, seed=2, pool_timeout_s=slow_pool))
+        await wait_for(play_until([table], 6), 90, "6 rounds, the open one first, unlinked")
+        await table.stop()
+        shutil.copytree(state, lost)
+        journal_files(older, state)  # the commits since the older state are lost
+        # The marks are ahead of the journal: the command without head office's numbers.
+        assert cli(["journal", "accept-loss", "--state-dir", str(state), "--config",
+                    str(config), "--reason", "WAL lost with the link down, ticket 27"]) == 0
+        seen["said"] = capsys.readouterr().out
+        async with head_office(ledger_url, broker, verify_from=None):
+            seen["out_of_service"] = await forty_rounds_after(
+                make_table("T1", root, broker, seed=9), seen.setdefault("figures", []))
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    assert all(shown == sent for shown, sent in seen["figures"]), seen["figures"]
+    open_round = seen["open"]
+    lost_rounds = rounds_of(lost)
+    assert open_round in lost_rounds and open_round in lost_open_rounds(state)
+    _, _, lost_last = wagered_after(lost, 0)
+    record = recovery_record(state)
+    assert record["voided_round"] == open_round
+    assert record["round_next"] == max(lost_rounds) + 1
+    assert record["outbox_next"] == lost_last + 1  # no id the lost records used, sent or not
+    assert f"round {open_round}, open in the restored copy, voided" in seen["said"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
+    rounds = rounds_of(state)
+    assert rounds[0] == open_round and rounds[1] == record["round_next"] and len(rounds) > 40
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        db = ledger.db
+        # Nothing of the lost records reached head office; the journal's rounds did, once each.
+        assert ledgered_once_each(ledger) == rounds
+        voided = db.execute("SELECT status FROM rounds WHERE table_id = 'T1' AND round = ?",
+                            (open_round,))
+        assert [r["status"] for r in voided] == ["voided"]
+        # In order: the increment (wagers locked), its cancellation, the voided result.
+        types = [t for _, t, _ in ledgered_messages(ledger, open_round)]
+        assert types == ["jackpot_increment", "jackpot_cancel", "round_result"], types
+        assert ledgered_increments(ledger) == {
+            **jackpot_by_round(state), **open_increments(state)}
+        assert open_round not in ledgered_increments(ledger)
+        wagered, count, last_id = wagered_after(state, 0)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == wagered
+        assert totals["last_seq"] == last_id
+        messages = db.one("SELECT count(*) AS n FROM messages WHERE table_id = 'T1'")
+        assert messages is not None and messages["n"] == count
+        cfg = make_table("T1", root, broker).cfg
+        pool = ledger.pool(POOL)
+        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+        assert (pool.wagers_in, pool.wins) == (wagered, paid_at(cfg, state))
+        alarms = [a["text"] for a in db.execute("SELECT text FROM alarms WHERE table_id = 'T1'")]
+        # The alarm says what head office got: the round's void with its cancellation (not
+        # "head office's record stands"), and which ids it never received.
+        first, last = record["outbox_lost"]
+        assert any("accepted a loss of journal records" in a and "ticket 27" in a
+                   and f"round {open_round} left open in its restored copy was voided at the"
+                   " table: its jackpot wagers cancelled and returned (UTH 15.3.1)" in a
+                   and f"messages {first}..{last} were lost at the table before head office"
+                   " received them" in a for a in alarms), alarms
+        assert not any("would be used twice" in a or "record of round" in a for a in alarms)
+    finally:
+        ledger.close()
+
+
+async def jackpot_wager_down(table: Any, box: int) -> int:
+    """`table`'s round open in betting with `box`'s ante and jackpot wager down, nothing dealt:
+    no jackpot increment written yet (the wagers lock at the deal, UTH 5.5). Its number."""
+    await wait_for(lambda: table.status()["jackpot"] == "online" and table.status()["deck_ready"],
+                   10, "jackpot online, deck shuffled")
+    if table.status()["state"] == "closed":
+        await emit_and_wait(table, "table.open")
+    await emit_and_wait(table, "dealer.wager", box=box, ante=1000)
+    await emit_and_wait(table, "bet.on", box=box)
+    assert table.status()["state"] == "betting" and not table.status()["cards_dealt"]
+    return int(table.status()["round"])
+
+
+def round_record(state: Path, number: int) -> Any:
+    with Journal.open(state, table_id="T1", game="uth", create=False) as j:
+        return j.round_record(number)
+
+
+def test_a_round_open_in_betting_in_the_restored_copy_is_renumbered_past_head_office(
+        broker, ledger_url, tmp_path, capsys) -> None:
+    """`_void_open_round`, nothing of the open round sent: a copy taken with a round open in
+    betting (a jackpot wager down, nothing dealt, no increment written: UTH 5.5) is put back
+    after 20 more rounds reached head office. The round is not voided: it is carried to the
+    number after head office's (base.skip_rounds), its wagers with it, and 40 rounds after,
+    head office's ledger equals the journal to the cent, no refused increment, no number
+    twice."""
+    root = tmp_path / "T1"
+    state, older, lost = root / "state", tmp_path / "older", tmp_path / "lost"
+    config = tmp_path / "T1.toml"
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        config.write_text(table_toml("T1", root, broker))
+        async with head_office(ledger_url, broker, verify_from=None, dual_control_from=None):
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=2))
+            seen["open"] = await jackpot_wager_down(table, box=2)
+            await drain([table])
+            await table.stop()
+            shutil.copytree(state, older)  # the copy taken mid-round, in betting
+            table = await start(make_table("T1", root, broker, seed=3))
+            await wait_for(play_until([table], 20), 90, "20 rounds, the open one first")
+            await drain([table])
+            await table.stop()
+            shutil.copytree(state, lost)
+            shutil.rmtree(state)
+            shutil.copytree(older, state)
+            seen["reason"], found = await refused_with_the_command(
+                make_table("T1", root, broker, seed=4))
+            assert found is not None, seen["reason"]
+            seen["after"] = int(found[2]), int(found[3])
+            assert cli(["journal", "accept-loss", "--state-dir", found[1], "--config",
+                        str(config), "--outbox-after", found[2], "--round-after", found[3],
+                        "--reason", "restored from a copy taken in betting, ticket 27"]) == 0
+            seen["said"] = capsys.readouterr().out
+            seen["out_of_service"] = await forty_rounds_after(
+                make_table("T1", root, broker, seed=5))
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    outbox_after, round_after = seen["after"]
+    open_round = seen["open"]
+    lost_rounds = rounds_of(lost)
+    assert open_round in lost_rounds and open_round not in lost_open_rounds(older)
+    assert round_after == max(lost_rounds + lost_open_rounds(lost)) > open_round
+    record = recovery_record(state)
+    assert record["voided_round"] is None and record["round_next"] == round_after + 1
+    assert "voided" not in seen["said"]
+    new_rounds = rounds_of(state, after_round=open_round)
+    assert rounds_of(state) == rounds_of(older) + new_rounds
+    assert len(new_rounds) >= 40 and new_rounds[0] == round_after + 1
+    # The round open in betting is the first new number, its jackpot wager (box 2) with it.
+    carried = round_record(state, round_after + 1)
+    assert carried is not None and 2 in carried.summary["jackpot"]["boxes"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        assert ledgered_once_each(ledger) == sorted(lost_rounds + new_rounds)
+        journals = {**jackpot_by_round(lost), **open_increments(lost),
+                    **{n: a for n, a in jackpot_by_round(state).items() if n > round_after},
+                    **open_increments(state, outbox_after)}
+        assert ledgered_increments(ledger) == journals
+        lost_wagered, _, _ = wagered_after(lost, 0)
+        new_wagered, new_count, last_id = wagered_after(state, outbox_after)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == lost_wagered + new_wagered == sum(journals.values())
+        assert totals["last_seq"] == last_id == outbox_after + new_count
+        cfg = make_table("T1", root, broker).cfg
+        paid = paid_at(cfg, lost) + paid_at(cfg, state) - paid_at(cfg, older)
+        assert totals["paid"] == paid
+        pool = ledger.pool(POOL)
+        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+        assert (pool.wagers_in, pool.wins) == (lost_wagered + new_wagered, paid)
+    finally:
+        ledger.close()
+
+
+def test_a_round_whose_number_head_office_never_ledgered_keeps_it_after_a_lost_wal(
+        broker, ledger_url, tmp_path, capsys) -> None:
+    """`_void_open_round`, numbering does not pass the open round: the write-ahead log is lost
+    in the middle of a round's betting (the lost commits: a second box's wagers, nothing
+    sent). Recovered past the marks alone, the round keeps its number (head office has not
+    ledgered it, the marks name the round before it) and goes on with the wagers the journal
+    kept; 40 rounds after, head office's ledger equals the journal to the cent, no refused
+    increment, no number twice."""
+    root = tmp_path / "T1"
+    state, older = root / "state", tmp_path / "older"
+    config = tmp_path / "T1.toml"
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        config.write_text(table_toml("T1", root, broker))
+        async with head_office(ledger_url, broker, verify_from=None, dual_control_from=None):
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=2))
+            seen["open"] = await jackpot_wager_down(table, box=2)
+            await drain([table])
+            await table.stop()
+            older.mkdir()
+            journal_files(state, older)
+            table = await start(make_table("T1", root, broker, autoplay=False, seed=3))
+            assert await jackpot_wager_down(table, box=5) == seen["open"]  # the lost commits
+            await drain([table])
+            await table.stop()
+            journal_files(older, state)
+            assert cli(["journal", "accept-loss", "--state-dir", str(state), "--config",
+                        str(config), "--reason", "WAL lost mid-round, ticket 27"]) == 0
+            seen["said"] = capsys.readouterr().out
+            seen["out_of_service"] = await forty_rounds_after(
+                make_table("T1", root, broker, seed=5))
+
+    run(main(), timeout=400)
+
+    assert seen["out_of_service"] is None
+    open_round = seen["open"]
+    record = recovery_record(state)
+    assert record["voided_round"] is None and record["round_next"] == open_round
+    assert record["rounds_lost"] is None and record["outbox_lost"] is None
+    assert "voided" not in seen["said"]
+    rounds = rounds_of(state)
+    assert rounds == list(range(1, len(rounds) + 1)) and len(rounds) >= open_round - 1 + 40
+    # The round kept its number and the wagers the journal kept: box 2's, not the lost box 5's.
+    kept = round_record(state, open_round)
+    assert kept is not None and kept.status == "completed"
+    assert 2 in kept.summary["jackpot"]["boxes"] and 5 not in kept.summary["jackpot"]["boxes"]
+    capsys.readouterr()
+    assert cli(["journal", "verify", "--state-dir", str(state)]) == 0, capsys.readouterr()
+
+    ledger = Ledger.open(str(ledger_url))
+    try:
+        assert ledgered_once_each(ledger) == rounds
+        journals = {**jackpot_by_round(state), **open_increments(state)}
+        assert ledgered_increments(ledger) == journals
+        wagered, count, last_id = wagered_after(state, 0)
+        totals = ledger.table_totals("T1")
+        assert totals["wagered"] == wagered == sum(journals.values())
+        assert totals["last_seq"] == last_id == count
+        cfg = make_table("T1", root, broker).cfg
+        pool = ledger.pool(POOL)
+        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+        assert (pool.wagers_in, pool.wins) == (wagered, paid_at(cfg, state))
+        assert totals["paid"] == paid_at(cfg, state)
     finally:
         ledger.close()

@@ -19,6 +19,7 @@ prints the table and draws the graph).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from controller.events import Kind
 from controller.games.uth.evaluator import build_tables
@@ -143,7 +144,11 @@ class UthMachine(Guarded[UthState]):
         return initial_state(self.config)
 
     def step(self, state: UthState, event: Event, now: Now) -> Result:
-        if event.kind == Kind.JOURNAL_LOSS_ACCEPTED:
+        if event.kind == Kind.JOURNAL_LOSS_ACCEPTED:  # recover.py: held_wagers stand at HO
+            held = event.data.get("held_wagers") if isinstance(event.data, Mapping) else None
+            if self.config.linked and type(held) is int and held > 0:  # its cancel not sent
+                state = replace(state, ledger={**state.ledger,
+                                               "wagered": state.ledger["wagered"] + held})
             return skip_rounds(state, "round", event.data), []
         try:
             if event.kind not in self.routes:
