@@ -25,6 +25,7 @@ from headoffice.ledger.common import (
     encode_body,
 )
 from headoffice.ledger.hits import BatchHits
+from headoffice.ledger.recovery import closes_gap, recovery_alarm
 from headoffice.ledger.tables import BatchTables
 from headoffice.pools import ConservationError, Pool
 from shared.errors import InputError
@@ -211,7 +212,7 @@ class _Batch(BatchTables, BatchHits):
             if body.get("type") == OutboxType.JACKPOT_HIT:
                 self._reanswer(table_id, body)
             return
-        if t.blocked or (seq > t.last_seq + 1 and not _closes_gap(t.last_seq, body)):
+        if t.blocked or (seq > t.last_seq + 1 and not closes_gap(t.last_seq, body)):
             # Kept here and written at flush, unless drained meanwhile: with a shared
             # subscription half a table's messages can reach a worker ahead of their turn.
             self.parking.setdefault(table_id, {}).setdefault(
@@ -241,7 +242,7 @@ class _Batch(BatchTables, BatchHits):
             first = t.last_seq + 1
             for row in rows:
                 body = json.loads(row["body"])
-                if ((int(row["seq"]) != t.last_seq + 1 and not _closes_gap(t.last_seq, body))
+                if ((int(row["seq"]) != t.last_seq + 1 and not closes_gap(t.last_seq, body))
                         or not self._apply(t, body, row["body"])):
                     break
             if t.last_seq < first and not self._across_gap(t, mine):
@@ -255,7 +256,7 @@ class _Batch(BatchTables, BatchHits):
         if ahead is None:
             return False
         body = json.loads(mine[ahead])
-        if not _closes_gap(t.last_seq, body) or not self._apply(t, body, mine[ahead]):
+        if not closes_gap(t.last_seq, body) or not self._apply(t, body, mine[ahead]):
             return False
         del mine[ahead]
         return True
@@ -312,29 +313,10 @@ class _Batch(BatchTables, BatchHits):
         """A table's journal was recovered (lost records accepted, or a new journal started):
         an alarm says who, why, and where it goes on; a louder one if it goes on at a round
         number head office has already ledgered (it would be used twice)."""
-        last = self._last_round(t.id)
-        what = "started a new journal" if p["fresh"] else "accepted a loss of journal records"
-        text = (f"table {t.id} {what} (message {seq}): by {p['by']}: {p['reason']}"
-                f" ({p['problem']}); rounds go on at {p['round_next']}, messages at"
-                f" {p['outbox_next']}")
-        voided = p.get("voided_round")
-        if isinstance(voided, int) and p.get("voided_held") is False:
-            # recover.py: head office never had the round's increments; they, their
-            # cancellation and the void come with the table's messages (UTH 15.3.1)
-            text += (f"; the round {voided} left open in its restored copy was voided at the"
-                     f" table: its jackpot wagers cancelled and returned (UTH 15.3.1)")
-        elif isinstance(voided, int):  # a phantom: head office's record stands
-            text += (f"; the round {voided} left open in its restored copy was voided"
-                     f" at the table: head office's record of round {voided} stands")
-        if seq > t.last_seq + 1:  # _closes_gap: messages the table lost before they came
-            text += (f"; messages {t.last_seq + 1}..{seq - 1} were lost at the table before"
-                     " head office received them")
-        kind = "journal_loss"  # the table reports lost journal records (alarms.py)
-        if p["round_next"] <= last:
-            text += (f"; BUT head office has ledgered round {last}: round numbers"
-                     f" {p['round_next']}..{last} would be used twice")
+        text, forked = recovery_alarm(t.id, p, seq, t.last_seq, self._last_round(t.id))
+        if forked:
             self.result.forks.append(text)
-            kind = "chain_mismatch"
+        kind = "chain_mismatch" if forked else "journal_loss"  # alarms.py
         self.ledger.alarm(text, None, t.id, kind=kind)
 
     def _live_pool(self, t: _Table, pool_id: str) -> Pool:
@@ -507,19 +489,3 @@ class _Batch(BatchTables, BatchHits):
               t.id) for t in self.tables.values() if t.dirty],
         )
 
-
-def _closes_gap(last_seq: int, body: dict[str, Any]) -> bool:
-    """Whether `body`, ahead of a gap after `last_seq`, is a table's recovery message whose
-    `outbox_lost` (controller/journal/recover.py) covers the gap: ids the lost journal records
-    used, which head office never received and no table has any more (docs/journal.md,
-    "Recovering"). Applied across the gap, not parked waiting for them. Only a valid one: a
-    refused message would pass the gap without the alarm that names it."""
-    if body.get("type") != contract.RECOVERED:
-        return False
-    try:
-        payload = contract.check_outbox_payload(contract.RECOVERED, body.get("payload"))
-    except contract.SchemaError:
-        return False
-    lost = payload.get("outbox_lost")
-    return (isinstance(lost, list) and lost[0] <= last_seq + 1
-            and lost[1] == body.get("seq", 0) - 1)
