@@ -9,6 +9,7 @@ Parsed, not imported: each module's `import` and `from ... import` statements an
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 import sys
@@ -350,6 +351,15 @@ def _statements(body: list[ast.stmt], when: int) -> list[tuple[ast.stmt, int]]:
     return out
 
 
+@functools.cache
+def _import_statements(source: str) -> tuple[tuple[ast.stmt, int], ...]:
+    """The import statements of a module's source, with when each runs. Cached by the text:
+    the circle tests build a graph of every module several times, each probe changing one
+    module, and parsing the whole tree again each time was most of their cost."""
+    return tuple((node, when) for node, when in _statements(ast.parse(source).body, IMPORT)
+                 if isinstance(node, ast.Import | ast.ImportFrom))
+
+
 def file_graph(paths: dict[str, str], *, deferred: bool = False) -> dict[str, set[str]]:
     """module -> the modules importing it runs (`deferred`: imports in functions too; never
     those under `if TYPE_CHECKING:`), from module name -> source."""
@@ -361,7 +371,7 @@ def file_graph(paths: dict[str, str], *, deferred: bool = False) -> dict[str, se
         package = here if is_package else here[:-1]
         own = set(_packages_above(name))
         arrows: set[str] = set()
-        for node, when in _statements(ast.parse(source).body, IMPORT):
+        for node, when in _import_statements(source):
             if when == NEVER or (when == CALL and not deferred):
                 continue
             targets: list[str] = []
