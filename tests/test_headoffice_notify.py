@@ -19,7 +19,10 @@ from shared.link.transport import LinkError, connect
 from tests.support.link import POOL, head_office, run, wait_for
 from tests.test_headoffice_ledger import ROYAL, body, hit, inc
 
-HEARTBEAT_S = 60.0  # nothing the test sees can come from a heartbeat
+HEARTBEAT_S = 3600.0  # nothing the test sees can come from a heartbeat: the worker's next is
+# an hour after its start, and each wait below gives up long before (a loaded machine may take
+# seconds; a wall-clock bound on the delivery would be a timed assertion)
+WAIT_S = 120.0
 
 
 async def watch(conn, into, parse) -> None:  # type: ignore[no-untyped-def]
@@ -63,15 +66,14 @@ def test_an_approval_from_another_process_reaches_the_meters_before_any_heartbea
                 assert after is not None and after.amount < before.amount  # the hit paid
             finally:
                 other.close()
-            await wait_for(lambda: any(p["version"] == after.version for _, p in pools), 10,
+            await wait_for(lambda: any(p["version"] == after.version for _, p in pools), WAIT_S,
                            "the lowered pool value on the meter")
-            await wait_for(lambda: bool(awards), 10, "the award at the table")
+            await wait_for(lambda: bool(awards), WAIT_S, "the award at the table")
             shown = next(t for t, p in pools if p["version"] == after.version)
             value = next(p for _, p in pools if p["version"] == after.version)
             assert value["amount"] == after.amount
             assert awards[0][1]["round"] == 1 and awards[0][1]["payouts"][0]["box"] == 1
-            # Within the 10 s waits above, never a heartbeat: the notice carried it.
-            assert shown - committed < HEARTBEAT_S / 6
+            # Within the waits above, never a heartbeat: the notice carried it.
             assert worker.counters["ledger_notices"] >= 1
             print(f"approval -> meter {1000 * (shown - committed):.0f} ms,"
                   f" -> award {1000 * (awards[0][0] - committed):.0f} ms ({ledger_url[:10]})")
@@ -92,7 +94,7 @@ def test_pool_set_and_resume_from_another_process_reach_the_meters_before_any_he
             reader = asyncio.create_task(watch(meter, pools, contract.parse_pool))
 
             async def shown(version: int, what: str) -> dict:
-                await wait_for(lambda: any(p["version"] == version for _, p in pools), 10, what)
+                await wait_for(lambda: any(p["version"] == version for _, p in pools), WAIT_S, what)
                 return next(p for _, p in pools if p["version"] == version)
 
             other = Ledger.open(ledger_url)  # the operator's process
@@ -120,7 +122,7 @@ def test_pool_set_and_resume_from_another_process_reach_the_meters_before_any_he
                 assert value["wager"] == new.wager == 500
             finally:
                 other.close()
-            # Within the 10 s waits above, never a heartbeat: the notices carried them.
+            # Within the waits above, never a heartbeat: the notices carried them.
             assert worker.counters["ledger_notices"] >= 2
             reader.cancel()
 
@@ -163,7 +165,7 @@ def test_a_decision_committed_while_the_worker_arms_its_watch_still_reaches_the_
             assert not any(p["version"] == after_set.version for _, p in pools)  # not yet armed
             blocker.db.execute("SELECT pg_advisory_unlock(?)", (_TRIGGER_LOCK,))
             locked = False
-            await wait_for(lambda: any(p["version"] == after_set.version for _, p in pools), 10,
+            await wait_for(lambda: any(p["version"] == after_set.version for _, p in pools), WAIT_S,
                            "the parameters set while the watch was arming, on the meter")
             value = next(p for _, p in pools if p["version"] == after_set.version)
             assert value["wager"] == 500
