@@ -45,9 +45,14 @@ def test_the_by_hand_block_does_what_its_comments_say(tmp_path: Path) -> None:
         if command.startswith(f"{tablectl} round show"):
             script.append(wait_for(command, "0"))  # (round 3 comes after a moment)
         if command.startswith(f"{tablectl} watch"):
-            # Ctrl-C once it watches: 8 s leaves a loaded machine (a CI run beside the image
-            # build) the CLI's start; a Ctrl-C before it would end it with 130.
-            command = f"timeout --preserve-status -s INT 8 {command}"
+            # Ctrl-C once it watches, i.e. once it has printed its first event (a fixed delay
+            # was too short on a loaded machine: a Ctrl-C before it ends the CLI with 130).
+            # Job control on, so the background watch does not ignore SIGINT as bash's
+            # asynchronous commands otherwise do.
+            script += ["set -m", f"PYTHONUNBUFFERED=1 {command} > watch.out & w=$!",
+                       "for _ in $(seq 600); do [ -s watch.out ] && break; sleep 0.2; done",
+                       f"kill -INT $w; wait $w; echo \"rc[{n}]=$?\"; set +m; cat watch.out"]
+            continue
         if command.endswith("&") or command.startswith(("export", "kill")):
             script.append(command)
         else:
