@@ -92,10 +92,23 @@ def index_hashes(root: Path) -> dict[tuple[str, str, str], tuple[str, str]]:
     return found
 
 
+def index_dates(root: Path) -> list[str]:
+    """The Date of each Release file apt used: the snapshot.debian.org archive at (or just
+    after) that time serves the same indexes and .debs (docs/verification.md)."""
+    dates = []
+    for release in sorted((root / "var/lib/apt/lists").glob("*Release")):
+        for s in _stanzas(release.read_text(encoding="utf-8", errors="replace")):
+            if "Date" in s:
+                dates.append(f"{release.name}: {s['Date']}")
+                break
+    return dates
+
+
 def package_lock(root: Path) -> str:
-    """The lock text: one line per installed package, with its .deb's sha256 and pool path."""
+    """The lock text: one line per installed package, with its .deb's sha256 and pool path,
+    after a comment naming the date of each index it came from."""
     hashes = index_hashes(root)
-    lines = []
+    lines = [f"# index {d}\n" for d in index_dates(root)]
     for pkg in installed_packages(root):
         if pkg not in hashes:
             raise RecordError(f"{pkg[0]}:{pkg[1]}={pkg[2]}: installed but in no Packages index")

@@ -140,6 +140,10 @@ def _root_with_packages(root: Path, version: str) -> Path:
         "Description: NTP\n more text\n\n"
         "Package: gone\nStatus: deinstall ok config-files\nArchitecture: all\nVersion: 1\n"
     )
+    (root / "var/lib/apt/lists/mirror_dists_bookworm_InRelease").write_text(
+        "-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA512\n\nOrigin: Debian\n"
+        "Date: Sat, 15 Nov 2025 09:04:37 UTC\n"
+    )
     (root / "var/lib/apt/lists/mirror_dists_bookworm_main_binary-arm64_Packages").write_text(
         "".join(
             f"Package: chrony\nArchitecture: arm64\nVersion: {v}\n"
@@ -154,7 +158,8 @@ def test_the_package_lock_records_each_deb_and_refuses_another_version(tmp_path:
     root = _root_with_packages(tmp_path / "root", "4.3-2+deb12u1")
     lock = buildrecord.package_lock(root)
     assert lock.splitlines()[1:] == [
-        f"chrony arm64 4.3-2+deb12u1 {'a' * 64} pool/main/c/chrony/chrony_4.3-2+deb12u1_arm64.deb"
+        "# index mirror_dists_bookworm_InRelease: Sat, 15 Nov 2025 09:04:37 UTC",
+        f"chrony arm64 4.3-2+deb12u1 {'a' * 64} pool/main/c/chrony/chrony_4.3-2+deb12u1_arm64.deb",
     ]
     (tmp_path / "packages.lock").write_text(lock)
     newer = _root_with_packages(tmp_path / "newer", "4.3-2+deb12u2")

@@ -13,8 +13,9 @@
 # artifact's sha256, signed with the manifest's key).
 # Reproducible (issue 32): the same commit and inputs give the same bytes: every time is
 # SOURCE_DATE_EPOCH (default: the commit's time), the filesystem's UUID and hash seed derive
-# from the commit. Inputs a lab must hold the same: TABLECTL_MIRROR (a snapshot.debian.org
-# archive), TABLECTL_PACKAGES_LOCK (refuse any other package version), TABLECTL_SIGNING_KEY,
+# from the commit. Inputs a lab must hold the same: the mirror's content (TABLECTL_MIRROR: the
+# snapshot.debian.org archive at the date packages.lock names), TABLECTL_PACKAGES_LOCK (refuse
+# any other package version), TABLECTL_SIGNING_KEY,
 # and for the VM layer WORK/id_ed25519.pub and WORK/ssh_host_ed25519_key.
 # Cache: WORK/base (the product root) is rebuilt only when the product's inputs change
 # (WORK/base.sha256), root.img only when those or the VM layer's change (WORK/inputs.sha256).
@@ -130,13 +131,15 @@ if [ ! -d "$WORK/base" ] || [ "$(cat "$WORK/base.sha256" 2>/dev/null)" != "$base
     # Before image/customize.sh: the package lock (while apt's indexes are in the root; with
     # TABLECTL_PACKAGES_LOCK, a different package refuses the build) and the build record
     # customize.sh installs and signs. After it: what differs from build to build goes (the
-    # host's resolv.conf and hostname, which mmdebstrap copies in; random ssh host keys).
+    # host's resolv.conf and hostname, which mmdebstrap copies in; random ssh host keys; the
+    # mirror's URL in sources.list: a lab builds from a snapshot.debian.org URL).
     $mmdebstrap_cmd --include="$pkgs" \
         --essential-hook="mkdir -p \"\$1/etc/initramfs-tools\" && cp -a $HERE/initramfs/. \"\$1/etc/initramfs-tools/\"" \
         --customize-hook="$rec debs \"\$1\" --out $WORK/packages.lock ${lock:+--lock $lock}" \
         --customize-hook="$rec info --commit $commit --epoch $SOURCE_DATE_EPOCH --packages-lock $WORK/packages.lock --file tablectl-wheel=$wheel --file requirements-aarch64.lock=$recipe/image/requirements-aarch64.lock --out $WORK/build.json" \
         --customize-hook="SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH TABLECTL_BUILD_INFO=$WORK/build.json TABLECTL_WHEEL=$wheel TABLECTL_PYTHON=$PY $recipe/image/customize.sh \"\$1\"" \
         --customize-hook="rm -f \"\$1\"/etc/resolv.conf \"\$1\"/etc/ssh/ssh_host_* && echo tablectl >\"\$1\"/etc/hostname" \
+        --customize-hook="echo 'deb http://deb.debian.org/debian bookworm main' >\"\$1\"/etc/apt/sources.list" \
         bookworm "$WORK/base" "$MIRROR"
     clamp "$WORK/base"
     echo "$base_inputs" >"$WORK/base.sha256"
