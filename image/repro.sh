@@ -2,7 +2,8 @@
 # `./dev image-repro [--parallel] [OUT]` (root): build the table image twice from clean, from
 # this commit, into OUT/a and OUT/b (default image/vm/repro, git-ignored), and compare every
 # artifact (image/repro.py): exit 0 when all are byte-identical; on a difference, name what
-# differs and run diffoscope (if installed) on the first artifact that differs, exit 1.
+# differs and run diffoscope (if installed) on the first artifact that differs, exit 1; a build
+# that fails: exit 2.
 # --parallel: the two builds at once (less wall time, each slower; a harder test of timing).
 #
 # The two builds get the same inputs a lab would be given: the signing key
@@ -48,10 +49,13 @@ echo "image-repro: building twice from $(git -C "$REPO" rev-parse --short HEAD) 
 if [ "$parallel" = 1 ]; then
     build a & pa=$!
     build b & pb=$!
-    wait "$pa" && wait "$pb"
+    failed=0
+    wait "$pa" || failed=1
+    wait "$pb" || failed=1
+    [ "$failed" = 0 ] || exit 2
 else
-    build a
-    build b
+    build a || exit 2
+    build b || exit 2
 fi
 
 rc=0
