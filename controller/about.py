@@ -1,8 +1,11 @@
-"""What this program is: its version, and the identity of the installed software (the signed
-manifest's SHA-256 when it verifies), for `tablectl --version` and the daemon's start line."""
+"""What this program is: its version, the identity of the installed software (the signed
+manifest's SHA-256 when it verifies) and of the image build that installed it (the build
+record's id), for `tablectl --version` and the daemon's start line."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -45,3 +48,33 @@ def software_identity(settings_path: Path | None = None) -> tuple[bool, str]:
     if not report.ok:
         return False, f"unverified: {report.summary()}"
     return True, f"manifest sha256 {report.manifest_sha256}"
+
+
+BUILD_RECORD = "build.json"  # beside the manifest, listed in it (image/customize.sh)
+
+
+def build_identity(settings_path: Path | None = None) -> str:
+    """The image build's record (image/buildrecord.py): "build <id> of commit <commit>", where
+    the id is the SHA-256 of the record as installed (the `build_id` of the build-record.json
+    published beside the image), or why there is none. The record is one of the manifest's
+    files, so software_identity's verification covers it."""
+    from controller.verify import ManifestError, load_settings
+
+    try:
+        settings = load_settings(settings_path)
+    except ManifestError:
+        return "no build record: verification settings unusable"
+    if settings is None:
+        return "no build record (a development tree)"
+    path = settings.manifest.parent / BUILD_RECORD
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return "no build record installed"
+    except OSError as exc:
+        return f"build record unreadable: {exc.strerror}"
+    try:
+        commit = str(json.loads(data)["commit"])
+    except (ValueError, KeyError, TypeError):
+        return f"build record {path} malformed"
+    return f"build {hashlib.sha256(data).hexdigest()[:16]} of commit {commit[:12]}"

@@ -11,6 +11,12 @@
 #                         release. Without it a throwaway key is made and the image is marked
 #                         UNSIGNED-DEV in its manifest version (never ship that).
 #   TABLECTL_PYTHON       host python with `cryptography` (default: python3)
+#   TABLECTL_BUILD_INFO   the build record (image/buildrecord.py info: commit, SOURCE_DATE_EPOCH,
+#                         packages, wheel lock) to install as share/tablectl/build.json, signed
+#                         into the manifest; `tablectl --version` shows its id. Optional.
+#   SOURCE_DATE_EPOCH     when set (image/vm/build.sh sets it from the commit), the .pyc files
+#                         pip writes are checked-hash (py_compile's default then) and the
+#                         manifest's built_utc is that time: the same bytes from build to build.
 set -eu
 
 ROOT=$(realpath "${1:?usage: customize.sh ROOT}")
@@ -87,6 +93,9 @@ rm -rf "$wh"
 # pip compiled the .pyc files; the root is read-only, so none is ever written again.
 mkdir -p "$ROOT$SHARE/doc"
 cp "$REPO/docs/operations.md" "$REPO/docs/verification.md" "$ROOT$SHARE/doc/"
+if [ -n "${TABLECTL_BUILD_INFO:-}" ]; then
+    install -m 0644 "$TABLECTL_BUILD_INFO" "$ROOT$SHARE/build.json"
+fi
 # An installed table: tablectld never plays unverified here (controller/extensions/verify.py).
 : >"$ROOT$SHARE/installed"
 mkdir -p "$ROOT/usr/share/doc/tablectl"

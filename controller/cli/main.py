@@ -40,10 +40,10 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="version and verified manifest digest")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        from controller.about import program_version, software_identity
+        from controller.about import build_identity, program_version, software_identity
 
         _verified, identity = software_identity()
-        print(f"tablectl {program_version()} ({identity})")
+        print(f"tablectl {program_version()} ({identity}), {build_identity()}")
         parser.exit(0)
 
 

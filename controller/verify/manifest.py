@@ -176,11 +176,23 @@ def build_manifest(
     return Manifest(
         product=product,
         version=version or _own_version(),
-        built_utc=built_utc or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        built_utc=built_utc or _build_time().strftime("%Y-%m-%dT%H:%M:%SZ"),
         roots=roots,
         excluded=excluded,
         files=files,
     )
+
+
+def _build_time() -> datetime:
+    """SOURCE_DATE_EPOCH when set (a reproducible build: the same manifest bytes from the same
+    commit, docs/verification.md), else now."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not epoch:
+        return datetime.now(UTC)
+    try:
+        return datetime.fromtimestamp(int(epoch), UTC)
+    except (ValueError, OverflowError, OSError):
+        raise ManifestError(f"SOURCE_DATE_EPOCH={epoch!r}: not a time in seconds") from None
 
 
 def _own_version() -> str:

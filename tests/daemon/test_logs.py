@@ -277,7 +277,8 @@ def test_version_option_says_unverified_and_why(tmp_path: Path) -> None:
     )
     assert run.returncode == 0
     assert run.stdout == (
-        f"tablectl {program_version()} (unverified: no manifest installed (a development tree))\n"
+        f"tablectl {program_version()} (unverified: no manifest installed (a development tree)), "
+        "no build record (a development tree)\n"
     )
 
 
@@ -293,7 +294,9 @@ def test_version_option_prints_the_verified_digest(tmp_path: Path) -> None:
         [sys.executable, "-m", "controller.cli.main", "--version"],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
     )
-    assert run.stdout == f"tablectl {program_version()} (manifest sha256 {digest})\n"
+    assert run.stdout == (
+        f"tablectl {program_version()} (manifest sha256 {digest}), no build record installed\n"
+    )
     # A changed file: the digest is no longer vouched for.
     (tmp_path / "root/opt/tablectl/lib/python3.11/site-packages/controller/rules.py").write_text(
         "PAYOUT = 99\n"
@@ -306,6 +309,32 @@ def test_version_option_prints_the_verified_digest(tmp_path: Path) -> None:
     assert "rules.py" in run.stdout
     assert json.dumps(run.stdout)  # one line
     assert run.stdout.count("\n") == 1
+
+
+def test_version_option_names_the_installed_build_record(tmp_path: Path) -> None:
+    """An image build installs its record beside the manifest (image/buildrecord.py, issue
+    32): --version names its id (the sha256 of the file, the build_id of the record published
+    beside the image) and its commit."""
+    import hashlib
+    import subprocess
+
+    settings = signed_install(tmp_path / "root", tmp_path / "keys")
+    record = tmp_path / "root/opt/tablectl/share/tablectl/build.json"
+    record.write_text('{"commit": "0123456789abcdef0123456789abcdef01234567", "format": 1}\n')
+    build_id = hashlib.sha256(record.read_bytes()).hexdigest()
+    env = {**os.environ, "TABLECTL_VERIFICATION": str(settings)}
+    run = subprocess.run(
+        [sys.executable, "-m", "controller.cli.main", "--version"],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.endswith(f", build {build_id[:16]} of commit 0123456789ab\n")
+    record.write_text("not json")
+    run = subprocess.run(
+        [sys.executable, "-m", "controller.cli.main", "--version"],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
+    )
+    assert run.returncode == 0 and run.stdout.endswith(f", build record {record} malformed\n")
 
 
 def test_round_lines_carry_their_round_as_a_field(tmp_path: Path, restore_logger: None) -> None:
