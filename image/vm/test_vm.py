@@ -288,11 +288,14 @@ ADAPTER_SERIALS = {"shaker": "VMSHK001", "shuffler": "VMSHF001", "meter": "VMMTR
 def test_udev_names_the_emulated_usb_adapters_like_the_real_ones(table: Table) -> None:
     g = table.guest
     for name, serial in ADAPTER_SERIALS.items():
-        target = g.ssh(f"readlink -f /dev/tablectl-{name}").stdout.strip()
+        # The link's target, its mode and group, udev's properties of it: one ssh round trip.
+        out = g.ssh(f"t=$(readlink -f /dev/tablectl-{name}); echo \"$t\"; "
+                    f"stat -Lc '%a %G' /dev/tablectl-{name}; udevadm info -q property -n \"$t\"",
+                    check=False).stdout
+        target, mode_line, props = [*out.split("\n", 2), "", ""][:3]
         assert re.fullmatch(r"/dev/ttyUSB\d", target), (name, target)
-        mode = g.ssh(f"stat -Lc '%a %G' /dev/tablectl-{name}").stdout.split()
+        mode = mode_line.split()
         assert mode == ["660", "tablectl"], (name, mode)
-        props = g.ssh(f"udevadm info -q property -n {target}").stdout
         assert "ID_VENDOR_ID=0403" in props and "ID_MODEL_ID=6001" in props, props
         # All three are FT232s with the same ids: only the serial string tells them apart, and
         # each name must be the adapter with its own (not merely some FTDI adapter).
@@ -993,7 +996,8 @@ def test_ab_slot_commits_a_healthy_tryboot_and_refuses_an_unhealthy_one(table: T
     g.dtb = tryboot_dtb(table.run / "tryboot.dtb", 3)
     RESULTS["tryboot"] = g.boot()
     # nofail + x-systemd.device-timeout (layer.sh): the mount waits for udev in the background.
-    if g.ssh("findmnt -n /bootfs || sleep 60; findmnt -n /bootfs", check=False).returncode:
+    if g.ssh("timeout 90 sh -c 'until findmnt -n /bootfs; do sleep 1; done'",
+             check=False, timeout=120).returncode:
         pytest.fail("/bootfs not mounted:\n" + g.ssh(
             "systemctl status --no-pager bootfs.mount; ls -l /dev/disk/by-label; "
             "journalctl -b --no-pager | grep -i -e bootfs -e vdc", check=False).stdout)
