@@ -99,6 +99,7 @@ class Guest:
         self.boots: list[dict[str, float]] = []
         self.up = False  # ssh answered on this boot (its shared connections may be made)
         self.agents: dict[str, Agent] = {}  # by user, for this boot
+        self.calls = {"ssh": 0, "ask": 0}  # round trips into the guest (results.json, per check)
         self.shutdowns: list[float] = []  # seconds from `systemctl poweroff` to QEMU's exit
         if not self.overlay.exists():
             subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
@@ -172,7 +173,7 @@ class Guest:
             return ""
         return "\n".join(self.console.read_text(errors="replace").splitlines()[-n:])
 
-    def _ssh_args(self, user: str) -> list[str]:
+    def _ssh_args(self, user: str, shared: bool = True) -> list[str]:
         """ssh to the guest as `user`, through this boot's shared connection for that user
         when there is one: a new connection costs a key exchange and a login in the guest (over
         a second of TCG each), a session on an open one only the command. With no master (not
@@ -180,8 +181,8 @@ class Guest:
         return ["ssh", "-q", "-i", str(self.key), "-p", str(self.ssh_port),
                 "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                 "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
-                "-o", f"ControlPath={self._control_path(user)}", "-o", "ControlMaster=no",
-                f"{user}@127.0.0.1"]
+                "-o", f"ControlPath={self._control_path(user) if shared else 'none'}",
+                "-o", "ControlMaster=no", f"{user}@127.0.0.1"]
 
     def _control_path(self, user: str) -> Path:
         # One per boot: a master of an earlier boot (its QEMU gone) is never asked.
@@ -208,6 +209,7 @@ class Guest:
             check: bool = True) -> subprocess.CompletedProcess[str]:
         if self.up:  # booted (ssh answered): share a connection
             self._master(user)
+        self.calls["ssh"] += 1
         r = subprocess.run([*self._ssh_args(user), command],
                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
                            timeout=timeout)
@@ -218,6 +220,7 @@ class Guest:
 
     def ask(self, cmd: str, *, user: str = "tech", timeout: float = 60) -> dict[str, Any] | None:
         """A control-socket request as `user` through this boot's agent (AGENT)."""
+        self.calls["ask"] += 1
         agent = self.agents.get(user)
         if agent is None or not agent.alive():
             agent = self.agents[user] = Agent(self, user)

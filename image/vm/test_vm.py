@@ -221,11 +221,13 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Table]:
 @pytest.fixture(autouse=True)
 def _diagnose(request: pytest.FixtureRequest, table: Table) -> Iterator[None]:
     started = time.monotonic()
+    calls = dict(table.guest.calls)
     yield
     rep = getattr(request.node, "rep_call", None)
     passed = rep is not None and rep.passed
     RESULTS.setdefault("checks", {})[request.node.name] = {
-        "passed": passed, "s": round(time.monotonic() - started, 1)}
+        "passed": passed, "s": round(time.monotonic() - started, 1),
+        **{k: v - calls[k] for k, v in table.guest.calls.items()}}
     if not passed:
         print(table.guest.diagnostics(), file=sys.stderr)
 
@@ -257,6 +259,28 @@ def test_boots_systemd_with_a_read_only_root_and_the_data_partition(table: Table
                - int(props["InactiveExitTimestampMonotonic"])) / 1e6
     RESULTS["tablectld_start_to_ready_s"] = round(ready_s, 1)
     RESULTS["boot_to_ready_s"] = round(int(props["ActiveEnterTimestampMonotonic"]) / 1e6, 1)
+    RESULTS["round_trip_s"] = round_trips(table)
+
+
+def round_trips(table: Table, n: int = 2) -> dict[str, float]:
+    """What one round trip into the guest costs, each way the checks have had (the mean of n):
+    a new ssh connection, a command on the boot's shared one, `tablectl status --json` as
+    `tech` (how the checks polled the status before the agent), the agent's status."""
+    g = table.guest
+    def mean(f: Callable[[], Any]) -> float:
+        started = time.monotonic()
+        for _ in range(n):
+            f()
+        return round((time.monotonic() - started) / n, 2)
+
+    new = [*g._ssh_args("root", shared=False), "true"]
+    return {
+        "new_connection": mean(lambda: subprocess.run(new, capture_output=True, timeout=120)),
+        "shared_connection": mean(lambda: g.ssh("true")),
+        "tablectl_status": mean(lambda: g.ssh("tablectl status --json", user="tech",
+                                              check=False, timeout=180)),
+        "agent_status": mean(table.status),
+    }
 
 
 def boot_timing(g: Guest) -> None:
@@ -645,7 +669,8 @@ for i in range(cycles):
     pid = int(show("MainPID")["MainPID"])
     ready_s = time.monotonic() - began
     link = {}
-    deadline = time.monotonic() + 60
+    linking = time.monotonic()
+    deadline = linking + 60
     while time.monotonic() < deadline:  # the link on: connected to head office
         try:
             link = ask("link_status")
@@ -654,6 +679,7 @@ for i in range(cycles):
         if link.get("connected"):
             break
         time.sleep(0.3)
+    link_s = time.monotonic() - linking
     time.sleep(rng.uniform(0, 4))  # players play: stopped at a random moment of a round
     try:
         ack_upto = ask("link_status").get("ack_upto", 0)
@@ -670,6 +696,7 @@ for i in range(cycles):
     with open(out, "a") as f:
         f.write(json.dumps({
             "cycle": i + 1, "pid": pid, "ready_s": round(ready_s, 2),
+            "link_s": round(link_s, 2), "cycle_s": round(time.monotonic() - began, 2),
             "linked": bool(link.get("connected")), "stop_s": round(stop_s, 2),
             "ack_upto": ack_upto, "acked_on_disk": on_disk, **after,
             "stopped_line": "stopped (exit 0)" in own,
@@ -710,6 +737,8 @@ def test_stop_start_cycles_each_stop_bounded_and_no_ack_lost(table: Table) -> No
         "cycles": len(done), "longest_stop_s": max(stops),
         "mean_stop_s": round(sum(stops) / len(stops), 2),
         "mean_start_to_ready_s": round(sum(c["ready_s"] for c in done) / len(done), 1),
+        "mean_ready_to_link_s": round(sum(c["link_s"] for c in done) / len(done), 1),
+        "mean_cycle_s": round(sum(c["cycle_s"] for c in done) / len(done), 1),
         "linked": sum(c["linked"] for c in done),
         "abandoned": [a for c in done for a in c["abandoned"]],
         "stops": stops}
