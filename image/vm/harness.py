@@ -173,16 +173,17 @@ class Guest:
             return ""
         return "\n".join(self.console.read_text(errors="replace").splitlines()[-n:])
 
-    def _ssh_args(self, user: str, shared: bool = True) -> list[str]:
+    def _ssh_args(self, user: str, shared: bool = True, master: str = "no") -> list[str]:
         """ssh to the guest as `user`, through this boot's shared connection for that user
         when there is one: a new connection costs a key exchange and a login in the guest (over
         a second of TCG each), a session on an open one only the command. With no master (not
-        yet made, or gone with its boot) ssh connects on its own."""
+        yet made, or gone with its boot) ssh connects on its own. (ssh takes an option's first
+        value: hence the arguments, not options appended after.)"""
         return ["ssh", "-q", "-i", str(self.key), "-p", str(self.ssh_port),
                 "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                 "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
                 "-o", f"ControlPath={self._control_path(user) if shared else 'none'}",
-                "-o", "ControlMaster=no", f"{user}@127.0.0.1"]
+                "-o", f"ControlMaster={master}", f"{user}@127.0.0.1"]
 
     def _control_path(self, user: str) -> Path:
         # One per boot: a master of an earlier boot (its QEMU gone) is never asked.
@@ -194,10 +195,9 @@ class Guest:
         if self.proc is None or self.proc.poll() is not None or self._control_path(user).exists():
             return
         with contextlib.suppress(subprocess.TimeoutExpired):
-            subprocess.run([
-                *self._ssh_args(user)[:-1], "-o", "ControlMaster=yes", "-o", "ControlPersist=yes",
-                "-f", "-N", f"{user}@127.0.0.1"], stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+            subprocess.run([*self._ssh_args(user, master="yes")[:-1], "-o", "ControlPersist=yes",
+                            "-f", "-N", f"{user}@127.0.0.1"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
 
     def _close_masters(self) -> None:
         for path in self.run.glob("ssh-*.sock"):
