@@ -223,6 +223,8 @@ class Guest:
         self.calls["ask"] += 1
         agent = self.agents.get(user)
         if agent is None or not agent.alive():
+            if self.up:
+                self._master(user)
             agent = self.agents[user] = Agent(self, user)
         return agent.ask(cmd, timeout=timeout)
 
