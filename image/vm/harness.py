@@ -218,7 +218,8 @@ class Guest:
                                  f"{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
         return r
 
-    def ask(self, cmd: str, *, user: str = "tech", timeout: float = 60) -> dict[str, Any] | None:
+    def ask(self, cmd: str, args: dict[str, Any] | None = None, *, user: str = "tech",
+            timeout: float = 60) -> dict[str, Any] | None:
         """A control-socket request as `user` through this boot's agent (AGENT)."""
         self.calls["ask"] += 1
         agent = self.agents.get(user)
@@ -226,7 +227,7 @@ class Guest:
             if self.up:
                 self._master(user)
             agent = self.agents[user] = Agent(self, user)
-        return agent.ask(cmd, timeout=timeout)
+        return agent.ask(cmd, args, timeout=timeout)
 
     def _close_agents(self) -> None:
         for agent in self.agents.values():
