@@ -144,6 +144,7 @@ class Guest:
         assert self.proc is None or self.proc.poll() is not None
         with contextlib.suppress(FileNotFoundError):
             self.qmp_path.unlink()
+        self.up = False  # (a reboot the guest made itself ends a boot without power_cut/shutdown)
         self._close_agents()
         self._close_masters()
         started = time.monotonic()
