@@ -9,9 +9,11 @@ the wire-level simulators behind the emulated USB serial adapters, Mosquitto and
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -95,6 +97,9 @@ class Guest:
         self.ssh_port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.boots: list[dict[str, float]] = []
+        self.up = False  # ssh answered on this boot (its shared connections may be made)
+        self.agents: dict[str, Agent] = {}  # by user, for this boot
+        self.calls = {"ssh": 0, "ask": 0}  # round trips into the guest (results.json, per check)
         self.shutdowns: list[float] = []  # seconds from `systemctl poweroff` to QEMU's exit
         if not self.overlay.exists():
             subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
@@ -139,6 +144,9 @@ class Guest:
         assert self.proc is None or self.proc.poll() is not None
         with contextlib.suppress(FileNotFoundError):
             self.qmp_path.unlink()
+        self.up = False  # (a reboot the guest made itself ends a boot without power_cut/shutdown)
+        self._close_agents()
+        self._close_masters()
         started = time.monotonic()
         self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL,
@@ -156,6 +164,7 @@ class Guest:
             if r.returncode == 0:
                 timing = {"ssh_s": time.monotonic() - started}
                 self.boots.append(timing)
+                self.up = True
                 return timing
             time.sleep(2)
         raise TimeoutError(f"no ssh within {timeout} s\n{self.console_tail()}")
@@ -165,23 +174,72 @@ class Guest:
             return ""
         return "\n".join(self.console.read_text(errors="replace").splitlines()[-n:])
 
+    def _ssh_args(self, user: str, shared: bool = True, master: str = "no") -> list[str]:
+        """ssh to the guest as `user`, through this boot's shared connection for that user
+        when there is one: a new connection costs a key exchange and a login in the guest (over
+        a second of TCG each), a session on an open one only the command. With no master (not
+        yet made, or gone with its boot) ssh connects on its own. (ssh takes an option's first
+        value: hence the arguments, not options appended after.)"""
+        return ["ssh", "-q", "-i", str(self.key), "-p", str(self.ssh_port),
+                "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
+                "-o", f"ControlPath={self._control_path(user) if shared else 'none'}",
+                "-o", f"ControlMaster={master}", f"{user}@127.0.0.1"]
+
+    def _control_path(self, user: str) -> Path:
+        # One per boot: a master of an earlier boot (its QEMU gone) is never asked.
+        return self.run / f"ssh-{len(self.boots)}-{user}.sock"
+
+    def _master(self, user: str) -> None:
+        """The boot's shared connection for `user` (ssh -M, in the background until the boot
+        ends or `_close_masters`); where it cannot be made, each command connects by itself."""
+        if self.proc is None or self.proc.poll() is not None or self._control_path(user).exists():
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run([*self._ssh_args(user, master="yes")[:-1], "-o", "ControlPersist=yes",
+                            "-f", "-N", f"{user}@127.0.0.1"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
+    def _close_masters(self) -> None:
+        for path in self.run.glob("ssh-*.sock"):
+            subprocess.run(["ssh", "-q", "-o", f"ControlPath={path}", "-O", "exit", "x"],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
+            path.unlink(missing_ok=True)
+
     def ssh(self, command: str, *, user: str = "root", timeout: float = 120,
             check: bool = True) -> subprocess.CompletedProcess[str]:
-        r = subprocess.run(
-            ["ssh", "-q", "-i", str(self.key), "-p", str(self.ssh_port),
-             "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-             "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", f"{user}@127.0.0.1", command],
-            capture_output=True, text=True, timeout=timeout,
-        )
+        if self.up:  # booted (ssh answered): share a connection
+            self._master(user)
+        self.calls["ssh"] += 1
+        r = subprocess.run([*self._ssh_args(user), command],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=timeout)
         if check and r.returncode != 0:
             raise AssertionError(f"guest: {command!r} as {user} -> {r.returncode}\n"
                                  f"{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
         return r
 
+    def ask(self, cmd: str, args: dict[str, Any] | None = None, *, user: str = "tech",
+            timeout: float = 60) -> dict[str, Any] | None:
+        """A control-socket request as `user` through this boot's agent (AGENT)."""
+        self.calls["ask"] += 1
+        agent = self.agents.get(user)
+        if agent is None or not agent.alive():
+            if self.up:
+                self._master(user)
+            agent = self.agents[user] = Agent(self, user)
+        return agent.ask(cmd, args, timeout=timeout)
+
+    def _close_agents(self) -> None:
+        for agent in self.agents.values():
+            agent.close()
+        self.agents.clear()
+
     def scp_from(self, remote: str, local: Path) -> None:
         subprocess.run(
             ["scp", "-q", "-r", "-i", str(self.key), "-P", str(self.ssh_port),
              "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+             "-o", f"ControlPath={self._control_path('root')}", "-o", "ControlMaster=no",
              f"root@127.0.0.1:{remote}", str(local)], check=True, timeout=120,
         )
 
@@ -189,6 +247,7 @@ class Guest:
         subprocess.run(
             ["scp", "-q", "-i", str(self.key), "-P", str(self.ssh_port),
              "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+             "-o", f"ControlPath={self._control_path('root')}", "-o", "ControlMaster=no",
              str(local), f"root@127.0.0.1:{remote}"], check=True, timeout=120,
         )
 
@@ -204,16 +263,22 @@ class Guest:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(30)
+        self.up = False
+        self._close_agents()
+        self._close_masters()
 
     def shutdown(self, timeout: float = 120) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
         started = time.monotonic()
         self.ssh("systemctl poweroff", check=False, timeout=20)
+        self.up = False
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.power_cut()
+        self._close_agents()
+        self._close_masters()
         self.shutdowns.append(round(time.monotonic() - started, 1))
 
     def diagnostics(self) -> str:
@@ -225,6 +290,77 @@ class Guest:
             r = self.ssh(cmd, check=False, timeout=60)
             out.append(f"$ {cmd}\n{r.stdout}{r.stderr}")
         return "\n".join(out)
+
+
+# The guest side of `Guest.ask`: one Python process for the whole boot answering control-socket
+# requests line by line, so that polling the table's status costs a socket round trip, not a
+# `tablectl` start (6.5-9 s of TCG each: the interpreter and the CLI's imports).
+AGENT = """
+import json, socket, sys
+for line in sys.stdin:
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(20)
+            s.connect("/run/tablectl/control.sock")
+            s.sendall(line.encode())
+            data = b""
+            while not data.endswith(b"\\n"):
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+        reply = json.loads(data) if data.strip() else {"ok": False, "error": "closed, no answer"}
+    except (OSError, ValueError) as exc:
+        reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write(json.dumps(reply) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+class Agent:
+    """AGENT over one ssh session as `user` (the control socket's permission is the user's)."""
+
+    def __init__(self, guest: Guest, user: str) -> None:
+        self.guest, self.user = guest, user
+        code = base64.b64encode(AGENT.encode()).decode()
+        self.proc = subprocess.Popen(
+            [*guest._ssh_args(user), f'python3 -u -c "$(echo {code} | base64 -d)"'],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.buf = b""
+
+    def ask(self, cmd: str, args: dict[str, Any] | None = None, timeout: float = 60
+            ) -> dict[str, Any] | None:
+        """The daemon's reply ({"ok": ..., "result"|"error": ...}); None when the agent is
+        gone or did not answer within `timeout` (it is then ended: the next ask makes one)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(json.dumps({"cmd": cmd, "args": args or {}}).encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            self.close()
+            return None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.close()
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                self.close()
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return dict(json.loads(line))
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
 
 
 class Simulators:
@@ -283,8 +419,28 @@ def autoboot(committed: int, tried: int) -> str:
             f"[tryboot]\nboot_partition={tried}\n")
 
 
-def read_ext4_file(img: Path, path: str) -> str:
-    """A file from an ext4 image, without mounting it."""
-    r = subprocess.run(["debugfs", "-R", f"cat {path}", str(img)], capture_output=True,
-                       text=True, check=True)
-    return r.stdout
+def make_bootfs(img: Path, files: dict[str, str], size_mb: int = 16) -> None:
+    """The Pi firmware's boot partition: FAT labelled `bootfs` holding `files`, made with
+    mkfs.vfat and filled with mtools (no loop mount)."""
+    img.unlink(missing_ok=True)
+    subprocess.run(["mkfs.vfat", "-n", "bootfs", "-C", str(img), str(size_mb * 1024)],
+                   check=True, capture_output=True)
+    for name, text in files.items():
+        src = img.parent / f"{img.name}.{name}"
+        src.write_text(text)
+        subprocess.run(["mcopy", "-i", str(img), str(src), f"::/{name}"], check=True)
+        src.unlink()
+
+
+def bootfs_files(img: Path) -> dict[str, str]:
+    """Every file in the FAT image's root and its text (mtools; no mount)."""
+    names = subprocess.run(["mdir", "-b", "-i", str(img), "::/"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    return {n.removeprefix("::/"): subprocess.run(
+        ["mtype", "-i", str(img), n], capture_output=True, text=True, check=True).stdout
+        for n in names}
+
+
+def fat_clean(img: Path) -> subprocess.CompletedProcess[str]:
+    """fsck.vfat's read-only check of the image (exit 0: no error found)."""
+    return subprocess.run(["fsck.vfat", "-n", str(img)], capture_output=True, text=True)

@@ -26,9 +26,10 @@ LABEL=persistent    /persistent ext4   rw,noatime,lazytime,commit=60,nodev,nosui
 tmpfs               /var        tmpfs  mode=0755,nosuid,nodev              0 0
 tmpfs               /tmp        tmpfs  mode=1777,nosuid,nodev              0 0
 /persistent/log     /var/log    none   bind,x-systemd.requires-mounts-for=/persistent 0 0
-# The Pi firmware's boot partition (autoboot.txt for tryboot A/B) when the test attaches one.
+# The Pi firmware's boot partition (autoboot.txt for tryboot A/B) when the test attaches one:
+# FAT, as the Pi's (the kernel's vfat module; tablectl-slot's write-sync-rename runs on it).
 # nofail: absent on the other boots. Under TCG udev names the disk late: 5 s was too short.
-LABEL=bootfs        /bootfs     ext4   rw,noatime,nofail,x-systemd.device-timeout=90s 0 2
+LABEL=bootfs        /bootfs     vfat   rw,noatime,nofail,x-systemd.device-timeout=90s 0 2
 FSTAB
 mkdir -p "$ROOT/persistent" "$ROOT/bootfs"
 # systemd makes a transient machine id on a read-only root when the file is empty.
