@@ -182,17 +182,12 @@ def test_a_restored_table_recovers_past_head_offices_numbering(broker, ledger_ur
         lost_wagered, lost_count, _ = wagered_after(lost, 0)
         new_wagered, new_count, last_id = wagered_after(state, outbox_after)
         assert new_wagered > 0
-        totals = ledger.table_totals("T1")
-        assert totals["wagered"] == lost_wagered + new_wagered
+        cfg = make_table("T1", root, broker).cfg
+        paid = paid_at(cfg, lost) + paid_at(cfg, state) - paid_at(cfg, older)
+        totals = the_books_balance(ledger, lost_wagered + new_wagered, paid)
         assert totals["last_seq"] == last_id == outbox_after + new_count
         count = db.one("SELECT count(*) AS n FROM messages WHERE table_id = 'T1'")
         assert count is not None and count["n"] == lost_count + new_count
-        cfg = make_table("T1", root, broker).cfg
-        paid = paid_at(cfg, lost) + paid_at(cfg, state) - paid_at(cfg, older)
-        assert totals["paid"] == paid
-        pool = ledger.pool(POOL)
-        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
-        assert (pool.wagers_in, pool.wins) == (lost_wagered + new_wagered, paid)
         # The recovery reached head office: recorded with who and why, and alarmed.
         told = db.execute("SELECT body FROM messages WHERE table_id = 'T1'"
                           " AND type = 'table_recovered'")
@@ -308,6 +303,17 @@ def recovery_record(state: Path) -> dict[str, Any]:
     return found[0]
 
 
+def the_books_balance(ledger: Ledger, wagered: int, paid: int) -> dict[str, Any]:
+    """Head office's books for T1 against the journals' figures: the table's totals and the
+    pool's (wagers in, wins), to the cent, the pool live and balanced; T1's totals."""
+    totals = ledger.table_totals("T1")
+    assert (totals["wagered"], totals["paid"]) == (wagered, paid)
+    pool = ledger.pool(POOL)
+    assert pool is not None and pool.stopped is None and pool.imbalance() == 0
+    assert (pool.wagers_in, pool.wins) == (wagered, paid)
+    return totals
+
+
 def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledger_url,
                                                                     tmp_path, capsys) -> None:
     """The older copy was taken while a round was open: its wagers locked and its jackpot
@@ -398,15 +404,11 @@ def test_a_round_open_in_the_restored_copy_is_voided_not_renumbered(broker, ledg
         # office's id (the void sent nothing: no result, no cancellation, no increment).
         lost_wagered, _, _ = wagered_after(lost, 0)
         new_wagered, new_count, last_id = wagered_after(state, outbox_after)
-        totals = ledger.table_totals("T1")
-        assert totals["wagered"] == lost_wagered + new_wagered == sum(journals.values())
-        assert totals["last_seq"] == last_id == outbox_after + new_count
+        assert lost_wagered + new_wagered == sum(journals.values())
         cfg = make_table("T1", root, broker).cfg
         paid = paid_at(cfg, lost) + paid_at(cfg, state) - paid_at(cfg, older)
-        assert totals["paid"] == paid
-        pool = ledger.pool(POOL)
-        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
-        assert (pool.wagers_in, pool.wins) == (lost_wagered + new_wagered, paid)
+        totals = the_books_balance(ledger, lost_wagered + new_wagered, paid)
+        assert totals["last_seq"] == last_id == outbox_after + new_count
         alarms = [a["text"] for a in db.execute("SELECT text FROM alarms WHERE table_id = 'T1'")]
         assert any(f"the round {open_round} left open in its restored copy was voided" in a
                    and "ticket 27" in a for a in alarms), alarms
@@ -616,15 +618,11 @@ def test_a_round_open_whose_increments_head_office_never_had_is_voided_with_its_
             **jackpot_by_round(state), **open_increments(state)}
         assert open_round not in ledgered_increments(ledger)
         wagered, count, last_id = wagered_after(state, 0)
-        totals = ledger.table_totals("T1")
-        assert totals["wagered"] == wagered
+        cfg = make_table("T1", root, broker).cfg
+        totals = the_books_balance(ledger, wagered, paid_at(cfg, state))
         assert totals["last_seq"] == last_id
         messages = db.one("SELECT count(*) AS n FROM messages WHERE table_id = 'T1'")
         assert messages is not None and messages["n"] == count
-        cfg = make_table("T1", root, broker).cfg
-        pool = ledger.pool(POOL)
-        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
-        assert (pool.wagers_in, pool.wins) == (wagered, paid_at(cfg, state))
         alarms = [a["text"] for a in db.execute("SELECT text FROM alarms WHERE table_id = 'T1'")]
         # The alarm says what head office got: the round's void with its cancellation (not
         # "head office's record stands"), and which ids it never received.
@@ -725,15 +723,11 @@ def test_a_round_open_in_betting_in_the_restored_copy_is_renumbered_past_head_of
         assert ledgered_increments(ledger) == journals
         lost_wagered, _, _ = wagered_after(lost, 0)
         new_wagered, new_count, last_id = wagered_after(state, outbox_after)
-        totals = ledger.table_totals("T1")
-        assert totals["wagered"] == lost_wagered + new_wagered == sum(journals.values())
-        assert totals["last_seq"] == last_id == outbox_after + new_count
+        assert lost_wagered + new_wagered == sum(journals.values())
         cfg = make_table("T1", root, broker).cfg
         paid = paid_at(cfg, lost) + paid_at(cfg, state) - paid_at(cfg, older)
-        assert totals["paid"] == paid
-        pool = ledger.pool(POOL)
-        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
-        assert (pool.wagers_in, pool.wins) == (lost_wagered + new_wagered, paid)
+        totals = the_books_balance(ledger, lost_wagered + new_wagered, paid)
+        assert totals["last_seq"] == last_id == outbox_after + new_count
     finally:
         ledger.close()
 
@@ -794,13 +788,9 @@ def test_a_round_whose_number_head_office_never_ledgered_keeps_it_after_a_lost_w
         journals = {**jackpot_by_round(state), **open_increments(state)}
         assert ledgered_increments(ledger) == journals
         wagered, count, last_id = wagered_after(state, 0)
-        totals = ledger.table_totals("T1")
-        assert totals["wagered"] == wagered == sum(journals.values())
-        assert totals["last_seq"] == last_id == count
+        assert wagered == sum(journals.values())
         cfg = make_table("T1", root, broker).cfg
-        pool = ledger.pool(POOL)
-        assert pool is not None and pool.stopped is None and pool.imbalance() == 0
-        assert (pool.wagers_in, pool.wins) == (wagered, paid_at(cfg, state))
-        assert totals["paid"] == paid_at(cfg, state)
+        totals = the_books_balance(ledger, wagered, paid_at(cfg, state))
+        assert totals["last_seq"] == last_id == count
     finally:
         ledger.close()
