@@ -21,13 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiomqtt
-import paho.mqtt.client as mqtt
-from paho.mqtt.packettypes import PacketTypes
-from paho.mqtt.properties import Properties
+from shared import lazy_import
 
-from shared.errors import TablectlError
-from shared.stopping import cancel_and_wait
+# paho imports these at its top; without PySocks it never reads urllib.request, and uuid only
+# for a client given no id: ~2.3 MB of a linked table, loaded if ever read (shared/lazy_import.py).
+if not lazy_import.installed("socks"):
+    lazy_import.defer("urllib.request")
+lazy_import.defer("uuid")
+
+import aiomqtt  # noqa: E402
+import paho.mqtt.client as mqtt  # noqa: E402
+from paho.mqtt.packettypes import PacketTypes  # noqa: E402
+from paho.mqtt.properties import Properties  # noqa: E402
+
+from shared.errors import TablectlError  # noqa: E402
+from shared.stopping import cancel_and_wait  # noqa: E402
 
 
 class LinkError(TablectlError):
