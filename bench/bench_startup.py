@@ -15,6 +15,10 @@ start-up as the VM's TCG magnifies it; there the installed program's verificatio
 Each tree is compiled first (compileall: the image's .pyc files, which pip writes when it
 installs, whereas PYTHONDONTWRITEBYTECODE would otherwise have every start compile its source).
 
+`--game uth-linked`: a UTH table with a [link] over TLS to a Mosquitto this bench starts
+(tests/mqtt_broker.py; the config is tests/support/link.py's, head office absent: READY comes
+before the link connects), so each tree's linked start is measured against the same baseline.
+
 Three figures per start: the wall time, the CPU time (user + system) the daemon and the
 children it waited for (the verification) spent until READY, from /proc/PID/stat (on a shared
 machine the CPU time hardly moves with the load, the wall time does), and the daemon's resident
@@ -28,6 +32,7 @@ game's to the last --game's in the same tree (e.g. UTH to Pai Gow).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import socket
 import statistics
@@ -35,8 +40,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+LINKED = "uth-linked"
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -61,16 +69,30 @@ def memory_mb(pid: int) -> tuple[float, float]:
 Start = tuple[float, float, float, float]  # wall s, CPU s, RSS MB, peak RSS MB at READY
 
 
-def time_to_ready(tree: Path, game: str, python: str, timeout: float) -> Start:
+def daemon_args(game: str, tmp: str, broker: Any) -> list[str]:
+    if game != LINKED:
+        return ["--simulate", "--game", game, "--autoplay", "0", "--quiet", "--state-dir",
+                f"{tmp}/state"]
+    from tests.support.link import table_toml
+
+    config = Path(tmp) / "T1.toml"
+    # Without its [cards] section (carded play by default): trees before it refuse the key.
+    text = table_toml("T1", Path(tmp) / "T1", broker)
+    config.write_text(text[: text.index("[cards]")])
+    return ["--config", str(config), "--simulate", "--autoplay", "0", "--quiet"]
+
+
+def time_to_ready(tree: Path, game: str, python: str, timeout: float, broker: Any = None
+                  ) -> Start:
     with tempfile.TemporaryDirectory() as tmp:
         addr = str(Path(tmp) / "notify.sock")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sock.bind(addr)
         sock.settimeout(timeout)
+        args = daemon_args(game, tmp, broker)
         start = time.perf_counter()
         proc = subprocess.Popen(
-            [python, "-m", "controller.daemon", "--simulate", "--game", game, "--autoplay", "0",
-             "--quiet", "--state-dir", f"{tmp}/state"],
+            [python, "-m", "controller.daemon", *args],
             env={**os.environ, "NOTIFY_SOCKET": addr, "PYTHONPATH": str(tree)},
             cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
@@ -92,7 +114,7 @@ def _median(starts: list[Start], i: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trees", type=Path, nargs="+")
-    ap.add_argument("--game", choices=["paigow", "uth"], action="append",
+    ap.add_argument("--game", choices=["paigow", "uth", LINKED], action="append",
                     help="repeatable (default: paigow); the last is the other games' baseline")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--python", default=sys.executable)
@@ -100,16 +122,18 @@ def main() -> None:
     args = ap.parse_args()
     games: list[str] = args.game or ["paigow"]
     for tree in args.trees:  # .pyc as the image has them (module docstring)
-        subprocess.run([args.python, "-m", "compileall", "-q", "controller", "devices"],
+        subprocess.run([args.python, "-m", "compileall", "-q", "controller", "devices", "shared"],
                        cwd=tree, check=True, stdout=subprocess.DEVNULL)
     runs: dict[tuple[str, Path], list[Start]] = {(g, t): [] for g in games for t in args.trees}
     load = [os.getloadavg()[0]]
-    for _ in range(args.runs):
-        for game in games:  # alternately: the machine's load hits every tree and game alike
-            for tree in args.trees:
-                runs[game, tree].append(time_to_ready(tree.resolve(), game, args.python,
-                                                      args.timeout))
-        load.append(os.getloadavg()[0])
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(_broker()) if LINKED in games else None
+        for _ in range(args.runs):
+            for game in games:  # alternately: the machine's load hits every tree and game alike
+                for tree in args.trees:
+                    runs[game, tree].append(time_to_ready(tree.resolve(), game, args.python,
+                                                          args.timeout, broker))
+            load.append(os.getloadavg()[0])
     print(f"{', '.join(games)}: {args.runs} runs each, load average (1 min) {min(load):.1f}-"
           f"{max(load):.1f}")
     for (game, tree), starts in runs.items():
@@ -127,6 +151,21 @@ def main() -> None:
         for game in games[:-1]:
             print(f"ratio {tree} {game} / {games[-1]}: "
                   + _ratios(runs[game, tree], runs[games[-1], tree]))
+
+
+@contextlib.contextmanager
+def _broker() -> Iterator[Any]:
+    """A Mosquitto with TLS for the linked tables (tests/mqtt_broker.py), stopped at the end."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests import mqtt_broker
+
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = mqtt_broker.Broker(Path(tmp) / "broker", mqtt_broker.Pki(Path(tmp) / "pki"))
+        broker.start()
+        try:
+            yield broker
+        finally:
+            broker.stop()
 
 
 def _ratios(these: list[Start], baseline: list[Start]) -> str:
