@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sqlite3
 import sys
@@ -73,8 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """One parser a process: building its 50-odd subparsers costs ~0.1 s (argparse looks up
+    translations and the terminal's width for each), paid once, not by every in-process call
+    (the tests make hundreds). Parsing leaves it as it was."""
+    return build_parser()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = _parser()
     args = parser.parse_args(argv)
     args.typed = typed_command(sys.argv[1:] if argv is None else list(argv))
     try:

@@ -20,9 +20,7 @@ for something else (a version, an amount): only the listed forms above are check
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +55,10 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
+# What any citation needs (a superset): an appendix, a dotted number, or a number after a tag or
+# key (an undotted one cites only there). Most strings and comments have none: skipped at C speed.
+_MAYBE = re.compile(
+    r"App|[1-9]\d?\.\d|(?:\b(?:NSW|NZ|ACT|UTH|[Rr]ules?|[Cc]lauses?)\b|§)(?s:.*)[1-9]")
 HOUSE_WAY = {"nsw": "App2", "nz": "App4", "act": "App D"}  # where each seed's house way is
 _WORDS = {"uth": "UTH", "nsw": "NSW", "nz": "NZ", "act": "ACT"}
 
@@ -81,6 +83,9 @@ def _canon_app(text: str) -> str:
 def scan_text(text: str, path: str, line: int, default: str) -> list[Citation]:
     """The citations in one comment block, docstring or string starting at `line`."""
     out: list[Citation] = []
+    if not _MAYBE.search(text):
+        return out
+    at, counted = line, 0
     tag, app = "", ""
     listing = False  # the last thing read opens or continues a list of numbers
     integers = False  # a whole section number is a citation here (after a tag, key or app)
@@ -88,7 +93,8 @@ def scan_text(text: str, path: str, line: int, default: str) -> list[Citation]:
     pending_range = False
     for m in _TOKEN.finditer(text):
         kind, value = m.lastgroup, m.group()
-        at = line + text.count("\n", 0, m.start())
+        at += text.count("\n", counted, m.start())  # from the last token: linear in the text
+        counted = m.start()
         if kind == "tag" and value == "NSW" and default == "UTH":
             continue  # in a UTH file NSW is the game's jurisdiction: its one seed is UTH's
         if kind == "tag":
@@ -158,27 +164,54 @@ def _around(text: str, m: re.Match[str]) -> str:
     return " ".join(text[start:end].split())
 
 
+# Python's lexing in one regex pass, for what _blocks needs: comments, string literals and runs
+# of other code on a line. tokenize gave the same at ~50x the cost (most of `tablectl rules
+# trace`); test_traceability checks the two agree. Whitespace and a backslash outside a string
+# (a line continuation) match nothing and are skipped.
+_LEX = re.compile(
+    r"""(?P<comment>\#[^\n]*)
+    |(?P<string>\"\"\"(?:\\.|[^\\])*?\"\"\"|'''(?:\\.|[^\\])*?'''
+       |"(?:\\.|[^\\"\n])*"|'(?:\\.|[^\\'\n])*')
+    |(?P<code>[^\s\#"'\\][^\#"'\n\\]*)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_PREFIX = re.compile(r"(?<!\w)[rRbBuUfF]{1,2}$")  # a string's prefix ends the code before it
+
+
 def _blocks(source: str) -> Iterator[tuple[str, int]]:
-    """Comment blocks (consecutive comment lines joined) and string literals, with their line."""
+    """Comment blocks (consecutive comment lines joined) and string literals, with their line.
+
+    As tokenize gives them: a string does not end a comment block, code on a later line does; a
+    string keeps its prefix (f, rb, ...)."""
     comment: list[str] = []
     start = 0
     last_line = -1
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            if comment and tok.start[0] == last_line + 1:
-                comment.append(tok.string.lstrip("#"))
+    line, pos = 1, 0
+    code_end, code = -1, ""
+    for m in _LEX.finditer(source):
+        line += source.count("\n", pos, m.start())
+        pos = m.start()
+        kind = m.lastgroup
+        if kind == "comment":
+            text = m.group().lstrip("#")
+            if comment and line == last_line + 1:
+                comment.append(text)
             else:
                 if comment:
                     yield "\n".join(comment), start
-                comment, start = [tok.string.lstrip("#")], tok.start[0]
+                comment, start = [text], line
             comment[-1] = "# " + comment[-1] if len(comment) == 1 else comment[-1]
-            last_line = tok.start[0]
-        elif tok.type == tokenize.STRING:
-            yield tok.string, tok.start[0]
-        elif (tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
-              and comment and tok.start[0] > last_line):
-            yield "\n".join(comment), start
-            comment = []
+            last_line = line
+        elif kind == "string":
+            prefix = _PREFIX.search(code) if code_end == m.start() else None
+            yield (prefix.group() if prefix else "") + m.group(), line
+        else:
+            code_end, code = m.end(), m.group()
+            is_prefix = _PREFIX.match(code) and source.startswith(("'", '"'), m.end())
+            if comment and line > last_line and not is_prefix:
+                yield "\n".join(comment), start
+                comment = []
     if comment:
         yield "\n".join(comment), start
 
