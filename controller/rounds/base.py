@@ -21,6 +21,7 @@ machine itself.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -39,7 +40,7 @@ from shared.errors import TablectlError
 
 __all__ = [
     "EFFECT_KINDS", "JOURNALED_EFFECTS", "JSON", "Effect", "Event", "Guarded", "Handler", "Now",
-    "RoundMachine", "Route", "UndeclaredTransition", "skip_rounds",
+    "RoundMachine", "Route", "UndeclaredTransition", "json_copy", "skip_rounds",
 ]
 
 S = TypeVar("S")
@@ -278,3 +279,21 @@ def skip_rounds(state: S, field: str, data: Any) -> S:
     if type(to) is not int or to <= getattr(state, field):
         return state
     return replace(state, **{field: to})  # type: ignore[type-var]
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON-native value (dicts, lists, scalars) for the states' snapshots.
+    `dataclasses.asdict` and `copy.deepcopy` handle any object and cost ~10x as much per node:
+    a state is copied on every step and replay, so that was most of a round's time. Anything
+    not JSON-native (an enum, a tuple) goes to `copy.deepcopy`."""
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _ATOMS else json_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMS else json_copy(v) for v in value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)

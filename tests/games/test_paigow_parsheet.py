@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from functools import cache
 
 import pytest
 
@@ -11,17 +12,25 @@ from controller.games.paigow import parsheet
 from controller.games.paigow.houseway import house_way_function
 from controller.games.paigow.outcome import Outcome, player_outcome
 from controller.games.paigow.profiles import Profile
-from controller.games.paigow.tiles import FULL_SET, TILES
+from controller.games.paigow.settings import Setting
+from controller.games.paigow.tiles import FULL_SET, TILES, Tile
+
+
+@cache
+def house_way(profile: Profile, tiles: tuple[Tile, ...]) -> Setting:
+    """The house way of these tiles in this order: a pure function, so worked out once for the
+    many physical combinations of the same tiles (it was nearly all of the brute force's time)."""
+    return house_way_function(profile)(tiles)
 
 
 def brute_force(profile: Profile, hand: tuple[int, ...]) -> tuple[int, int, int]:
     """Every banker hand from the 28 remaining physical tiles, compared one by one."""
-    hw = house_way_function(profile)
-    player = hw([FULL_SET[i] for i in hand])
+    player = house_way(profile, tuple(FULL_SET[i] for i in hand))
     rest = [i for i in range(32) if i not in hand]
     counts = {Outcome.WIN: 0, Outcome.PUSH: 0, Outcome.LOSE: 0}
     for combo in itertools.combinations(rest, 4):
-        counts[player_outcome(player, hw([FULL_SET[i] for i in combo]), profile)] += 1
+        banker = house_way(profile, tuple(FULL_SET[i] for i in combo))
+        counts[player_outcome(player, banker, profile)] += 1
     return counts[Outcome.WIN], counts[Outcome.PUSH], counts[Outcome.LOSE]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from controller.games.paigow.hands import TwoTileHand, make_hand
 from controller.games.paigow.tiles import Tile, check_available, parse_tiles
@@ -78,6 +79,14 @@ def all_settings(tiles: Sequence[Tile]) -> list[Setting]:
     """The distinct ways to split four tiles into two hands (three, fewer with duplicate tiles)."""
     if len(tiles) != 4:
         raise InputError(f"a Pai Gow hand is four tiles, got {len(tiles)}")
+    return list(_all_settings(tuple(tiles)))
+
+
+# Tiles and settings are immutable: the house ways and the par sheet ask again and again for
+# the same few thousand hands (8,130 distinct ones; 35,960 combinations of the set), and this was
+# most of their time. Bounded: the table's daemon asks a few times a round.
+@lru_cache(maxsize=8192)
+def _all_settings(tiles: tuple[Tile, ...]) -> tuple[Setting, ...]:
     check_available(tiles)
     a, b, c, d = tiles
     seen: set[tuple[tuple[str, str], tuple[str, str]]] = set()
@@ -88,7 +97,7 @@ def all_settings(tiles: Sequence[Tile]) -> list[Setting]:
         if ident not in seen:
             seen.add(ident)
             result.append(s)
-    return result
+    return tuple(result)
 
 
 def _ident(h: TwoTileHand) -> tuple[str, str]:

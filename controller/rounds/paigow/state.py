@@ -8,7 +8,6 @@ docs/rounds-paigow.md describes the phases and every field.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,6 +17,7 @@ from controller.games.paigow.bank import MAX_BOXES, BankHolder, BankState
 from controller.games.paigow.cuts import Cut
 from controller.games.paigow.money import TableMoney
 from controller.games.paigow.profiles import Profile
+from controller.rounds.base import json_copy
 from controller.rounds.cards import CardsConfig
 from shared.errors import InputError
 
@@ -163,17 +163,17 @@ _ADDED: JSON = {"void_hands": [], "controls": {}, "miscounts": [], "lajas": [], 
 
 
 def state_to_json(state: PaiGowState) -> JSON:
-    data = dataclasses.asdict(state)  # deep copy: the caller may keep or mutate it
+    data = {k: json_copy(getattr(state, k)) for k in FIELDS}  # the caller may keep or mutate it
     return {k: v for k, v in data.items() if k not in _ADDED or v != _ADDED[k]}
 
 
 def state_from_json(data: JSON) -> PaiGowState:
     """Rebuild a state from its snapshot; InputError for a snapshot this version did not write."""
     if isinstance(data, dict):
-        data = {**copy.deepcopy(_ADDED), **data}
+        data = {**json_copy(_ADDED), **data}
     if not isinstance(data, dict) or set(data) != set(FIELDS):
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise InputError(f"not a Pai Gow round state snapshot: {keys}")
     if data["phase"] not in PHASES:
         raise InputError(f"unknown Pai Gow phase {data['phase']!r} in snapshot")
-    return PaiGowState(**{**copy.deepcopy(data), "phase": Phase(data["phase"])})
+    return PaiGowState(**{**json_copy(data), "phase": Phase(data["phase"])})

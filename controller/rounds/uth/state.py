@@ -8,7 +8,6 @@ containers. Cards are held as their text (`As`, `Td`) so a snapshot reads like t
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -19,6 +18,7 @@ from controller.games.uth.deal import MAX_BOXES, DealMethod
 from controller.games.uth.jackpot import PoolState
 from controller.games.uth.paytables import JackpotPayTable
 from controller.games.uth.settlement import SettlementRules
+from controller.rounds.base import json_copy
 from controller.rounds.cards import CardsConfig
 from shared.errors import InputError
 
@@ -203,25 +203,26 @@ def pool_display(config: UthConfig, amount: int, *, online: bool) -> JSON:
     return {"mode": "pool", "pool": config.pool_id, "amount": amount}
 
 
+FIELDS = tuple(f.name for f in dataclasses.fields(UthState))
 # Fields added after journals were written (issue 13), with the value an older snapshot means.
 _ADDED: JSON = {"void_hands": [], "jackpot_owners": {}, "dealt_by": None, "patrons": {},
                "card_seq": 0, "offline_used": {}}
 
 
 def state_to_json(state: UthState) -> JSON:
-    data = copy.deepcopy(dataclasses.asdict(state))
+    data = {k: json_copy(getattr(state, k)) for k in FIELDS}  # the caller may keep or mutate it
     # An added field at its default stays out: snapshots of ordinary play keep their bytes.
     return {k: v for k, v in data.items() if k not in _ADDED or v != _ADDED[k]}
 
 
 def state_from_json(data: JSON) -> UthState:
-    names = {f.name for f in dataclasses.fields(UthState)}
+    names = set(FIELDS)
     data = {**_ADDED, **data}  # a snapshot written before a field existed has its default
     if set(data) != names:
         raise InputError(f"UTH state fields differ: {sorted(set(data) ^ names)}")
     if data["phase"] not in PHASES:
         raise InputError(f"unknown UTH phase {data['phase']!r}")
-    return UthState(**{**copy.deepcopy(data), "phase": Phase(data["phase"])})
+    return UthState(**{**json_copy(data), "phase": Phase(data["phase"])})
 
 
 def replace(state: UthState, **changes: Any) -> UthState:

@@ -22,7 +22,7 @@ from controller.games.uth.evaluator import (
     nonflush_rank,
 )
 from shared.errors import InputError
-from tests.support.uth_cards import cards, rank, to_text
+from tests.support.uth_cards import cards, five_card_rank_counts, rank, to_text
 
 # --- notation --------------------------------------------------------------------------------
 
@@ -147,7 +147,7 @@ KNOWN_FIVE = {
 
 
 def test_all_2598960_five_card_hands_by_category_and_7462_distinct_ranks():
-    by_rank = Counter(map(hand_rank, combinations(range(52), 5)))
+    by_rank = five_card_rank_counts()  # hand_rank of every one of the 2,598,960 hands
     assert sorted(by_rank) == list(range(1, 7463))  # dense ranks: 7,462 classes
     by_category = Counter()
     for r, n in by_rank.items():
