@@ -37,6 +37,17 @@ SELECT
 FROM pg_namespace n WHERE n.nspname = %s
 """
 
+# Every table's rows deleted and every identity's counter back at 1, in one round trip (the
+# tables are few and small: DELETE is cheaper than TRUNCATE's new files).
+_EMPTY = """DO $$ DECLARE r record; BEGIN
+  FOR r IN SELECT tablename FROM pg_tables WHERE schemaname = '@SCHEMA@' LOOP
+    EXECUTE format('DELETE FROM %I.%I', '@SCHEMA@', r.tablename);
+  END LOOP;
+  FOR r IN SELECT sequencename FROM pg_sequences WHERE schemaname = '@SCHEMA@' LOOP
+    PERFORM setval(format('%I.%I', '@SCHEMA@', r.sequencename)::regclass, 1, false);
+  END LOOP;
+END $$"""
+
 # Head office installs these in a ledger's schema when a worker first watches it
 # (headoffice/notify.py); dropping the functions drops the triggers that call them.
 _NOTIFY_FUNCTIONS = ("tablectl_ledger_notify", "tablectl_held_hits_notify")
@@ -95,19 +106,14 @@ class PgLedgers:
         nothing promised) when the schema's catalog is then not a fresh ledger's."""
         try:
             with self.admin.transaction():
-                for fn in _NOTIFY_FUNCTIONS:
-                    self.admin.execute(f'DROP FUNCTION IF EXISTS "{name}".{fn}() CASCADE')
-                if self._catalog(name) != self._reference:
+                catalog = self._catalog(name)
+                if catalog != self._reference and any(f in catalog for f in _NOTIFY_FUNCTIONS):
+                    for fn in _NOTIFY_FUNCTIONS:
+                        self.admin.execute(f'DROP FUNCTION IF EXISTS "{name}".{fn}() CASCADE')
+                    catalog = self._catalog(name)
+                if catalog != self._reference:
                     return False
-                tables = self.admin.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = %s", (name,)).fetchall()
-                for (table,) in tables:
-                    self.admin.execute(f'DELETE FROM "{name}"."{table}"')
-                for (seq,) in self.admin.execute(
-                        "SELECT sequencename FROM pg_sequences WHERE schemaname = %s",
-                        (name,)).fetchall():
-                    self.admin.execute("SELECT setval(%s::regclass, 1, false)",
-                                       (f'"{name}"."{seq}"',))
+                self.admin.execute(_EMPTY.replace("@SCHEMA@", name))
         except Exception:  # a lock not granted, a broken connection: not reused
             return False
         return True
