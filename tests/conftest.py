@@ -90,17 +90,17 @@ def new_url(request: pytest.FixtureRequest,
     ledgers = request.getfixturevalue("_pg_ledgers")
     if isinstance(ledgers, str):
         pytest.skip(ledgers)
-    schemas: list[tuple[str, bool]] = []
+    reused: list[str] = []
+    bares: list[str] = []
 
     def new(bare: bool) -> str:
         name = ledgers.bare() if bare else ledgers.take()
-        schemas.append((name, not bare))
+        (bares if bare else reused).append(name)
         # The schema is the connection's search_path, so the ledger's unqualified SQL lands there.
         return ledgers.url(name)
 
     yield NewUrl(new)
-    for name, reuse in schemas:
-        ledgers.give_back(name, reuse)
+    ledgers.give_back(reused, drop=bares)
 
 
 @pytest.fixture

@@ -29,13 +29,13 @@ def test_a_reused_schema_has_no_rows_and_numbers_from_one(ledgers: PgLedgers) ->
             assert led.alarm("x", None, "T1", kind="table_offline") == 1
             led.db.execute("INSERT INTO ho_workers VALUES ('w1', 0)")
             led.close()
-            ledgers.give_back(name)
+            ledgers.give_back([name])
             assert ledgers.free == [name]
             name = ledgers.take()
         led = Ledger.open(ledgers.url(name))
         assert led.db.one("SELECT count(*) AS n FROM ho_workers") == {"n": 0}
         led.close()
-        ledgers.give_back(name)
+        ledgers.give_back([name])
     finally:
         ledgers.close()
 
@@ -46,7 +46,7 @@ def test_a_schema_a_test_changed_is_dropped_not_reused(ledgers: PgLedgers) -> No
         led = Ledger.open(ledgers.url(name))
         led.db.execute("ALTER TABLE held_hits DROP COLUMN seq")
         led.close()
-        ledgers.give_back(name)
+        ledgers.give_back([name])
         assert ledgers.free == []
         gone = ledgers.admin.execute(
             "SELECT count(*) FROM pg_namespace WHERE nspname = %s", (name,)).fetchone()
@@ -54,6 +54,6 @@ def test_a_schema_a_test_changed_is_dropped_not_reused(ledgers: PgLedgers) -> No
         bare = ledgers.bare()
         assert ledgers.admin.execute(
             "SELECT count(*) FROM pg_tables WHERE schemaname = %s", (bare,)).fetchone() == (0,)
-        ledgers.give_back(bare, reuse=False)
+        ledgers.give_back([], drop=[bare])
     finally:
         ledgers.close()

@@ -15,36 +15,39 @@ in it, for the tests that build an older version's tables before the ledger firs
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 # What the catalog holds in one schema, with the schema's own name taken out: every relation
 # (table, index, sequence, view) and its kind, every column, every trigger and function.
 _CATALOG = """
-SELECT
+SELECT n.nspname,
   (SELECT string_agg(c.relname || ':' || c.relkind::text, ',' ORDER BY c.relname)
      FROM pg_class c WHERE c.relnamespace = n.oid),
-  (SELECT string_agg(concat_ws(' ', table_name, ordinal_position, column_name, data_type,
-                               is_nullable, column_default, is_identity), ','
-                     ORDER BY table_name, ordinal_position)
-     FROM information_schema.columns WHERE table_schema = n.nspname),
-  (SELECT string_agg(indexdef, ',' ORDER BY indexname) FROM pg_indexes
-     WHERE schemaname = n.nspname),
+  (SELECT string_agg(concat_ws(' ', c.relname, a.attnum, a.attname,
+                               format_type(a.atttypid, a.atttypmod), a.attnotnull,
+                               a.attidentity, pg_get_expr(d.adbin, d.adrelid)), ','
+                     ORDER BY c.relname, a.attnum)
+     FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+     LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+     WHERE c.relnamespace = n.oid AND a.attnum > 0 AND NOT a.attisdropped),
+  (SELECT string_agg(pg_get_indexdef(i.indexrelid), ',' ORDER BY i.indexrelid::regclass::text)
+     FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relnamespace = n.oid),
   (SELECT string_agg(t.tgname, ',' ORDER BY t.tgname) FROM pg_trigger t
      JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = n.oid),
   (SELECT string_agg(p.proname, ',' ORDER BY p.proname) FROM pg_proc p
      WHERE p.pronamespace = n.oid)
-FROM pg_namespace n WHERE n.nspname = %s
+FROM pg_namespace n WHERE n.nspname = ANY(%s)
 """
 
 # Every table's rows deleted and every identity's counter back at 1, in one round trip (the
 # tables are few and small: DELETE is cheaper than TRUNCATE's new files).
 _EMPTY = """DO $$ DECLARE r record; BEGIN
-  FOR r IN SELECT tablename FROM pg_tables WHERE schemaname = '@SCHEMA@' LOOP
-    EXECUTE format('DELETE FROM %I.%I', '@SCHEMA@', r.tablename);
+  FOR r IN SELECT schemaname, tablename FROM pg_tables WHERE schemaname = ANY(@SCHEMAS@) LOOP
+    EXECUTE format('DELETE FROM %I.%I', r.schemaname, r.tablename);
   END LOOP;
-  FOR r IN SELECT sequencename FROM pg_sequences WHERE schemaname = '@SCHEMA@' LOOP
-    PERFORM setval(format('%I.%I', '@SCHEMA@', r.sequencename)::regclass, 1, false);
+  FOR r IN SELECT schemaname, sequencename FROM pg_sequences WHERE schemaname = ANY(@SCHEMAS@) LOOP
+    PERFORM setval(format('%I.%I', r.schemaname, r.sequencename)::regclass, 1, false);
   END LOOP;
 END $$"""
 
@@ -69,9 +72,9 @@ class PgLedgers:
         sep = "&" if "?" in self.base_url else "?"
         return f"{self.base_url}{sep}options=-csearch_path%3D{name}"
 
-    def _catalog(self, name: str) -> str:
-        row = self.admin.execute(_CATALOG, (name,)).fetchone()
-        return repr(row).replace(name, "<schema>")
+    def _catalogs(self, names: list[str]) -> dict[str, str]:
+        rows = self.admin.execute(_CATALOG, (names,)).fetchall()
+        return {row[0]: repr(row[1:]).replace(row[0], "<schema>") for row in rows}
 
     def _create(self) -> str:
         name = f"ledger_test_{secrets.token_hex(6)}"
@@ -87,36 +90,42 @@ class PgLedgers:
         name = self._create()
         open_database(self.url(name)).close()
         if self._reference is None:
-            self._reference = self._catalog(name)
+            self._reference = self._catalogs([name])[name]
         return name
 
     def bare(self) -> str:
-        """A new schema with nothing in it (never reused: `give_back(..., reuse=False)`)."""
+        """A new schema with nothing in it (never reused: `give_back(..., drop=[name])`)."""
         return self._create()
 
-    def give_back(self, name: str, reuse: bool = True) -> None:
-        """After the test: empty `name` for the next one, or drop it."""
-        if reuse and self._empty(name):
-            self.free.append(name)
-        else:
-            self.admin.execute(f'DROP SCHEMA "{name}" CASCADE')
+    def give_back(self, names: list[str], drop: Sequence[str] = ()) -> None:
+        """After the test: empty each of `names` for the next one, or drop it; drop `drop`."""
+        emptied = self._empty(names) if names else []
+        self.free.extend(emptied)
+        for name in [*names, *drop]:
+            if name not in emptied:
+                self.admin.execute(f'DROP SCHEMA "{name}" CASCADE')
 
-    def _empty(self, name: str) -> bool:
-        """Every row deleted, identities restarted, head office's triggers dropped; False (and
-        nothing promised) when the schema's catalog is then not a fresh ledger's."""
+    def _empty(self, names: list[str]) -> list[str]:
+        """Those of `names` emptied: every row deleted, identities restarted, head office's
+        triggers dropped; a schema whose catalog is then not a fresh ledger's is left out (and
+        all of them if anything failed)."""
         try:
             with self.admin.transaction():
-                catalog = self._catalog(name)
-                if catalog != self._reference and any(f in catalog for f in _NOTIFY_FUNCTIONS):
+                catalogs = self._catalogs(names)
+                notified = [n for n, c in catalogs.items()
+                            if c != self._reference and any(f in c for f in _NOTIFY_FUNCTIONS)]
+                for name in notified:
                     for fn in _NOTIFY_FUNCTIONS:
                         self.admin.execute(f'DROP FUNCTION IF EXISTS "{name}".{fn}() CASCADE')
-                    catalog = self._catalog(name)
-                if catalog != self._reference:
-                    return False
-                self.admin.execute(_EMPTY.replace("@SCHEMA@", name))
+                if notified:
+                    catalogs.update(self._catalogs(notified))
+                same = [n for n, c in catalogs.items() if c == self._reference]
+                if same:  # a DO block takes no parameters: the names are ours, hex
+                    listed = ", ".join(f"'{n}'" for n in same)
+                    self.admin.execute(_EMPTY.replace("@SCHEMAS@", f"ARRAY[{listed}]"))
         except Exception:  # a lock not granted, a broken connection: not reused
-            return False
-        return True
+            return []
+        return same
 
     def close(self) -> None:
         for name in self.free:
