@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import compileall
 import os
-import secrets
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from tests import mqtt_broker
+from tests.support.ledger_urls import NewUrl, PgLedgers
 
 # PYTHONDONTWRITEBYTECODE (set on CI-like shells) also stops pytest caching the test modules it
 # rewrites for its assertions, so every xdist worker rewrote all ~300 of them at collection: 14 s
@@ -57,38 +57,53 @@ def broker(tmp_path: Path) -> Iterator[mqtt_broker.Broker]:
     b.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def new_url(request: pytest.FixtureRequest,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], str]]:
-    """Makes URLs of fresh, empty head-office ledgers, one per call (hypothesis examples share
-    the fixture): a SQLite path, or a PostgreSQL schema of its own, dropped afterwards. A test
-    that takes it runs on both backends; the PostgreSQL half is skipped only if no server
-    answers at PG_URL ($TABLECTL_TEST_PG)."""
-    if request.param == "sqlite":
-        yield lambda: str(tmp_path_factory.mktemp("ledger") / "ho.db")
+@pytest.fixture(scope="session")
+def _pg_ledgers() -> Iterator[PgLedgers | str]:
+    """This test process's PostgreSQL ledger schemas (tests/support/ledger_urls.py), or why
+    there are none: psycopg missing or no server answering at PG_URL."""
+    try:
+        import psycopg
+    except ImportError:
+        yield "psycopg 3 not installed (dev extra)"
         return
-    psycopg = pytest.importorskip("psycopg", reason="psycopg 3 not installed (dev extra)")
     try:
         admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as exc:
-        pytest.skip(f"no PostgreSQL answers at {PG_URL}: {exc}")
-    schemas: list[str] = []
+        yield f"no PostgreSQL answers at {PG_URL}: {exc}"
+        return
+    ledgers = PgLedgers(admin, PG_URL)
+    yield ledgers
+    ledgers.close()
 
-    def new() -> str:
-        name = f"ledger_test_{secrets.token_hex(6)}"
-        admin.execute(f'CREATE SCHEMA "{name}"')
-        schemas.append(name)
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_url(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[NewUrl]:
+    """Makes URLs of new, empty head-office ledgers, one per call (hypothesis examples share
+    the fixture): a SQLite path, or a PostgreSQL schema of its own, emptied for a later test
+    afterwards (tests/support/ledger_urls.py; `new_url.bare()`: a schema without the ledger's
+    tables, dropped afterwards). A test that takes it runs on both backends; the PostgreSQL
+    half is skipped only if no server answers at PG_URL ($TABLECTL_TEST_PG)."""
+    if request.param == "sqlite":
+        yield NewUrl(lambda bare: str(tmp_path_factory.mktemp("ledger") / "ho.db"))
+        return
+    ledgers = request.getfixturevalue("_pg_ledgers")
+    if isinstance(ledgers, str):
+        pytest.skip(ledgers)
+    reused: list[str] = []
+    bares: list[str] = []
+
+    def new(bare: bool) -> str:
+        name = ledgers.bare() if bare else ledgers.take()
+        (bares if bare else reused).append(name)
         # The schema is the connection's search_path, so the ledger's unqualified SQL lands there.
-        sep = "&" if "?" in PG_URL else "?"
-        return f"{PG_URL}{sep}options=-csearch_path%3D{name}"
+        return ledgers.url(name)
 
-    yield new
-    for name in schemas:
-        admin.execute(f'DROP SCHEMA "{name}" CASCADE')
-    admin.close()
+    yield NewUrl(new)
+    ledgers.give_back(reused, drop=bares)
 
 
 @pytest.fixture
-def ledger_url(new_url: Callable[[], str]) -> str:
+def ledger_url(new_url: NewUrl) -> str:
     """One fresh ledger URL, on SQLite and on PostgreSQL (the test runs twice)."""
     return new_url()

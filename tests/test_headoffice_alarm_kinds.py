@@ -141,7 +141,7 @@ def test_a_broker_down_is_an_alarm_until_the_worker_is_back_on_it(
                 async def raised() -> bool:
                     return bool(await asyncio.to_thread(broker_alarms, led, True))
 
-                await wait_for(raised, 60, "the broker-down alarm", every=0.5)
+                await wait_for(raised, 60, "the broker-down alarm", every=0.1)
                 (a,) = broker_alarms(led, True)
                 assert a["severity"] == "critical"
                 assert a["subject"] == f"broker:{worker.cfg.broker.client_id}"
@@ -151,7 +151,7 @@ def test_a_broker_down_is_an_alarm_until_the_worker_is_back_on_it(
                 async def cleared() -> bool:
                     return not await asyncio.to_thread(broker_alarms, led, True)
 
-                await wait_for(cleared, 60, "the broker-down alarm cleared", every=0.5)
+                await wait_for(cleared, 60, "the broker-down alarm cleared", every=0.1)
                 (done,) = broker_alarms(led, False)
                 assert done["alarm_no"] == a["alarm_no"] and done["cleared_utc"]
             finally:

@@ -71,7 +71,7 @@ def test_a_table_cut_off_is_an_alarm_until_it_returns(broker, tmp_path: Path) ->
                 async def raised() -> bool:
                     return _count(await get("/alarms")) == before + 1
 
-                await wait_for(raised, 60, "the offline alarm counted", every=0.5)
+                await wait_for(raised, 60, "the offline alarm counted", every=0.1)
                 (alarm,) = _offline_alarms(led, active=True)
                 page = await get("/alarms")
                 assert f'id="alarm-{alarm["alarm_no"]}"' in page and "table T1 is offline" in page
@@ -82,7 +82,7 @@ def test_a_table_cut_off_is_an_alarm_until_it_returns(broker, tmp_path: Path) ->
                 async def cleared() -> bool:
                     return _count(await get("/alarms")) == before
 
-                await wait_for(cleared, 60, "the offline alarm cleared", every=0.5)
+                await wait_for(cleared, 60, "the offline alarm cleared", every=0.1)
                 (done,) = _offline_alarms(led, active=False)
                 assert done["alarm_no"] == alarm["alarm_no"] and done["cleared_utc"]
                 assert done["repeats"] == 1  # one alarm for the outage, however often seen
@@ -95,7 +95,7 @@ def test_a_table_cut_off_is_an_alarm_until_it_returns(broker, tmp_path: Path) ->
                 return any(a["kind"] == "worker_down" and a["subject"] == name
                            for a in led.alarms(active_only=True))
 
-            await wait_for(worker_down, 60, "the stopped worker alarmed", every=1.0)
+            await wait_for(worker_down, 60, "the stopped worker alarmed", every=0.2)
         finally:
             client.close()
             led.close()

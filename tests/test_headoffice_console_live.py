@@ -173,7 +173,7 @@ def test_tables_page_follows_a_real_link(broker, tmp_path: Path) -> None:
                     page = await asyncio.to_thread(client.get, "/tables")
                     return cells(page.text, "table-T1")[2] == "offline"
 
-                await wait_for(offline, 60, "T1 shown offline", every=0.5)
+                await wait_for(offline, 60, "T1 shown offline", every=0.1)
                 await table.stop()
             finally:
                 client.close()

@@ -2,9 +2,9 @@
 order, hits serialised per pool, conservation checked after every message (a violation stops
 the pool), parameter changes guarded and logged, the report.
 
-Every test runs on SQLite and on PostgreSQL (the `new_url` fixture in tests/conftest.py: a fresh
-schema per ledger, dropped afterwards); the PostgreSQL half is skipped only if no server answers
-on 127.0.0.1:5432."""
+Every test runs on SQLite and on PostgreSQL (the `new_url` fixture in tests/conftest.py: an
+empty schema per ledger, emptied for a later test or dropped afterwards); the PostgreSQL half is
+skipped only if no server answers on 127.0.0.1:5432."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from headoffice.hits import HitPolicy
 from headoffice.ledger import BatchResult, Incoming, Ledger, LedgerError, _Batch
 from headoffice.pools import Params, Pool
 from shared.link import contract
+from tests.support.ledger_urls import NewUrl  # the `new_url` fixture's type (tests/conftest.py)
 
 P = "p1"
 PARAMS = Params(seed=500_000, increment=Fraction(1, 4), hidden=Fraction(1, 20))
@@ -56,7 +57,6 @@ def result(round_: int, status: str = "completed") -> tuple[str, dict]:
 
 
 OPS = ["alice", "bob"]  # head office's [service] operators in these tests
-NewUrl = Callable[[], str]  # the `new_url` fixture (tests/conftest.py): fresh ledger URLs
 
 
 # The tables these tests' head office knows (headoffice.toml [[tables]]).
@@ -595,7 +595,7 @@ def test_an_old_param_log_is_numbered_when_the_ledger_opens(new_url: NewUrl) -> 
     """A ledger made before `entry_no`: opening it rebuilds param_log with the numbers, each
     pool's entries in their old order (utc, then the order stored); it then goes on from there,
     and opening it again changes nothing."""
-    url = new_url()
+    url = new_url.bare()  # the old table is made before the ledger's
     ph = "%s" if url.startswith("postgresql://") else "?"
     old = [  # (pool, utc, action, seed) in the order they were stored
         (P, "2026-01-01T00:00:00.000Z", "create", 500_000),
@@ -772,7 +772,7 @@ def test_old_alarms_are_numbered_when_the_ledger_opens(new_url: NewUrl) -> None:
     """A ledger made before `alarm_no`: opening it rebuilds alarms with the numbers, in the
     order the old report gave (SQLite: as stored; PostgreSQL: utc, then as stored); new alarms
     go on from there, and opening it again changes nothing."""
-    url = new_url()
+    url = new_url.bare()  # the old table is made before the ledger's
     ph = "%s" if url.startswith("postgresql://") else "?"
     old = [  # (utc, pool, table, text) in the order they were stored
         ("2026-01-01T00:00:02.000Z", P, "T1", "A"),
@@ -785,7 +785,7 @@ def test_old_alarms_are_numbered_when_the_ledger_opens(new_url: NewUrl) -> None:
     for row in old:
         conn.execute(f"INSERT INTO alarms VALUES ({ph}, {ph}, {ph}, {ph})", row)
     conn.close()
-    empty_url = new_url()  # an old ledger that never had an alarm
+    empty_url = new_url.bare()  # an old ledger that never had an alarm
     conn = _raw_connection(empty_url)
     conn.execute(OLD_ALARMS)
     conn.close()
