@@ -733,7 +733,7 @@ def test_stop_start_cycles_each_stop_bounded_and_no_ack_lost(table: Table) -> No
                 "journalctl -u vm-stop-cycles --no-pager -n 40", check=False).stdout)
         return None
 
-    done = wait_for(f"{STOP_CYCLES} stop/start cycles", finished, 150 * STOP_CYCLES, 10)
+    done = wait_for(f"{STOP_CYCLES} stop/start cycles", finished, 150 * STOP_CYCLES, 3)
     stops = [c["stop_s"] for c in done]
     RESULTS["stop_cycles"] = {
         "cycles": len(done), "longest_stop_s": max(stops),
@@ -956,7 +956,7 @@ def test_power_cut_at_every_flush_point_continues_or_refuses_never_forks(table: 
             return seen if min(seen.values()) > 0 else None
 
         try:
-            seen = wait_for("a segment archived, moved and pruned", done, RECORD_S, 15)
+            seen = wait_for("a segment archived, moved and pruned", done, RECORD_S, 5)
         except AssertionError:
             seen = upkeep_seen(g, since)  # reported, not required: the points are the check
         rounds = table.completed() - began
