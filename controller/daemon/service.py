@@ -160,6 +160,8 @@ class TableService:
             if self.mode != "production":
                 log_event(self.log, logging.WARNING, f"running in {self.mode} mode", mode=self.mode,
                           code="E801")
+            for ext in self.extensions:  # work begun now, awaited at its start (verification)
+                getattr(ext, "begin", lambda: None)()
             self._open_journal()
             self._keep_errors()
             await self._start_devices()

@@ -99,7 +99,9 @@ class Extension(Protocol):
     (`table.subscribe()`), add control-socket commands and take the table out of service.
     The tasks it creates in `start()` are supervised: one that raises is logged CRITICAL with
     its traceback and the extension is stopped and started again (daemon/supervisor.py);
-    a control command's peer is `control.current_peer()`."""
+    a control command's peer is `control.current_peer()`. An extension may also have a
+    `begin()`, called before the journal opens, for work its `start()` then awaits (software
+    verification's child process)."""
 
     name: str
 

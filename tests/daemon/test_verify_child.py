@@ -118,3 +118,63 @@ def test_the_check_does_not_run_the_daemons_main_module_again(tmp_path: Path) ->
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]  # verified, one round played
     assert len(marker.read_text().split()) == 1, marker.read_text()  # the daemon's run only
+
+
+def test_the_check_begins_before_the_journal_opens_and_still_gates_play(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child starts at the top of the daemon's start (`begin`), so the journal's replay and
+    the devices' start run beside it (docs/daemon.md, "Start-up"); its report still decides
+    before play: a tampered file, found by that early child, means no round at all."""
+    from controller.daemon.service import TableService
+
+    s = install(tmp_path)
+    (s.root / TAMPERED).write_bytes(b"#!/bin/sh\nexec evil\n")
+    order: list[str] = []
+    real_child, real_open = ext_verify._verify_in_child, TableService._open_journal
+
+    def child(settings: object) -> object:
+        order.append("child")
+        return real_child(settings)  # type: ignore[arg-type]
+
+    def open_journal(self: TableService) -> None:
+        order.append("journal")
+        real_open(self)
+
+    monkeypatch.setattr(ext_verify, "_verify_in_child", child)
+    monkeypatch.setattr(TableService, "_open_journal", open_journal)
+    ext = SoftwareVerification(log_setup(journald=False), s)
+    service = _service(tmp_path, ext)
+    assert asyncio.run(service.run()) == 1
+    assert order == ["child", "journal"]  # one child, begun first, its report the one used
+    assert TAMPERED in (service.out_of_service or "")
+    assert service.stats.rounds == {}
+
+
+def test_a_check_begun_but_never_read_is_killed_at_stop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A daemon stopped between `begin` and the extension's start leaves no child running."""
+    s = install(tmp_path)
+    ext = SoftwareVerification(log_setup(journald=False), s)
+    pids: list[int] = []
+    real_exec = asyncio.create_subprocess_exec
+
+    async def spy(*args: object, **kw: object) -> asyncio.subprocess.Process:
+        proc = await real_exec(*args, **kw)  # type: ignore[arg-type]
+        pids.append(proc.pid)
+        return proc
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", spy)
+
+    async def scenario() -> asyncio.Task[Report] | None:
+        ext.begin()
+        early = ext._early
+        while not pids:
+            await asyncio.sleep(0.01)
+        await ext.stop()
+        return early
+
+    early = asyncio.run(scenario())
+    assert early is not None and early.cancelled()
+    assert ext._early is None
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(pids[0], 0)

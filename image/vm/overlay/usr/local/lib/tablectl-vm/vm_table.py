@@ -6,7 +6,8 @@ behind the udev names, QEMU's USB serial adapters wired to the wire-level simula
 host), while players, dealer and GPIO inputs are simulated (controller/sim/, gpiozero's mock
 pins): the config says `simulate = true` (that is what allows mock pins) and this entry point
 builds the hardware drivers. Everything else is tablectld's own code: journal, verification,
-watchdog, control socket, head-office link, logging to journald.
+watchdog, control socket, head-office link, logging to journald, and its entry point's lean
+start (no OpenSSL for a table without a link).
 """
 
 from __future__ import annotations
@@ -15,16 +16,21 @@ import os
 import random
 import sys
 
-from controller import logs
-from controller.config.machine import build_machine
-from controller.daemon import build
-from controller.daemon import main as daemon
-from controller.daemon.service import TableService
-from controller.random_source import RandomSource
-from devices.build import build_hardware
+from controller.daemon.entry import refuse_openssl
 
 
 def main() -> int:
+    # As tablectld's entry point does before any import: a table without [link] loads no
+    # OpenSSL (controller/daemon/entry.py). The imports below come after it for that reason.
+    refuse_openssl(sys.argv[1:])
+    from controller import logs
+    from controller.config.machine import build_machine
+    from controller.daemon import build
+    from controller.daemon import main as daemon
+    from controller.daemon.service import TableService
+    from controller.random_source import RandomSource
+    from devices.build import build_hardware
+
     args = daemon.parse_args(sys.argv[1:])
     log = logs.setup()  # journald when systemd-python is installed, else stderr (journald too)
     cfg = daemon.load(args)
